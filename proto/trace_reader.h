@@ -1,0 +1,107 @@
+// Reads a gpuxray trace file chunk by chunk. Damage is survived, not fatal: a torn tail (the
+// process died mid-write) or a chunk that fails its checksum becomes a warning with its byte offset,
+// and every intact chunk is still returned. Only a file that is not a gpuxray trace at all, has a
+// major version this reader does not know, or has no readable header is an error (FormatError, one
+// line that names the file).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/file_layout.h"
+#include "proto/records.h"
+
+namespace gpuxray::format {
+
+class FormatError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class StringTable {
+ public:
+  // "" for id 0; "<missing string N>" for an id whose definition was lost with a damaged chunk.
+  std::string_view get(StringId id) const;
+  bool contains(StringId id) const;
+  void define(StringId id, std::string value);
+  size_t size() const { return defined_; }
+
+ private:
+  std::vector<std::string> values_;
+  std::vector<bool> present_;
+  size_t defined_ = 0;
+  mutable std::vector<std::unique_ptr<std::string>> missing_names_;
+};
+
+struct ReadStats {
+  uint64_t file_bytes = 0;
+  uint64_t chunks = 0;
+  uint64_t damaged_chunks = 0;
+  uint64_t bytes_skipped = 0;
+  // Where an incomplete last chunk starts, if the file ends inside one.
+  std::optional<uint64_t> torn_at;
+  // Records whose kernel configuration, string or column data was lost with a damaged chunk.
+  uint64_t unresolved_references = 0;
+};
+
+// Where the bytes come from: a file (read with pread) or memory (tests).
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual uint64_t size() const = 0;
+  virtual bool read(uint64_t offset, size_t length, uint8_t* out) const = 0;
+};
+
+class TraceReader {
+ public:
+  // Throws FormatError.
+  explicit TraceReader(const std::string& path);
+  // `name` is what messages call the source.
+  TraceReader(std::string name, std::span<const uint8_t> bytes);
+  ~TraceReader();
+
+  const std::string& path() const { return path_; }
+  Preamble version() const { return version_; }
+  const FileHeader& header() const { return header_; }
+
+  // The next batch of records; false once the file is exhausted.
+  bool next(EventBatch& batch);
+  // Known once next() has returned false; empty if the capture did not end cleanly.
+  const std::optional<Trailer>& trailer() const { return trailer_; }
+  const StringTable& strings() const { return strings_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  const ReadStats& stats() const { return stats_; }
+
+ private:
+  struct KernelConfig;
+  enum class ChunkRead { kOk, kEnd, kDamaged };
+
+  void openSource();
+  ChunkRead readChunk(std::vector<uint8_t>& payload);
+  bool chunkIsIntactAt(uint64_t offset) const;
+  void skipDamage(uint64_t damaged_at, const std::string& what);
+  void warn(std::string message);
+  bool decodeBatch(const void* message, EventBatch& batch);
+
+  std::string path_;
+  std::unique_ptr<ByteSource> source_;
+  Preamble version_;
+  FileHeader header_;
+  std::optional<Trailer> trailer_;
+  StringTable strings_;
+  std::vector<KernelConfig> kernel_configs_;
+  std::vector<std::string> warnings_;
+  ReadStats stats_;
+  uint64_t offset_ = 0;
+  std::vector<uint8_t> stored_;
+  std::vector<uint8_t> raw_;
+  void* zstd_context_ = nullptr;
+};
+
+}  // namespace gpuxray::format
