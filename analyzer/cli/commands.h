@@ -1,0 +1,18 @@
+// Each subcommand lives in its own file and registers itself on the CLI11 app; main runs the one
+// that was chosen.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
+
+#include "analyzer/cli/exit_codes.h"
+
+namespace gpuxray::cli {
+
+// Called after parsing, when its subcommand was given.
+using CommandAction = std::function<ExitCode()>;
+
+CommandAction addInfoCommand(CLI::App& app);
+
+}  // namespace gpuxray::cli

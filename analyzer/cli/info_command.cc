@@ -1,0 +1,269 @@
+// `gpuxray info PATH...`: what each trace file holds (header, event counts, drops, damage) and
+// whether the files form one run.
+
+#include <fmt/core.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/cli/commands.h"
+#include "analyzer/errors.h"
+#include "analyzer/load/run_files.h"
+#include "analyzer/report/json_writer.h"
+#include "analyzer/report/units.h"
+#include "proto/trace_reader.h"
+
+namespace gpuxray::cli {
+namespace {
+
+using format::Category;
+using format::kCategoryCount;
+
+struct InfoOptions {
+  std::vector<std::string> paths;
+  std::string output_format = "text";
+  bool allow_mixed_runs = false;
+};
+
+struct FileInfo {
+  std::string path;
+  format::Preamble version;
+  format::FileHeader header;
+  format::CategoryCounts read{};
+  std::optional<format::Trailer> trailer;
+  format::ReadStats stats;
+  std::vector<std::string> warnings;
+};
+
+FileInfo readFileInfo(const std::string& path) {
+  format::TraceReader reader(path);
+  FileInfo info{path, reader.version(), reader.header(), {}, {}, {}, {}};
+  format::EventBatch batch;
+  while (reader.next(batch)) format::countRecords(batch, info.read);
+  info.trailer = reader.trailer();
+  info.stats = reader.stats();
+  info.warnings = reader.warnings();
+  if (!info.trailer) {
+    info.warnings.push_back(path + ": no trailer: the capture did not finish cleanly, so drop counts are unknown");
+  } else {
+    for (const auto& count : info.trailer->counts) {
+      auto index = static_cast<uint32_t>(count.category);
+      if (index < kCategoryCount && count.written != info.read[index]) {
+        info.warnings.push_back(fmt::format("{}: the trailer counts {} {} records written but {} were read", path,
+                                            count.written, format::categoryName(count.category), info.read[index]));
+      }
+    }
+  }
+  if (info.stats.unresolved_references > 0) {
+    info.warnings.push_back(fmt::format("{}: {} kernels refer to a launch configuration lost with a damaged chunk",
+                                        path, info.stats.unresolved_references));
+  }
+  return info;
+}
+
+uint64_t droppedOf(const FileInfo& info, uint32_t category) {
+  if (!info.trailer) return 0;
+  for (const auto& count : info.trailer->counts) {
+    if (static_cast<uint32_t>(count.category) == category) return count.dropped;
+  }
+  return 0;
+}
+
+std::string rankText(const format::FileHeader& h) {
+  if (h.rank < 0) return "unknown";
+  std::string text = fmt::format("{} of {}", h.rank, h.world_size);
+  if (h.local_rank >= 0) text += fmt::format(" (local {} of {})", h.local_rank, h.local_world_size);
+  if (!h.rank_source.empty()) text += fmt::format(", from {}", h.rank_source);
+  return text;
+}
+
+std::string deviceText(const format::DeviceProperties& d) {
+  std::string text = fmt::format("GPU {}: {}", d.device_id, d.name.empty() ? "(unnamed)" : d.name);
+  if (d.compute_major > 0) text += fmt::format(", sm_{}{}", d.compute_major, d.compute_minor);
+  if (d.sm_count > 0) text += fmt::format(", {} SMs", d.sm_count);
+  if (d.memory_bytes > 0) text += ", " + report::formatBytes(d.memory_bytes);
+  if (d.memory_bandwidth_bytes_per_s > 0)
+    text += ", " + report::formatBandwidth(static_cast<double>(d.memory_bandwidth_bytes_per_s));
+  if (!d.pci_bus_id.empty()) text += ", " + d.pci_bus_id;
+  return text;
+}
+
+std::string topologyText(const format::FileHeader& h) {
+  size_t nvlink = 0, pcie = 0, network = 0;
+  for (const auto& link : h.links) {
+    nvlink += link.kind == format::LinkKind::kNvLink;
+    pcie += link.kind == format::LinkKind::kPcie;
+    network += link.kind == format::LinkKind::kNetwork;
+  }
+  std::string text = fmt::format("{} NVLink, {} PCIe, {} network links", nvlink, pcie, network);
+  for (size_t i = 0; i < h.nics.size(); ++i) {
+    const auto& nic = h.nics[i];
+    text += fmt::format("{}{} {}", i == 0 ? "; NICs: " : ", ", nic.name,
+                        report::formatBandwidth(static_cast<double>(nic.bandwidth_bytes_per_s)));
+  }
+  return text;
+}
+
+void printText(const std::vector<FileInfo>& files) {
+  for (const FileInfo& info : files) {
+    const auto& h = info.header;
+    fmt::print("{}\n", info.path);
+    fmt::print("  format    {}.{}, written by gpuxray {}{}; {} in {} chunks\n", info.version.major,
+               info.version.minor, h.tool_version.empty() ? "?" : h.tool_version, h.simulated ? " (simulated)" : "",
+               report::formatBytes(info.stats.file_bytes), info.stats.chunks);
+    fmt::print("  run       {}{}\n", h.run_id.empty() ? "(none)" : h.run_id,
+               h.run_id_source.empty() ? "" : fmt::format(" (from {})", h.run_id_source));
+    fmt::print("  rank      {}\n", rankText(h));
+    fmt::print("  host      {}, pid {}\n", h.hostname.empty() ? "?" : h.hostname, h.pid);
+    if (!h.command_line.empty()) {
+      std::string command;
+      for (const auto& arg : h.command_line) command += (command.empty() ? "" : " ") + arg;
+      fmt::print("  command   {}\n", command);
+    }
+    if (h.start_time_ns > 0) {
+      fmt::print("  started   {}, clock {}\n", report::formatTimestamp(h.start_time_ns),
+                 h.time_base.empty() ? "?" : h.time_base);
+    }
+    for (const auto& device : h.devices) fmt::print("  device    {}\n", deviceText(device));
+    if (!h.links.empty() || !h.nics.empty()) fmt::print("  topology  {}\n", topologyText(h));
+    if (info.trailer) {
+      fmt::print("  ended     {}{}\n", format::captureEndName(info.trailer->end),
+                 info.trailer->end_detail.empty() ? "" : " (" + info.trailer->end_detail + ")");
+    } else {
+      fmt::print("  ended     unknown (no trailer)\n");
+    }
+    std::string events;
+    std::string drops;
+    for (uint32_t c = 1; c < kCategoryCount; ++c) {
+      auto name = format::categoryName(static_cast<Category>(c));
+      if (info.read[c] > 0) events += fmt::format("{}{} {}", events.empty() ? "" : ", ", name, report::formatCount(info.read[c]));
+      if (uint64_t dropped = droppedOf(info, c))
+        drops += fmt::format("{}{} {}", drops.empty() ? "" : ", ", name, report::formatCount(dropped));
+    }
+    fmt::print("  events    {}\n", events.empty() ? "none" : events);
+    if (!drops.empty()) fmt::print("  dropped   {}\n", drops);
+    if (info.trailer) {
+      for (const auto& warning : info.trailer->warnings) fmt::print("  capture warning: {}\n", warning);
+    }
+    for (const auto& warning : info.warnings) fmt::print("  warning: {}\n", warning);
+  }
+}
+
+void writeJson(const std::vector<FileInfo>& files, const load::RunProblems& run,
+               const std::vector<std::string>& errors) {
+  std::string out;
+  report::JsonWriter json(out);
+  json.beginObject().field("schema", "gpuxray.info").field("schema_version", 1).key("files").beginArray();
+  for (const FileInfo& info : files) {
+    const auto& h = info.header;
+    json.beginObject()
+        .field("path", info.path)
+        .field("format_version", fmt::format("{}.{}", info.version.major, info.version.minor))
+        .field("tool_version", h.tool_version)
+        .field("run_id", h.run_id)
+        .field("run_id_source", h.run_id_source)
+        .field("rank", h.rank)
+        .field("local_rank", h.local_rank)
+        .field("world_size", h.world_size)
+        .field("local_world_size", h.local_world_size)
+        .field("rank_source", h.rank_source)
+        .field("hostname", h.hostname)
+        .field("pid", h.pid)
+        .field("start_time_ns", h.start_time_ns)
+        .field("time_base", h.time_base)
+        .field("simulated", h.simulated);
+    json.key("command_line").beginArray();
+    for (const auto& arg : h.command_line) json.value(arg);
+    json.endArray();
+    json.key("devices").beginArray();
+    for (const auto& d : h.devices) {
+      json.beginObject()
+          .field("device_id", d.device_id)
+          .field("name", d.name)
+          .field("compute_capability", fmt::format("{}.{}", d.compute_major, d.compute_minor))
+          .field("sm_count", d.sm_count)
+          .field("memory_bytes", d.memory_bytes)
+          .field("memory_bandwidth_bytes_per_s", d.memory_bandwidth_bytes_per_s)
+          .field("pci_bus_id", d.pci_bus_id)
+          .endObject();
+    }
+    json.endArray();
+    json.field("links", static_cast<uint64_t>(h.links.size())).field("nics", static_cast<uint64_t>(h.nics.size()));
+    json.field("file_bytes", info.stats.file_bytes).field("chunks", info.stats.chunks);
+    json.field("damaged_chunks", info.stats.damaged_chunks).field("bytes_skipped", info.stats.bytes_skipped);
+    json.key("torn_at");
+    if (info.stats.torn_at) {
+      json.value(*info.stats.torn_at);
+    } else {
+      json.null();
+    }
+    json.key("events").beginObject();
+    for (uint32_t c = 1; c < kCategoryCount; ++c) json.field(format::categoryName(static_cast<Category>(c)), info.read[c]);
+    json.endObject();
+    json.key("dropped").beginObject();
+    for (uint32_t c = 1; c < kCategoryCount; ++c)
+      json.field(format::categoryName(static_cast<Category>(c)), droppedOf(info, c));
+    json.endObject();
+    json.field("capture_end", info.trailer ? format::captureEndName(info.trailer->end) : "unknown");
+    json.field("capture_end_detail", info.trailer ? info.trailer->end_detail : "");
+    json.key("warnings").beginArray();
+    if (info.trailer) {
+      for (const auto& warning : info.trailer->warnings) json.value(warning);
+    }
+    for (const auto& warning : info.warnings) json.value(warning);
+    json.endArray();
+    json.endObject();
+  }
+  json.endArray();
+  json.key("run_warnings").beginArray();
+  for (const auto& warning : run.warnings) json.value(warning);
+  json.endArray();
+  json.key("errors").beginArray();
+  for (const auto& error : errors) json.value(error);
+  json.endArray();
+  json.endObject();
+  fmt::print("{}", out);
+}
+
+ExitCode runInfo(const InfoOptions& options) {
+  if (options.output_format != "text" && options.output_format != "json")
+    throw UsageError(fmt::format("--format must be text or json, not '{}'", options.output_format));
+  std::vector<std::string> paths = load::discoverTraceFiles(options.paths);
+
+  std::vector<FileInfo> files;
+  std::vector<std::string> errors;
+  for (const auto& path : paths) {
+    try {
+      files.push_back(readFileInfo(path));
+    } catch (const format::FormatError& e) {
+      errors.push_back(e.what());
+    }
+  }
+  std::vector<load::RankedFile> ranked;
+  for (const auto& info : files) ranked.push_back({info.path, &info.header});
+  load::RunProblems run = load::checkRunMembership(ranked, options.allow_mixed_runs);
+  errors.insert(errors.end(), run.errors.begin(), run.errors.end());
+
+  if (options.output_format == "json") {
+    writeJson(files, run, errors);
+  } else {
+    printText(files);
+    for (const auto& warning : run.warnings) fmt::print(stderr, "gpuxray: warning: {}\n", warning);
+    for (const auto& error : errors) fmt::print(stderr, "gpuxray: error: {}\n", error);
+  }
+  return errors.empty() ? ExitCode::kOk : ExitCode::kBadInput;
+}
+
+}  // namespace
+
+CommandAction addInfoCommand(CLI::App& app) {
+  auto options = std::make_shared<InfoOptions>();
+  CLI::App* command = app.add_subcommand("info", "Show what trace files hold: header, event counts, drops, damage");
+  command->add_option("paths", options->paths, "Trace files or directories of them")->required();
+  command->add_option("--format", options->output_format, "text (default) or json");
+  command->add_flag("--allow-mixed", options->allow_mixed_runs, "Accept files from different runs together");
+  return [options] { return runInfo(*options); };
+}
+
+}  // namespace gpuxray::cli

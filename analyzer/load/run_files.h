@@ -1,0 +1,29 @@
+// Finding the trace files of a run and checking that they belong together.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "proto/records.h"
+
+namespace gpuxray::load {
+
+// Files as given; directories contribute their *.gpuxray files (not recursively), sorted by name.
+// Throws InputError for a path that does not exist or a directory without trace files.
+std::vector<std::string> discoverTraceFiles(const std::vector<std::string>& paths);
+
+struct RankedFile {
+  std::string path;
+  const format::FileHeader* header;
+};
+
+struct RunProblems {
+  // The files cannot be analyzed as one run: several run ids (unless allowed), a rank twice.
+  std::vector<std::string> errors;
+  // They can, with gaps: ranks missing from the world.
+  std::vector<std::string> warnings;
+};
+
+RunProblems checkRunMembership(const std::vector<RankedFile>& files, bool allow_mixed_runs);
+
+}  // namespace gpuxray::load

@@ -1,0 +1,126 @@
+#include "analyzer/report/json_writer.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace gpuxray::report {
+
+std::string jsonEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  for (char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+void JsonWriter::newline() {
+  out_ += '\n';
+  out_.append(2 * has_element_.size(), ' ');
+}
+
+void JsonWriter::beforeValue() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!has_element_.empty()) {
+    if (has_element_.back()) out_ += ',';
+    has_element_.back() = true;
+    newline();
+  }
+}
+
+JsonWriter& JsonWriter::beginObject() {
+  beforeValue();
+  out_ += '{';
+  has_element_.push_back(false);
+  return *this;
+}
+
+JsonWriter& JsonWriter::endObject() {
+  bool had = has_element_.back();
+  has_element_.pop_back();
+  if (had) newline();
+  out_ += '}';
+  if (has_element_.empty()) out_ += '\n';
+  return *this;
+}
+
+JsonWriter& JsonWriter::beginArray() {
+  beforeValue();
+  out_ += '[';
+  has_element_.push_back(false);
+  return *this;
+}
+
+JsonWriter& JsonWriter::endArray() {
+  bool had = has_element_.back();
+  has_element_.pop_back();
+  if (had) newline();
+  out_ += ']';
+  return *this;
+}
+
+JsonWriter& JsonWriter::key(std::string_view name) {
+  beforeValue();
+  out_ += '"';
+  out_ += jsonEscape(name);
+  out_ += "\": ";
+  after_key_ = true;
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(std::string_view text) {
+  beforeValue();
+  out_ += '"';
+  out_ += jsonEscape(text);
+  out_ += '"';
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(bool flag) {
+  beforeValue();
+  out_ += flag ? "true" : "false";
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(int64_t number) {
+  beforeValue();
+  out_ += std::to_string(number);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(uint64_t number) {
+  beforeValue();
+  out_ += std::to_string(number);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(double number) {
+  if (!std::isfinite(number)) return null();
+  beforeValue();
+  out_ += fmt::format("{}", number);
+  return *this;
+}
+
+JsonWriter& JsonWriter::null() {
+  beforeValue();
+  out_ += "null";
+  return *this;
+}
+
+}  // namespace gpuxray::report

@@ -1,0 +1,51 @@
+// A small streaming JSON writer for machine-readable reports: keys in the order written, numbers
+// as given (doubles with up to 17 significant digits; NaN and infinities become null).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuxray::report {
+
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::string& out) : out_(out) {}
+
+  JsonWriter& beginObject();
+  JsonWriter& endObject();
+  JsonWriter& beginArray();
+  JsonWriter& endArray();
+  JsonWriter& key(std::string_view name);
+
+  JsonWriter& value(std::string_view text);
+  JsonWriter& value(const char* text) { return value(std::string_view(text)); }
+  JsonWriter& value(const std::string& text) { return value(std::string_view(text)); }
+  JsonWriter& value(bool flag);
+  JsonWriter& value(int64_t number);
+  JsonWriter& value(uint64_t number);
+  JsonWriter& value(int32_t number) { return value(static_cast<int64_t>(number)); }
+  JsonWriter& value(uint32_t number) { return value(static_cast<uint64_t>(number)); }
+  JsonWriter& value(double number);
+  JsonWriter& null();
+
+  template <typename T>
+  JsonWriter& field(std::string_view name, const T& v) {
+    key(name);
+    return value(v);
+  }
+
+ private:
+  void beforeValue();
+  void newline();
+
+  std::string& out_;
+  // One entry per open container: whether it has an element yet.
+  std::vector<bool> has_element_;
+  bool after_key_ = false;
+};
+
+std::string jsonEscape(std::string_view text);
+
+}  // namespace gpuxray::report

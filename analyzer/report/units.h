@@ -1,0 +1,20 @@
+// Human units for reports.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gpuxray::report {
+
+// 1536 -> "1.5 KiB"
+std::string formatBytes(uint64_t bytes);
+// 1234567 ns -> "1.23 ms"
+std::string formatDuration(int64_t ns);
+// 1234567 -> "1,234,567"
+std::string formatCount(uint64_t count);
+// Nanoseconds since the Unix epoch -> "2026-11-29 10:00:00.123 UTC"
+std::string formatTimestamp(uint64_t ns);
+// 4.8e12 -> "4.8 TB/s" (decimal, as vendors quote link and memory speeds)
+std::string formatBandwidth(double bytes_per_s);
+
+}  // namespace gpuxray::report
