@@ -103,4 +103,15 @@ bool chunkChecksumMatches(std::span<const uint8_t> header_bytes, std::span<const
   return crc == getU32(&header_bytes[16]);
 }
 
+std::string traceFileName(int32_t rank, std::string_view hostname, uint32_t pid) {
+  std::string name;
+  if (rank >= 0) {
+    std::string digits = std::to_string(rank);
+    name = "rank-" + std::string(digits.size() < 5 ? 5 - digits.size() : 0, '0') + digits;
+  } else {
+    name = std::string(hostname.empty() ? "unknown-host" : hostname) + "-" + std::to_string(pid);
+  }
+  return name + std::string(kTraceFileExtension);
+}
+
 }  // namespace gpuxray::format

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 
 namespace gpuxray::format {
 
@@ -56,5 +58,10 @@ ChunkHeaderProblem decodeChunkHeader(std::span<const uint8_t> bytes, ChunkHeader
 bool chunkChecksumMatches(std::span<const uint8_t> header_bytes, std::span<const uint8_t> stored_payload);
 
 uint32_t crc32c(uint32_t crc, std::span<const uint8_t> bytes);
+
+// Trace files end in ".gpuxray": "rank-00012.gpuxray" when the rank is known, else
+// "<host>-<pid>.gpuxray".
+inline constexpr std::string_view kTraceFileExtension = ".gpuxray";
+std::string traceFileName(int32_t rank, std::string_view hostname, uint32_t pid);
 
 }  // namespace gpuxray::format

@@ -229,11 +229,11 @@ void writeJson(const std::vector<FileInfo>& files, const load::RunProblems& run,
 ExitCode runInfo(const InfoOptions& options) {
   if (options.output_format != "text" && options.output_format != "json")
     throw UsageError(fmt::format("--format must be text or json, not '{}'", options.output_format));
-  std::vector<std::string> paths = load::discoverTraceFiles(options.paths);
+  load::TraceFileSet inputs = load::discoverTraceFiles(options.paths);
 
   std::vector<FileInfo> files;
   std::vector<std::string> errors;
-  for (const auto& path : paths) {
+  for (const auto& path : inputs.files) {
     try {
       files.push_back(readFileInfo(path));
     } catch (const format::FormatError& e) {
@@ -242,7 +242,7 @@ ExitCode runInfo(const InfoOptions& options) {
   }
   std::vector<load::RankedFile> ranked;
   for (const auto& info : files) ranked.push_back({info.path, &info.header});
-  load::RunProblems run = load::checkRunMembership(ranked, options.allow_mixed_runs);
+  load::RunProblems run = load::checkRunMembership(ranked, options.allow_mixed_runs, inputs.from_directory);
   errors.insert(errors.end(), run.errors.begin(), run.errors.end());
 
   if (options.output_format == "json") {

@@ -5,15 +5,16 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
-#include <set>
 
 #include "analyzer/errors.h"
+#include "proto/file_layout.h"
 
 namespace gpuxray::load {
 namespace fs = std::filesystem;
 
-std::vector<std::string> discoverTraceFiles(const std::vector<std::string>& paths) {
-  std::vector<std::string> files;
+TraceFileSet discoverTraceFiles(const std::vector<std::string>& paths) {
+  TraceFileSet inputs;
+  auto& files = inputs.files;
   for (const auto& path : paths) {
     std::error_code error;
     auto status = fs::status(path, error);
@@ -24,14 +25,15 @@ std::vector<std::string> discoverTraceFiles(const std::vector<std::string>& path
     }
     std::vector<std::string> found;
     for (const auto& entry : fs::directory_iterator(path, error)) {
-      if (entry.path().extension() == ".gpuxray" && entry.is_regular_file()) found.push_back(entry.path().string());
+      if (entry.path().extension() == format::kTraceFileExtension && entry.is_regular_file()) found.push_back(entry.path().string());
     }
     if (error) throw InputError(fmt::format("{}: cannot list directory: {}", path, error.message()));
     if (found.empty()) throw InputError(fmt::format("{}: no gpuxray trace files (*.gpuxray) in this directory", path));
     std::sort(found.begin(), found.end());
     files.insert(files.end(), found.begin(), found.end());
+    inputs.from_directory = true;
   }
-  return files;
+  return inputs;
 }
 
 namespace {
@@ -46,7 +48,7 @@ std::string joinRanks(const std::vector<int>& ranks) {
 
 }  // namespace
 
-RunProblems checkRunMembership(const std::vector<RankedFile>& files, bool allow_mixed_runs) {
+RunProblems checkRunMembership(const std::vector<RankedFile>& files, bool allow_mixed_runs, bool report_missing_ranks) {
   RunProblems problems;
   std::map<std::string, std::vector<const RankedFile*>> by_run;
   for (const auto& file : files) by_run[file.header->run_id].push_back(&file);
@@ -78,7 +80,7 @@ RunProblems checkRunMembership(const std::vector<RankedFile>& files, bool allow_
       }
     }
     std::vector<int> missing;
-    for (int rank = 0; rank < world_size; ++rank) {
+    for (int rank = 0; report_missing_ranks && rank < world_size; ++rank) {
       if (!by_rank.contains(rank)) missing.push_back(rank);
     }
     if (!missing.empty()) {

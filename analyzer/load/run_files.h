@@ -8,9 +8,15 @@
 
 namespace gpuxray::load {
 
+struct TraceFileSet {
+  std::vector<std::string> files;
+  // A directory was named: it is expected to hold the whole run, so missing ranks are reported.
+  bool from_directory = false;
+};
+
 // Files as given; directories contribute their *.gpuxray files (not recursively), sorted by name.
 // Throws InputError for a path that does not exist or a directory without trace files.
-std::vector<std::string> discoverTraceFiles(const std::vector<std::string>& paths);
+TraceFileSet discoverTraceFiles(const std::vector<std::string>& paths);
 
 struct RankedFile {
   std::string path;
@@ -24,6 +30,6 @@ struct RunProblems {
   std::vector<std::string> warnings;
 };
 
-RunProblems checkRunMembership(const std::vector<RankedFile>& files, bool allow_mixed_runs);
+RunProblems checkRunMembership(const std::vector<RankedFile>& files, bool allow_mixed_runs, bool report_missing_ranks);
 
 }  // namespace gpuxray::load
