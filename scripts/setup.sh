@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gpuxray needs (only those missing) and builds it. Safe to run again.
+#
+#   scripts/setup.sh [--sanitize] [--build-dir DIR]
+#
+# --sanitize builds with AddressSanitizer and UndefinedBehaviorSanitizer (default dir: build-asan).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sanitize=OFF
+build_dir=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --sanitize) sanitize=ON ;;
+    --build-dir) build_dir="$2"; shift ;;
+    *) echo "setup.sh: unknown option '$1'" >&2; exit 1 ;;
+  esac
+  shift
+done
+[[ -n "$build_dir" ]] || build_dir=$([[ $sanitize == ON ]] && echo build-asan || echo build)
+
+packages=(cmake ninja-build g++ libprotobuf-dev protobuf-compiler libcli11-dev libfmt-dev catch2 libzstd-dev)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "setup.sh: installing ${missing[*]}"
+  sudo_if_needed=$([[ $(id -u) -eq 0 ]] && echo "" || echo sudo)
+  $sudo_if_needed apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_if_needed apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cuda_root=${CUDAToolkit_ROOT:-/usr/local/cuda}
+if [[ ! -f "$cuda_root/include/cupti.h" || ! -f "$cuda_root/include/nccl.h" ]]; then
+  echo "setup.sh: the CUDA 13.0 toolkit (with CUPTI and NCCL headers) is expected at $cuda_root;" \
+       "set CUDAToolkit_ROOT to where it is" >&2
+  exit 1
+fi
+
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUXRAY_SANITIZE="$sanitize" \
+      -DCUDAToolkit_ROOT="$cuda_root" > "$build_dir.configure.log" || { cat "$build_dir.configure.log"; exit 1; }
+cmake --build "$build_dir"
