@@ -1,6 +1,7 @@
-# GPUXRAY_SANITIZE=ON builds all code, tests included, with ASan and UBSan; CI runs the tests so.
+# GPUXRAY_SANITIZE=ON builds all C and C++ code, tests included, with ASan and UBSan; CI runs the
+# tests so. (CUDA sources are left alone: nvcc does not take these flags.)
 if(GPUXRAY_SANITIZE)
   set(sanitizer_flags -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
-  add_compile_options(${sanitizer_flags})
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${sanitizer_flags}>")
   add_link_options(${sanitizer_flags})
 endif()

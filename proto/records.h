@@ -412,6 +412,8 @@ struct EventBatch {
   std::vector<ResourceNameRecord> resource_names;
   std::vector<StreamRecord> streams;
   std::vector<ApiFunction> api_functions;
+  std::vector<DeviceProperties> devices;
+  std::vector<Link> links;
   bool operator==(const EventBatch&) const = default;
 };
 

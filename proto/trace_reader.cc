@@ -670,6 +670,8 @@ bool TraceReader::decodeBatch(const void* message, EventBatch& batch) {
     batch.resource_names.push_back({static_cast<ResourceKind>(m.kind()), m.id(), m.device(), m.name_iid()});
   for (const auto& m : b.streams())
     batch.streams.push_back({m.stream(), m.device(), m.context(), m.priority(), m.flags(), m.correlation_id()});
+  for (const auto& m : b.devices()) batch.devices.push_back(fromPb(m));
+  for (const auto& m : b.links()) batch.links.push_back(fromPb(m));
   return true;
 }
 

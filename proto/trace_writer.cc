@@ -145,6 +145,7 @@ enum BatchField : uint32_t {
   kMemoryEvents = 7, kNvtxEvents = 8, kSynchronizations = 9, kNcclCommunicators = 10,
   kNcclOperations = 11, kNetTransfers = 12, kMetricSamples = 13, kClockAnchors = 14,
   kExternalCorrelations = 15, kOverheads = 16, kResourceNames = 17, kStreams = 18, kApiFunctions = 19,
+  kDevices = 20, kLinks = 21,
 };
 
 }  // namespace
@@ -566,6 +567,18 @@ void TraceWriter::add(const StreamRecord& r) {
     m.uintField(6, r.correlation_id);
   });
   counted(Category::kStream);
+}
+
+void TraceWriter::add(const DeviceProperties& device) {
+  if (!accepting()) return;
+  rows_.message(kDevices, [&](E& m) { encodeDevice(m, device); });
+  ++pending_records_;
+}
+
+void TraceWriter::add(const Link& link) {
+  if (!accepting()) return;
+  rows_.message(kLinks, [&](E& m) { encodeLink(m, link); });
+  ++pending_records_;
 }
 
 bool TraceWriter::flush() {

@@ -92,6 +92,9 @@ class TraceWriter {
   void add(const OverheadRecord& overhead);
   void add(const ResourceNameRecord& name);
   void add(const StreamRecord& stream);
+  // Topology learned after the header was written.
+  void add(const DeviceProperties& device);
+  void add(const Link& link);
 
   // Writes the pending batch as one chunk (nothing if it is empty).
   bool flush();
