@@ -14,5 +14,6 @@ namespace gpuxray::cli {
 using CommandAction = std::function<ExitCode()>;
 
 CommandAction addInfoCommand(CLI::App& app);
+CommandAction addRunCommand(CLI::App& app);
 
 }  // namespace gpuxray::cli

@@ -14,7 +14,11 @@
 namespace gpuxray::testing {
 
 struct CommandResult {
+  // -1 when the command was killed by a signal.
   int exit_code = -1;
+  // The signal that killed it, 0 when it exited. (Prefix the command with `exec` to see the
+  // program's own death rather than that of the shell running it.)
+  int term_signal = 0;
   std::string out;
   std::string err;
 };
@@ -38,6 +42,7 @@ inline CommandResult runCommand(const std::string& command) {
   while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
   int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   result.err = readWholeFile(err_path);
   return result;
 }
