@@ -48,6 +48,8 @@ struct LoadedCupti {
   CuptiApi api;
   std::string path;
   uint32_t api_version = 0;
+  // The dlopen handle, for the optional APIs (PM sampling) bound later.
+  void* handle = nullptr;
 };
 
 // Finds a usable libcupti: GPUXRAY_CUPTI_PATH; one the process already loaded; the dynamic linker's

@@ -19,9 +19,9 @@ const char* categoryName(Category category) {
     case Category::kOverhead: return "overhead";
     case Category::kResourceName: return "resource_name";
     case Category::kStream: return "stream";
-    case Category::kUnknown: break;
+    case Category::kUnknown: return "uncategorized";
   }
-  return "unknown";
+  return "uncategorized";
 }
 
 void countRecords(const EventBatch& b, CategoryCounts& counts) {

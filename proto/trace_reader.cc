@@ -44,6 +44,7 @@ class MemorySource final : public ByteSource {
   uint64_t size() const override { return bytes_.size(); }
   bool read(uint64_t offset, size_t length, uint8_t* out) const override {
     if (offset > bytes_.size() || length > bytes_.size() - offset) return false;
+    if (length == 0) return true;  // `out` may be null (an empty vector's data()): memcpy must not see it
     std::memcpy(out, bytes_.data() + offset, length);
     return true;
   }

@@ -27,7 +27,7 @@ void encodeClockAnchor(E& e, const ClockAnchor& a) {
 void encodeDevice(E& e, const DeviceProperties& d) {
   e.uintField(1, d.device_id);
   e.stringField(2, d.name);
-  e.stringField(3, d.uuid);
+  e.bytesField(3, d.uuid);  // `bytes`: raw, not UTF-8
   e.stringField(4, d.pci_bus_id);
   e.uintField(5, d.compute_major);
   e.uintField(6, d.compute_minor);
@@ -153,9 +153,13 @@ enum BatchField : uint32_t {
 // ---------------------------------------------------------------------------------------------------
 // Sinks
 
-FileSink::FileSink(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) error_ = path + ": cannot create: " + std::strerror(errno);
+FileSink::FileSink(const std::string& path, Mode mode) : path_(path) {
+  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (mode == Mode::kCreateNew ? O_EXCL : O_TRUNC);
+  fd_ = ::open(path.c_str(), flags, 0644);
+  if (fd_ < 0) {
+    open_errno_ = errno;
+    error_ = path + ": cannot create: " + std::strerror(errno);
+  }
 }
 
 FileSink::~FileSink() {
@@ -665,7 +669,7 @@ bool TraceWriter::finish(Trailer trailer) {
     if (index < kCategoryCount) dropped[index] += c.dropped;
   }
   trailer.counts.clear();
-  for (uint32_t i = 1; i < kCategoryCount; ++i) {
+  for (uint32_t i = 0; i < kCategoryCount; ++i) {
     if (written_[i] != 0 || dropped[i] != 0) trailer.counts.push_back({static_cast<Category>(i), written_[i], dropped[i]});
   }
   finished_ = true;

@@ -30,8 +30,11 @@ class ByteSink {
 
 class FileSink final : public ByteSink {
  public:
-  // Creates or truncates `path`; check ok().
-  explicit FileSink(const std::string& path);
+  enum class Mode { kTruncate, kCreateNew };
+  // Creates `path` (truncating an existing file, or failing if it exists with kCreateNew); check ok().
+  explicit FileSink(const std::string& path, Mode mode = Mode::kTruncate);
+  // Why ok() is false: errno of the failed open (EEXIST for an existing file with kCreateNew).
+  int openErrno() const { return open_errno_; }
   ~FileSink() override;
   bool ok() const { return fd_ >= 0; }
   bool append(std::span<const uint8_t> first, std::span<const uint8_t> second) override;
@@ -40,6 +43,7 @@ class FileSink final : public ByteSink {
  private:
   std::string path_;
   int fd_ = -1;
+  int open_errno_ = 0;
   std::string error_;
 };
 

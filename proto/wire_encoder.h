@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -65,12 +66,27 @@ class WireEncoder {
     std::memcpy(&bits, &value, sizeof bits);
     fixed64Field(field, bits);  // +0.0 is the default; -0.0 has bits and is kept
   }
+  // `string` fields must hold valid UTF-8: parsers reject the whole message (and so the chunk)
+  // otherwise. Command lines and names from the application may be any bytes, so each byte that is
+  // not part of a valid UTF-8 sequence is written as U+FFFD.
   void stringField(uint32_t field, std::string_view value) {
     if (value.empty()) return;
     repeatedStringElement(field, value);
   }
   // An element of a repeated string field is written even when empty.
   void repeatedStringElement(uint32_t field, std::string_view value) {
+    if (validUtf8Prefix(value) == value.size()) {
+      bytesElement(field, value);
+    } else {
+      bytesElement(field, withValidUtf8(value));
+    }
+  }
+  // `bytes` fields: written as they are.
+  void bytesField(uint32_t field, std::string_view value) {
+    if (value.empty()) return;
+    bytesElement(field, value);
+  }
+  void bytesElement(uint32_t field, std::string_view value) {
     tag(field, kLengthDelimited);
     varint(value.size());
     raw({reinterpret_cast<const uint8_t*>(value.data()), value.size()});
@@ -112,6 +128,59 @@ class WireEncoder {
       length >>= 7;
     }
     *out = static_cast<uint8_t>(length);
+  }
+
+  // The length of the valid UTF-8 sequence that starts at `text[at]`, 0 if none does (RFC 3629: no
+  // overlong forms, no surrogates, nothing above U+10FFFF).
+  static size_t utf8SequenceLength(std::string_view text, size_t at) {
+    auto byte = [&](size_t i) { return static_cast<uint8_t>(text[i]); };
+    const uint8_t lead = byte(at);
+    if (lead < 0x80) return 1;
+    size_t length = 0;
+    uint8_t low = 0x80, high = 0xbf;  // the range of the second byte
+    if (lead >= 0xc2 && lead <= 0xdf) {
+      length = 2;
+    } else if (lead >= 0xe0 && lead <= 0xef) {
+      length = 3;
+      if (lead == 0xe0) low = 0xa0;
+      if (lead == 0xed) high = 0x9f;
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+      length = 4;
+      if (lead == 0xf0) low = 0x90;
+      if (lead == 0xf4) high = 0x8f;
+    } else {
+      return 0;
+    }
+    if (text.size() - at < length || byte(at + 1) < low || byte(at + 1) > high) return 0;
+    for (size_t i = 2; i < length; ++i) {
+      if (byte(at + i) < 0x80 || byte(at + i) > 0xbf) return 0;
+    }
+    return length;
+  }
+  static size_t validUtf8Prefix(std::string_view text) {
+    size_t at = 0;
+    while (at < text.size()) {
+      size_t length = utf8SequenceLength(text, at);
+      if (length == 0) break;
+      at += length;
+    }
+    return at;
+  }
+  static std::string withValidUtf8(std::string_view text) {
+    std::string out;
+    out.reserve(text.size() + 8);
+    size_t at = 0;
+    while (at < text.size()) {
+      size_t length = utf8SequenceLength(text, at);
+      if (length == 0) {
+        out += "\xef\xbf\xbd";  // U+FFFD
+        at += 1;
+      } else {
+        out.append(text.substr(at, length));
+        at += length;
+      }
+    }
+    return out;
   }
 
   static size_t varintSize(uint64_t value) {

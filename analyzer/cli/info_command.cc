@@ -135,7 +135,7 @@ void printText(const std::vector<FileInfo>& files) {
     }
     std::string events;
     std::string drops;
-    for (uint32_t c = 1; c < kCategoryCount; ++c) {
+    for (uint32_t c = 0; c < kCategoryCount; ++c) {
       auto name = format::categoryName(static_cast<Category>(c));
       if (info.read[c] > 0) events += fmt::format("{}{} {}", events.empty() ? "" : ", ", name, report::formatCount(info.read[c]));
       if (uint64_t dropped = droppedOf(info, c))
@@ -202,7 +202,7 @@ void writeJson(const std::vector<FileInfo>& files, const load::RunProblems& run,
     for (uint32_t c = 1; c < kCategoryCount; ++c) json.field(format::categoryName(static_cast<Category>(c)), info.read[c]);
     json.endObject();
     json.key("dropped").beginObject();
-    for (uint32_t c = 1; c < kCategoryCount; ++c)
+    for (uint32_t c = 0; c < kCategoryCount; ++c)
       json.field(format::categoryName(static_cast<Category>(c)), droppedOf(info, c));
     json.endObject();
     json.field("capture_end", info.trailer ? format::captureEndName(info.trailer->end) : "unknown");

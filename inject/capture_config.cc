@@ -1,0 +1,136 @@
+#include "inject/capture_config.h"
+
+#include <charconv>
+#include <string_view>
+
+namespace gpuxray::inject {
+namespace {
+
+struct CategoryName {
+  const char* name;
+  bool CaptureCategories::*flag;
+};
+
+constexpr CategoryName kCategories[] = {
+    {"kernel", &CaptureCategories::kernel}, {"memcpy", &CaptureCategories::memcpy},
+    {"memset", &CaptureCategories::memset}, {"memory", &CaptureCategories::memory},
+    {"api", &CaptureCategories::api},       {"nvtx", &CaptureCategories::nvtx},
+    {"sync", &CaptureCategories::sync},     {"overhead", &CaptureCategories::overhead},
+};
+
+bool parseCategories(std::string_view text, CaptureCategories& out) {
+  CaptureCategories none;
+  for (const auto& c : kCategories) none.*c.flag = false;
+  CaptureCategories result = none;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view item = text.substr(begin, end - begin);
+    begin = end + 1;
+    if (item.empty()) continue;
+    bool remove = item.front() == '-';
+    if (remove) item.remove_prefix(1);
+    if (item == "all") {
+      result = remove ? none : CaptureCategories{};
+      continue;
+    }
+    bool known = false;
+    for (const auto& c : kCategories) {
+      if (item == c.name) {
+        result.*c.flag = !remove;
+        known = true;
+      }
+    }
+    if (!known) return false;
+  }
+  out = result;
+  return true;
+}
+
+template <typename Number>
+bool parsePositive(std::string_view text, Number& out) {
+  Number value{};
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value <= 0) return false;
+  out = value;
+  return true;
+}
+
+}  // namespace
+
+CaptureConfig readCaptureConfig(const EnvironmentLookup& environment) {
+  CaptureConfig config;
+  auto bad = [&](const char* name, const char* value, const std::string& expected, const std::string& fallback) {
+    config.warnings.push_back(std::string(name) + "='" + value + "' is not " + expected + "; using " + fallback);
+  };
+  if (const char* v = environment("GPUXRAY_OUTPUT_DIR"); v != nullptr && *v != '\0') config.output_dir = v;
+  if (const char* v = environment("GPUXRAY_CAPTURE"); v != nullptr && *v != '\0') {
+    if (!parseCategories(v, config.categories))
+      bad("GPUXRAY_CAPTURE", v, "a list of kernel,memcpy,memset,memory,api,nvtx,sync,overhead (or all, -name)", "all");
+  }
+  if (const char* v = environment("GPUXRAY_BUFFER_LIMIT_MB"); v != nullptr) {
+    uint64_t megabytes = 0;
+    if (parsePositive(v, megabytes) && megabytes >= 8 && megabytes <= 65536) {
+      config.buffer_limit_bytes = megabytes << 20;
+    } else {
+      bad("GPUXRAY_BUFFER_LIMIT_MB", v, "a number of MiB from 8 to 65536", "64");
+    }
+  }
+  if (const char* v = environment("GPUXRAY_FLUSH_INTERVAL_MS"); v != nullptr) {
+    if (!parsePositive(v, config.flush_interval_ms) || config.flush_interval_ms < 10) {
+      config.flush_interval_ms = 1000;
+      bad("GPUXRAY_FLUSH_INTERVAL_MS", v, "a number of milliseconds of at least 10", "1000");
+    }
+  }
+  if (const char* v = environment("GPUXRAY_LOG_LEVEL"); v != nullptr) {
+    std::string_view level(v);
+    if (level == "quiet") {
+      config.log_level = LogLevel::kQuiet;
+    } else if (level == "warn") {
+      config.log_level = LogLevel::kWarn;
+    } else if (level == "info") {
+      config.log_level = LogLevel::kInfo;
+    } else if (level == "debug") {
+      config.log_level = LogLevel::kDebug;
+    } else {
+      bad("GPUXRAY_LOG_LEVEL", v, "quiet, warn, info or debug", "warn");
+    }
+  }
+  if (const char* v = environment("GPUXRAY_METRICS"); v != nullptr) {
+    std::string_view flag(v);
+    if (flag == "1" || flag == "on" || flag == "true") {
+      config.metrics = true;
+    } else if (!(flag == "0" || flag == "off" || flag == "false" || flag.empty())) {
+      bad("GPUXRAY_METRICS", v, "1 or 0", "0");
+    }
+  }
+  if (const char* v = environment("GPUXRAY_METRIC_INTERVAL_US"); v != nullptr) {
+    if (!parsePositive(v, config.metric_interval_us) || config.metric_interval_us < 100) {
+      config.metric_interval_us = 1000;
+      bad("GPUXRAY_METRIC_INTERVAL_US", v, "a number of microseconds of at least 100", "1000");
+    }
+  }
+  if (const char* v = environment("GPUXRAY_CUPTI_PATH"); v != nullptr && *v != '\0') config.cupti_path = v;
+  return config;
+}
+
+std::vector<std::string> CaptureConfig::activityNames() const {
+  std::vector<std::string> names;
+  for (const auto& c : kCategories) {
+    if (categories.*c.flag) names.emplace_back(c.name);
+  }
+  return names;
+}
+
+std::vector<std::string> CaptureConfig::optionLines() const {
+  static constexpr const char* kLevels[] = {"quiet", "warn", "info", "debug"};
+  return {"output_dir=" + output_dir,
+          "buffer_limit_mb=" + std::to_string(buffer_limit_bytes >> 20),
+          "flush_interval_ms=" + std::to_string(flush_interval_ms),
+          std::string("log_level=") + kLevels[static_cast<int>(log_level)],
+          "metrics=" + std::string(metrics ? "1" : "0"),
+          "metric_interval_us=" + std::to_string(metric_interval_us)};
+}
+
+}  // namespace gpuxray::inject

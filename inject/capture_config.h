@@ -1,0 +1,57 @@
+// Capture settings from the environment (set directly, or by `gpuxray run`). A bad value gets one
+// warning and the default; it never stops the job.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "inject/process_identity.h"
+
+namespace gpuxray::inject {
+
+enum class LogLevel { kQuiet = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
+
+struct CaptureCategories {
+  bool kernel = true;
+  bool memcpy = true;
+  bool memset = true;
+  bool memory = true;
+  bool api = true;
+  bool nvtx = true;
+  bool sync = true;
+  bool overhead = true;
+};
+
+struct CaptureConfig {
+  // GPUXRAY_OUTPUT_DIR
+  std::string output_dir = "gpuxray-traces";
+  // GPUXRAY_CAPTURE: "all" or a comma list of categories, "-name" removes one ("all,-memory").
+  CaptureCategories categories;
+  // GPUXRAY_BUFFER_LIMIT_MB: CUPTI buffers in memory at once; past it, records are dropped.
+  uint64_t buffer_limit_bytes = 64ull << 20;
+  // GPUXRAY_FLUSH_INTERVAL_MS: how often buffers are collected and written to the file.
+  uint32_t flush_interval_ms = 1000;
+  // GPUXRAY_LOG_LEVEL: quiet, warn, info, debug.
+  LogLevel log_level = LogLevel::kWarn;
+  // GPUXRAY_METRICS=1 and GPUXRAY_METRIC_INTERVAL_US: CUPTI PM sampling.
+  bool metrics = false;
+  uint32_t metric_interval_us = 1000;
+  // GPUXRAY_CUPTI_PATH: a libcupti to use instead of searching.
+  std::string cupti_path;
+
+  // One line per value that was not understood (the default was used).
+  std::vector<std::string> warnings;
+
+  // Each enabled category, for the file header.
+  std::vector<std::string> activityNames() const;
+  // "key=value" for each setting, for the file header.
+  std::vector<std::string> optionLines() const;
+};
+
+CaptureConfig readCaptureConfig(const EnvironmentLookup& environment);
+
+// The size of one CUPTI activity buffer.
+inline constexpr size_t kActivityBufferBytes = 4u << 20;
+
+}  // namespace gpuxray::inject

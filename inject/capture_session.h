@@ -1,0 +1,130 @@
+// One capture per process. It claims CUPTI, enables the activity kinds the configuration asks for,
+// and runs a background thread that turns CUPTI's buffers into the trace file:
+//
+//   CUPTI callbacks ──► ActivityBuffers (bounded) ──► background thread: translate, write, flush
+//
+// The application's threads only ever take or return a buffer under a short lock. The background
+// thread flushes CUPTI and the file every flush interval, so a killed process loses at most about
+// one interval. stop() (at exit, or on SIGTERM/SIGINT) forces a last flush and writes the trailer.
+// Whatever fails is logged on one line and written into the file; the job itself is never stopped.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "inject/activity_buffers.h"
+#include "inject/activity_translator.h"
+#include "inject/capture_config.h"
+#include "inject/cupti_api.h"
+#include "inject/device_query.h"
+#include "inject/metric_sampler.h"
+#include "inject/process_identity.h"
+#include "proto/trace_writer.h"
+
+namespace gpuxray::inject {
+
+struct CaptureDependencies {
+  CuptiApi cupti;
+  std::string cupti_path;
+  uint32_t cupti_api_version = 0;
+  DriverApi driver;
+  // Bound only when metric sampling is asked for; a null function means it is unavailable.
+  PmSamplingApi pm_sampling;
+  EnvironmentLookup environment;
+  // Writes one line for the user (the session adds nothing; the default prefixes "gpuxray: ").
+  std::function<void(const std::string&)> log;
+};
+
+class CaptureSession {
+ public:
+  CaptureSession(CaptureDependencies dependencies, CaptureConfig config);
+  ~CaptureSession();
+  CaptureSession(const CaptureSession&) = delete;
+  CaptureSession& operator=(const CaptureSession&) = delete;
+
+  // Claims CUPTI, opens the trace file and starts the background thread. When CUPTI cannot be
+  // used, says why on one line and writes a file that says so; returns false.
+  bool start();
+  // Forces a last flush, writes the trailer and closes the file. Idempotent; waits at most
+  // `timeout_ms` for the background thread.
+  void stop(format::CaptureEnd end, const std::string& detail, int timeout_ms = 10000);
+  // After fork() in the child: this process must never touch the parent's CUPTI state.
+  void abandonAfterFork();
+  // From a signal handler (async-signal-safe): asks the background thread to finish the file, the
+  // capture ending by `signal`. Then waitUntilFinished() waits for it.
+  void requestStopFromSignal(int signal);
+  // Async-signal-safe; true once the file is complete.
+  bool waitUntilFinished(int timeout_ms) const;
+
+  // CUPTI's buffer callbacks land here (through the static trampolines in the .cc).
+  void onBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records);
+  void onBufferCompleted(CUcontext context, uint32_t stream, uint8_t* buffer, size_t valid_bytes);
+
+  const std::string& tracePath() const { return trace_path_; }
+  const CaptureConfig& config() const { return config_; }
+
+  // The session CUPTI's callbacks reach; set by start().
+  static CaptureSession* active();
+
+ private:
+  bool claimCupti(std::string& failure);
+  void enableActivities();
+  void selectApiCalls();
+  bool openTraceFile();
+  format::FileHeader makeHeader() const;
+  void run();
+  void processFilledBuffers();
+  void writeNewDevices();
+  void periodicFlush();
+  void startMetricSampling();
+  void collectMetricSamples();
+  void finishFile();
+  format::Trailer makeTrailer() const;
+  void writeFailureFile(const std::string& failure);
+  void log(const std::string& line) const;
+  uint64_t captureNow() const;
+
+  CaptureDependencies deps_;
+  CaptureConfig config_;
+  ProcessIdentity identity_;
+  uint64_t start_realtime_ns_ = 0;
+  pid_t pid_ = 0;
+
+  std::unique_ptr<ActivityBuffers> buffers_;
+  std::unique_ptr<format::TraceWriter> writer_;
+  std::unique_ptr<ActivityTranslator> translator_;
+  std::string trace_path_;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  std::vector<std::string> capture_warnings_;
+  std::set<uint32_t> devices_written_;
+  std::vector<format::DeviceProperties> driver_devices_;
+  bool devices_queried_ = false;
+  std::vector<std::unique_ptr<MetricSampler>> samplers_;
+  bool sampling_attempted_ = false;
+
+  std::thread thread_;
+  // Wakes the background thread (a byte per request); async-signal-safe to write.
+  int wake_pipe_[2] = {-1, -1};
+  // The background thread writes a byte here when the file is complete.
+  int done_pipe_[2] = {-1, -1};
+  std::atomic<bool> running_{false};
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> abandoned_{false};
+  std::atomic<uint64_t> cupti_dropped_{0};
+  std::atomic<uint64_t> buffers_after_stop_{0};
+  std::atomic<int> stop_signal_{0};
+  std::mutex stop_mutex_;
+  bool stopped_ = false;
+  // How the capture ended, as stop() was told; a signal (stop_signal_) takes precedence.
+  mutable std::mutex end_mutex_;
+  format::CaptureEnd end_ = format::CaptureEnd::kUnknown;
+  std::string end_detail_;
+};
+
+}  // namespace gpuxray::inject

@@ -1,0 +1,159 @@
+// What the loaders of the injection library call, and the process-wide plumbing around the one
+// capture: exit, fork and termination signals. These are the library's only exported symbols.
+//
+// Loading: CUDA_INJECTION64_PATH makes the driver call InitializeInjection() inside cuInit. Under
+// LD_PRELOAD, the constructor points CUDA_INJECTION64_PATH (and NVTX_INJECTION64_PATH) at this
+// library when they are unset, so the same happens, and processes that never initialize CUDA
+// (compilers, data-loader workers, nvidia-smi) never start a capture, print nothing and leave no
+// file.
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "inject/capture_config.h"
+#include "inject/capture_session.h"
+#include "inject/cupti_api.h"
+#include "inject/device_query.h"
+#include "inject/metric_sampler.h"
+
+#define GPUXRAY_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace gpuxray::inject {
+namespace {
+
+const char* fromEnvironment(const char* name) { return std::getenv(name); }
+
+// The library's own absolute path.
+std::string libraryPath() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&libraryPath), &info) == 0 || info.dli_fname == nullptr) return {};
+  char resolved[PATH_MAX];
+  return realpath(info.dli_fname, resolved) != nullptr ? resolved : info.dli_fname;
+}
+
+// Loaded once, by whichever entry point comes first (NVTX may initialize before CUDA).
+struct CuptiLibrary {
+  std::once_flag once;
+  bool loaded = false;
+  LoadedCupti cupti;
+  std::string error;
+};
+
+CuptiLibrary& cuptiLibrary() {
+  static CuptiLibrary library;
+  std::call_once(library.once, [] { library.loaded = loadCupti(fromEnvironment, library.cupti, library.error); });
+  return library;
+}
+
+// Owned here for the rest of the process: CUPTI may still call the buffer callbacks during its own
+// teardown, after ours, so the session is never destroyed while the process runs.
+CaptureSession* g_session = nullptr;
+
+constexpr int kStopSignals[] = {SIGTERM, SIGINT};
+struct sigaction g_previous[NSIG];
+
+// Asks the capture thread to finish the file, then lets the signal do what it did before: a
+// program's own handler runs as usual; under the default action, the file is finished first
+// (at most a few seconds) and the signal is raised again.
+void onStopSignal(int signal, siginfo_t* info, void* context) {
+  int saved_errno = errno;
+  if (g_session != nullptr) g_session->requestStopFromSignal(signal);
+  const struct sigaction& previous = g_previous[signal];
+  if (previous.sa_flags & SA_SIGINFO) {
+    if (previous.sa_sigaction != nullptr) previous.sa_sigaction(signal, info, context);
+  } else if (previous.sa_handler == SIG_DFL) {
+    if (g_session != nullptr) g_session->waitUntilFinished(3000);
+    sigaction(signal, &previous, nullptr);
+    raise(signal);
+  } else if (previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
+    previous.sa_handler(signal);
+  }
+  errno = saved_errno;
+}
+
+void installSignalHandlers() {
+  for (int signal : kStopSignals) {
+    struct sigaction current {};
+    if (sigaction(signal, nullptr, &current) != 0 || (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN))
+      continue;
+    g_previous[signal] = current;
+    struct sigaction ours {};
+    ours.sa_sigaction = onStopSignal;
+    ours.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&ours.sa_mask);
+    sigaction(signal, &ours, nullptr);
+  }
+}
+
+void stopAtExit() {
+  if (g_session != nullptr) g_session->stop(format::CaptureEnd::kProcessExit, "exit");
+}
+
+void abandonInChild() {
+  if (g_session != nullptr) g_session->abandonAfterFork();
+}
+
+void startCapture() {
+  CaptureConfig config = readCaptureConfig(fromEnvironment);
+  CuptiLibrary& library = cuptiLibrary();
+  if (!library.loaded) {
+    if (config.log_level != LogLevel::kQuiet) {
+      std::string line = "gpuxray: " + library.error + "; no GPU activity captured\n";
+      ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+      (void)ignored;
+    }
+    return;
+  }
+  CaptureDependencies dependencies;
+  dependencies.cupti = library.cupti.api;
+  dependencies.cupti_path = library.cupti.path;
+  dependencies.cupti_api_version = library.cupti.api_version;
+  dependencies.driver = loadedDriverApi();
+  if (config.metrics) {
+    std::string missing = bindPmSamplingApi(library.cupti.handle, dependencies.pm_sampling);
+    if (!missing.empty()) dependencies.pm_sampling = PmSamplingApi{};
+  }
+  dependencies.environment = fromEnvironment;
+  auto* session = new CaptureSession(std::move(dependencies), std::move(config));
+  g_session = session;
+  if (!session->start()) return;
+  std::atexit(stopAtExit);
+  pthread_atfork(nullptr, nullptr, abandonInChild);
+  installSignalHandlers();
+}
+
+__attribute__((constructor)) void pointLoadersAtThisLibrary() {
+  std::string self = libraryPath();
+  if (self.empty()) return;
+  setenv("CUDA_INJECTION64_PATH", self.c_str(), /*overwrite=*/0);
+  setenv("NVTX_INJECTION64_PATH", self.c_str(), /*overwrite=*/0);
+}
+
+}  // namespace
+}  // namespace gpuxray::inject
+
+// Called by the CUDA driver during cuInit. Safe to call more than once.
+GPUXRAY_EXPORT int InitializeInjection(void) {
+  static std::once_flag once;
+  std::call_once(once, gpuxray::inject::startCapture);
+  return 1;
+}
+
+// Called by each NVTX client library (libtorch, libnccl) at its first NVTX call: CUPTI's own NVTX
+// support records the ranges, so these forward to libcupti.
+GPUXRAY_EXPORT int InitializeInjectionNvtx2(const void* get_export_table) {
+  auto& library = gpuxray::inject::cuptiLibrary();
+  return library.loaded ? library.cupti.api.nvtxInitialize2(get_export_table) : 0;
+}
+
+GPUXRAY_EXPORT int InitializeInjectionNvtxExtension(const void* get_export_table) {
+  auto& library = gpuxray::inject::cuptiLibrary();
+  return library.loaded ? library.cupti.api.nvtxExtensionInitialize(get_export_table) : 0;
+}
