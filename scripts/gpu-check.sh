@@ -1,0 +1,549 @@
+#!/usr/bin/env bash
+# The capture's check on a GPU machine, in one run. Runs ON that machine, from the repo root, with
+# gpu-check-bundle/ present (made here by scripts/prepare-gpu-check.sh and carried), e.g. through the
+# device tool: run(command="bash scripts/gpu-check.sh", carry=["gpu-check-bundle"], timeout_s=420).
+#
+# What it does (about 2 minutes on one H200):
+#   1. environment report: GPU, driver, CUDA, Python/PyTorch, the libcupti copies there are, what
+#      the bundled binaries lack;
+#   2. examples/cuda/stream_workload captured three ways: CUDA_INJECTION64_PATH=<lib>,
+#      LD_PRELOAD=<lib>, and `gpuxray run`. Each trace is checked against the program's own account:
+#      its xray_* kernel count, the durations of its long kernels against its CUDA-event timings
+#      (within 2 %), its NVTX ranges, device properties, topology links, copies, memsets,
+#      allocations, zero dropped records, a clean end;
+#   3. overhead: the launch-bound loop (100k empty kernels) and the GEMM loop, each run three times
+#      without and three times with capture, alternating; ratio = median time with / without, on the
+#      programs' own timers (the loop and its final sync). Targets: <= 1.05 and <= 1.01;
+#   4. examples/pytorch/train_transformer.py without and with `gpuxray run` (emit_nvtx, step ranges).
+#
+# Every check prints PASS, FAIL or WARN with its figures; the last line counts them. Into $OUT:
+#   summary.txt      everything printed here
+#   figures.txt      the figures as key=value lines
+#   traces.tar.gz    traces/<run>/*.gpuxray
+#   logs.tar.gz      logs/<run>.{out,err,dump,info.txt,info.json}
+# Exit status: 0 when nothing FAILed, 1 otherwise, 2 when the bundle is missing.
+#
+# Settings (environment): GPU_CHECK_BUNDLE (default gpu-check-bundle), GPU_CHECK_REPEATS (3),
+# GPU_CHECK_LAUNCH_KERNELS (100000), GPU_CHECK_GEMM_N (8192), GPU_CHECK_GEMM_ITERS (500),
+# GPU_CHECK_TORCH_STEPS (20), GPU_CHECK_BUDGET_S (240: a section that would start later is skipped),
+# GPU_CHECK_DEADLINE_S (330: no run goes past it, so that the files are packed within a 420 s limit).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+
+BUNDLE_DIR=${GPU_CHECK_BUNDLE:-gpu-check-bundle}
+if [[ ! -x "$BUNDLE_DIR/gpuxray" || ! -f "$BUNDLE_DIR/libgpuxray_inject.so" ]]; then
+  echo "gpu-check.sh: no bundle at $BUNDLE_DIR: run scripts/prepare-gpu-check.sh first and carry it" >&2
+  exit 2
+fi
+B=$(cd "$BUNDLE_DIR" && pwd)
+LIB=$B/libgpuxray_inject.so
+OUT=${OUT:-$PWD/gpu-check-out}
+mkdir -p "$OUT"
+W=$(mktemp -d /tmp/gpu-check.XXXXXX)
+LOGS=$W/logs
+TR=$W/traces
+mkdir -p "$LOGS" "$TR"
+FIGURES=$OUT/figures.txt
+: > "$FIGURES"
+
+REPEATS=${GPU_CHECK_REPEATS:-3}
+LAUNCH_N=${GPU_CHECK_LAUNCH_KERNELS:-100000}
+GEMM_N=${GPU_CHECK_GEMM_N:-8192}
+GEMM_ITERS=${GPU_CHECK_GEMM_ITERS:-500}
+TORCH_STEPS=${GPU_CHECK_TORCH_STEPS:-20}
+BUDGET_S=${GPU_CHECK_BUDGET_S:-240}
+DEADLINE_S=${GPU_CHECK_DEADLINE_S:-330}
+WORKLOAD_ARGS=(--streams 4 --stream-kernels 8 --copy-mb 32 --long-kernels 3 --long-ms 10 --gemm-n 4096 --gemm-iters 50)
+GEMM_ARGS=(--gemm-only --gemm-n "$GEMM_N" --gemm-iters "$GEMM_ITERS" --gemm-warmup 5)
+
+# Nothing of an earlier capture may leak in.
+unset CUDA_INJECTION64_PATH NVTX_INJECTION64_PATH LD_PRELOAD
+for v in $(compgen -e | grep '^GPUXRAY_' || true); do unset "$v"; done
+export PYTHONUNBUFFERED=1
+
+npass=0
+nfail=0
+nwarn=0
+failed=()
+
+result() {  # STATUS WHAT [DETAIL]
+  printf '%-4s %s%s\n' "$1" "$2" "${3:+ | $3}"
+  case "$1" in
+    PASS) npass=$((npass + 1)) ;;
+    FAIL) nfail=$((nfail + 1)); failed+=("$2") ;;
+    WARN) nwarn=$((nwarn + 1)) ;;
+  esac
+}
+figure() { echo "$1=$2" >> "$FIGURES"; }
+section() { printf '\n=== %s (t=%ds)\n' "$1" "$SECONDS"; }
+out_value() { sed -n "s/^$2=//p" "$LOGS/$1.out" 2>/dev/null | tail -1; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.4f", a/b; else print "nan"}'; }
+le() { awk -v a="$1" -v b="$2" 'BEGIN {exit !(a != "nan" && a + 0 <= b + 0)}'; }
+over_budget() { (( SECONDS > BUDGET_S )); }
+
+gx() { LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$B/gpuxray" "$@"; }
+dump() { LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$B/trace_dump" "$@"; }
+
+# run_cmd NAME TIMEOUT_S CMD...: stdout and stderr into logs/NAME.*; sets RC and WALL (seconds).
+run_cmd() {
+  local name=$1 limit=$2
+  shift 2
+  local t0 t1 left=$((DEADLINE_S - SECONDS))
+  if (( left < 5 )); then
+    RC=124
+    WALL=0
+    : > "$LOGS/$name.out"
+    : > "$LOGS/$name.err"
+    echo "skip $name: past the ${DEADLINE_S} s deadline"
+    return
+  fi
+  (( limit > left )) && limit=$left
+  t0=$(date +%s%N)
+  timeout -k 10 "$limit" "$@" > "$LOGS/$name.out" 2> "$LOGS/$name.err"
+  RC=$?
+  t1=$(date +%s%N)
+  WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", (b - a) / 1e9}')
+  echo "ran  $name: exit $RC, ${WALL} s"
+  if [[ $RC != 0 ]]; then
+    echo "     command: $*"
+    tail -n 8 "$LOGS/$name.err" | sed 's/^/     stderr: /'
+  fi
+}
+
+main() {
+  echo "gpuxray GPU check, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), bundle $B, work dir $W"
+  head -3 "$B/MANIFEST" 2>/dev/null | sed 's/^/bundle: /'
+
+  # --- 1. Environment -------------------------------------------------------------------------
+  section "environment"
+  echo "host: $(hostname), $(uname -srm), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(ldd --version 2>&1 | head -1)"
+  if nvidia-smi > "$LOGS/nvidia-smi.txt" 2>&1; then
+    cat "$LOGS/nvidia-smi.txt"
+    nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm,clocks.max.sm,power.limit,pstate,persistence_mode \
+      --format=csv 2>&1
+    nvidia-smi topo -m 2>&1 | head -20
+    figure gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+    figure driver "$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
+    figure gpus "$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)"
+  else
+    cat "$LOGS/nvidia-smi.txt"
+    result FAIL "nvidia-smi" "no working GPU driver?"
+  fi
+  if command -v nvcc > /dev/null; then nvcc --version | tail -2; else echo "nvcc: not on PATH"; fi
+  python3 - <<'EOF' 2>&1 | tee "$LOGS/python.txt"
+import sys
+print("python", sys.version.split()[0], "at", sys.executable)
+try:
+    import torch
+    print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available(),
+          torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
+    print("torch at", torch.__file__)
+except Exception as e:
+    print("torch: not importable:", e)
+EOF
+  echo "libcupti copies on this machine:"
+  {
+    ls -1 /usr/local/cuda*/extras/CUPTI/lib64/libcupti.so* /usr/local/cuda*/lib64/libcupti.so* \
+      /usr/local/cuda*/targets/*/lib/libcupti.so* 2> /dev/null
+    python3 -c 'import site, glob
+for root in site.getsitepackages() + [site.getusersitepackages()]:
+    for path in sorted(glob.glob(root + "/nvidia/**/libcupti.so*", recursive=True) + glob.glob(root + "/torch/lib/libcupti.so*")):
+        print(path)' 2> /dev/null
+  } | sort -u | sed 's/^/  /'
+
+  # What the bundled binaries lack here.
+  EX_LD=${LD_LIBRARY_PATH:-}
+  if ldd "$B/stream_workload" 2>&1 | grep -q 'not found'; then
+    local cublas_dir
+    cublas_dir=$(python3 -c 'import site, glob, os
+for root in site.getsitepackages():
+    for path in glob.glob(root + "/nvidia/**/libcublas.so.13", recursive=True):
+        print(os.path.dirname(path)); raise SystemExit' 2> /dev/null)
+    [[ -z "$cublas_dir" ]] && cublas_dir=$(dirname "$(find /usr /opt -name libcublas.so.13 2> /dev/null | head -1)")
+    echo "stream_workload: libcublas.so.13 not found by the loader; using $cublas_dir"
+    EX_LD="$cublas_dir${EX_LD:+:$EX_LD}"
+  fi
+  if ldd "$LIB" 2>&1 | grep -q 'not found'; then
+    result WARN "injection library's dependencies" "$(ldd "$LIB" | grep 'not found' | tr -s ' \t' ' ' | tr '\n' ';'); adding $B/lib to the jobs' LD_LIBRARY_PATH"
+    EX_LD="$B/lib${EX_LD:+:$EX_LD}"
+  fi
+  export LD_LIBRARY_PATH="$EX_LD"
+  local missing=""
+  for binary in gpuxray trace_dump stream_workload launch_bound_loop libgpuxray_inject.so; do
+    local lacks
+    if [[ $binary == gpuxray || $binary == trace_dump ]]; then
+      lacks=$(LD_LIBRARY_PATH="$B/lib${EX_LD:+:$EX_LD}" ldd "$B/$binary" 2>&1 | grep 'not found' | awk '{print $1}' | tr '\n' ' ')
+    else
+      lacks=$(ldd "$B/$binary" 2>&1 | grep 'not found' | awk '{print $1}' | tr '\n' ' ')
+    fi
+    [[ -n "$lacks" ]] && missing+="$binary lacks $lacks; "
+  done
+  if [[ -n "$missing" ]]; then result FAIL "bundled binaries load" "$missing"; else result PASS "bundled binaries load" "ldd finds every library"; fi
+  echo "libgpuxray_inject.so needs: $(ldd "$LIB" | awk '{print $1}' | tr '\n' ' ')"
+  echo "gpuxray: $(gx --version 2>&1)"
+
+  # --- 2. The mixed workload, captured three ways ---------------------------------------------
+  section "stream_workload without capture"
+  run_cmd workload_base 90 "$B/stream_workload" "${WORKLOAD_ARGS[@]}"
+  if [[ $RC == 0 ]]; then
+    grep -E '^(device|gemm |long_kernel|kernels_launched|peer_copies)' "$LOGS/workload_base.out" | sed 's/^/  /'
+    result PASS "stream_workload runs without capture" "$(out_value workload_base kernels_launched) own kernels"
+  else
+    result FAIL "stream_workload runs without capture" "exit $RC: the example itself is broken here"
+  fi
+
+  section "stream_workload, CUDA_INJECTION64_PATH"
+  run_cmd workload_inj 90 env CUDA_INJECTION64_PATH="$LIB" GPUXRAY_OUTPUT_DIR="$TR/workload_inj" GPUXRAY_LOG_LEVEL=info \
+    "$B/stream_workload" "${WORKLOAD_ARGS[@]}"
+  check_workload workload_inj "CUDA_INJECTION64_PATH"
+
+  section "stream_workload, LD_PRELOAD"
+  run_cmd workload_preload 90 env LD_PRELOAD="$LIB" GPUXRAY_OUTPUT_DIR="$TR/workload_preload" GPUXRAY_LOG_LEVEL=info \
+    "$B/stream_workload" "${WORKLOAD_ARGS[@]}"
+  check_workload workload_preload "LD_PRELOAD"
+
+  section "stream_workload, gpuxray run"
+  run_cmd workload_run 90 env LD_LIBRARY_PATH="$B/lib${EX_LD:+:$EX_LD}" "$B/gpuxray" run -o "$TR/workload_run" --log-level info \
+    -- env LD_LIBRARY_PATH="$EX_LD" "$B/stream_workload" "${WORKLOAD_ARGS[@]}"
+  check_workload workload_run "gpuxray run"
+
+  # --- 3. Overhead ----------------------------------------------------------------------------
+  section "overhead: launch-bound loop ($LAUNCH_N empty kernels), $REPEATS x without / with capture"
+  if over_budget; then
+    result WARN "launch-bound overhead" "skipped: past the time budget"
+  else
+    run_cmd launch_warmup 60 "$B/launch_bound_loop" 2000
+    local base=() cap=() base_wall=() cap_wall=()
+    for i in $(seq 1 "$REPEATS"); do
+      run_cmd "launch_base_$i" 60 "$B/launch_bound_loop" "$LAUNCH_N"
+      base+=("$(out_value "launch_base_$i" wall_seconds)")
+      base_wall+=("$WALL")
+      run_cmd "launch_cap_$i" 60 env CUDA_INJECTION64_PATH="$LIB" GPUXRAY_OUTPUT_DIR="$TR/launch_cap_$i" \
+        "$B/launch_bound_loop" "$LAUNCH_N"
+      cap+=("$(out_value "launch_cap_$i" wall_seconds)")
+      cap_wall+=("$WALL")
+    done
+    overhead_result launch "launch-bound loop overhead" 1.05 base cap base_wall cap_wall
+    check_counts launch_cap_1 "launch-bound loop, CUDA_INJECTION64_PATH"
+  fi
+
+  section "overhead: GEMM loop (bf16 ${GEMM_N}^3 x $GEMM_ITERS), $REPEATS x without / with capture"
+  if over_budget; then
+    result WARN "GEMM loop overhead" "skipped: past the time budget"
+  else
+    run_cmd gemm_warmup 60 "$B/stream_workload" --gemm-only --gemm-n "$GEMM_N" --gemm-iters 50
+    local gbase=() gcap=() gbase_wall=() gcap_wall=() gbase_ev=() gcap_ev=()
+    for i in $(seq 1 "$REPEATS"); do
+      run_cmd "gemm_base_$i" 60 "$B/stream_workload" "${GEMM_ARGS[@]}"
+      gbase+=("$(out_value "gemm_base_$i" gemm_loop_seconds)")
+      gbase_wall+=("$WALL")
+      gbase_ev+=("$(sed -n 's/^gemm .*event_mean_ms=\([0-9.]*\).*/\1/p' "$LOGS/gemm_base_$i.out")")
+      run_cmd "gemm_cap_$i" 60 env CUDA_INJECTION64_PATH="$LIB" GPUXRAY_OUTPUT_DIR="$TR/gemm_cap_$i" \
+        "$B/stream_workload" "${GEMM_ARGS[@]}"
+      gcap+=("$(out_value "gemm_cap_$i" gemm_loop_seconds)")
+      gcap_wall+=("$WALL")
+      gcap_ev+=("$(sed -n 's/^gemm .*event_mean_ms=\([0-9.]*\).*/\1/p' "$LOGS/gemm_cap_$i.out")")
+    done
+    grep '^gemm ' "$LOGS/gemm_base_1.out" | sed 's/^/  without capture: /'
+    grep '^gemm ' "$LOGS/gemm_cap_1.out" | sed 's/^/  with capture:    /'
+    overhead_result gemm "GEMM loop overhead" 1.01 gbase gcap gbase_wall gcap_wall
+    echo "  per-GEMM CUDA-event time: without $(median "${gbase_ev[@]}") ms, with $(median "${gcap_ev[@]}") ms (medians)"
+    figure gemm.event_ms_ratio "$(ratio "$(median "${gcap_ev[@]}")" "$(median "${gbase_ev[@]}")")"
+    check_counts gemm_cap_1 "GEMM loop, CUDA_INJECTION64_PATH"
+  fi
+
+  # --- 4. PyTorch -----------------------------------------------------------------------------
+  section "PyTorch: train_transformer.py ($TORCH_STEPS steps) without and with gpuxray run"
+  if over_budget; then
+    result WARN "PyTorch under gpuxray run" "skipped: past the time budget"
+  else
+    run_cmd torch_base 120 python3 "$B/train_transformer.py" --steps "$TORCH_STEPS"
+    grep -E '^(torch|steps|seconds|step_ms|first_step_ms|final_loss)=' "$LOGS/torch_base.out" | sed 's/^/  /'
+    run_cmd torch_run 120 env LD_LIBRARY_PATH="$B/lib${EX_LD:+:$EX_LD}" "$B/gpuxray" run -o "$TR/torch_run" --log-level info \
+      -- env LD_LIBRARY_PATH="$EX_LD" python3 "$B/train_transformer.py" --steps "$TORCH_STEPS"
+    grep -E '^(steps|seconds|step_ms|first_step_ms|final_loss)=' "$LOGS/torch_run.out" | sed 's/^/  /'
+    check_torch torch_run
+  fi
+
+  # --- Summary ----------------------------------------------------------------------------------
+  section "gpuxray info of every trace directory"
+  for dir in "$TR"/*/; do
+    [[ -d "$dir" && "$dir" != *_cap_[2-9]/ ]] || continue
+    gx info "$dir" 2>&1 | sed "s|$TR/||"
+  done
+
+  section "result"
+  figure result.pass "$npass"
+  figure result.fail "$nfail"
+  figure result.warn "$nwarn"
+  figure seconds "$SECONDS"
+  echo "figures:"
+  sed 's/^/  /' "$FIGURES"
+  pack
+  echo
+  echo "RESULT: $npass PASS, $nfail FAIL, $nwarn WARN in ${SECONDS} s${failed[*]:+ | failed: $(printf '%s; ' "${failed[@]}")}"
+  [[ $nfail == 0 ]]
+}
+
+# prepare_trace NAME: the run's trace directory, its one file's dump and `gpuxray info`. Returns 1 when
+# there is no trace file.
+prepare_trace() {
+  local name=$1 dir=$TR/$1
+  local files=()
+  [[ -d "$dir" ]] && mapfile -t files < <(find "$dir" -maxdepth 1 -name '*.gpuxray')
+  if [[ ${#files[@]} == 0 ]]; then
+    return 1
+  fi
+  dump "$dir" > "$LOGS/$name.dump" 2> "$LOGS/$name.dump.err"
+  gx info "$dir" > "$LOGS/$name.info.txt" 2>&1
+  INFO_RC=$?
+  gx info --format json "$dir" > "$LOGS/$name.info.json" 2> /dev/null
+  NFILES=${#files[@]}
+  return 0
+}
+
+# Kernel count, drops and end of a capture of one of our programs (xray_* kernels).
+check_counts() {
+  local name=$1 mode=$2
+  if ! prepare_trace "$name"; then
+    result FAIL "$mode: trace file" "none in $TR/$name"
+    return
+  fi
+  local d=$LOGS/$name.dump expected prefix captured total
+  expected=$(out_value "$name" kernels_launched)
+  prefix=$(out_value "$name" kernel_prefix)
+  captured=$(awk -v p="$prefix" '$1 == "kernel" {i = index($0, " name="); if (index(substr($0, i + 6), p) == 1) c++} END {print c + 0}' "$d")
+  total=$(grep -c '^kernel ' "$d")
+  figure "$name.kernels_expected" "$expected"
+  figure "$name.kernels_captured" "$captured"
+  if [[ -n "$expected" && "$captured" == "$expected" ]]; then
+    result PASS "$mode: kernel count" "$captured ${prefix}* kernels captured = $expected launched ($total kernels in all)"
+  else
+    result FAIL "$mode: kernel count" "$captured ${prefix}* kernels captured, ${expected:-?} launched ($total kernels in all)"
+  fi
+  check_drops "$name" "$mode"
+}
+
+check_drops() {
+  local name=$1 mode=$2 d=$LOGS/$1.dump dropped counts end
+  dropped=$(awk '$1 == "count" {for (f = 2; f <= NF; f++) if ($f ~ /^dropped=/) {split($f, kv, "="); s += kv[2]}} END {print s + 0}' "$d")
+  counts=$(awk '$1 == "count" {split($2, c, "="); split($3, r, "="); split($5, x, "="); printf "%s %s%s, ", c[2], r[2], (x[2] > 0 ? " (" x[2] " dropped)" : "")}' "$d")
+  end=$(sed -n 's/^trailer end=\([^ ]*\).*/\1/p' "$d" | head -1)
+  figure "$name.dropped" "$dropped"
+  if [[ "$dropped" == 0 ]]; then
+    result PASS "$mode: zero dropped records" "${counts%, }"
+  else
+    result FAIL "$mode: zero dropped records" "$dropped dropped: ${counts%, }"
+  fi
+  if [[ "$end" == process_exit && $INFO_RC == 0 ]]; then
+    result PASS "$mode: file complete and readable" "ended by process exit; gpuxray info exit 0"
+  else
+    result FAIL "$mode: file complete and readable" "end=${end:-?}, gpuxray info exit $INFO_RC"
+  fi
+  grep '^warning' "$d" | head -5 | sed 's/^/     /'
+}
+
+# The stream_workload run NAME against its trace.
+check_workload() {
+  local name=$1 mode=$2
+  grep '^gpuxray' "$LOGS/$name.err" | head -10 | sed 's/^/  [capture] /'
+  if [[ $RC != 0 ]]; then
+    result FAIL "$mode: stream_workload exits 0" "exit $RC"
+  fi
+  check_counts "$name" "$mode"
+  [[ -f "$LOGS/$name.dump" ]] || return
+  local d=$LOGS/$name.dump
+  grep -m1 '^header ' "$d" | sed 's/^/     /'
+
+  # Long kernels: the i-th xray_spin in start order against the i-th CUDA-event timing.
+  grep '^kernel ' "$d" | awk '{i = index($0, " name="); if (substr($0, i + 6) != "xray_spin") next
+      for (f = 2; f <= NF; f++) {split($f, kv, "="); v[kv[1]] = kv[2]} print v["start_ns"], v["dur_ns"]}' |
+    sort -n -k1,1 | awk '{print $2}' > "$W/$name.spins"
+  sed -n 's/^long_kernel .*cuda_event_ms=\([0-9.]*\).*/\1/p' "$LOGS/$name.out" > "$W/$name.events"
+  local comparison
+  comparison=$(paste "$W/$name.events" "$W/$name.spins" | awk '
+      NF == 2 {t = $2 / 1e6; d = (t - $1) / $1 * 100; if (d < 0) d = -d; if (d > worst) worst = d
+               line = line sprintf("%s#%d trace %.4f ms vs event %.4f ms (%.2f %%)", (n ? "; " : ""), n, t, $1, d); n++}
+      NF == 1 {bad++}
+      END {printf "%d %.3f %d %s", n, worst, bad, line}')
+  local worst
+  read -r _ worst _ <<< "$comparison"
+  local events spins
+  events=$(wc -l < "$W/$name.events")
+  spins=$(wc -l < "$W/$name.spins")
+  figure "$name.long_kernel_worst_pct" "$worst"
+  if [[ $events -gt 0 && $events == "$spins" ]] && le "$worst" 2; then
+    result PASS "$mode: long-kernel durations within 2 % of CUDA events" "${comparison#* * * }"
+  else
+    result FAIL "$mode: long-kernel durations within 2 % of CUDA events" "$spins in trace, $events timed; ${comparison#* * * }"
+  fi
+
+  # NVTX: every default-domain range the program pushed, its start/end range, its domain range, its mark.
+  local ranges missing=() r
+  IFS=, read -r -a ranges <<< "$(out_value "$name" nvtx_ranges)"
+  ranges+=("$(out_value "$name" nvtx_start_end_range)")
+  for r in "${ranges[@]}"; do
+    [[ -z "$r" ]] && continue
+    grep -q "^nvtx kind=range .* name=$r\$" "$d" || missing+=("$r")
+  done
+  grep -q '^nvtx kind=range .* domain=gpuxray_example name=domain_work$' "$d" || missing+=("gpuxray_example/domain_work")
+  local nvtx_total
+  nvtx_total=$(grep -c '^nvtx ' "$d")
+  if [[ ${#ranges[@]} -gt 1 && ${#missing[@]} == 0 ]]; then
+    result PASS "$mode: NVTX ranges" "all ${#ranges[@]} default-domain ranges and the gpuxray_example domain range found ($nvtx_total NVTX records)"
+  else
+    result FAIL "$mode: NVTX ranges" "missing: ${missing[*]:-(the program printed none)}; $nvtx_total NVTX records"
+  fi
+  grep -q '^nvtx kind=mark .* name=started$' "$d" || result WARN "$mode: NVTX mark 'started'" "not in the trace"
+
+  # Device properties and topology.
+  local device links
+  device=$(grep -m1 '^device ' "$d")
+  if [[ -n "$device" ]] && ! grep -q 'sms=0 ' <<< "$device" && [[ "$device" != *"name=" ]]; then
+    result PASS "$mode: device properties" "${device#device }"
+  else
+    result FAIL "$mode: device properties" "${device:-no device record}"
+  fi
+  links=$(grep -c '^link ' "$d")
+  figure "$name.links" "$links"
+  if [[ $links -gt 0 ]]; then
+    result PASS "$mode: topology" "$links links: $(grep '^link ' "$d" | awk '{sub(/^kind=/, "", $3); print $3}' | sort | uniq -c | awk '{printf "%s%s %s", (n++ ? ", " : ""), $1, $2}')"
+  else
+    result FAIL "$mode: topology" "no NVLink or PCIe link records (nvidia-smi topo -m above shows what there is)"
+  fi
+
+  # Copies by kind and memory kinds: issued (program) against captured (trace).
+  local copy_report="" copy_fail="" copy_warn=""
+  while read -r _ kind src dst count _; do
+    kind=${kind#kind=}; src=${src#src=}; dst=${dst#dst=}; count=${count#count=}
+    local got
+    got=$(awk -v k="$kind" -v s="$src" -v t="$dst" '$1 == "memcpy" && $2 == "kind=" k && $3 == "src=" s && $4 == "dst=" t {c++} END {print c + 0}' "$d")
+    copy_report+="$kind $src->$dst $got/$count, "
+    if [[ $got -lt $count ]]; then
+      case "$kind" in
+        HtoH|PtoP) copy_warn+="$kind $src->$dst $got of $count; " ;;
+        *) copy_fail+="$kind $src->$dst $got of $count; " ;;
+      esac
+    elif [[ $got -gt $count ]]; then
+      copy_warn+="$kind $src->$dst $got records for $count copies; "
+    fi
+  done < <(grep '^copy_issued ' "$LOGS/$name.out")
+  local other
+  other=$(grep '^memcpy ' "$d" | awk '{print $2, $3, $4}' | sort | uniq -c | awk '{printf "%s%s %s %s x%s", (n++ ? ", " : ""), $2, $3, $4, $1}')
+  if [[ -z "$copy_report" ]]; then
+    result FAIL "$mode: copies" "the program printed no copy_issued lines"
+  elif [[ -z "$copy_fail" ]]; then
+    result PASS "$mode: copies (captured/issued)" "${copy_report%, }"
+  else
+    result FAIL "$mode: copies (captured/issued)" "missing: $copy_fail| ${copy_report%, }"
+  fi
+  [[ -n "$copy_warn" ]] && result WARN "$mode: copies" "$copy_warn| all memcpy records: $other"
+  grep -q '^peer_copies=0' "$LOGS/$name.out" && echo "     (no peer copy: $(sed -n 's/^peer_copies=0 reason=//p' "$LOGS/$name.out"))"
+
+  # Memsets, allocations, streams, stream names, synchronization.
+  local memsets issued allocs frees want_allocs want_frees
+  memsets=$(grep -c '^memset ' "$d")
+  issued=$(out_value "$name" memsets_issued)
+  if [[ -n "$issued" && $memsets -ge $issued ]]; then
+    result PASS "$mode: memsets" "$memsets captured, $issued issued"
+  else
+    result FAIL "$mode: memsets" "$memsets captured, ${issued:-?} issued"
+  fi
+  allocs=$(grep -c '^memory op=allocate ' "$d")
+  frees=$(grep -c '^memory op=release ' "$d")
+  want_allocs=$(out_value "$name" device_allocations)
+  want_frees=$(out_value "$name" device_frees)
+  if [[ -n "$want_allocs" && $allocs -ge $want_allocs && $frees -ge $want_frees ]]; then
+    result PASS "$mode: allocations" "$allocs allocations and $frees releases captured; the program made $want_allocs and $want_frees (cuBLAS adds its own)"
+  else
+    result WARN "$mode: allocations" "$allocs allocations and $frees releases captured; the program made ${want_allocs:-?} and ${want_frees:-?}"
+  fi
+  local streams names syncs
+  streams=$(grep -c '^stream ' "$d")
+  names=$(grep '^resource kind=stream ' "$d" | sed 's/.* name=//' | sort -u | tr '\n' ' ')
+  syncs=$(grep '^sync ' "$d" | awk '{print $2}' | sort | uniq -c | awk '{printf "%s%s %s", (n++ ? ", " : ""), $2, $1}')
+  echo "     streams: $streams records (program created $(out_value "$name" streams_created)); stream names: ${names:-none}; sync: ${syncs:-none}"
+  [[ $names == *worker_0* ]] || result WARN "$mode: NVTX stream names" "worker_0 not among the stream names"
+}
+
+# overhead_result KEY WHAT LIMIT BASE_ARRAY CAP_ARRAY BASE_WALL_ARRAY CAP_WALL_ARRAY
+overhead_result() {
+  local key=$1 what=$2 limit=$3
+  local -n b=$4 c=$5 bw=$6 cw=$7
+  local mb mc r rw
+  mb=$(median "${b[@]}")
+  mc=$(median "${c[@]}")
+  r=$(ratio "$mc" "$mb")
+  rw=$(ratio "$(median "${cw[@]}")" "$(median "${bw[@]}")")
+  figure "$key.base_seconds" "$(IFS=,; echo "${b[*]}")"
+  figure "$key.capture_seconds" "$(IFS=,; echo "${c[*]}")"
+  figure "$key.ratio" "$r"
+  figure "$key.process_wall_ratio" "$rw"
+  echo "  loop time without capture: ${b[*]} s (median $mb)"
+  echo "  loop time with capture:    ${c[*]} s (median $mc)"
+  echo "  whole process wall time:   without ${bw[*]} s, with ${cw[*]} s (ratio of medians $rw; includes CUPTI start and the final flush)"
+  if [[ ${#b[@]} -gt 0 ]] && le "$r" "$limit"; then
+    result PASS "$what" "ratio $r (with/without, median loop time), target <= $limit"
+  else
+    result FAIL "$what" "ratio $r (with/without, median loop time), target <= $limit"
+  fi
+}
+
+check_torch() {
+  local name=$1
+  grep '^gpuxray' "$LOGS/$name.err" | head -10 | sed 's/^/  [capture] /'
+  if [[ $RC == 0 ]]; then
+    result PASS "PyTorch under gpuxray run exits 0" "step ${TORCH_STEPS}: $(out_value "$name" step_ms) ms/step with capture, $(out_value torch_base step_ms) without"
+  else
+    result FAIL "PyTorch under gpuxray run exits 0" "exit $RC"
+  fi
+  figure torch.step_ms_base "$(out_value torch_base step_ms)"
+  figure torch.step_ms_capture "$(out_value "$name" step_ms)"
+  figure torch.step_ms_ratio "$(ratio "$(out_value "$name" step_ms)" "$(out_value torch_base step_ms)")"
+  if ! prepare_trace "$name"; then
+    result FAIL "PyTorch: trace file" "none in $TR/$name"
+    return
+  fi
+  local d=$LOGS/$name.dump kernels steps ops
+  [[ $NFILES == 1 ]] || result WARN "PyTorch: trace files" "$NFILES files (one process expected)"
+  kernels=$(grep -c '^kernel ' "$d")
+  steps=$(grep -cE '^nvtx kind=range .* name=step [0-9]+$' "$d")
+  ops=$(grep -c '^nvtx kind=range .* name=aten::' "$d")
+  figure torch.kernels "$kernels"
+  figure torch.step_ranges "$steps"
+  figure torch.op_ranges "$ops"
+  if [[ $kernels -gt 0 ]]; then result PASS "PyTorch: kernels captured" "$kernels kernels"; else result FAIL "PyTorch: kernels captured" "none"; fi
+  if [[ $steps == "$TORCH_STEPS" ]]; then
+    result PASS "PyTorch: NVTX step ranges" "$steps 'step N' ranges; $ops emit_nvtx operator ranges"
+  else
+    result FAIL "PyTorch: NVTX step ranges" "$steps 'step N' ranges of $TORCH_STEPS; $ops emit_nvtx operator ranges"
+  fi
+  [[ $ops -gt 0 ]] || result WARN "PyTorch: emit_nvtx operator ranges" "none with an aten:: name"
+  grep -m1 '^device ' "$d" | sed 's/^/     /'
+  check_drops "$name" "PyTorch"
+}
+
+# Traces and logs into $OUT, each archive under 16 MiB: leave out the bulkiest runs' files if needed.
+pack() {
+  local limit=$((15 * 1024 * 1024))
+  tar -C "$W" -czf "$OUT/traces.tar.gz" traces
+  if [[ $(stat -c %s "$OUT/traces.tar.gz") -gt $limit ]]; then
+    echo "traces.tar.gz over 15 MiB: leaving out the repeated overhead runs"
+    tar -C "$W" -czf "$OUT/traces.tar.gz" --exclude='traces/launch_cap_[2-9]' --exclude='traces/gemm_cap_[2-9]' traces
+  fi
+  if [[ $(stat -c %s "$OUT/traces.tar.gz") -gt $limit ]]; then
+    echo "traces.tar.gz still over 15 MiB: leaving out the PyTorch trace"
+    tar -C "$W" -czf "$OUT/traces.tar.gz" --exclude='traces/launch_cap_[2-9]' --exclude='traces/gemm_cap_[2-9]' \
+      --exclude='traces/torch_run' traces
+  fi
+  tar -C "$W" -czf "$OUT/logs.tar.gz" logs
+  if [[ $(stat -c %s "$OUT/logs.tar.gz") -gt $limit ]]; then
+    echo "logs.tar.gz over 15 MiB: leaving out the trace dumps"
+    tar -C "$W" -czf "$OUT/logs.tar.gz" --exclude='*.dump' logs
+  fi
+  ls -la "$OUT"
+}
+
+main "$@" 2>&1 | tee "$OUT/summary.txt"
+exit "${PIPESTATUS[0]}"
