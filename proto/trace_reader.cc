@@ -357,8 +357,9 @@ auto columnValue(const Field& column, int i) {
 std::string_view StringTable::get(StringId id) const {
   if (id == 0) return {};
   if (contains(id)) return values_[id];
-  missing_names_.push_back(std::make_unique<std::string>("<missing string " + std::to_string(id) + ">"));
-  return *missing_names_.back();
+  auto [it, inserted] = missing_names_.try_emplace(id);
+  if (inserted) it->second = "<missing string " + std::to_string(id) + ">";
+  return it->second;
 }
 
 bool StringTable::contains(StringId id) const { return id < present_.size() && present_[id]; }
@@ -369,7 +370,8 @@ void StringTable::define(StringId id, std::string value) {
     values_.resize(id + 1);
     present_.resize(id + 1);
   }
-  if (!present_[id]) ++defined_;
+  if (present_[id]) return;
+  ++defined_;
   values_[id] = std::move(value);
   present_[id] = true;
 }
@@ -423,6 +425,9 @@ void TraceReader::openSource() {
   if (result != ChunkRead::kOk || !chunk.ParseFromArray(payload.data(), static_cast<int>(payload.size())) ||
       !chunk.has_header()) {
     std::string why = result == ChunkRead::kEnd ? "the file ends before it" : "its chunk is damaged";
+    // The destructor does not run when the constructor throws.
+    ZSTD_freeDCtx(static_cast<ZSTD_DCtx*>(zstd_context_));
+    zstd_context_ = nullptr;
     throw FormatError(path_ + ": no readable header at " + offsetText(header_offset) + " (" + why + ")");
   }
   header_ = fromPb(chunk.header());

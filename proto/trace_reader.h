@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -24,6 +26,8 @@ class FormatError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The file's interned strings. Views it returns stay valid for its lifetime; an id is defined once
+// (a second definition, which only a damaged file could hold, is ignored).
 class StringTable {
  public:
   // "" for id 0; "<missing string N>" for an id whose definition was lost with a damaged chunk.
@@ -33,10 +37,11 @@ class StringTable {
   size_t size() const { return defined_; }
 
  private:
-  std::vector<std::string> values_;
+  // A deque, so that growing it never moves a string that a returned view points into.
+  std::deque<std::string> values_;
   std::vector<bool> present_;
   size_t defined_ = 0;
-  mutable std::vector<std::unique_ptr<std::string>> missing_names_;
+  mutable std::map<StringId, std::string> missing_names_;
 };
 
 struct ReadStats {
