@@ -60,7 +60,7 @@ CommandResult runGpuxray(const std::string& args) { return runCommand(std::strin
 
 }  // namespace
 
-TEST_CASE("--version and --help exit 0, a missing subcommand is a usage error") {
+TEST_CASE("gpuxray --version and --help exit 0, a missing subcommand is a usage error") {
   auto version = runGpuxray("--version");
   CHECK(version.exit_code == 0);
   CHECK(version.out.rfind("gpuxray ", 0) == 0);

@@ -167,7 +167,7 @@ TEST_CASE("injection paths that pointed elsewhere are replaced, with one warning
   CHECK(lookupVariable(child.variables, "NVTX_INJECTION64_PATH") == ours);
 }
 
-TEST_CASE("--metric-interval-us without metrics switched on is a warning", "[run]") {
+TEST_CASE("run: --metric-interval-us without metrics switched on is a warning", "[run]") {
   CaptureSettings capture;
   capture.metric_interval_us = 100;
   auto child = buildChildEnvironment(setupFor(capture), {});

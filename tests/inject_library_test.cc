@@ -1,0 +1,124 @@
+// libgpuxray_inject.so as the traced process sees it: what it exports, what it pulls in, and
+// that it stays silent and harmless where there is no CUDA work or no GPU.
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "proto/trace_reader.h"
+#include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using gpuxray::testing::runCommand;
+using gpuxray::testing::TempDir;
+
+const std::string kLibrary = GPUXRAY_INJECT_LIBRARY;
+
+// What LD_PRELOAD must hold for the library to load (the sanitizer runtime comes first in
+// sanitizer builds).
+std::string preloadValue() {
+#ifdef GPUXRAY_SANITIZER_RUNTIME
+  return std::string(GPUXRAY_SANITIZER_RUNTIME) + ":" + kLibrary;
+#else
+  return kLibrary;
+#endif
+}
+
+std::set<std::string> words(const std::string& text, size_t column) {
+  std::set<std::string> found;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string field;
+    for (size_t i = 0; i <= column && fields >> field; ++i) {
+      if (i == column) found.insert(field);
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("the library exports only the loaders' entry points") {
+  auto result = runCommand("nm -D --defined-only " + kLibrary);
+  REQUIRE(result.exit_code == 0);
+  CHECK(words(result.out, 2) ==
+        std::set<std::string>{"InitializeInjection", "InitializeInjectionNvtx2", "InitializeInjectionNvtxExtension"});
+}
+
+TEST_CASE("the library depends on nothing that could clash with the traced program's libraries") {
+  auto result = runCommand("ldd " + kLibrary);
+  REQUIRE(result.exit_code == 0);
+  std::set<std::string> allowed = {"linux-vdso.so.1", "libc.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libm.so.6",
+                                   "libdl.so.2",      "libpthread.so.0", "librt.so.1", "libzstd.so.1"};
+#ifdef GPUXRAY_SANITIZER_RUNTIME
+  allowed.insert({"libasan.so.8", "libubsan.so.1"});
+#endif
+  for (const auto& library : words(result.out, 0)) {
+    INFO(result.out);
+    if (library.find("ld-linux") != std::string::npos) continue;
+    CHECK(allowed.count(library) == 1);
+  }
+  CHECK(result.out.find("protobuf") == std::string::npos);
+  CHECK(result.out.find("libfmt") == std::string::npos);
+}
+
+TEST_CASE("preloaded into a process that never uses CUDA, the library leaves no trace") {
+  TempDir dir;
+  std::string output = dir / "traces";
+  std::string environment = "LD_PRELOAD=" + preloadValue() + " GPUXRAY_OUTPUT_DIR=" + output + " ";
+  auto quiet = runCommand(environment + "/bin/true");
+  CHECK(quiet.exit_code == 0);
+  CHECK(quiet.out.empty());
+  CHECK(quiet.err.empty());
+  auto failing = runCommand(environment + "sh -c 'echo hello; exit 3'");
+  CHECK(failing.exit_code == 3);
+  CHECK(failing.out == "hello\n");
+  CHECK(failing.err.empty());
+  CHECK_FALSE(std::filesystem::exists(output));
+}
+
+TEST_CASE("preloading points the CUDA driver and NVTX at the library unless the user chose otherwise") {
+  std::string preload = "LD_PRELOAD=" + preloadValue() + " ";
+  auto chosen = runCommand(preload + "sh -c 'echo $CUDA_INJECTION64_PATH; echo $NVTX_INJECTION64_PATH'");
+  std::string absolute = std::filesystem::canonical(kLibrary).string();
+  CHECK(chosen.out == absolute + "\n" + absolute + "\n");
+  auto kept = runCommand(preload + "CUDA_INJECTION64_PATH=/other/tool.so sh -c 'echo $CUDA_INJECTION64_PATH'");
+  CHECK(kept.out == "/other/tool.so\n");
+}
+
+TEST_CASE("without a GPU, InitializeInjection says why in one line, writes a file that says so, and returns") {
+  TempDir dir;
+  std::string output = dir / "traces";
+  auto result = runCommand("ASAN_OPTIONS=detect_leaks=0 GPUXRAY_OUTPUT_DIR=" + output + " RANK=0 WORLD_SIZE=1 " +
+                           GPUXRAY_INJECTION_PROBE + " " + kLibrary + " 2");
+  INFO(result.err);
+  CHECK(result.exit_code == 0);
+  CHECK(result.err ==
+        "gpuxray: CUPTI cannot start: CUPTI_ERROR_UNKNOWN (999) (is there a GPU and a working driver?); no GPU "
+        "activity captured\n");
+  gpuxray::format::TraceReader reader(output + "/rank-00000.gpuxray");
+  CHECK(reader.header().rank == 0);
+  CHECK(reader.header().capture_config.options.back().find("cupti=") == 0);
+  gpuxray::format::EventBatch batch;
+  while (reader.next(batch)) {
+  }
+  REQUIRE(reader.trailer());
+  CHECK(reader.trailer()->end_detail == "capture did not start");
+  REQUIRE(reader.trailer()->warnings.size() == 1);
+  CHECK(reader.trailer()->warnings[0].find("CUPTI cannot start") == 0);
+}
+
+TEST_CASE("a libcupti named by GPUXRAY_CUPTI_PATH that cannot be used is reported, and the program runs on") {
+  TempDir dir;
+  auto result = runCommand("GPUXRAY_CUPTI_PATH=/nonexistent/libcupti.so.13 GPUXRAY_OUTPUT_DIR=" + (dir / "t") + " " +
+                           GPUXRAY_INJECTION_PROBE + " " + kLibrary);
+  CHECK(result.exit_code == 0);
+  CHECK(result.err ==
+        "gpuxray: GPUXRAY_CUPTI_PATH=/nonexistent/libcupti.so.13 is not usable: not found; no GPU activity captured\n");
+}
