@@ -38,6 +38,7 @@ if [[ ! -f "$cuda_root/include/cupti.h" || ! -f "$cuda_root/include/nccl.h" ]]; 
   exit 1
 fi
 
+mkdir -p "$build_dir"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUXRAY_SANITIZE="$sanitize" \
-      -DCUDAToolkit_ROOT="$cuda_root" > "$build_dir.configure.log" || { cat "$build_dir.configure.log"; exit 1; }
+      -DCUDAToolkit_ROOT="$cuda_root" > "$build_dir/configure.log" || { cat "$build_dir/configure.log"; exit 1; }
 cmake --build "$build_dir"
