@@ -218,8 +218,9 @@ void ActivityTranslator::translateKernel(const CUpti_Activity& record) {
   writer_.add(out);
 }
 
-void ActivityTranslator::translateMemcpy(const CUpti_Activity& record) {
-  const auto& m = as<CUpti_ActivityMemcpy6>(record);
+// Memcpy6 and MemcpyPtoP4 share their fields but for the peer devices.
+template <typename Copy>
+format::MemcpyRecord ActivityTranslator::copyRecord(const Copy& m, uint32_t src_device, uint32_t dst_device) {
   format::MemcpyRecord out;
   out.start_ns = m.start;
   out.end_ns = endOrStart(m.start, m.end);
@@ -230,34 +231,23 @@ void ActivityTranslator::translateMemcpy(const CUpti_Activity& record) {
   out.bytes = m.bytes;
   out.src_kind = memoryKind(m.srcKind);
   out.dst_kind = memoryKind(m.dstKind);
-  out.src_device = m.deviceId;
-  out.dst_device = m.deviceId;
+  out.src_device = src_device;
+  out.dst_device = dst_device;
   out.is_async = (m.flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
   out.context = m.contextId;
   out.graph_id = m.graphId;
   out.graph_node_id = m.graphNodeId;
-  writer_.add(out);
+  return out;
+}
+
+void ActivityTranslator::translateMemcpy(const CUpti_Activity& record) {
+  const auto& m = as<CUpti_ActivityMemcpy6>(record);
+  writer_.add(copyRecord(m, m.deviceId, m.deviceId));
 }
 
 void ActivityTranslator::translatePeerMemcpy(const CUpti_Activity& record) {
   const auto& m = as<CUpti_ActivityMemcpyPtoP4>(record);
-  format::MemcpyRecord out;
-  out.start_ns = m.start;
-  out.end_ns = endOrStart(m.start, m.end);
-  out.device = m.deviceId;
-  out.stream = m.streamId;
-  out.correlation_id = m.correlationId;
-  out.copy_kind = copyKind(m.copyKind);
-  out.bytes = m.bytes;
-  out.src_kind = memoryKind(m.srcKind);
-  out.dst_kind = memoryKind(m.dstKind);
-  out.src_device = m.srcDeviceId;
-  out.dst_device = m.dstDeviceId;
-  out.is_async = (m.flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
-  out.context = m.contextId;
-  out.graph_id = m.graphId;
-  out.graph_node_id = m.graphNodeId;
-  writer_.add(out);
+  writer_.add(copyRecord(m, m.srcDeviceId, m.dstDeviceId));
 }
 
 void ActivityTranslator::translateMemset(const CUpti_Activity& record) {

@@ -129,6 +129,8 @@ class ActivityTranslator {
 
   // end, or start (counted as incomplete) when the record has no valid end.
   uint64_t endOrStart(uint64_t start, uint64_t end);
+  template <typename Copy>
+  format::MemcpyRecord copyRecord(const Copy& copy, uint32_t src_device, uint32_t dst_device);
   // The device of a context from CONTEXT records, 0 if unknown.
   uint32_t deviceOfContext(uint32_t context) const;
   // The CUDA device index of the GPU with this raw 16-byte uuid (from DEVICE records), -1 if unknown.
