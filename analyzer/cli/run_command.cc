@@ -26,6 +26,7 @@
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/run_environment.h"
 #include "analyzer/errors.h"
+#include "proto/file_layout.h"
 
 extern char** environ;  // NOLINT: POSIX declares it nowhere else.
 
@@ -99,7 +100,7 @@ size_t countTraceFiles(const fs::path& dir) {
   std::error_code error;
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
     std::error_code ignored;
-    if (it->path().extension() == ".gpuxray" && it->is_regular_file(ignored)) ++count;
+    if (it->path().extension() == format::kTraceFileExtension && it->is_regular_file(ignored)) ++count;
   }
   return count;
 }
