@@ -1,0 +1,96 @@
+// The NCCL side of the capture: NCCL's profiler plugin calls (one context per communicator) are
+// assembled here into complete operations, which the capture thread drains and writes.
+//
+// Event lifetimes follow NCCL: a collective's or p2p's stopEvent only means "enqueued"; its
+// KernelCh children (one per channel, GPU timer start/stop) and ProxyOp children (network work,
+// with ProxyStep grandchildren) arrive later, from the proxy and host-callback threads. An
+// operation is complete once it was stopped and every channel's kernel stopped; a proxy operation
+// once it and its steps stopped; each is then queued for writing. Events live in fixed rings per context and
+// type, so a handle stays valid (NCCL may still hold it) until the ring wraps; a start that finds
+// its slot still in use is dropped and counted, never blocking NCCL.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "inject/nccl_profiler_abi.h"
+#include "proto/records.h"
+
+namespace gpuxray::inject {
+
+// An operation as the capture thread receives it: the record without its string ids, and the
+// strings. Its network transfers come separately (takeTransfers), naming it by operation_id.
+struct CompletedNcclOperation {
+  format::NcclOperationRecord record;
+  std::string func;
+  std::string datatype;
+  std::string algorithm;
+  std::string protocol;
+};
+
+struct NcclProfilerStats {
+  uint64_t operations = 0;
+  // Events refused because their ring slot was still in use.
+  uint64_t dropped_events = 0;
+  // Proxy operations of another process (PXN), recorded without their operation.
+  uint64_t foreign_proxy_ops = 0;
+};
+
+class NcclProfiler {
+ public:
+  // `now` is the capture clock (the one CUPTI stamps records with).
+  NcclProfiler(std::function<uint64_t()> now, int32_t global_rank, uint32_t device, size_t ring_slots = 4096);
+  ~NcclProfiler();
+
+  // The event types gpuxray asks NCCL for.
+  static int activationMask();
+
+  // The plugin entry points, version-neutral; the exported v4/v5 tables adapt to these.
+  nccl_abi::Result init(void** context, uint64_t comm_hash, int* activation_mask, const char* comm_name,
+                        int n_nodes, int n_ranks, int rank, uint32_t abi_version);
+  nccl_abi::Result startColl(void* context, void** handle, const nccl_abi::CollDescr& coll);
+  nccl_abi::Result startP2p(void* context, void** handle, const nccl_abi::P2pDescr& p2p);
+  nccl_abi::Result startProxyOp(void* context, void** handle, void* parent, const nccl_abi::ProxyOpDescr& op);
+  nccl_abi::Result startProxyStep(void* context, void** handle, void* parent, const nccl_abi::ProxyStepDescr& step);
+  nccl_abi::Result startKernelCh(void* context, void** handle, void* parent, const nccl_abi::KernelChDescr& channel);
+  nccl_abi::Result stopEvent(void* handle);
+  nccl_abi::Result recordEventState(void* handle, int state, const nccl_abi::EventStateArgs* args);
+  nccl_abi::Result finalize(void* context);
+
+  // For the capture thread.
+  std::vector<format::NcclCommunicatorRecord> takeCommunicators();
+  std::vector<CompletedNcclOperation> takeCompleted();
+  std::vector<format::NetTransferRecord> takeTransfers();
+  NcclProfilerStats stats() const;
+
+  struct Context;
+  struct Event;
+
+ private:
+  Event* claim(Context& context, uint64_t type);
+  void completeIfDone(Event& op);
+  void finishProxyOp(Event& proxy_op);
+
+  std::function<uint64_t()> now_;
+  int32_t global_rank_;
+  uint32_t device_;
+  size_t ring_slots_;
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<Context>> contexts_;
+  std::vector<format::NcclCommunicatorRecord> communicators_;
+  std::vector<CompletedNcclOperation> completed_;
+  std::vector<format::NetTransferRecord> completed_transfers_;
+  uint64_t next_operation_id_ = 1;
+  NcclProfilerStats stats_;
+};
+
+// Bytes of one element of an NCCL datatype name ("ncclFloat32" -> 4); 1 for names it does not
+// know (NCCL 2.28 reports ncclUint8 as "Unknown").
+size_t ncclTypeSize(const char* datatype);
+
+}  // namespace gpuxray::inject
