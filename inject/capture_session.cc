@@ -133,31 +133,36 @@ bool CaptureSession::start() {
   start_realtime_ns_ = realtimeNs();
   identity_ = detectProcessIdentity(deps_.environment);
   for (const auto& warning : config_.warnings) log(warning);
+  noteForeignNcclPlugin();
 
   std::string failure;
-  if (!claimCupti(failure)) {
+  cupti_active_ = claimCupti(failure);
+  if (!cupti_active_) {
     log(failure);
-    writeFailureFile(failure);
-    return false;
+    capture_warnings_.push_back(failure);
   }
   buffers_ = std::make_unique<ActivityBuffers>(config_.buffer_limit_bytes, kActivityBufferBytes);
   if (!openTraceFile()) {
-    deps_.cupti.unsubscribe(subscriber_);
+    if (cupti_active_) deps_.cupti.unsubscribe(subscriber_);
     return false;
   }
-  g_active.store(this, std::memory_order_release);
-  CUptiResult registered = deps_.cupti.activityRegisterCallbacks(bufferRequested, bufferCompleted);
-  if (registered != CUPTI_SUCCESS) {
-    failure = "CUPTI refused the activity buffer callbacks: " + deps_.cupti.describe(registered) +
-              "; no GPU activity captured";
-    log(failure);
-    capture_warnings_.push_back(failure);
-    g_active.store(nullptr, std::memory_order_release);
-    deps_.cupti.unsubscribe(subscriber_);
-    writer_->finish(makeTrailer());
-    return false;
+  nccl_ = std::make_unique<NcclProfiler>([this] { return captureNow(); }, identity_.rank,
+                                         [driver = deps_.driver] { return currentDevice(driver); });
+  if (cupti_active_) {
+    g_active.store(this, std::memory_order_release);
+    CUptiResult registered = deps_.cupti.activityRegisterCallbacks(bufferRequested, bufferCompleted);
+    if (registered == CUPTI_SUCCESS) {
+      enableActivities();
+    } else {
+      failure = "CUPTI refused the activity buffer callbacks: " + deps_.cupti.describe(registered) +
+                "; no GPU activity captured";
+      log(failure);
+      capture_warnings_.push_back(failure);
+      g_active.store(nullptr, std::memory_order_release);
+      deps_.cupti.unsubscribe(subscriber_);
+      cupti_active_ = false;
+    }
   }
-  enableActivities();
   if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0 || ::pipe2(done_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
     log("cannot create the capture thread's pipes: " + std::string(std::strerror(errno)));
     return false;
@@ -165,8 +170,18 @@ bool CaptureSession::start() {
   running_ = true;
   thread_ = std::thread([this] { run(); });
   if (config_.log_level >= LogLevel::kInfo)
-    deps_.log("capturing to " + trace_path_ + " with " + deps_.cupti_path);
+    deps_.log("capturing to " + trace_path_ + (cupti_active_ ? " with " + deps_.cupti_path : " (NCCL only)"));
   return true;
+}
+
+// NCCL loads a single profiler plugin; when the user named another one, NCCL's operations are not ours.
+void CaptureSession::noteForeignNcclPlugin() {
+  const char* plugin = deps_.environment("NCCL_PROFILER_PLUGIN");
+  if (plugin == nullptr || *plugin == '\0' || deps_.library_path.empty() || deps_.library_path == plugin) return;
+  std::string note = std::string("NCCL capture is off: NCCL_PROFILER_PLUGIN=") + plugin +
+                     " names another profiler plugin, and NCCL loads only one";
+  log(note);
+  capture_warnings_.push_back(note);
 }
 
 bool CaptureSession::claimCupti(std::string& failure) {
@@ -291,16 +306,6 @@ bool CaptureSession::openTraceFile() {
   return false;
 }
 
-void CaptureSession::writeFailureFile(const std::string& failure) {
-  capture_warnings_.push_back(failure);
-  if (!openTraceFile()) return;
-  format::Trailer trailer = makeTrailer();
-  trailer.end = format::CaptureEnd::kUnknown;
-  trailer.end_detail = "capture did not start";
-  writer_->finish(trailer);
-  writer_.reset();
-}
-
 void CaptureSession::onBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *max_records = 0;
   // The final forced flush still needs buffers, so they are refused only once the file is done.
@@ -390,16 +395,29 @@ void CaptureSession::collectMetricSamples() {
   }
 }
 
+void CaptureSession::writeNcclRecords() {
+  for (const auto& comm : nccl_->takeCommunicators()) writer_->add(comm);
+  for (auto& op : nccl_->takeCompleted()) {
+    op.record.func_id = writer_->intern(op.func);
+    op.record.datatype_id = writer_->intern(op.datatype);
+    op.record.algorithm_id = writer_->intern(op.algorithm);
+    op.record.protocol_id = writer_->intern(op.protocol);
+    writer_->add(op.record);
+  }
+  for (const auto& transfer : nccl_->takeTransfers()) writer_->add(transfer);
+}
+
 void CaptureSession::periodicFlush() {
   if (!devices_queried_) {
     // The first flush comes an interval after cuInit, so the driver answers by now.
     driver_devices_ = queryDevices(deps_.driver);
     devices_queried_ = true;
   }
-  if (config_.metrics && !sampling_attempted_) startMetricSampling();
-  deps_.cupti.activityFlushAll(0);
+  if (config_.metrics && !sampling_attempted_ && cupti_active_) startMetricSampling();
+  if (cupti_active_) deps_.cupti.activityFlushAll(0);
   processFilledBuffers();
   collectMetricSamples();
+  writeNcclRecords();
   writer_->add(takeClockAnchor([this] { return captureNow(); }));
   if (!writer_->flush() && !writer_->failed()) return;
   if (writer_->failed()) {
@@ -438,9 +456,11 @@ void CaptureSession::finishFile() {
     driver_devices_ = queryDevices(deps_.driver);
     devices_queried_ = true;
   }
-  deps_.cupti.activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (cupti_active_) deps_.cupti.activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   processFilledBuffers();
   collectMetricSamples();
+  nccl_->finalizeAll();
+  writeNcclRecords();
   for (const auto& sampler : samplers_) {
     if (sampler->overflows() > 0 || sampler->failedDecodes() > 0) {
       capture_warnings_.push_back("GPU metric sampling on device " + std::to_string(sampler->device()) + ": " +
@@ -487,6 +507,14 @@ format::Trailer CaptureSession::makeTrailer() const {
     if (stats.unmatched_nvtx > 0)
       trailer.warnings.push_back(std::to_string(stats.unmatched_nvtx) + " NVTX ranges without a start or an end");
   }
+  if (nccl_ != nullptr) {
+    NcclProfilerStats nccl = nccl_->stats();
+    if (nccl.dropped_events > 0) {
+      trailer.counts.push_back({format::Category::kNcclOperation, 0, nccl.dropped_events});
+      trailer.warnings.push_back(std::to_string(nccl.dropped_events) +
+                                 " NCCL profiler events dropped (event rings full)");
+    }
+  }
   if (uint64_t late = buffers_after_stop_.load(); late > 0)
     trailer.warnings.push_back(std::to_string(late) + " CUPTI buffers arrived after the capture ended");
   if (writer_ != nullptr && writer_->lost() > 0)
@@ -513,7 +541,7 @@ void CaptureSession::stop(format::CaptureEnd end, const std::string& detail, int
     log("the trace file was not finished within " + std::to_string(timeout_ms) + " ms; it may lack its last records");
     thread_.detach();
   }
-  deps_.cupti.unsubscribe(subscriber_);
+  if (cupti_active_) deps_.cupti.unsubscribe(subscriber_);
 }
 
 void CaptureSession::requestStopFromSignal(int signal) {

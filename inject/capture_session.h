@@ -24,6 +24,7 @@
 #include "inject/cupti_api.h"
 #include "inject/device_query.h"
 #include "inject/metric_sampler.h"
+#include "inject/nccl_profiler.h"
 #include "inject/process_identity.h"
 #include "proto/trace_writer.h"
 
@@ -37,6 +38,8 @@ struct CaptureDependencies {
   // Bound only when metric sampling is asked for; a null function means it is unavailable.
   PmSamplingApi pm_sampling;
   EnvironmentLookup environment;
+  // The injection library's own path (to tell whether NCCL_PROFILER_PLUGIN names it).
+  std::string library_path;
   // Writes one line for the user (the session adds nothing; the default prefixes "gpuxray: ").
   std::function<void(const std::string&)> log;
 };
@@ -48,8 +51,9 @@ class CaptureSession {
   CaptureSession(const CaptureSession&) = delete;
   CaptureSession& operator=(const CaptureSession&) = delete;
 
-  // Claims CUPTI, opens the trace file and starts the background thread. When CUPTI cannot be
-  // used, says why on one line and writes a file that says so; returns false.
+  // Opens the trace file, claims CUPTI and starts the background thread. When CUPTI cannot be
+  // used, says why on one line and in the file, and goes on for what does not need it (NCCL's
+  // operations). False when no file could be written.
   bool start();
   // Forces a last flush, writes the trailer and closes the file. Idempotent; waits at most
   // `timeout_ms` for the background thread.
@@ -67,6 +71,9 @@ class CaptureSession {
   void onBufferCompleted(CUcontext context, uint32_t stream, uint8_t* buffer, size_t valid_bytes);
 
   const std::string& tracePath() const { return trace_path_; }
+  bool cuptiActive() const { return cupti_active_; }
+  // Receives NCCL's profiler-plugin calls for this capture.
+  NcclProfiler* ncclProfiler() { return nccl_.get(); }
   const CaptureConfig& config() const { return config_; }
 
   // The session CUPTI's callbacks reach; set by start().
@@ -84,9 +91,10 @@ class CaptureSession {
   void periodicFlush();
   void startMetricSampling();
   void collectMetricSamples();
+  void writeNcclRecords();
   void finishFile();
   format::Trailer makeTrailer() const;
-  void writeFailureFile(const std::string& failure);
+  void noteForeignNcclPlugin();
   void log(const std::string& line) const;
   uint64_t captureNow() const;
 
@@ -99,6 +107,8 @@ class CaptureSession {
   std::unique_ptr<ActivityBuffers> buffers_;
   std::unique_ptr<format::TraceWriter> writer_;
   std::unique_ptr<ActivityTranslator> translator_;
+  std::unique_ptr<NcclProfiler> nccl_;
+  bool cupti_active_ = false;
   std::string trace_path_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<std::string> capture_warnings_;

@@ -19,8 +19,15 @@ DriverApi loadedDriverApi() {
   bind("cuDeviceTotalMem_v2", driver.deviceTotalMem);
   bind("cuDeviceGetPCIBusId", driver.deviceGetPCIBusId);
   bind("cuDriverGetVersion", driver.driverGetVersion);
+  bind("cuCtxGetDevice", driver.ctxGetDevice);
   // The handle stays open: libcuda is loaded for the life of the process anyway.
   return driver;
+}
+
+uint32_t currentDevice(const DriverApi& driver) {
+  CUdevice device = 0;
+  if (driver.ctxGetDevice == nullptr || driver.ctxGetDevice(&device) != CUDA_SUCCESS || device < 0) return 0;
+  return static_cast<uint32_t>(device);
 }
 
 std::vector<format::DeviceProperties> queryDevices(const DriverApi& driver) {

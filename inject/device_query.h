@@ -21,7 +21,11 @@ struct DriverApi {
   CUresult (*deviceTotalMem)(size_t* bytes, CUdevice device) = nullptr;
   CUresult (*deviceGetPCIBusId)(char* bus_id, int length, CUdevice device) = nullptr;
   CUresult (*driverGetVersion)(int* version) = nullptr;
+  CUresult (*ctxGetDevice)(CUdevice* device) = nullptr;
 };
+
+// The device of the calling thread's current context, 0 when there is none.
+uint32_t currentDevice(const DriverApi& driver);
 
 // The driver of this process, if it has loaded libcuda; all pointers null otherwise.
 DriverApi loadedDriverApi();

@@ -1,11 +1,12 @@
 // What the loaders of the injection library call, and the process-wide plumbing around the one
 // capture: exit, fork and termination signals. These are the library's only exported symbols.
 //
-// Loading: CUDA_INJECTION64_PATH makes the driver call InitializeInjection() inside cuInit. Under
-// LD_PRELOAD, the constructor points CUDA_INJECTION64_PATH (and NVTX_INJECTION64_PATH) at this
-// library when they are unset, so the same happens, and processes that never initialize CUDA
-// (compilers, data-loader workers, nvidia-smi) never start a capture, print nothing and leave no
-// file.
+// Loading: CUDA_INJECTION64_PATH makes the driver call InitializeInjection() inside cuInit, and
+// NCCL_PROFILER_PLUGIN makes NCCL look up ncclProfiler_vN at its first communicator (which starts
+// the capture if CUDA has not). Under LD_PRELOAD, the constructor points those variables (and
+// NVTX_INJECTION64_PATH) at this library when they are unset, so the same happens, and processes
+// that never initialize CUDA or NCCL (compilers, data-loader workers, nvidia-smi) never start a
+// capture, print nothing and leave no file.
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -22,6 +23,7 @@
 #include "inject/cupti_api.h"
 #include "inject/device_query.h"
 #include "inject/metric_sampler.h"
+#include "inject/nccl_plugin.h"
 
 #define GPUXRAY_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -121,30 +123,42 @@ void startCapture() {
     if (!missing.empty()) dependencies.pm_sampling = PmSamplingApi{};
   }
   dependencies.environment = fromEnvironment;
+  dependencies.library_path = libraryPath();
   auto* session = new CaptureSession(std::move(dependencies), std::move(config));
   g_session = session;
   if (!session->start()) return;
+  setNcclProfiler(session->ncclProfiler());
   std::atexit(stopAtExit);
   pthread_atfork(nullptr, nullptr, abandonInChild);
   installSignalHandlers();
 }
 
+// The driver, NCCL's first communicator or both may start the capture; it starts once.
+std::once_flag g_capture_once;
+void startCaptureOnce() { std::call_once(g_capture_once, startCapture); }
+
 __attribute__((constructor)) void pointLoadersAtThisLibrary() {
+  setNcclCaptureStarter(startCaptureOnce);
   std::string self = libraryPath();
   if (self.empty()) return;
   setenv("CUDA_INJECTION64_PATH", self.c_str(), /*overwrite=*/0);
   setenv("NVTX_INJECTION64_PATH", self.c_str(), /*overwrite=*/0);
+  setenv("NCCL_PROFILER_PLUGIN", self.c_str(), /*overwrite=*/0);
 }
 
 }  // namespace
 }  // namespace gpuxray::inject
 
-// Called by the CUDA driver during cuInit. Safe to call more than once.
+// Called by the CUDA driver during cuInit, and by NCCL's first communicator. Safe to call more than
+// once.
 GPUXRAY_EXPORT int InitializeInjection(void) {
-  static std::once_flag once;
-  std::call_once(once, gpuxray::inject::startCapture);
+  gpuxray::inject::startCaptureOnce();
   return 1;
 }
+
+// NCCL's profiler-plugin tables: NCCL 2.28 looks up v5 first, 2.27 v4.
+GPUXRAY_EXPORT const gpuxray::inject::nccl_abi::ProfilerV5 ncclProfiler_v5 = gpuxray::inject::profilerV5Table();
+GPUXRAY_EXPORT const gpuxray::inject::nccl_abi::ProfilerV4 ncclProfiler_v4 = gpuxray::inject::profilerV4Table();
 
 // Called by each NVTX client library (libtorch, libnccl) at its first NVTX call: CUPTI's own NVTX
 // support records the ranges, so these forward to libcupti.

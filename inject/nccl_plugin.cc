@@ -8,6 +8,18 @@ namespace {
 using nccl_abi::kSuccess;
 
 std::atomic<NcclProfiler*> g_profiler{nullptr};
+std::atomic<void (*)()> g_capture_starter{nullptr};
+
+NcclProfiler* profilerStartingCapture() {
+  NcclProfiler* profiler = g_profiler.load(std::memory_order_acquire);
+  if (profiler != nullptr) return profiler;
+  if (auto start = g_capture_starter.load(std::memory_order_acquire)) start();
+  return g_profiler.load(std::memory_order_acquire);
+}
+
+}  // namespace
+
+namespace nccl_plugin {
 
 nccl_abi::Result stopEvent(void* handle) {
   NcclProfiler* profiler = g_profiler.load(std::memory_order_acquire);
@@ -24,6 +36,8 @@ nccl_abi::Result finalize(void* context) {
   return profiler != nullptr ? profiler->finalize(context) : kSuccess;
 }
 
+namespace {
+
 // v4 and v5 share the child descriptors; they differ in the type's width and in coll/p2p.
 template <typename Descr>
 nccl_abi::Result startChild(NcclProfiler& profiler, void* context, void** handle, const Descr& descr) {
@@ -35,9 +49,11 @@ nccl_abi::Result startChild(NcclProfiler& profiler, void* context, void** handle
   }
 }
 
+}  // namespace
+
 nccl_abi::Result initV5(void** context, uint64_t comm_hash, int* mask, const char* name, int n_nodes, int n_ranks,
                         int rank, nccl_abi::Logger) {
-  NcclProfiler* profiler = g_profiler.load(std::memory_order_acquire);
+  NcclProfiler* profiler = profilerStartingCapture();
   if (profiler == nullptr) return nccl_abi::kInternalError;
   return profiler->init(context, comm_hash, mask, name, n_nodes, n_ranks, rank, 5);
 }
@@ -53,7 +69,7 @@ nccl_abi::Result startEventV5(void* context, void** handle, nccl_abi::EventDescr
 
 nccl_abi::Result initV4(void** context, int* mask, const char* name, uint64_t comm_hash, int n_nodes, int n_ranks,
                         int rank, nccl_abi::Logger) {
-  NcclProfiler* profiler = g_profiler.load(std::memory_order_acquire);
+  NcclProfiler* profiler = profilerStartingCapture();
   if (profiler == nullptr) return nccl_abi::kInternalError;
   return profiler->init(context, comm_hash, mask, name, n_nodes, n_ranks, rank, 4);
 }
@@ -67,11 +83,12 @@ nccl_abi::Result startEventV4(void* context, void** handle, nccl_abi::EventDescr
   return startChild(*profiler, context, handle, *descr);
 }
 
-}  // namespace
+}  // namespace nccl_plugin
 
 void setNcclProfiler(NcclProfiler* profiler) { g_profiler.store(profiler, std::memory_order_release); }
 
-const nccl_abi::ProfilerV5 kNcclProfilerV5 = {"gpuxray", initV5, startEventV5, stopEvent, recordEventState, finalize};
-const nccl_abi::ProfilerV4 kNcclProfilerV4 = {"gpuxray", initV4, startEventV4, stopEvent, recordEventState, finalize};
+void setNcclCaptureStarter(void (*start_capture)()) {
+  g_capture_starter.store(start_capture, std::memory_order_release);
+}
 
 }  // namespace gpuxray::inject

@@ -1,6 +1,7 @@
 // The tables NCCL looks up in a profiler plugin (ncclProfiler_v5 for NCCL 2.28, ncclProfiler_v4 for
-// 2.27), forwarding to the capture's NcclProfiler. Until a capture provides one, init refuses,
-// which turns NCCL's profiling off for that communicator.
+// 2.27), forwarding to the capture's NcclProfiler. The first communicator starts the capture if
+// CUDA has not yet (through the starter set by the entry points); if there is still no profiler,
+// init refuses, which turns NCCL's profiling off for that communicator.
 #pragma once
 
 #include "inject/nccl_profiler.h"
@@ -9,8 +10,29 @@
 namespace gpuxray::inject {
 
 void setNcclProfiler(NcclProfiler* profiler);
+// Called by a communicator's init when no capture runs yet.
+void setNcclCaptureStarter(void (*start_capture)());
 
-extern const nccl_abi::ProfilerV5 kNcclProfilerV5;
-extern const nccl_abi::ProfilerV4 kNcclProfilerV4;
+namespace nccl_plugin {
+nccl_abi::Result initV5(void** context, uint64_t comm_hash, int* mask, const char* name, int n_nodes, int n_ranks,
+                        int rank, nccl_abi::Logger log);
+nccl_abi::Result startEventV5(void* context, void** handle, nccl_abi::EventDescrV5* descr);
+nccl_abi::Result initV4(void** context, int* mask, const char* name, uint64_t comm_hash, int n_nodes, int n_ranks,
+                        int rank, nccl_abi::Logger log);
+nccl_abi::Result startEventV4(void* context, void** handle, nccl_abi::EventDescrV4* descr);
+nccl_abi::Result stopEvent(void* handle);
+nccl_abi::Result recordEventState(void* handle, int state, nccl_abi::EventStateArgs* args);
+nccl_abi::Result finalize(void* context);
+}  // namespace nccl_plugin
+
+// Constant-initialized, so the exported tables are ready when NCCL looks them up.
+constexpr nccl_abi::ProfilerV5 profilerV5Table() {
+  return {"gpuxray", nccl_plugin::initV5, nccl_plugin::startEventV5, nccl_plugin::stopEvent,
+          nccl_plugin::recordEventState, nccl_plugin::finalize};
+}
+constexpr nccl_abi::ProfilerV4 profilerV4Table() {
+  return {"gpuxray", nccl_plugin::initV4, nccl_plugin::startEventV4, nccl_plugin::stopEvent,
+          nccl_plugin::recordEventState, nccl_plugin::finalize};
+}
 
 }  // namespace gpuxray::inject

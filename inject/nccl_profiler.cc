@@ -40,6 +40,7 @@ struct NcclProfiler::Event {
 struct NcclProfiler::Context {
   uint64_t comm_hash = 0;
   int rank = 0;
+  uint32_t device = 0;
   // One ring per event type, indexed by a running counter.
   struct Ring {
     std::vector<Event> slots;
@@ -64,8 +65,12 @@ size_t ncclTypeSize(const char* datatype) {
   return 1;
 }
 
-NcclProfiler::NcclProfiler(std::function<uint64_t()> now, int32_t global_rank, uint32_t device, size_t ring_slots)
-    : now_(std::move(now)), global_rank_(global_rank), device_(device), ring_slots_(ring_slots) {}
+NcclProfiler::NcclProfiler(std::function<uint64_t()> now, int32_t global_rank,
+                           std::function<uint32_t()> current_device, size_t ring_slots)
+    : now_(std::move(now)),
+      global_rank_(global_rank),
+      current_device_(std::move(current_device)),
+      ring_slots_(ring_slots) {}
 
 NcclProfiler::~NcclProfiler() = default;
 
@@ -79,6 +84,7 @@ nccl_abi::Result NcclProfiler::init(void** context, uint64_t comm_hash, int* act
   auto created = std::make_unique<Context>();
   created->comm_hash = comm_hash;
   created->rank = rank;
+  created->device = current_device_();
   for (auto* ring : {&created->operations, &created->proxy_ops, &created->proxy_steps, &created->kernel_channels})
     ring->slots.resize(ring_slots_);
   for (auto* ring : {&created->operations, &created->proxy_ops, &created->proxy_steps, &created->kernel_channels}) {
@@ -88,7 +94,7 @@ nccl_abi::Result NcclProfiler::init(void** context, uint64_t comm_hash, int* act
   *context = created.get();
   std::lock_guard<std::mutex> lock(mutex_);
   communicators_.push_back({comm_hash, comm_name != nullptr ? comm_name : "", rank, n_ranks, n_nodes, global_rank_,
-                            device_, now_(), abi_version});
+                            created->device, now_(), abi_version});
   contexts_.push_back(std::move(created));
   return kSuccess;
 }
@@ -130,7 +136,7 @@ nccl_abi::Result NcclProfiler::startColl(void* context, void** handle, const ncc
   r.root = coll.root;
   r.channels = coll.n_channels;
   r.warps = coll.n_warps;
-  r.device = device_;
+  r.device = event->context->device;
   r.operation_id = next_operation_id_++;
   event->op.func = coll.func != nullptr ? coll.func : "";
   event->op.datatype = coll.datatype != nullptr ? coll.datatype : "";
@@ -155,7 +161,7 @@ nccl_abi::Result NcclProfiler::startP2p(void* context, void** handle, const nccl
   r.bytes = p2p.count * ncclTypeSize(p2p.datatype);
   r.peer = p2p.peer;
   r.channels = p2p.n_channels;
-  r.device = device_;
+  r.device = event->context->device;
   r.operation_id = next_operation_id_++;
   event->op.func = std::string(func);
   event->op.datatype = p2p.datatype != nullptr ? p2p.datatype : "";
@@ -313,7 +319,16 @@ nccl_abi::Result NcclProfiler::stopEvent(void* handle) {
 
 nccl_abi::Result NcclProfiler::finalize(void* context) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto& finished = *static_cast<Context*>(context);
+  finalizeLocked(*static_cast<Context*>(context));
+  return kSuccess;
+}
+
+void NcclProfiler::finalizeAll() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& context : contexts_) finalizeLocked(*context);
+}
+
+void NcclProfiler::finalizeLocked(Context& finished) {
   // Whatever is still open will not complete any more: write it as it is.
   for (Event& op : finished.operations.slots) {
     if (!op.in_use) continue;
@@ -328,7 +343,6 @@ nccl_abi::Result NcclProfiler::finalize(void* context) {
     finishProxyOp(proxy_op);
   }
   // The context itself stays allocated: NCCL may still hold handles into it.
-  return kSuccess;
 }
 
 std::vector<format::NcclCommunicatorRecord> NcclProfiler::takeCommunicators() {

@@ -43,8 +43,10 @@ struct NcclProfilerStats {
 
 class NcclProfiler {
  public:
-  // `now` is the capture clock (the one CUPTI stamps records with).
-  NcclProfiler(std::function<uint64_t()> now, int32_t global_rank, uint32_t device, size_t ring_slots = 4096);
+  // `now` is the capture clock (the one CUPTI stamps records with); `current_device` says which
+  // CUDA device the calling thread uses (NCCL initializes a communicator with its device current).
+  NcclProfiler(std::function<uint64_t()> now, int32_t global_rank, std::function<uint32_t()> current_device,
+               size_t ring_slots = 4096);
   ~NcclProfiler();
 
   // The event types gpuxray asks NCCL for.
@@ -61,6 +63,9 @@ class NcclProfiler {
   nccl_abi::Result stopEvent(void* handle);
   nccl_abi::Result recordEventState(void* handle, int state, const nccl_abi::EventStateArgs* args);
   nccl_abi::Result finalize(void* context);
+  // Writes out every operation still open, as at each communicator's finalize (at the end of the
+  // capture, for communicators the program never destroyed).
+  void finalizeAll();
 
   // For the capture thread.
   std::vector<format::NcclCommunicatorRecord> takeCommunicators();
@@ -75,10 +80,11 @@ class NcclProfiler {
   Event* claim(Context& context, uint64_t type);
   void completeIfDone(Event& op);
   void finishProxyOp(Event& proxy_op);
+  void finalizeLocked(Context& context);
 
   std::function<uint64_t()> now_;
   int32_t global_rank_;
-  uint32_t device_;
+  std::function<uint32_t()> current_device_;
   size_t ring_slots_;
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Context>> contexts_;

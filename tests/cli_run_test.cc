@@ -135,6 +135,7 @@ TEST_CASE("the child's environment adds the library, output, run id and only the
   CHECK(child.variables == Environment{"PATH=/usr/bin", "GPUXRAY_CAPTURE=kernel", "HOME=/home/me",
                                        "CUDA_INJECTION64_PATH=/opt/gpuxray/lib/libgpuxray_inject.so",
                                        "NVTX_INJECTION64_PATH=/opt/gpuxray/lib/libgpuxray_inject.so",
+                                       "NCCL_PROFILER_PLUGIN=/opt/gpuxray/lib/libgpuxray_inject.so",
                                        "GPUXRAY_OUTPUT_DIR=/scratch/out", "GPUXRAY_RUN_ID=node1-20250102-030405-42"});
 
   CaptureSettings capture;
@@ -152,8 +153,18 @@ TEST_CASE("the child's environment adds the library, output, run id and only the
   CHECK(lookupVariable(child.variables, "GPUXRAY_METRICS") == "1");
   CHECK(lookupVariable(child.variables, "GPUXRAY_METRIC_INTERVAL_US") == "500");
   CHECK(lookupVariable(child.variables, "GPUXRAY_LOG_LEVEL") == "debug");
-  // The 3 variables there were (GPUXRAY_CAPTURE replaced in place), the 4 always set, 5 more options.
-  CHECK(child.variables.size() == 3 + 4 + 5);
+  // The 3 variables there were (GPUXRAY_CAPTURE replaced in place), the 5 always set, 5 more options.
+  CHECK(child.variables.size() == 3 + 5 + 5);
+}
+
+TEST_CASE("a profiler plugin the user chose for NCCL is kept, with a warning that NCCL capture is off", "[run]") {
+  Environment current = {"NCCL_PROFILER_PLUGIN=/opt/other/libnccl-profiler.so"};
+  ChildEnvironment child = buildChildEnvironment(setupFor(), current);
+  CHECK(lookupVariable(child.variables, "NCCL_PROFILER_PLUGIN") == "/opt/other/libnccl-profiler.so");
+  REQUIRE(child.warnings.size() == 1);
+  CHECK(child.warnings[0] ==
+        "NCCL_PROFILER_PLUGIN is /opt/other/libnccl-profiler.so, so NCCL loads that plugin and gpuxray records no "
+        "NCCL operations; unset it to capture them");
 }
 
 TEST_CASE("injection paths that pointed elsewhere are replaced, with one warning each", "[run]") {

@@ -25,6 +25,8 @@ namespace {
 using namespace gpuxray;
 using gpuxray::testing::FakeCupti;
 using gpuxray::testing::TempDir;
+using gpuxray::inject::NcclProfiler;
+namespace nccl_abi = gpuxray::inject::nccl_abi;
 
 inject::EnvironmentLookup environmentOf(std::map<std::string, std::string> variables) {
   return [variables = std::move(variables)](const char* name) -> const char* {
@@ -204,21 +206,47 @@ TEST_CASE("past the buffer bound, requests get no buffer and every loss is repor
   }
 }
 
-TEST_CASE("when another tool holds CUPTI, one line says so and the file records why") {
+TEST_CASE("when another tool holds CUPTI, one line says so, the file records why, and NCCL capture goes on") {
   CaptureFixture fixture;
   FakeCupti::instance().subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   auto session = fixture.session();
-  CHECK_FALSE(session->start());
+  REQUIRE(session->start());
+  CHECK_FALSE(session->cuptiActive());
+  CHECK(FakeCupti::instance().enabled_kinds.empty());
+  // NCCL still reports its operations through the plugin.
+  NcclProfiler& nccl = *session->ncclProfiler();
+  void* context = nullptr;
+  int mask = 0;
+  REQUIRE(nccl.init(&context, 0xABC, &mask, "dp", 1, 2, 0, 5) == nccl_abi::kSuccess);
+  void* op = nullptr;
+  nccl.startColl(context, &op, {3, "AllReduce", nullptr, nullptr, 64, 0, "ncclFloat32", 0, 4, "RING", "LL"});
+  nccl.stopEvent(op);
+  session->stop(format::CaptureEnd::kProcessExit, "exit");
+
   const std::string expected =
       "CUPTI is already in use by another tool (Nsight Systems, Nsight Compute, torch.profiler, ...): "
       "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (39); no GPU activity captured";
   REQUIRE(fixture.logged.size() == 1);
   CHECK(fixture.logged[0] == expected);
-  auto file = readBack(fixture.config.output_dir + "/rank-00002.gpuxray");
-  REQUIRE(file.trailer);
-  CHECK(file.trailer->end_detail == "capture did not start");
-  CHECK(file.trailer->warnings == std::vector<std::string>{expected});
-  CHECK(file.all.kernels.empty());
+  format::TraceReader reader(fixture.config.output_dir + "/rank-00002.gpuxray");
+  format::EventBatch batch;
+  std::vector<format::NcclOperationRecord> ops;
+  std::vector<format::NcclCommunicatorRecord> comms;
+  while (reader.next(batch)) {
+    ops.insert(ops.end(), batch.nccl_operations.begin(), batch.nccl_operations.end());
+    comms.insert(comms.end(), batch.nccl_communicators.begin(), batch.nccl_communicators.end());
+    CHECK(batch.kernels.empty());
+  }
+  REQUIRE(reader.trailer());
+  CHECK(reader.trailer()->end == format::CaptureEnd::kProcessExit);
+  CHECK(reader.trailer()->warnings == std::vector<std::string>{expected});
+  REQUIRE(comms.size() == 1);
+  CHECK(comms[0].comm_hash == 0xABC);
+  REQUIRE(ops.size() == 1);
+  CHECK(ops[0].seq == 3);
+  CHECK(ops[0].bytes == 256);
+  CHECK(reader.strings().get(ops[0].func_id) == "AllReduce");
+  CHECK(reader.strings().get(ops[0].protocol_id) == "LL");
 }
 
 TEST_CASE("an existing trace file is never overwritten") {

@@ -1,6 +1,7 @@
 // libgpuxray_inject.so as the traced process sees it: what it exports, what it pulls in, and
 // that it stays silent and harmless where there is no CUDA work or no GPU.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <set>
@@ -47,8 +48,9 @@ std::set<std::string> words(const std::string& text, size_t column) {
 TEST_CASE("the library exports only the loaders' entry points") {
   auto result = runCommand("nm -D --defined-only " + kLibrary);
   REQUIRE(result.exit_code == 0);
-  CHECK(words(result.out, 2) ==
-        std::set<std::string>{"InitializeInjection", "InitializeInjectionNvtx2", "InitializeInjectionNvtxExtension"});
+  CHECK(words(result.out, 2) == std::set<std::string>{"InitializeInjection", "InitializeInjectionNvtx2",
+                                                      "InitializeInjectionNvtxExtension", "ncclProfiler_v4",
+                                                      "ncclProfiler_v5"});
 }
 
 TEST_CASE("the library depends on nothing that could clash with the traced program's libraries") {
@@ -83,16 +85,17 @@ TEST_CASE("preloaded into a process that never uses CUDA, the library leaves no 
   CHECK_FALSE(std::filesystem::exists(output));
 }
 
-TEST_CASE("preloading points the CUDA driver and NVTX at the library unless the user chose otherwise") {
+TEST_CASE("preloading points the CUDA driver, NVTX and NCCL at the library unless the user chose otherwise") {
   std::string preload = "LD_PRELOAD=" + preloadValue() + " ";
-  auto chosen = runCommand(preload + "sh -c 'echo $CUDA_INJECTION64_PATH; echo $NVTX_INJECTION64_PATH'");
+  auto chosen =
+      runCommand(preload + "sh -c 'echo $CUDA_INJECTION64_PATH; echo $NVTX_INJECTION64_PATH; echo $NCCL_PROFILER_PLUGIN'");
   std::string absolute = std::filesystem::canonical(kLibrary).string();
-  CHECK(chosen.out == absolute + "\n" + absolute + "\n");
+  CHECK(chosen.out == absolute + "\n" + absolute + "\n" + absolute + "\n");
   auto kept = runCommand(preload + "CUDA_INJECTION64_PATH=/other/tool.so sh -c 'echo $CUDA_INJECTION64_PATH'");
   CHECK(kept.out == "/other/tool.so\n");
 }
 
-TEST_CASE("without a GPU, InitializeInjection says why in one line, writes a file that says so, and returns") {
+TEST_CASE("without a GPU, InitializeInjection says why in one line, and the file says so too") {
   TempDir dir;
   std::string output = dir / "traces";
   auto result = runCommand("ASAN_OPTIONS=detect_leaks=0 GPUXRAY_OUTPUT_DIR=" + output + " RANK=0 WORLD_SIZE=1 " +
@@ -109,7 +112,7 @@ TEST_CASE("without a GPU, InitializeInjection says why in one line, writes a fil
   while (reader.next(batch)) {
   }
   REQUIRE(reader.trailer());
-  CHECK(reader.trailer()->end_detail == "capture did not start");
+  CHECK(reader.trailer()->end == gpuxray::format::CaptureEnd::kProcessExit);
   REQUIRE(reader.trailer()->warnings.size() == 1);
   CHECK(reader.trailer()->warnings[0].find("CUPTI cannot start") == 0);
 }
@@ -121,4 +124,58 @@ TEST_CASE("a libcupti named by GPUXRAY_CUPTI_PATH that cannot be used is reporte
   CHECK(result.exit_code == 0);
   CHECK(result.err ==
         "gpuxray: GPUXRAY_CUPTI_PATH=/nonexistent/libcupti.so.13 is not usable: not found; no GPU activity captured\n");
+}
+
+TEST_CASE("NCCL, played by a harness, loads the library as its profiler plugin and its operations reach the file") {
+  TempDir dir;
+  std::string output = dir / "traces";
+  auto result = runCommand("ASAN_OPTIONS=detect_leaks=0 GPUXRAY_OUTPUT_DIR=" + output + " RANK=0 WORLD_SIZE=2 " +
+                           GPUXRAY_NCCL_HARNESS + " " + kLibrary);
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  gpuxray::format::TraceReader reader(output + "/rank-00000.gpuxray");
+  gpuxray::format::EventBatch batch;
+  std::vector<gpuxray::format::NcclCommunicatorRecord> comms;
+  std::vector<gpuxray::format::NcclOperationRecord> ops;
+  std::vector<gpuxray::format::NetTransferRecord> transfers;
+  while (reader.next(batch)) {
+    comms.insert(comms.end(), batch.nccl_communicators.begin(), batch.nccl_communicators.end());
+    ops.insert(ops.end(), batch.nccl_operations.begin(), batch.nccl_operations.end());
+    transfers.insert(transfers.end(), batch.net_transfers.begin(), batch.net_transfers.end());
+  }
+  REQUIRE(comms.size() == 1);
+  CHECK(comms[0].comm_hash == 0x5eed);
+  CHECK(comms[0].name == "harness");
+  CHECK(comms[0].nranks == 2);
+  CHECK(comms[0].global_rank == 0);
+  CHECK(comms[0].profiler_version == 5);
+  REQUIRE(ops.size() == 4);
+  auto name = [&](gpuxray::format::StringId id) { return std::string(reader.strings().get(id)); };
+  auto find = [&](const std::string& func) {
+    auto it = std::find_if(ops.begin(), ops.end(), [&](const auto& op) { return name(op.func_id) == func; });
+    REQUIRE(it != ops.end());
+    return *it;
+  };
+  auto all_reduce = find("AllReduce");
+  CHECK(all_reduce.bytes == 1u << 20);
+  CHECK(all_reduce.channels == 2);
+  CHECK(all_reduce.gpu_start_ns == 1'000'000);
+  CHECK(all_reduce.gpu_end_ns == 2'000'001);
+  CHECK(name(all_reduce.algorithm_id) == "RING");
+  CHECK(name(all_reduce.protocol_id) == "SIMPLE");
+  CHECK(name(all_reduce.datatype_id) == "ncclFloat32");
+  CHECK(find("AllGather").bytes == 4096);  // an all-gather's count is in bytes
+  CHECK(find("Send").kind == gpuxray::format::NcclOperationKind::kSend);
+  CHECK(find("Recv").kind == gpuxray::format::NcclOperationKind::kRecv);
+  CHECK(find("Recv").bytes == 2000);
+  REQUIRE(transfers.size() == 3);
+  uint64_t all_reduce_bytes = 0;
+  for (const auto& t : transfers) {
+    if (t.operation_id == all_reduce.operation_id) all_reduce_bytes += t.bytes;
+  }
+  CHECK(all_reduce_bytes == 1u << 20);
+  CHECK(std::count_if(transfers.begin(), transfers.end(), [](const auto& t) { return t.operation_id == 0; }) == 1);
+
+  auto info = runCommand(std::string(GPUXRAY_BINARY) + " info " + output);
+  CHECK(info.out.find("nccl_communicator 1, nccl_operation 4, net_transfer 3") != std::string::npos);
 }

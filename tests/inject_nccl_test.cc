@@ -17,6 +17,9 @@ namespace {
 using namespace gpuxray;
 using namespace gpuxray::inject;
 
+constexpr nccl_abi::ProfilerV5 kNcclProfilerV5 = profilerV5Table();
+constexpr nccl_abi::ProfilerV4 kNcclProfilerV4 = profilerV4Table();
+
 // A plugin session: a profiler with a counting clock, installed as the tables' target. Its calls
 // run on NCCL-like threads too, where Catch's assertions are not allowed: failed calls are counted
 // and checked on the test's thread.
@@ -27,7 +30,7 @@ struct PluginFixture {
   void* context = nullptr;
   int mask = 0;
 
-  explicit PluginFixture(size_t ring_slots = 64) : profiler([this] { return ticks += 10; }, 3, 1, ring_slots) {
+  explicit PluginFixture(size_t ring_slots = 64) : profiler([this] { return ticks += 10; }, 3, [] { return 1u; }, ring_slots) {
     setNcclProfiler(&profiler);
     REQUIRE(kNcclProfilerV5.init(&context, 0xC0FFEE, &mask, "dp", 2, 8, 3, nullptr) == nccl_abi::kSuccess);
   }
@@ -227,7 +230,7 @@ TEST_CASE("nccl: without a capture, init refuses, which turns NCCL's profiling o
 
 TEST_CASE("nccl: the v4 table (NCCL 2.27) records the same operation") {
   std::atomic<uint64_t> ticks{0};
-  NcclProfiler profiler([&] { return ticks += 10; }, 0, 0);
+  NcclProfiler profiler([&] { return ticks += 10; }, 0, [] { return 0u; });
   setNcclProfiler(&profiler);
   void* context = nullptr;
   int mask = 0;

@@ -160,6 +160,16 @@ ChildEnvironment buildChildEnvironment(const RunSetup& setup, const Environment&
     }
     setVariable(child.variables, name, setup.injection_library);
   }
+  // NCCL loads one profiler plugin: a user's own choice is kept, and NCCL capture is then off.
+  auto nccl_plugin = lookupVariable(current, "NCCL_PROFILER_PLUGIN");
+  if (!nccl_plugin || nccl_plugin->empty()) {
+    setVariable(child.variables, "NCCL_PROFILER_PLUGIN", setup.injection_library);
+  } else if (*nccl_plugin != setup.injection_library) {
+    child.warnings.push_back(fmt::format(
+        "NCCL_PROFILER_PLUGIN is {}, so NCCL loads that plugin and gpuxray records no NCCL operations; unset it "
+        "to capture them",
+        *nccl_plugin));
+  }
   setVariable(child.variables, "GPUXRAY_OUTPUT_DIR", setup.output_dir);
   setVariable(child.variables, "GPUXRAY_RUN_ID", setup.run_id);
 
