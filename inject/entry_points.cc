@@ -156,7 +156,8 @@ GPUXRAY_EXPORT int InitializeInjection(void) {
   return 1;
 }
 
-// NCCL's profiler-plugin tables: NCCL 2.28 looks up v5 first, 2.27 v4.
+// NCCL's profiler-plugin tables: NCCL looks up the newest it knows (2.29+ v6, 2.28 v5, 2.27 v4).
+GPUXRAY_EXPORT const gpuxray::inject::nccl_abi::ProfilerV6 ncclProfiler_v6 = gpuxray::inject::profilerV6Table();
 GPUXRAY_EXPORT const gpuxray::inject::nccl_abi::ProfilerV5 ncclProfiler_v5 = gpuxray::inject::profilerV5Table();
 GPUXRAY_EXPORT const gpuxray::inject::nccl_abi::ProfilerV4 ncclProfiler_v4 = gpuxray::inject::profilerV4Table();
 

@@ -67,6 +67,13 @@ nccl_abi::Result startEventV5(void* context, void** handle, nccl_abi::EventDescr
   return startChild(*profiler, context, handle, *descr);
 }
 
+nccl_abi::Result initV6(void** context, uint64_t comm_hash, int* mask, const char* name, int n_nodes, int n_ranks,
+                        int rank, nccl_abi::Logger) {
+  NcclProfiler* profiler = profilerStartingCapture();
+  if (profiler == nullptr) return nccl_abi::kInternalError;
+  return profiler->init(context, comm_hash, mask, name, n_nodes, n_ranks, rank, 6);
+}
+
 nccl_abi::Result initV4(void** context, int* mask, const char* name, uint64_t comm_hash, int n_nodes, int n_ranks,
                         int rank, nccl_abi::Logger) {
   NcclProfiler* profiler = profilerStartingCapture();

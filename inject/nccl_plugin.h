@@ -1,5 +1,5 @@
-// The tables NCCL looks up in a profiler plugin (ncclProfiler_v5 for NCCL 2.28, ncclProfiler_v4 for
-// 2.27), forwarding to the capture's NcclProfiler. The first communicator starts the capture if
+// The tables NCCL looks up in a profiler plugin (ncclProfiler_v6 for NCCL 2.29+, _v5 for 2.28, _v4
+// for 2.27), forwarding to the capture's NcclProfiler. The first communicator starts the capture if
 // CUDA has not yet (through the starter set by the entry points); if there is still no profiler,
 // init refuses, which turns NCCL's profiling off for that communicator.
 #pragma once
@@ -17,6 +17,8 @@ namespace nccl_plugin {
 nccl_abi::Result initV5(void** context, uint64_t comm_hash, int* mask, const char* name, int n_nodes, int n_ranks,
                         int rank, nccl_abi::Logger log);
 nccl_abi::Result startEventV5(void* context, void** handle, nccl_abi::EventDescrV5* descr);
+nccl_abi::Result initV6(void** context, uint64_t comm_hash, int* mask, const char* name, int n_nodes, int n_ranks,
+                        int rank, nccl_abi::Logger log);
 nccl_abi::Result initV4(void** context, int* mask, const char* name, uint64_t comm_hash, int n_nodes, int n_ranks,
                         int rank, nccl_abi::Logger log);
 nccl_abi::Result startEventV4(void* context, void** handle, nccl_abi::EventDescrV4* descr);
@@ -28,6 +30,10 @@ nccl_abi::Result finalize(void* context);
 // Constant-initialized, so the exported tables are ready when NCCL looks them up.
 constexpr nccl_abi::ProfilerV5 profilerV5Table() {
   return {"gpuxray", nccl_plugin::initV5, nccl_plugin::startEventV5, nccl_plugin::stopEvent,
+          nccl_plugin::recordEventState, nccl_plugin::finalize};
+}
+constexpr nccl_abi::ProfilerV6 profilerV6Table() {
+  return {"gpuxray", nccl_plugin::initV6, nccl_plugin::startEventV5, nccl_plugin::stopEvent,
           nccl_plugin::recordEventState, nccl_plugin::finalize};
 }
 constexpr nccl_abi::ProfilerV4 profilerV4Table() {

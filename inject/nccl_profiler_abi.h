@@ -1,6 +1,7 @@
 // NCCL's profiler-plugin ABI, declared here from NCCL's published interface (NVIDIA/nccl
-// src/include/plugin/profiler/profiler_v4.h and _v5.h, NCCL 2.27 and 2.28), as NCCL asks plugins
-// to carry their own copy. Only the layout matters: NCCL finds the table by its symbol name.
+// src/include/plugin/profiler/profiler_v4.h, _v5.h and _v6.h: NCCL 2.27, 2.28 and 2.29+), as NCCL
+// asks plugins to carry their own copy. Only the layout matters: NCCL finds the table by its
+// symbol name. (v1-v3, NCCL 2.23-2.26, pass no communicator to init and are not covered yet.)
 #pragma once
 
 #include <sys/types.h>
@@ -174,6 +175,11 @@ struct ProfilerV5 {
   Result (*record_event_state)(void* handle, int state, EventStateArgs* args);
   Result (*finalize)(void* context);
 };
+
+// v6 (NCCL 2.29+) keeps v5's table and descriptor, adding copy-engine event types to the union;
+// those are never asked for (they are not in the activation mask), and every member read here
+// sits where v5 has it.
+using ProfilerV6 = ProfilerV5;
 
 struct ProfilerV4 {
   const char* name;

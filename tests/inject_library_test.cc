@@ -50,7 +50,7 @@ TEST_CASE("the library exports only the loaders' entry points") {
   REQUIRE(result.exit_code == 0);
   CHECK(words(result.out, 2) == std::set<std::string>{"InitializeInjection", "InitializeInjectionNvtx2",
                                                       "InitializeInjectionNvtxExtension", "ncclProfiler_v4",
-                                                      "ncclProfiler_v5"});
+                                                      "ncclProfiler_v5", "ncclProfiler_v6"});
 }
 
 TEST_CASE("the library depends on nothing that could clash with the traced program's libraries") {

@@ -251,6 +251,26 @@ TEST_CASE("nccl: the v4 table (NCCL 2.27) records the same operation") {
   setNcclProfiler(nullptr);
 }
 
+TEST_CASE("nccl: the v6 table (NCCL 2.29+) reads v5's descriptors and says which version NCCL picked") {
+  constexpr nccl_abi::ProfilerV6 v6 = profilerV6Table();
+  std::atomic<uint64_t> ticks{0};
+  NcclProfiler profiler([&] { return ticks += 10; }, 0, [] { return 0u; });
+  setNcclProfiler(&profiler);
+  void* context = nullptr;
+  int mask = 0;
+  REQUIRE(v6.init(&context, 0xF00D, &mask, nullptr, 1, 1, 0, nullptr) == nccl_abi::kSuccess);
+  nccl_abi::EventDescrV5 descr = coll("Broadcast", 9, 512, "ncclInt8", 0);
+  void* op = nullptr;
+  REQUIRE(v6.start_event(context, &op, &descr) == nccl_abi::kSuccess);
+  REQUIRE(v6.stop_event(op) == nccl_abi::kSuccess);
+  auto done = profiler.takeCompleted();
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].func == "Broadcast");
+  CHECK(done[0].record.bytes == 512);
+  CHECK(profiler.takeCommunicators().at(0).profiler_version == 6);
+  setNcclProfiler(nullptr);
+}
+
 TEST_CASE("nccl: datatype sizes follow NCCL's names") {
   CHECK(ncclTypeSize("ncclFloat32") == 4);
   CHECK(ncclTypeSize("ncclBfloat16") == 2);
