@@ -6,40 +6,35 @@
 #include <string_view>
 #include <vector>
 
+#include "inject/symbol_binding.h"
+
 namespace gpuxray::inject {
 namespace {
 
 constexpr const char* kLibraryName = "libcupti.so.13";
 
-template <typename Function>
-bool bind(void* library, const char* symbol, Function& slot, std::string& missing) {
-  slot = reinterpret_cast<Function>(dlsym(library, symbol));
-  if (slot == nullptr) missing += std::string(missing.empty() ? "" : ", ") + symbol;
-  return slot != nullptr;
-}
-
 // Binds every function; returns the names of those missing.
 std::string bindAll(void* library, CuptiApi& api) {
   std::string missing;
-  bind(library, "cuptiGetVersion", api.getVersion, missing);
-  bind(library, "cuptiGetTimestamp", api.getTimestamp, missing);
-  bind(library, "cuptiGetResultString", api.getResultString, missing);
-  bind(library, "cuptiGetCallbackName", api.getCallbackName, missing);
-  bind(library, "cuptiSubscribe", api.subscribe, missing);
-  bind(library, "cuptiUnsubscribe", api.unsubscribe, missing);
-  bind(library, "cuptiActivityEnable", api.activityEnable, missing);
-  bind(library, "cuptiActivityEnableAndDump", api.activityEnableAndDump, missing);
-  bind(library, "cuptiActivityDisable", api.activityDisable, missing);
-  bind(library, "cuptiActivityEnableRuntimeApi", api.activityEnableRuntimeApi, missing);
-  bind(library, "cuptiActivityEnableDriverApi", api.activityEnableDriverApi, missing);
-  bind(library, "cuptiActivityRegisterCallbacks", api.activityRegisterCallbacks, missing);
-  bind(library, "cuptiActivityGetNextRecord", api.activityGetNextRecord, missing);
-  bind(library, "cuptiActivityGetNumDroppedRecords", api.activityGetNumDroppedRecords, missing);
-  bind(library, "cuptiActivityFlushAll", api.activityFlushAll, missing);
-  bind(library, "cuptiActivitySetAttribute", api.activitySetAttribute, missing);
-  bind(library, "cuptiFinalize", api.finalize, missing);
-  bind(library, "InitializeInjectionNvtx2", api.nvtxInitialize2, missing);
-  bind(library, "InitializeInjectionNvtxExtension", api.nvtxExtensionInitialize, missing);
+  bindSymbol(library, "cuptiGetVersion", api.getVersion, missing);
+  bindSymbol(library, "cuptiGetTimestamp", api.getTimestamp, missing);
+  bindSymbol(library, "cuptiGetResultString", api.getResultString, missing);
+  bindSymbol(library, "cuptiGetCallbackName", api.getCallbackName, missing);
+  bindSymbol(library, "cuptiSubscribe", api.subscribe, missing);
+  bindSymbol(library, "cuptiUnsubscribe", api.unsubscribe, missing);
+  bindSymbol(library, "cuptiActivityEnable", api.activityEnable, missing);
+  bindSymbol(library, "cuptiActivityEnableAndDump", api.activityEnableAndDump, missing);
+  bindSymbol(library, "cuptiActivityDisable", api.activityDisable, missing);
+  bindSymbol(library, "cuptiActivityEnableRuntimeApi", api.activityEnableRuntimeApi, missing);
+  bindSymbol(library, "cuptiActivityEnableDriverApi", api.activityEnableDriverApi, missing);
+  bindSymbol(library, "cuptiActivityRegisterCallbacks", api.activityRegisterCallbacks, missing);
+  bindSymbol(library, "cuptiActivityGetNextRecord", api.activityGetNextRecord, missing);
+  bindSymbol(library, "cuptiActivityGetNumDroppedRecords", api.activityGetNumDroppedRecords, missing);
+  bindSymbol(library, "cuptiActivityFlushAll", api.activityFlushAll, missing);
+  bindSymbol(library, "cuptiActivitySetAttribute", api.activitySetAttribute, missing);
+  bindSymbol(library, "cuptiFinalize", api.finalize, missing);
+  bindSymbol(library, "InitializeInjectionNvtx2", api.nvtxInitialize2, missing);
+  bindSymbol(library, "InitializeInjectionNvtxExtension", api.nvtxExtensionInitialize, missing);
   return missing;
 }
 

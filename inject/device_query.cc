@@ -2,15 +2,17 @@
 
 #include <dlfcn.h>
 
+#include "inject/symbol_binding.h"
+
 namespace gpuxray::inject {
 
 DriverApi loadedDriverApi() {
   DriverApi driver;
   void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
   if (library == nullptr) return driver;
-  auto bind = [&](const char* symbol, auto& slot) {
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(library, symbol));
-  };
+  // A missing function stays null and its query is skipped.
+  std::string missing;
+  auto bind = [&](const char* symbol, auto& slot) { bindSymbol(library, symbol, slot, missing); };
   bind("cuDeviceGetCount", driver.deviceGetCount);
   bind("cuDeviceGet", driver.deviceGet);
   bind("cuDeviceGetAttribute", driver.deviceGetAttribute);

@@ -1,6 +1,6 @@
 #include "inject/metric_sampler.h"
 
-#include <dlfcn.h>
+#include "inject/symbol_binding.h"
 
 namespace gpuxray::inject {
 namespace {
@@ -85,10 +85,7 @@ bool tryConfig(const PmSamplingApi& api, const std::string& chip, const std::vec
 
 std::string bindPmSamplingApi(void* library, PmSamplingApi& api) {
   std::string missing;
-  auto bind = [&](const char* symbol, auto& slot) {
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(library, symbol));
-    if (slot == nullptr) missing += std::string(missing.empty() ? "" : ", ") + symbol;
-  };
+  auto bind = [&](const char* symbol, auto& slot) { bindSymbol(library, symbol, slot, missing); };
   bind("cuptiDeviceGetChipName", api.deviceGetChipName);
   bind("cuptiProfilerInitialize", api.profilerInitialize);
   bind("cuptiPmSamplingGetCounterAvailability", api.getCounterAvailability);
