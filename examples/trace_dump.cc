@@ -20,11 +20,22 @@
 //   resource kind= id= device= name=
 //   overhead kind= start_ns= end_ns= dur_ns=
 //   api domain=runtime|driver cbid= start_ns= end_ns= dur_ns= thread= correlation= return= name=   (with --api)
+//   nccl_comm hash=0xH rank= nranks= nnodes= global_rank= device= init_ns= version= name=
+//   nccl_op kind=collective|send|recv func= seq= bytes= count= datatype= algo= proto= channels= warps= root= peer=
+//           enqueue_ns= enqueue_end_ns= gpu_start= gpu_end= gpu_dur_ns= device= op_id= comm=0xH   (one line)
+//   net_transfer dir=send|recv peer= channel= bytes= steps= start_ns= end_ns= dur_ns= wait_gpu_ns= wait_peer_ns=
+//           wait_network_ns= op_id= comm=0xH   (one line)
 //   count category=C read=N written=N dropped=N
 //   trailer end=E detail=...
 //   warning ...
 //
 // Domains with spaces have them replaced by '_'; the default (empty) domain is '-'.
+//
+// NCCL: version= is the profiler-plugin ABI version NCCL chose (4, 5, 6); func, datatype, algo and
+// proto are NCCL's strings ('-' when NCCL gave none: send/recv carry no algorithm or protocol);
+// gpu_start and gpu_end are the GPU's %globaltimer at the first channel's start and the last
+// channel's end (0 when no kernel channel reported), not the capture clock of the other records;
+// op_id links a net_transfer (network transports only) to its nccl_op.
 
 #include <algorithm>
 #include <cstdint>
@@ -130,6 +141,16 @@ const char* resourceKindName(ResourceKind kind) {
   return "unknown";
 }
 
+const char* ncclKindName(NcclOperationKind kind) {
+  switch (kind) {
+    case NcclOperationKind::kCollective: return "collective";
+    case NcclOperationKind::kSend: return "send";
+    case NcclOperationKind::kRecv: return "recv";
+    case NcclOperationKind::kUnknown: break;
+  }
+  return "unknown";
+}
+
 const char* apiDomainName(ApiDomain domain) {
   switch (domain) {
     case ApiDomain::kRuntime: return "runtime";
@@ -216,6 +237,35 @@ void printBatch(const EventBatch& b, const StringTable& strings, bool api, ApiNa
     std::printf("overhead kind=%u start_ns=%llu end_ns=%llu dur_ns=%llu\n", o.kind,
                 static_cast<unsigned long long>(o.start_ns), static_cast<unsigned long long>(o.end_ns),
                 static_cast<unsigned long long>(duration(o.start_ns, o.end_ns)));
+  }
+  for (const auto& c : b.nccl_communicators) {
+    std::printf("nccl_comm hash=0x%016llx rank=%d nranks=%d nnodes=%d global_rank=%d device=%u init_ns=%llu "
+                "version=%u name=%s\n",
+                static_cast<unsigned long long>(c.comm_hash), c.comm_rank, c.nranks, c.nnodes, c.global_rank, c.device,
+                static_cast<unsigned long long>(c.init_ns), c.profiler_version, c.name.c_str());
+  }
+  for (const auto& o : b.nccl_operations) {
+    std::printf("nccl_op kind=%s func=%s seq=%llu bytes=%llu count=%llu datatype=%s algo=%s proto=%s channels=%u "
+                "warps=%u root=%d peer=%d enqueue_ns=%llu enqueue_end_ns=%llu gpu_start=%llu gpu_end=%llu "
+                "gpu_dur_ns=%llu device=%u op_id=%llu comm=0x%016llx\n",
+                ncclKindName(o.kind), noSpaces(strings.get(o.func_id)).c_str(), static_cast<unsigned long long>(o.seq),
+                static_cast<unsigned long long>(o.bytes), static_cast<unsigned long long>(o.count),
+                noSpaces(strings.get(o.datatype_id)).c_str(), noSpaces(strings.get(o.algorithm_id)).c_str(),
+                noSpaces(strings.get(o.protocol_id)).c_str(), o.channels, o.warps, o.root, o.peer,
+                static_cast<unsigned long long>(o.enqueue_ns), static_cast<unsigned long long>(o.enqueue_end_ns),
+                static_cast<unsigned long long>(o.gpu_start_ns), static_cast<unsigned long long>(o.gpu_end_ns),
+                static_cast<unsigned long long>(duration(o.gpu_start_ns, o.gpu_end_ns)), o.device,
+                static_cast<unsigned long long>(o.operation_id), static_cast<unsigned long long>(o.comm_hash));
+  }
+  for (const auto& t : b.net_transfers) {
+    std::printf("net_transfer dir=%s peer=%d channel=%u bytes=%llu steps=%u start_ns=%llu end_ns=%llu dur_ns=%llu "
+                "wait_gpu_ns=%llu wait_peer_ns=%llu wait_network_ns=%llu op_id=%llu comm=0x%016llx\n",
+                t.is_send ? "send" : "recv", t.peer, t.channel, static_cast<unsigned long long>(t.bytes), t.steps,
+                static_cast<unsigned long long>(t.start_ns), static_cast<unsigned long long>(t.end_ns),
+                static_cast<unsigned long long>(duration(t.start_ns, t.end_ns)),
+                static_cast<unsigned long long>(t.wait_gpu_ns), static_cast<unsigned long long>(t.wait_peer_ns),
+                static_cast<unsigned long long>(t.wait_network_ns), static_cast<unsigned long long>(t.operation_id),
+                static_cast<unsigned long long>(t.comm_hash));
   }
   if (api) {
     for (const auto& a : b.api_calls) {

@@ -6,7 +6,10 @@
 #   gpu-check-bundle/
 #     libgpuxray_inject.so  gpuxray  trace_dump        (debug info stripped)
 #     stream_workload  launch_bound_loop               (the CUDA examples)
-#     train_transformer.py                             (the PyTorch example)
+#     nccl_collectives                                 (the NCCL example, when NCCL was found to build
+#                                                       it; its libnccl.so.2 is the GPU machine's own:
+#                                                       at 200+ MiB it cannot travel)
+#     train_transformer.py  ddp_single_rank.py         (the PyTorch examples)
 #     lib/                                             (shared libraries gpuxray and trace_dump need
 #                                                       that the GPU machine lacks: protobuf, fmt, zstd)
 #     MANIFEST                                         (what, from where, sizes, checksums)
@@ -27,7 +30,7 @@ while [[ $# -gt 0 ]]; do
     --build-dir) build_dir="$2"; shift ;;
     --bundle) bundle="$2"; shift ;;
     --no-build) build=0 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "prepare-gpu-check.sh: unknown option '$1'" >&2; exit 1 ;;
   esac
   shift
@@ -40,6 +43,13 @@ if [[ $build == 1 ]]; then
     mkdir -p "$build_dir"
     cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$build_dir/configure.log" 2>&1 ||
       { cat "$build_dir/configure.log"; die "configuring $build_dir failed"; }
+  fi
+  # nccl_collectives exists only where CMake found NCCL (examples/CMakeLists.txt).
+  build_targets=$(cmake --build "$build_dir" --target help 2>/dev/null || true)
+  if grep -q '^nccl_collectives:' <<< "$build_targets"; then
+    targets+=(nccl_collectives)
+  else
+    echo "prepare-gpu-check.sh: no nccl_collectives target in $build_dir (NCCL not found); the bundle goes without it"
   fi
   cmake --build "$build_dir" --target "${targets[@]}"
 fi
@@ -56,7 +66,14 @@ declare -A sources=(
   [stream_workload]="$build_dir/examples/stream_workload"
   [launch_bound_loop]="$build_dir/examples/launch_bound_loop"
   [train_transformer.py]="examples/pytorch/train_transformer.py"
+  [ddp_single_rank.py]="examples/pytorch/ddp_single_rank.py"
 )
+binaries=(libgpuxray_inject.so gpuxray trace_dump stream_workload launch_bound_loop)
+# Optional: built only where CMake found NCCL.
+if [[ -f "$build_dir/examples/nccl_collectives" ]]; then
+  sources[nccl_collectives]="$build_dir/examples/nccl_collectives"
+  binaries+=(nccl_collectives)
+fi
 for name in "${!sources[@]}"; do
   [[ -f "${sources[$name]}" ]] || die "${sources[$name]} is missing (was nvcc found? see GPUXRAY_BUILD_CUDA_EXAMPLES)"
 done
@@ -78,10 +95,10 @@ mkdir -p "$bundle/lib"
 for name in "${!sources[@]}"; do
   cp "${sources[$name]}" "$bundle/$name"
 done
-for binary in libgpuxray_inject.so gpuxray trace_dump stream_workload launch_bound_loop; do
+for binary in "${binaries[@]}"; do
   strip --strip-debug "$bundle/$binary"
 done
-chmod +x "$bundle"/gpuxray "$bundle"/trace_dump "$bundle"/stream_workload "$bundle"/launch_bound_loop
+chmod +x "${binaries[@]/#/$bundle/}"
 
 # Shared libraries of the analyzer side that a machine without Debian's packages lacks. The C and C++
 # runtimes (newer there) and the CUDA libraries (there already) stay behind. The injection library
