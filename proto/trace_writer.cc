@@ -247,24 +247,45 @@ size_t TraceWriter::pendingBytes() const {
 
 StringId TraceWriter::intern(std::string_view text) {
   if (text.empty()) return 0;
-  if (auto it = strings_.find(text); it != strings_.end()) return it->second;
-  StringId id = static_cast<StringId>(strings_.size() + 1);
-  strings_.emplace(std::string(text), id);
+  auto it = strings_.find(text);
+  if (it == strings_.end()) {
+    it = strings_.emplace(std::string(text), static_cast<StringId>(strings_.size() + 1)).first;
+    string_text_.push_back(&it->first);
+    string_defined_in_batch_.push_back(0);
+  }
+  useString(it->second);
+  return it->second;
+}
+
+void TraceWriter::useString(StringId id) {
+  if (id == 0 || id >= string_defined_in_batch_.size() || string_defined_in_batch_[id] == batch_number_) return;
+  string_defined_in_batch_[id] = batch_number_;
   definitions_.message(kStrings, [&](E& m) {
     m.uintField(1, id);
-    m.stringField(2, text);
+    m.stringField(2, *string_text_[id]);
   });
-  return id;
 }
 
 void TraceWriter::defineApiFunction(ApiDomain domain, uint32_t cbid, std::string_view name) {
-  uint64_t key = (static_cast<uint64_t>(domain) << 32) | cbid;
-  if (!api_functions_.emplace(key, true).second) return;
-  StringId name_id = intern(name);
+  auto& index = api_function_index_[static_cast<uint32_t>(domain) % api_function_index_.size()];
+  if (cbid < index.size() && index[cbid] != 0) return;
+  if (cbid >= index.size()) index.resize(cbid + 1, 0);
+  api_function_names_.push_back({domain, cbid, intern(name), 0});
+  index[cbid] = static_cast<uint32_t>(api_function_names_.size());
+  useApiFunction(domain, cbid);
+}
+
+void TraceWriter::useApiFunction(ApiDomain domain, uint32_t cbid) {
+  const auto& index = api_function_index_[static_cast<uint32_t>(domain) % api_function_index_.size()];
+  if (cbid >= index.size() || index[cbid] == 0) return;
+  ApiFunctionName& function = api_function_names_[index[cbid] - 1];
+  if (function.defined_in_batch == batch_number_) return;
+  function.defined_in_batch = batch_number_;
+  useString(function.name);
   definitions_.message(kApiFunctions, [&](E& m) {
-    m.uintField(1, static_cast<uint32_t>(domain));
-    m.uintField(2, cbid);
-    m.uintField(3, name_id);
+    m.uintField(1, static_cast<uint32_t>(function.domain));
+    m.uintField(2, function.cbid);
+    m.uintField(3, function.name);
   });
 }
 
@@ -276,12 +297,22 @@ uint32_t TraceWriter::kernelConfigId(const KernelRecord& k) {
                          k.shared_memory_executed, k.launch_type, k.max_active_clusters};
   auto [it, inserted] = kernel_configs_.emplace(key, static_cast<uint32_t>(kernel_configs_.size() + 1));
   if (inserted) {
-    definitions_.message(kKernelConfigs, [&](E& m) {
-      m.uintField(1, it->second);
-      for (uint32_t field = 2; field <= 20; ++field) m.uintField(field, key[field - 2]);
-    });
+    config_keys_.push_back(key);
+    config_defined_in_batch_.push_back(0);
   }
+  useKernelConfig(it->second);
   return it->second;
+}
+
+void TraceWriter::useKernelConfig(uint32_t id) {
+  if (config_defined_in_batch_[id] == batch_number_) return;
+  config_defined_in_batch_[id] = batch_number_;
+  const KernelConfigKey& key = config_keys_[id];
+  useString(key[0]);
+  definitions_.message(kKernelConfigs, [&](E& m) {
+    m.uintField(1, id);
+    for (uint32_t field = 2; field <= 20; ++field) m.uintField(field, key[field - 2]);
+  });
 }
 
 void TraceWriter::add(const KernelRecord& k) {
@@ -306,6 +337,7 @@ void TraceWriter::add(const KernelRecord& k) {
 
 void TraceWriter::add(const ApiCallRecord& a) {
   if (!accepting()) return;
+  useApiFunction(a.domain, a.cbid);
   auto& c = api_calls_;
   c.start_delta.zigzag(static_cast<int64_t>(a.start_ns - c.previous_start));
   c.duration.zigzag(durationOf(a.start_ns, a.end_ns));
@@ -382,6 +414,12 @@ void TraceWriter::add(const MemoryEventRecord& r) {
 
 void TraceWriter::add(const NvtxEventRecord& r) {
   if (!accepting()) return;
+  useString(r.domain_id);
+  useString(r.name_id);
+  for (const auto& field : r.payload) {
+    useString(field.name_id);
+    if (field.type == PayloadField::Type::kString) useString(field.string_id);
+  }
   rows_.message(kNvtxEvents, [&](E& m) {
     m.uintField(1, static_cast<uint32_t>(r.kind));
     m.uintField(2, r.start_ns);
@@ -462,6 +500,7 @@ void TraceWriter::add(const NcclCommunicatorRecord& r) {
 
 void TraceWriter::add(const NcclOperationRecord& r) {
   if (!accepting()) return;
+  for (StringId id : {r.func_id, r.datatype_id, r.algorithm_id, r.protocol_id, r.reduce_op_id}) useString(id);
   rows_.message(kNcclOperations, [&](E& m) {
     m.uintField(1, static_cast<uint32_t>(r.kind));
     m.fixed64Field(2, r.comm_hash);
@@ -512,6 +551,7 @@ void TraceWriter::add(const NetTransferRecord& r) {
 
 void TraceWriter::add(const MetricSampleRecord& r) {
   if (!accepting()) return;
+  useString(r.metric_id);
   rows_.message(kMetricSamples, [&](E& m) {
     m.uintField(1, r.timestamp_ns);
     m.uintField(2, r.device);
@@ -551,6 +591,7 @@ void TraceWriter::add(const OverheadRecord& r) {
 
 void TraceWriter::add(const ResourceNameRecord& r) {
   if (!accepting()) return;
+  useString(r.name_id);
   rows_.message(kResourceNames, [&](E& m) {
     m.uintField(1, static_cast<uint32_t>(r.kind));
     m.uintField(2, r.id);
@@ -621,6 +662,7 @@ bool TraceWriter::flush() {
   }
   batch_.raw(rows_.bytes());
   clearBatch();
+  ++batch_number_;
 
   chunk_.clear();
   chunk_.tag(2, E::kLengthDelimited);

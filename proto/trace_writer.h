@@ -139,9 +139,28 @@ class TraceWriter {
   bool failed_ = false;
   std::string error_;
 
+  // Every batch defines the strings, kernel configurations and API functions its records use, so a
+  // damaged chunk takes only its own records with it. For each id: its content, and the number of
+  // the batch that last defined it.
+  void useString(StringId id);
+  void useKernelConfig(uint32_t id);
+  void useApiFunction(ApiDomain domain, uint32_t cbid);
+  struct ApiFunctionName {
+    ApiDomain domain;
+    uint32_t cbid;
+    StringId name;
+    uint32_t defined_in_batch;
+  };
   std::unordered_map<std::string, StringId, StringHash, std::equal_to<>> strings_;
-  std::unordered_map<uint64_t, bool> api_functions_;
+  std::vector<const std::string*> string_text_{nullptr};
+  std::vector<uint32_t> string_defined_in_batch_{0};
   std::unordered_map<KernelConfigKey, uint32_t, KernelConfigHash> kernel_configs_;
+  std::vector<KernelConfigKey> config_keys_{KernelConfigKey{}};
+  std::vector<uint32_t> config_defined_in_batch_{0};
+  // Index into api_function_names_ + 1 (0: not defined), by domain and cbid.
+  std::array<std::vector<uint32_t>, 3> api_function_index_;
+  std::vector<ApiFunctionName> api_function_names_;
+  uint32_t batch_number_ = 1;
 
   // The pending batch: definitions, one encoder per column, and the row messages in arrival order.
   WireEncoder definitions_;

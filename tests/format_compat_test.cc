@@ -902,8 +902,7 @@ TEST_CASE("optional columns are left out when every record has zero there", "[fo
   CHECK(result.batches[0].api_calls == std::vector<ApiCallRecord>{call});
 }
 
-TEST_CASE("each kernel configuration is defined once per file, in the chunk of its first launch",
-          "[format][compat]") {
+TEST_CASE("each chunk defines the kernel configurations its launches use", "[format][compat]") {
   WriterOptions options;
   options.max_records_per_chunk = 3;
   MemoryTrace trace(options);
@@ -922,8 +921,45 @@ TEST_CASE("each kernel configuration is defined once per file, in the chunk of i
     for (const auto& config : batch.kernel_configs()) defined.back().push_back(config.id());
     used.emplace_back(batch.kernels().config_id().begin(), batch.kernels().config_id().end());
   }
-  CHECK(defined == std::vector<std::vector<uint32_t>>{{1, 2}, {3}, {}});
+  CHECK(defined == std::vector<std::vector<uint32_t>>{{1, 2}, {3, 1}, {2, 3, 1}});
   CHECK(used == std::vector<std::vector<uint32_t>>{{1, 2, 1}, {3, 1, 3}, {2, 3, 1}});
+}
+
+TEST_CASE("a damaged chunk takes only its own records: later chunks keep their names and configurations",
+          "[format][compat]") {
+  WriterOptions options;
+  options.max_records_per_chunk = 3;
+  MemoryTrace trace(options);
+  TraceWriter& writer = trace.writer();
+  REQUIRE(writer.writeHeader(sampleHeader()));
+  const KernelRecord a = sampleKernel(writer, 0), b = sampleKernel(writer, 1);
+  for (const KernelRecord& k : {a, b, a, b, a, b}) writer.add(k);
+  NvtxEventRecord range;
+  range.kind = NvtxEventKind::kRange;
+  range.name_id = writer.intern("step 1");
+  writer.add(range);
+  REQUIRE(writer.flush());
+  std::vector<uint8_t> bytes(trace.bytes().begin(), trace.bytes().end());
+  const std::vector<ChunkView> chunks = splitChunks(bytes);
+  REQUIRE(chunks.size() == 4);
+  // Damage the first batch, which was the first to define everything.
+  bytes[chunks[1].offset + kChunkHeaderSize + 2] ^= 0xFF;
+
+  ReadResult result = readAll(bytes);
+  REQUIRE(result.batches.size() == 2);
+  CHECK(result.stats.damaged_chunks == 1);
+  CHECK(result.stats.unresolved_references == 0);
+  CHECK(result.batches[0].kernels == std::vector<KernelRecord>{b, a, b});
+  TraceReader reader("damaged", bytes);
+  EventBatch batch;
+  std::vector<std::string> names;
+  while (reader.next(batch)) {
+    for (const auto& k : batch.kernels) names.emplace_back(reader.strings().get(k.name_id));
+    for (const auto& e : batch.nvtx_events) names.emplace_back(reader.strings().get(e.name_id));
+  }
+  CHECK(names.size() == 4);
+  for (const auto& name : names) CHECK(name.find("<missing") == std::string::npos);
+  CHECK(names.back() == "step 1");
 }
 
 // ---------------------------------------------------------------------------------------------------
