@@ -216,6 +216,7 @@ void ActivityTranslator::translateKernel(const CUpti_Activity& record) {
   out.launch_type = k.launchType;
   out.max_active_clusters = k.maxActiveClusters;
   writer_.add(out);
+  if (options_.on_kernel && k.name != nullptr) options_.on_kernel(out, k.name);
 }
 
 // Memcpy6 and MemcpyPtoP4 share their fields but for the peer devices.

@@ -57,6 +57,9 @@ struct TranslatorOptions {
   // Held NVTX events and marker data beyond this many force a flushPending() (bounds memory if
   // the capture never calls it).
   size_t max_held_nvtx = 1u << 16;
+  // Sees every kernel as it is written, with its name (the capture matches NCCL's kernels to
+  // NCCL's operations with it).
+  std::function<void(const format::KernelRecord&, const char* name)> on_kernel;
 };
 
 class ActivityTranslator {

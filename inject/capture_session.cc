@@ -91,6 +91,9 @@ const KindsOfCategory kActivityKinds[] = {
 // Always on: they are few and give the analyzer its names, topology and correlations.
 constexpr CUpti_ActivityKind kAlwaysEnabled[] = {CUPTI_ACTIVITY_KIND_NAME, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
                                                  CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_STREAM};
+// NCCL kernel records are kept this long before the oldest operation still waiting to be mapped
+// (a kernel starts after its operation was enqueued, so older ones cannot hold it).
+constexpr uint64_t kNcclKernelRetentionNs = 1'000'000'000;
 // Emitted at driver initialization; "enable and dump" also reports what already exists.
 constexpr CUpti_ActivityKind kTopologyKinds[] = {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_NVLINK,
                                                  CUPTI_ACTIVITY_KIND_PCIE};
@@ -298,8 +301,12 @@ bool CaptureSession::openTraceFile() {
       return deps_.cupti.getCallbackName(domain, cbid, &name) == CUPTI_SUCCESS ? name : nullptr;
     };
     // CUDA 13.0 leaves device names, overhead details and NVTX extended payloads to the client to free.
-    translator_ = std::make_unique<ActivityTranslator>(*writer_, api_name,
-                                                       TranslatorOptions{.free_cupti_allocations = true});
+    TranslatorOptions options;
+    options.free_cupti_allocations = true;
+    options.on_kernel = [this](const format::KernelRecord& kernel, const char* name) {
+      if (isNcclKernelName(name)) nccl_clock_.addKernel(kernel.device, kernel.start_ns, kernel.end_ns, kernel.correlation_id);
+    };
+    translator_ = std::make_unique<ActivityTranslator>(*writer_, api_name, std::move(options));
     return true;
   }
   log("every trace file name for this process already exists in " + config_.output_dir + "; no trace written");
@@ -395,15 +402,30 @@ void CaptureSession::collectMetricSamples() {
   }
 }
 
-void CaptureSession::writeNcclRecords() {
+// Operations wait one flush for the CUPTI records of their kernels, which put their GPU times on
+// the capture clock (see NcclClockMapper); at the end nothing waits.
+void CaptureSession::writeNcclRecords(bool final) {
   for (const auto& comm : nccl_->takeCommunicators()) writer_->add(comm);
-  for (auto& op : nccl_->takeCompleted()) {
+  std::vector<CompletedNcclOperation> ready = std::move(nccl_waiting_);
+  nccl_waiting_ = nccl_->takeCompleted();
+  if (final) {
+    std::move(nccl_waiting_.begin(), nccl_waiting_.end(), std::back_inserter(ready));
+    nccl_waiting_.clear();
+  }
+  std::vector<NcclClockMapper::Operation> to_map;
+  to_map.reserve(ready.size());
+  for (auto& op : ready) to_map.push_back({&op.record, op.kernel_stop_seen_ns});
+  nccl_clock_.map(to_map);
+  for (auto& op : ready) {
     op.record.func_id = writer_->intern(op.func);
     op.record.datatype_id = writer_->intern(op.datatype);
     op.record.algorithm_id = writer_->intern(op.algorithm);
     op.record.protocol_id = writer_->intern(op.protocol);
     writer_->add(op.record);
   }
+  uint64_t still_needed = captureNow();
+  for (const auto& op : nccl_waiting_) still_needed = std::min(still_needed, op.record.enqueue_ns);
+  nccl_clock_.forgetKernelsBefore(still_needed - std::min<uint64_t>(still_needed, kNcclKernelRetentionNs));
   for (const auto& transfer : nccl_->takeTransfers()) writer_->add(transfer);
 }
 
@@ -417,7 +439,7 @@ void CaptureSession::periodicFlush() {
   if (cupti_active_) deps_.cupti.activityFlushAll(0);
   processFilledBuffers();
   collectMetricSamples();
-  writeNcclRecords();
+  writeNcclRecords(/*final=*/false);
   writer_->add(takeClockAnchor([this] { return captureNow(); }));
   if (!writer_->flush() && !writer_->failed()) return;
   if (writer_->failed()) {
@@ -460,7 +482,7 @@ void CaptureSession::finishFile() {
   processFilledBuffers();
   collectMetricSamples();
   nccl_->finalizeAll();
-  writeNcclRecords();
+  writeNcclRecords(/*final=*/true);
   for (const auto& sampler : samplers_) {
     if (sampler->overflows() > 0 || sampler->failedDecodes() > 0) {
       capture_warnings_.push_back("GPU metric sampling on device " + std::to_string(sampler->device()) + ": " +
@@ -509,6 +531,12 @@ format::Trailer CaptureSession::makeTrailer() const {
   }
   if (nccl_ != nullptr) {
     NcclProfilerStats nccl = nccl_->stats();
+    const NcclClockMappingStats& clock = nccl_clock_.stats();
+    if (clock.unmapped > 0) {
+      trailer.warnings.push_back(std::to_string(clock.unmapped) +
+                                 " NCCL operations' GPU times could not be put on the trace clock (no host bounds, no "
+                                 "NCCL kernel records): written as the GPU stamped them");
+    }
     if (nccl.dropped_events > 0) {
       trailer.counts.push_back({format::Category::kNcclOperation, 0, nccl.dropped_events});
       trailer.warnings.push_back(std::to_string(nccl.dropped_events) +

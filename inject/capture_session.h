@@ -24,6 +24,7 @@
 #include "inject/cupti_api.h"
 #include "inject/device_query.h"
 #include "inject/metric_sampler.h"
+#include "inject/nccl_clock_mapping.h"
 #include "inject/nccl_profiler.h"
 #include "inject/process_identity.h"
 #include "proto/trace_writer.h"
@@ -91,7 +92,7 @@ class CaptureSession {
   void periodicFlush();
   void startMetricSampling();
   void collectMetricSamples();
-  void writeNcclRecords();
+  void writeNcclRecords(bool final);
   void finishFile();
   format::Trailer makeTrailer() const;
   void noteForeignNcclPlugin();
@@ -108,6 +109,8 @@ class CaptureSession {
   std::unique_ptr<format::TraceWriter> writer_;
   std::unique_ptr<ActivityTranslator> translator_;
   std::unique_ptr<NcclProfiler> nccl_;
+  NcclClockMapper nccl_clock_;
+  std::vector<CompletedNcclOperation> nccl_waiting_;
   bool cupti_active_ = false;
   std::string trace_path_;
   CUpti_SubscriberHandle subscriber_ = nullptr;

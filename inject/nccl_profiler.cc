@@ -260,6 +260,7 @@ nccl_abi::Result NcclProfiler::recordEventState(void* handle, int state, const n
     uint64_t stop = args->kernel_ch.gpu_timer;
     r.gpu_start_ns = r.gpu_start_ns == 0 ? start : std::min(r.gpu_start_ns, start);
     r.gpu_end_ns = std::max(r.gpu_end_ns, stop);
+    event.operation->op.kernel_stop_seen_ns = std::max(event.operation->op.kernel_stop_seen_ns, now);
   }
   return kSuccess;
 }

@@ -31,6 +31,9 @@ struct CompletedNcclOperation {
   std::string datatype;
   std::string algorithm;
   std::string protocol;
+  // When the host saw the last kernel channel stop (capture clock; 0 if none did): the GPU times,
+  // still on the GPU's clock, ended before it.
+  uint64_t kernel_stop_seen_ns = 0;
 };
 
 struct NcclProfilerStats {

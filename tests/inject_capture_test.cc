@@ -344,3 +344,47 @@ TEST_CASE("device properties come from the driver, bandwidth from memory clock a
 
   CHECK(inject::queryDevices(inject::DriverApi{}).empty());
 }
+
+TEST_CASE("NCCL operations' GPU times are put on the trace clock by the NCCL kernel that ran them") {
+  CaptureFixture fixture;
+  auto session = fixture.session();
+  REQUIRE(session->start());
+  NcclProfiler& nccl = *session->ncclProfiler();
+  void* context = nullptr;
+  int mask = 0;
+  REQUIRE(nccl.init(&context, 0xABC, &mask, "dp", 1, 2, 0, 5) == nccl_abi::kSuccess);
+  void* op = nullptr;
+  nccl.startColl(context, &op, {3, "AllReduce", nullptr, nullptr, 64, 0, "ncclFloat32", 1, 4, "RING", "LL"});
+  nccl.stopEvent(op);
+  uint64_t launched = 0;
+  FakeCupti::instance().api().getTimestamp(&launched);
+
+  // The kernel ran from 100 to 400 µs after the launch (capture clock); the GPU's clock is 2 s
+  // behind, and the channel ran from 1 µs after the kernel's start to 1 µs before its end.
+  constexpr uint64_t kGpuBehind = 2'000'000'000;
+  CUpti_ActivityKernel10 kernel = kernelRecord(77, launched + 100'000);
+  kernel.end = launched + 400'000;
+  kernel.name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+  FakeCupti::instance().queue(kernel);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the host sees the stop after the fact
+  nccl_abi::KernelChDescr channel{0, launched + 101'000 - kGpuBehind};
+  void* kernel_channel = nullptr;
+  nccl.startKernelCh(context, &kernel_channel, op, channel);
+  nccl_abi::EventStateArgs stopped{};
+  stopped.kernel_ch.gpu_timer = launched + 399'000 - kGpuBehind;
+  nccl.recordEventState(kernel_channel, nccl_abi::kKernelChStop, &stopped);
+  nccl.stopEvent(kernel_channel);
+  session->stop(format::CaptureEnd::kProcessExit, "exit");
+
+  format::TraceReader reader(session->tracePath());
+  format::EventBatch batch;
+  std::vector<format::NcclOperationRecord> ops;
+  while (reader.next(batch)) ops.insert(ops.end(), batch.nccl_operations.begin(), batch.nccl_operations.end());
+  REQUIRE(ops.size() == 1);
+  CHECK(ops[0].kernel_correlation_id == 77);
+  CHECK(ops[0].gpu_clock_error_ns <= 1000);
+  CHECK(std::llabs(static_cast<int64_t>(ops[0].gpu_start_ns - (launched + 101'000))) <= 1000);
+  CHECK(std::llabs(static_cast<int64_t>(ops[0].gpu_end_ns - (launched + 399'000))) <= 1000);
+  REQUIRE(reader.trailer());
+  CHECK(reader.trailer()->warnings.empty());
+}
