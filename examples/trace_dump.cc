@@ -22,7 +22,8 @@
 //   api domain=runtime|driver cbid= start_ns= end_ns= dur_ns= thread= correlation= return= name=   (with --api)
 //   nccl_comm hash=0xH rank= nranks= nnodes= global_rank= device= init_ns= version= name=
 //   nccl_op kind=collective|send|recv func= seq= bytes= count= datatype= algo= proto= channels= warps= root= peer=
-//           enqueue_ns= enqueue_end_ns= gpu_start= gpu_end= gpu_dur_ns= device= op_id= comm=0xH   (one line)
+//           enqueue_ns= enqueue_end_ns= gpu_start= gpu_end= gpu_dur_ns= gpu_clock_error_ns= kernel_correlation=
+//           device= op_id= comm=0xH   (one line)
 //   net_transfer dir=send|recv peer= channel= bytes= steps= start_ns= end_ns= dur_ns= wait_gpu_ns= wait_peer_ns=
 //           wait_network_ns= op_id= comm=0xH   (one line)
 //   count category=C read=N written=N dropped=N
@@ -33,8 +34,9 @@
 //
 // NCCL: version= is the profiler-plugin ABI version NCCL chose (4, 5, 6); func, datatype, algo and
 // proto are NCCL's strings ('-' when NCCL gave none: send/recv carry no algorithm or protocol);
-// gpu_start and gpu_end are the GPU's %globaltimer at the first channel's start and the last
-// channel's end (0 when no kernel channel reported), not the capture clock of the other records;
+// gpu_start and gpu_end are the first channel's start and the last channel's end (0 when no kernel
+// channel reported), mapped from the GPU's %globaltimer onto the capture clock to within
+// gpu_clock_error_ns; kernel_correlation names the CUPTI kernel that ran the operation (0: none found);
 // op_id links a net_transfer (network transports only) to its nccl_op.
 
 #include <algorithm>
@@ -247,14 +249,15 @@ void printBatch(const EventBatch& b, const StringTable& strings, bool api, ApiNa
   for (const auto& o : b.nccl_operations) {
     std::printf("nccl_op kind=%s func=%s seq=%llu bytes=%llu count=%llu datatype=%s algo=%s proto=%s channels=%u "
                 "warps=%u root=%d peer=%d enqueue_ns=%llu enqueue_end_ns=%llu gpu_start=%llu gpu_end=%llu "
-                "gpu_dur_ns=%llu device=%u op_id=%llu comm=0x%016llx\n",
+                "gpu_dur_ns=%llu gpu_clock_error_ns=%llu kernel_correlation=%u device=%u op_id=%llu comm=0x%016llx\n",
                 ncclKindName(o.kind), noSpaces(strings.get(o.func_id)).c_str(), static_cast<unsigned long long>(o.seq),
                 static_cast<unsigned long long>(o.bytes), static_cast<unsigned long long>(o.count),
                 noSpaces(strings.get(o.datatype_id)).c_str(), noSpaces(strings.get(o.algorithm_id)).c_str(),
                 noSpaces(strings.get(o.protocol_id)).c_str(), o.channels, o.warps, o.root, o.peer,
                 static_cast<unsigned long long>(o.enqueue_ns), static_cast<unsigned long long>(o.enqueue_end_ns),
                 static_cast<unsigned long long>(o.gpu_start_ns), static_cast<unsigned long long>(o.gpu_end_ns),
-                static_cast<unsigned long long>(duration(o.gpu_start_ns, o.gpu_end_ns)), o.device,
+                static_cast<unsigned long long>(duration(o.gpu_start_ns, o.gpu_end_ns)),
+                static_cast<unsigned long long>(o.gpu_clock_error_ns), o.kernel_correlation_id, o.device,
                 static_cast<unsigned long long>(o.operation_id), static_cast<unsigned long long>(o.comm_hash));
   }
   for (const auto& t : b.net_transfers) {

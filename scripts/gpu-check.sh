@@ -386,7 +386,8 @@ expected_plugin_version() {
 # plugin versions they name, operations (collective, p2p), count per function (funcs=F:N,...),
 # collectives without algorithm or protocol (noalgo), operations without GPU times (nogpu: not
 # gpu_end >= gpu_start > 0; nogpu0: of those, the ones reporting 0 channels), network transfers,
-# and the collectives' algorithm/protocol pairs (algos=Ring/LL:N,...).
+# the collectives' algorithm/protocol pairs (algos=Ring/LL:N,...), the operations matched to a CUPTI
+# NCCL kernel (kmatched) and the largest clock-mapping error in ns (maxerr).
 nccl_summary() {
   awk '
     function flush(   list, pairs, f) {
@@ -394,15 +395,15 @@ nccl_summary() {
       list = pairs = ""
       for (f in funcs) list = list (list == "" ? "" : ",") f ":" funcs[f]
       for (f in algos) pairs = pairs (pairs == "" ? "" : ",") f ":" algos[f]
-      printf "file=%d rank=%s comms=%d versions=%s nranks=%s ops=%d coll=%d p2p=%d funcs=%s noalgo=%d nogpu=%d nogpu0=%d net=%d algos=%s\n",
+      printf "file=%d rank=%s comms=%d versions=%s nranks=%s ops=%d coll=%d p2p=%d funcs=%s noalgo=%d nogpu=%d nogpu0=%d net=%d algos=%s kmatched=%d maxerr=%d\n",
         file, rank, comms, (versions == "" ? "-" : versions), (nranks == "" ? "-" : nranks), ops, coll, p2p,
-        (list == "" ? "-" : list), noalgo, nogpu, nogpu0, net, (pairs == "" ? "-" : pairs)
+        (list == "" ? "-" : list), noalgo, nogpu, nogpu0, net, (pairs == "" ? "-" : pairs), kmatched, maxerr
     }
     # Decimal strings compared as numbers without going through doubles (globaltimer values are ~1.8e18).
     function ge(a, b) { a = a ""; b = b ""; if (length(a) != length(b)) return length(a) > length(b); return a >= b }
     function fields(   i, kv) { delete v; for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = substr($i, length(kv[1]) + 2) } }
     $1 == "file" {
-      flush(); file++; rank = "-"; comms = ops = coll = p2p = noalgo = nogpu = nogpu0 = net = 0
+      flush(); file++; rank = "-"; comms = ops = coll = p2p = noalgo = nogpu = nogpu0 = net = kmatched = maxerr = 0
       versions = ""; nranks = ""; delete funcs; delete algos
     }
     $1 == "header" { fields(); rank = v["rank"] }
@@ -418,6 +419,8 @@ nccl_summary() {
         if (v["algo"] == "-" || v["proto"] == "-") noalgo++
       } else p2p++
       if (!(v["gpu_start"] != "0" && ge(v["gpu_end"], v["gpu_start"]))) { nogpu++; if (v["channels"] == "0") nogpu0++ }
+      if (v["kernel_correlation"] != "0") kmatched++
+      if (v["gpu_clock_error_ns"] + 0 > maxerr) maxerr = v["gpu_clock_error_ns"] + 0
     }
     $1 == "net_transfer" { net++ }
     END { flush() }' "$1"
@@ -511,6 +514,13 @@ check_nccl_file() {
       result PASS "$who: GPU times on operations" "gpu_end >= gpu_start > 0 on all ${s[ops]} (GPU globaltimer, from the kernel-channel events)"
     else
       result FAIL "$who: GPU times on operations" "${s[nogpu]} of ${s[ops]} lack gpu_end >= gpu_start > 0 (${s[nogpu0]} of them with channels=0)"
+    fi
+    figure "$key.ops_matched_to_nccl_kernel" "${s[kmatched]} of ${s[ops]}"
+    figure "$key.gpu_clock_max_error_ns" "${s[maxerr]}"
+    if (( s[kmatched] * 10 >= s[ops] * 9 )); then
+      result PASS "$who: GPU times on the trace clock" "${s[kmatched]} of ${s[ops]} operations matched to their CUPTI ncclDevKernel record; largest mapping error ${s[maxerr]} ns"
+    else
+      result WARN "$who: GPU times on the trace clock" "only ${s[kmatched]} of ${s[ops]} operations matched to a CUPTI NCCL kernel (largest error ${s[maxerr]} ns)"
     fi
   fi
   figure "$key.net_transfers" "${s[net]}"
