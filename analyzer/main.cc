@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
 
   std::vector<std::pair<std::string, gpuxray::cli::CommandAction>> commands;
   commands.emplace_back("info", gpuxray::cli::addInfoCommand(app));
+  commands.emplace_back("analyze", gpuxray::cli::addAnalyzeCommand(app));
   commands.emplace_back("run", gpuxray::cli::addRunCommand(app));
 
   try {

@@ -14,6 +14,7 @@ namespace gpuxray::cli {
 using CommandAction = std::function<ExitCode()>;
 
 CommandAction addInfoCommand(CLI::App& app);
+CommandAction addAnalyzeCommand(CLI::App& app);
 CommandAction addRunCommand(CLI::App& app);
 
 }  // namespace gpuxray::cli

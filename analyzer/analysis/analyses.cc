@@ -1,0 +1,18 @@
+#include "analyzer/analysis/analyses.h"
+
+namespace gpuxray::analysis {
+
+const std::vector<std::string>& knownMetrics() {
+  static const std::vector<std::string> names = {
+      "idle_pct", "host_bound_pct", "exposed_comm_pct", "overlap_pct",
+  };
+  return names;
+}
+
+void runAnalyses(const AnalysisInput& input, report::Report& report) {
+  analyzeTimeBreakdown(input, report);
+  analyzeOverlap(input, report);
+  report.sortFindings();
+}
+
+}  // namespace gpuxray::analysis

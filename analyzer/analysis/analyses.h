@@ -1,0 +1,19 @@
+// The analyses of `gpuxray analyze`, one file each, run in this order. Each adds its section,
+// findings and metrics to the report (definitions: docs/analyses.md).
+#pragma once
+
+#include "analyzer/analysis/analysis_input.h"
+#include "analyzer/report/report.h"
+
+namespace gpuxray::analysis {
+
+void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report);
+void analyzeOverlap(const AnalysisInput& input, report::Report& report);
+
+// All of the above, then the findings sorted most costly first.
+void runAnalyses(const AnalysisInput& input, report::Report& report);
+
+// The names every analysis may put into report.metrics (for --fail-on's check of names).
+const std::vector<std::string>& knownMetrics();
+
+}  // namespace gpuxray::analysis

@@ -1,0 +1,57 @@
+#include "analyzer/analysis/communicators.h"
+
+#include <fmt/core.h>
+
+namespace gpuxray::analysis {
+
+const char* communicatorRoleName(CommunicatorRole role) {
+  switch (role) {
+    case CommunicatorRole::kData: return "data";
+    case CommunicatorRole::kTensor: return "tensor";
+    case CommunicatorRole::kPipeline: return "pipeline";
+    case CommunicatorRole::kOther: return "other";
+  }
+  return "other";
+}
+
+std::string CommunicatorInfo::label() const {
+  std::string id = name.empty() ? fmt::format("{:#010x}", comm_hash >> 32) : name;
+  return fmt::format("{} ({}, {} ranks)", id, communicatorRoleName(role), nranks);
+}
+
+std::map<uint64_t, CommunicatorInfo> gatherCommunicators(const model::RunTrace& run) {
+  std::map<uint64_t, CommunicatorInfo> comms;
+  std::set<std::string> all_hosts;
+  for (const auto& rank : run.ranks) {
+    all_hosts.insert(rank.header.hostname);
+    for (const auto& c : rank.communicators) {
+      auto& info = comms[c.comm_hash];
+      info.comm_hash = c.comm_hash;
+      if (info.name.empty()) info.name = c.name;
+      info.nranks = std::max(info.nranks, c.nranks);
+      info.nnodes = std::max(info.nnodes, c.nnodes);
+      info.members[c.comm_rank] = c.global_rank >= 0 ? c.global_rank : rank.rank;
+      info.hosts.insert(rank.header.hostname);
+    }
+    for (const auto& op : rank.nccl_ops) {
+      auto& info = comms[op.comm_hash];
+      info.comm_hash = op.comm_hash;
+      (op.kind == format::NcclOperationKind::kCollective ? info.collectives : info.point_to_point)++;
+    }
+  }
+  for (auto& [hash, info] : comms) {
+    size_t hosts = std::max<size_t>(info.hosts.size(), static_cast<size_t>(std::max(info.nnodes, 0)));
+    if (info.point_to_point > info.collectives) {
+      info.role = CommunicatorRole::kPipeline;
+    } else if (info.collectives == 0) {
+      info.role = CommunicatorRole::kOther;
+    } else if (hosts <= 1 && all_hosts.size() > 1) {
+      info.role = CommunicatorRole::kTensor;
+    } else {
+      info.role = CommunicatorRole::kData;
+    }
+  }
+  return comms;
+}
+
+}  // namespace gpuxray::analysis

@@ -1,0 +1,36 @@
+// The run's NCCL communicators, gathered from every rank's records and told apart by what they
+// carry: pipeline groups move point-to-point traffic, tensor groups are collectives inside one
+// host, data groups are collectives across hosts (or over the whole world).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+
+#include "analyzer/model/run_trace.h"
+
+namespace gpuxray::analysis {
+
+enum class CommunicatorRole { kData, kTensor, kPipeline, kOther };
+const char* communicatorRoleName(CommunicatorRole role);
+
+struct CommunicatorInfo {
+  uint64_t comm_hash = 0;
+  std::string name;
+  int32_t nranks = 0;
+  int32_t nnodes = 0;
+  // comm rank -> global rank, as its members reported them.
+  std::map<int32_t, int32_t> members;
+  std::set<std::string> hosts;
+  uint64_t collectives = 0;
+  uint64_t point_to_point = 0;
+  CommunicatorRole role = CommunicatorRole::kOther;
+
+  // "0x1a2b… (data, 8 ranks)"
+  std::string label() const;
+};
+
+std::map<uint64_t, CommunicatorInfo> gatherCommunicators(const model::RunTrace& run);
+
+}  // namespace gpuxray::analysis

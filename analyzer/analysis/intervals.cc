@@ -1,0 +1,78 @@
+#include "analyzer/analysis/intervals.h"
+
+#include <algorithm>
+
+namespace gpuxray::analysis {
+
+IntervalSet unionOf(std::vector<Interval> intervals) {
+  std::erase_if(intervals, [](const Interval& i) { return i.end <= i.start; });
+  std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  IntervalSet merged;
+  for (const Interval& i : intervals) {
+    if (!merged.empty() && i.start <= merged.back().end) {
+      merged.back().end = std::max(merged.back().end, i.end);
+    } else {
+      merged.push_back(i);
+    }
+  }
+  return merged;
+}
+
+int64_t totalLength(const IntervalSet& set) {
+  int64_t total = 0;
+  for (const Interval& i : set) total += i.length();
+  return total;
+}
+
+IntervalSet intersect(const IntervalSet& a, const IntervalSet& b) {
+  IntervalSet out;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    int64_t start = std::max(a[i].start, b[j].start);
+    int64_t end = std::min(a[i].end, b[j].end);
+    if (start < end) out.push_back({start, end});
+    (a[i].end < b[j].end) ? ++i : ++j;
+  }
+  return out;
+}
+
+IntervalSet subtract(const IntervalSet& a, const IntervalSet& b) {
+  IntervalSet out;
+  size_t j = 0;
+  for (Interval piece : a) {
+    while (j < b.size() && b[j].end <= piece.start) ++j;
+    size_t k = j;
+    while (k < b.size() && b[k].start < piece.end) {
+      if (b[k].start > piece.start) out.push_back({piece.start, b[k].start});
+      piece.start = std::max(piece.start, b[k].end);
+      if (piece.start >= piece.end) break;
+      ++k;
+    }
+    if (piece.start < piece.end) out.push_back(piece);
+  }
+  return out;
+}
+
+IntervalSet clip(const IntervalSet& set, Interval window) {
+  IntervalSet out;
+  auto it = std::lower_bound(set.begin(), set.end(), window.start, [](const Interval& i, int64_t t) { return i.end <= t; });
+  for (; it != set.end() && it->start < window.end; ++it) {
+    int64_t start = std::max(it->start, window.start);
+    int64_t end = std::min(it->end, window.end);
+    if (start < end) out.push_back({start, end});
+  }
+  return out;
+}
+
+int64_t lengthWithin(const IntervalSet& set, Interval window) {
+  int64_t total = 0;
+  auto it = std::lower_bound(set.begin(), set.end(), window.start, [](const Interval& i, int64_t t) { return i.end <= t; });
+  for (; it != set.end() && it->start < window.end; ++it) total += std::min(it->end, window.end) - std::max(it->start, window.start);
+  return total;
+}
+
+IntervalSet gapsWithin(const IntervalSet& set, Interval window) {
+  return subtract(IntervalSet{window}, clip(set, window));
+}
+
+}  // namespace gpuxray::analysis

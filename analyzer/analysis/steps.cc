@@ -1,0 +1,111 @@
+#include "analyzer/analysis/steps.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <set>
+#include <tuple>
+
+#include "analyzer/errors.h"
+
+namespace gpuxray::analysis {
+namespace {
+
+std::vector<StepWindow> stepsFromNvtx(const model::RankTrace& rank, const std::vector<std::regex>& patterns) {
+  std::vector<StepWindow> steps;
+  std::vector<uint8_t> matches(rank.strings.size(), 2);  // 2 = not yet decided
+  int64_t ordinal = 0;
+  for (const auto& range : rank.nvtx) {
+    uint8_t& match = matches[range.name_id];
+    std::smatch found;
+    const std::string& name = rank.strings[range.name_id];
+    if (match == 0) continue;
+    bool matched = false;
+    for (const auto& pattern : patterns) {
+      if (std::regex_search(name, found, pattern)) {
+        matched = true;
+        break;
+      }
+    }
+    match = matched ? 1 : 0;
+    if (!matched) continue;
+    int64_t number = ordinal++;
+    if (found.size() > 1 && found[1].matched) number = std::stoll(found[1].str());
+    steps.push_back({number, {range.start_ns, range.end_ns}});
+  }
+  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.window.start < b.window.start; });
+  return steps;
+}
+
+// The collective (communicator, function, bytes) that recurs on every rank the same number of
+// times and moves the most bytes in all; each occurrence's GPU end closes a step.
+std::vector<std::vector<StepWindow>> stepsFromCollectives(const model::RunTrace& run) {
+  using Signature = std::tuple<uint64_t, std::string, uint64_t>;
+  std::map<Signature, std::vector<size_t>> counts;  // per signature: occurrences per rank index
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const auto& rank = run.ranks[r];
+    for (const auto& op : rank.nccl_ops) {
+      if (op.kind != format::NcclOperationKind::kCollective || !op.hasGpuTimes()) continue;
+      auto& per_rank = counts[{op.comm_hash, std::string(rank.name(op.func_id)), op.bytes}];
+      per_rank.resize(run.ranks.size(), 0);
+      ++per_rank[r];
+    }
+  }
+  const Signature* best = nullptr;
+  uint64_t best_bytes = 0;
+  for (const auto& [signature, per_rank] : counts) {
+    size_t n = per_rank.front();
+    if (n < 3) continue;
+    // Ranks outside the communicator have none; the members must agree.
+    std::set<size_t> distinct(per_rank.begin(), per_rank.end());
+    distinct.erase(0);
+    if (distinct.size() != 1) continue;
+    uint64_t bytes = std::get<2>(signature) * n;
+    if (bytes > best_bytes) best = &signature, best_bytes = bytes;
+  }
+  std::vector<std::vector<StepWindow>> steps(run.ranks.size());
+  if (best == nullptr) return steps;
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const auto& rank = run.ranks[r];
+    std::vector<int64_t> ends;
+    for (const auto& op : rank.nccl_ops) {
+      if (op.kind == format::NcclOperationKind::kCollective && op.hasGpuTimes() && op.comm_hash == std::get<0>(*best) &&
+          op.bytes == std::get<2>(*best) && rank.name(op.func_id) == std::get<1>(*best))
+        ends.push_back(op.gpu_end_ns);
+    }
+    std::sort(ends.begin(), ends.end());
+    for (size_t i = 1; i < ends.size(); ++i) steps[r].push_back({static_cast<int64_t>(i - 1), {ends[i - 1], ends[i]}});
+  }
+  return steps;
+}
+
+}  // namespace
+
+void findSteps(AnalysisInput& input) {
+  std::vector<std::regex> patterns{std::regex("^ProfilerStep#(\\d+)$")};
+  std::string source = "NVTX ranges ProfilerStep#N";
+  for (const auto& marker : input.options.step_markers) {
+    try {
+      patterns.emplace_back(marker);
+    } catch (const std::regex_error& e) {
+      throw UsageError(fmt::format("--step-marker '{}': not a regular expression: {}", marker, e.what()));
+    }
+    source += fmt::format(" or /{}/", marker);
+  }
+  input.steps.assign(input.run.ranks.size(), {});
+  for (size_t r = 0; r < input.run.ranks.size(); ++r) input.steps[r] = stepsFromNvtx(input.run.ranks[r], patterns);
+  if (input.hasSteps()) {
+    input.step_source = source;
+  } else {
+    input.steps = stepsFromCollectives(input.run);
+    input.step_source = input.hasSteps() ? "the repeating pattern of collectives" : "none";
+  }
+  if (!input.options.steps.empty()) {
+    std::set<int64_t> wanted(input.options.steps.begin(), input.options.steps.end());
+    for (auto& rank_steps : input.steps) std::erase_if(rank_steps, [&](const StepWindow& s) { return !wanted.contains(s.number); });
+  }
+}
+
+}  // namespace gpuxray::analysis

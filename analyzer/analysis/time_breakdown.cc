@@ -1,0 +1,169 @@
+// Where each rank's GPU time goes: compute, communication not hidden by compute, memory traffic
+// not hidden by either, and idle, with idle split by why the GPU waited (docs/analyses.md):
+// host-bound (the next work was launched only after the GPU ran dry), dependency (it was launched
+// earlier but had to wait for other work: an event, another stream, a peer), other (no launch
+// record to tell).
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+#include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/statistics.h"
+
+namespace gpuxray::analysis {
+namespace {
+
+using report::Cell;
+using report::Unit;
+
+struct IdleSplit {
+  int64_t host_bound = 0;
+  int64_t dependency = 0;
+  int64_t other = 0;
+  int64_t total() const { return host_bound + dependency + other; }
+};
+
+// Adds the gap [gap_start, next.start) to the split by when `next` was launched.
+void classifyGap(const model::RankTrace& rank, int64_t gap_start, const model::GpuActivity& next, int64_t length,
+                 IdleSplit& split) {
+  const model::HostCall* launch = next.correlation_id != 0 ? rank.launchOf(next.correlation_id) : nullptr;
+  if (launch == nullptr) {
+    split.other += length;
+  } else if (launch->start_ns >= gap_start) {
+    split.host_bound += length;
+  } else {
+    split.dependency += length;
+  }
+}
+
+// The idle gaps of the rank's busy set inside `window`, classified by the activity after each.
+IdleSplit rankIdle(const model::RankTrace& rank, const IntervalSet& busy, Interval window) {
+  IdleSplit split;
+  const auto& activities = rank.activities;
+  for (const Interval& gap : gapsWithin(busy, window)) {
+    auto next = std::lower_bound(activities.begin(), activities.end(), gap.end,
+                                 [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; });
+    if (next == activities.end()) {
+      split.other += gap.length();  // idle until the window's end: nothing came after
+    } else {
+      classifyGap(rank, gap.start, *next, gap.length(), split);
+    }
+  }
+  return split;
+}
+
+struct StreamTime {
+  int64_t busy = 0;
+  int64_t last_end = 0;
+  bool started = false;
+  IdleSplit idle;
+};
+
+}  // namespace
+
+void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
+  auto& section = report.addSection("time_breakdown", "Where GPU time goes");
+  section.notes.push_back(input.hasSteps()
+                              ? "Per rank, summed over its steps; communication and memory count only where no compute hides them."
+                              : "Per rank, over its whole GPU span; communication and memory count only where no compute hides them.");
+  report::Table ranks{"ranks", "", {{"rank", "rank"}, {"host", "host"}, {"time", "time"}, {"compute_pct", "compute"},
+                                   {"communication_pct", "comm (exposed)"}, {"memory_pct", "memory"},
+                                   {"idle_pct", "idle"}, {"host_bound_pct", "idle: host-bound"},
+                                   {"dependency_pct", "idle: dependency"}, {"other_idle_pct", "idle: other"}}, {}};
+  report::Table streams{"streams", "Per stream (idle = gaps between its own activities)",
+                        {{"rank", "rank"}, {"device", "device"}, {"stream", "stream"}, {"busy", "busy"},
+                         {"host_bound", "idle: host-bound"}, {"dependency", "idle: dependency"}, {"other", "idle: other"}},
+                        {}};
+  double worst_idle = 0, worst_host_bound = 0;
+  int32_t worst_idle_rank = -1;
+  IdleSplit worst_split;
+  int64_t worst_time = 0;
+
+  for (size_t r = 0; r < input.run.ranks.size(); ++r) {
+    const auto& rank = input.run.ranks[r];
+    const GpuTimeSets& sets = input.time_sets[r];
+    int64_t time = 0, compute = 0, communication = 0, memory = 0, idle = 0;
+    IdleSplit split;
+    IntervalSet comm_exposed = subtract(sets.communication, sets.compute);
+    IntervalSet memory_exposed = subtract(subtract(sets.memory, sets.compute), sets.communication);
+    for (const StepWindow& step : input.windowsOf(r)) {
+      Interval w = step.window;
+      time += w.length();
+      compute += lengthWithin(sets.compute, w);
+      communication += lengthWithin(comm_exposed, w);
+      memory += lengthWithin(memory_exposed, w);
+      idle += w.length() - lengthWithin(sets.busy, w);
+      IdleSplit s = rankIdle(rank, sets.busy, w);
+      split.host_bound += s.host_bound;
+      split.dependency += s.dependency;
+      split.other += s.other;
+    }
+    if (time <= 0) continue;
+    auto pct = [time](int64_t part) { return 100.0 * static_cast<double>(part) / static_cast<double>(time); };
+    ranks.rows.push_back({Cell::of(rank.rank, Unit::kNone), Cell::of(rank.header.hostname),
+                          Cell::of(static_cast<double>(time), Unit::kNanoseconds), Cell::of(pct(compute), Unit::kPercent),
+                          Cell::of(pct(communication), Unit::kPercent), Cell::of(pct(memory), Unit::kPercent),
+                          Cell::of(pct(idle), Unit::kPercent), Cell::of(pct(split.host_bound), Unit::kPercent),
+                          Cell::of(pct(split.dependency), Unit::kPercent), Cell::of(pct(split.other), Unit::kPercent)});
+    if (pct(idle) > worst_idle) {
+      worst_idle = pct(idle);
+      worst_idle_rank = rank.rank;
+      worst_split = split;
+      worst_time = time;
+    }
+    worst_host_bound = std::max(worst_host_bound, pct(split.host_bound));
+
+    // Per stream: gaps between consecutive activities of the stream inside the windows.
+    std::vector<StreamTime> per_stream(rank.streams.size());
+    for (const StepWindow& step : input.windowsOf(r)) {
+      for (auto& s : per_stream) s.started = false;
+      auto first = std::lower_bound(rank.activities.begin(), rank.activities.end(), step.window.start,
+                                    [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; });
+      for (auto it = first; it != rank.activities.end() && it->start_ns < step.window.end; ++it) {
+        StreamTime& s = per_stream[it->stream];
+        int64_t end = std::min(it->end_ns, step.window.end);
+        if (s.started && it->start_ns > s.last_end) classifyGap(rank, s.last_end, *it, it->start_ns - s.last_end, s.idle);
+        s.busy += std::max<int64_t>(0, end - std::max(it->start_ns, s.started ? s.last_end : it->start_ns));
+        s.last_end = s.started ? std::max(s.last_end, end) : end;
+        s.started = true;
+      }
+    }
+    for (size_t i = 0; i < per_stream.size(); ++i) {
+      const StreamTime& s = per_stream[i];
+      if (s.busy == 0) continue;
+      streams.rows.push_back({Cell::of(rank.rank, Unit::kNone), Cell::of(rank.streams[i].device, Unit::kNone),
+                              Cell::of(rank.streams[i].stream, Unit::kNone), Cell::of(static_cast<double>(s.busy), Unit::kNanoseconds),
+                              Cell::of(static_cast<double>(s.idle.host_bound), Unit::kNanoseconds),
+                              Cell::of(static_cast<double>(s.idle.dependency), Unit::kNanoseconds),
+                              Cell::of(static_cast<double>(s.idle.other), Unit::kNanoseconds)});
+    }
+  }
+  section.tables.push_back(std::move(ranks));
+  section.tables.push_back(std::move(streams));
+  if (worst_idle_rank < 0) return;
+
+  report.addMetric("idle_pct", worst_idle, Unit::kPercent, "GPU idle time, % of step time, worst rank");
+  report.addMetric("host_bound_pct", worst_host_bound, Unit::kPercent,
+                   "GPU idle because launches came late, % of step time, worst rank");
+  if (worst_idle >= 10) {
+    const char* cause = worst_split.host_bound >= worst_split.dependency && worst_split.host_bound >= worst_split.other
+                            ? "mostly host-bound: the CPU launched work only after the GPU ran dry"
+                        : worst_split.dependency >= worst_split.other
+                            ? "mostly waiting on dependencies: work was queued but waited for other streams or events"
+                            : "with no launch records to say why";
+    report::Finding finding;
+    finding.analysis = "time_breakdown";
+    finding.severity = worst_idle >= 25 ? report::Severity::kCritical : report::Severity::kWarning;
+    size_t windows = std::max<size_t>(1, input.windowsOf(0).size());
+    finding.cost_ns = worst_idle / 100.0 * static_cast<double>(worst_time) / static_cast<double>(windows);
+    finding.summary = fmt::format("rank {}'s GPU is idle {:.1f} % of the time, {}", worst_idle_rank, worst_idle, cause);
+    finding.evidence.push_back(fmt::format("idle: host-bound {}, dependency {}, other {}",
+                                           report::formatValue(static_cast<double>(worst_split.host_bound), Unit::kNanoseconds),
+                                           report::formatValue(static_cast<double>(worst_split.dependency), Unit::kNanoseconds),
+                                           report::formatValue(static_cast<double>(worst_split.other), Unit::kNanoseconds)));
+    report.findings.push_back(std::move(finding));
+  }
+}
+
+}  // namespace gpuxray::analysis

@@ -1,0 +1,147 @@
+// `gpuxray analyze DIR...`: loads the ranks of a run, finds its steps, runs every analysis and
+// prints the report (text, JSON or Markdown). --fail-on thresholds turn findings into exit code 3.
+
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/steps.h"
+#include "analyzer/analysis/thresholds.h"
+#include "analyzer/cli/commands.h"
+#include "analyzer/errors.h"
+#include "analyzer/load/run_loader.h"
+
+namespace gpuxray::cli {
+namespace {
+
+struct AnalyzeOptions {
+  std::vector<std::string> paths;
+  std::string output_format = "text";
+  bool allow_mixed_runs = false;
+  unsigned jobs = 0;
+  std::vector<std::string> ranks;
+  std::vector<std::string> steps;
+  std::vector<std::string> step_markers;
+  std::vector<std::string> fail_on;
+  size_t top = 10;
+};
+
+// "0,2,4-7" -> {0, 2, 4, 5, 6, 7}
+std::vector<int64_t> parseNumberList(const std::vector<std::string>& items, const char* option) {
+  std::vector<int64_t> numbers;
+  for (const auto& item : items) {
+    size_t start = 0;
+    while (start <= item.size()) {
+      size_t comma = item.find(',', start);
+      std::string part = item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      start = comma == std::string::npos ? item.size() + 1 : comma + 1;
+      if (part.empty()) continue;
+      try {
+        size_t dash = part.find('-', 1);
+        size_t used = 0;
+        int64_t first = std::stoll(part.substr(0, dash), &used);
+        int64_t last = dash == std::string::npos ? first : std::stoll(part.substr(dash + 1));
+        if (last < first || last - first > 1'000'000) throw std::invalid_argument(part);
+        for (int64_t n = first; n <= last; ++n) numbers.push_back(n);
+      } catch (const std::exception&) {
+        throw UsageError(fmt::format("{} '{}': expected numbers and ranges such as 0,2,4-7", option, part));
+      }
+    }
+  }
+  return numbers;
+}
+
+report::RunSummary summarize(const analysis::AnalysisInput& input) {
+  report::RunSummary summary;
+  const auto& run = input.run;
+  summary.run_id = run.run_id;
+  summary.world_size = run.world_size;
+  summary.records = run.records();
+  int64_t first = 0, last = 0;
+  bool any = false;
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const auto& rank = run.ranks[r];
+    summary.ranks.push_back(rank.rank);
+    if (std::find(summary.hosts.begin(), summary.hosts.end(), rank.header.hostname) == summary.hosts.end())
+      summary.hosts.push_back(rank.header.hostname);
+    analysis::Interval span = analysis::AnalysisInput::gpuSpan(rank);
+    if (span.length() <= 0) continue;
+    first = any ? std::min(first, span.start) : span.start;
+    last = any ? std::max(last, span.end) : span.end;
+    any = true;
+  }
+  summary.span_ns = last - first;
+  size_t steps = 0;
+  for (const auto& s : input.steps) steps = std::max(steps, s.size());
+  summary.steps = steps;
+  summary.step_source = input.step_source;
+  return summary;
+}
+
+ExitCode runAnalyze(const AnalyzeOptions& options) {
+  if (options.output_format != "text" && options.output_format != "json" && options.output_format != "markdown")
+    throw UsageError(fmt::format("--format '{}': expected text, json or markdown", options.output_format));
+  std::vector<analysis::Threshold> thresholds;
+  for (const auto& text : options.fail_on) thresholds.push_back(analysis::parseThreshold(text));
+
+  load::LoadOptions load_options;
+  load_options.allow_mixed_runs = options.allow_mixed_runs;
+  load_options.threads = options.jobs;
+  for (int64_t rank : parseNumberList(options.ranks, "--ranks")) load_options.ranks.push_back(static_cast<int32_t>(rank));
+  if (isatty(STDERR_FILENO)) {
+    load_options.progress = [](size_t done, size_t total) {
+      if (total >= 4) fmt::print(stderr, "\rloading trace files: {}/{}{}", done, total, done == total ? "\n" : "");
+    };
+  }
+  model::RunTrace run = load::loadRun(options.paths, load_options);
+
+  analysis::AnalysisInput input{run, {}, {}, "none", {}};
+  input.options.step_markers = options.step_markers;
+  input.options.steps = parseNumberList(options.steps, "--steps");
+  input.options.top = options.top;
+  analysis::findSteps(input);
+  for (const auto& rank : run.ranks) input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
+
+  report::Report report;
+  report.run = summarize(input);
+  report.warnings = run.warnings;
+  analysis::runAnalyses(input, report);
+  analysis::applyThresholds(thresholds, analysis::knownMetrics(), report);
+
+  std::string rendered = options.output_format == "json"       ? report::renderJson(report)
+                         : options.output_format == "markdown" ? report::renderMarkdown(report)
+                                                               : report::renderText(report);
+  std::fwrite(rendered.data(), 1, rendered.size(), stdout);
+  if (!report.violations.empty()) {
+    for (const auto& violation : report.violations) fmt::print(stderr, "gpuxray: threshold violated: {}\n", violation);
+    return ExitCode::kThresholdExceeded;
+  }
+  return ExitCode::kOk;
+}
+
+}  // namespace
+
+CommandAction addAnalyzeCommand(CLI::App& app) {
+  auto options = std::make_shared<AnalyzeOptions>();
+  CLI::App* command = app.add_subcommand("analyze", "Find where a run's time goes and why: report for people and CI");
+  command->add_option("paths", options->paths, "Trace files or directories of them (one run)")->required();
+  command->add_option("--format", options->output_format, "text (default), json or markdown");
+  command->add_flag("--allow-mixed", options->allow_mixed_runs, "Accept files from different runs together");
+  command->add_option("-j,--jobs", options->jobs, "Files loaded at once (default: one per core)");
+  command->add_option("--ranks", options->ranks, "Analyze only these ranks, e.g. 0-7,12");
+  command->add_option("--steps", options->steps, "Per-step figures over these step numbers only, e.g. 10-20");
+  command->add_option("--step-marker", options->step_markers,
+                      "Regular expression for NVTX ranges that mark a step (besides ProfilerStep#N); a first capture "
+                      "group gives the step number");
+  command->add_option("--fail-on", options->fail_on,
+                      "Exit with 3 when a metric crosses a threshold, e.g. exposed_comm_pct>20 (repeatable)");
+  command->add_option("--top", options->top, "Rows in the top-N tables (default 10)");
+  return [options] { return runAnalyze(*options); };
+}
+
+}  // namespace gpuxray::cli

@@ -1,0 +1,285 @@
+#include "analyzer/load/run_loader.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <limits>
+#include <optional>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "analyzer/errors.h"
+#include "analyzer/load/run_files.h"
+#include "proto/trace_reader.h"
+
+namespace gpuxray::load {
+namespace {
+
+using model::ActivityKind;
+
+struct LaunchConfigHash {
+  size_t operator()(const model::LaunchConfig& c) const {
+    uint64_t h = 1469598103934665603ull;
+    for (uint32_t v : {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z, c.registers_per_thread,
+                       c.shared_memory_bytes, c.local_memory_per_thread}) {
+      h = (h ^ v) * 1099511628211ull;
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
+uint32_t saturated32(uint64_t value) {
+  return static_cast<uint32_t>(std::min<uint64_t>(value, std::numeric_limits<uint32_t>::max()));
+}
+
+bool isDeviceMemory(format::MemoryKind kind) {
+  using format::MemoryKind;
+  return kind == MemoryKind::kDevice || kind == MemoryKind::kManaged || kind == MemoryKind::kDeviceStatic ||
+         kind == MemoryKind::kManagedStatic || kind == MemoryKind::kUnknown;
+}
+
+// Builds one RankTrace from a reader's batches: rank-local string ids, interned launch
+// configurations and stream indices.
+class RankBuilder {
+ public:
+  RankBuilder(model::RankTrace& rank, const format::StringTable& strings) : rank_(rank), file_strings_(strings) {}
+
+  void add(const format::EventBatch& batch) {
+    for (const auto& k : batch.kernels) {
+      model::GpuActivity a = activity(k.start_ns, k.end_ns, k.device, k.stream, k.correlation_id);
+      a.name_id = local(k.name_id);
+      a.kind = kernelKind(a.name_id);
+      a.detail = launchConfig(k);
+      rank_.activities.push_back(a);
+    }
+    for (const auto& m : batch.memcpys) {
+      model::GpuActivity a = activity(m.start_ns, m.end_ns, m.device, m.stream, m.correlation_id);
+      a.kind = ActivityKind::kMemcpy;
+      a.detail = saturated32(m.bytes);
+      rank_.activities.push_back(a);
+    }
+    for (const auto& m : batch.memsets) {
+      model::GpuActivity a = activity(m.start_ns, m.end_ns, m.device, m.stream, m.correlation_id);
+      a.kind = ActivityKind::kMemset;
+      a.detail = saturated32(m.bytes);
+      rank_.activities.push_back(a);
+    }
+    for (const auto& c : batch.api_calls) {
+      rank_.host_calls.push_back({static_cast<int64_t>(c.start_ns), static_cast<int64_t>(c.end_ns), c.correlation_id});
+    }
+    for (const auto& n : batch.nvtx_events) {
+      if (n.kind != format::NvtxEventKind::kRange) continue;
+      rank_.nvtx.push_back({static_cast<int64_t>(n.start_ns), static_cast<int64_t>(n.end_ns), local(n.name_id),
+                            local(n.domain_id), n.thread_id, n.depth});
+    }
+    for (const auto& m : batch.memory_events) {
+      if (!isDeviceMemory(m.memory_kind) || m.operation == format::MemoryOperation::kUnknown) continue;
+      auto bytes = static_cast<int64_t>(m.bytes);
+      rank_.memory.push_back({static_cast<int64_t>(m.timestamp_ns),
+                              m.operation == format::MemoryOperation::kAllocate ? bytes : -bytes, m.device});
+    }
+    for (const auto& c : batch.nccl_communicators) {
+      rank_.communicators.push_back({c.comm_hash, c.name, c.comm_rank, c.nranks, c.nnodes, c.global_rank, c.device});
+    }
+    for (const auto& o : batch.nccl_operations) {
+      model::NcclOp op;
+      op.kind = o.kind;
+      op.comm_hash = o.comm_hash;
+      op.seq = o.seq;
+      op.func_id = local(o.func_id);
+      op.algorithm_id = local(o.algorithm_id);
+      op.protocol_id = local(o.protocol_id);
+      op.datatype_id = local(o.datatype_id);
+      op.enqueue_ns = static_cast<int64_t>(o.enqueue_ns);
+      op.gpu_start_ns = static_cast<int64_t>(o.gpu_start_ns);
+      op.gpu_end_ns = static_cast<int64_t>(o.gpu_end_ns);
+      op.bytes = o.bytes;
+      op.count = o.count;
+      op.root = o.root;
+      op.peer = o.peer;
+      op.channels = o.channels;
+      op.device = o.device;
+      op.operation_id = o.operation_id;
+      op.gpu_clock_error_ns = o.gpu_clock_error_ns;
+      rank_.nccl_ops.push_back(op);
+    }
+    for (const auto& t : batch.net_transfers) {
+      rank_.transfers.push_back({t.operation_id, t.comm_hash, t.peer, t.channel, t.is_send, t.bytes,
+                                 static_cast<int64_t>(t.start_ns), static_cast<int64_t>(t.end_ns), t.wait_gpu_ns,
+                                 t.wait_peer_ns, t.wait_network_ns});
+    }
+  }
+
+  void finish() {
+    auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
+    std::sort(rank_.activities.begin(), rank_.activities.end(), by_start);
+    std::sort(rank_.nvtx.begin(), rank_.nvtx.end(), by_start);
+    std::sort(rank_.memory.begin(), rank_.memory.end(), [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
+    std::sort(rank_.host_calls.begin(), rank_.host_calls.end(),
+              [](const auto& a, const auto& b) { return a.correlation_id < b.correlation_id; });
+    std::sort(rank_.nccl_ops.begin(), rank_.nccl_ops.end(),
+              [](const auto& a, const auto& b) { return a.enqueue_ns < b.enqueue_ns; });
+  }
+
+ private:
+  model::GpuActivity activity(uint64_t start, uint64_t end, uint32_t device, uint32_t stream, uint32_t correlation) {
+    model::GpuActivity a;
+    a.start_ns = static_cast<int64_t>(start);
+    a.end_ns = static_cast<int64_t>(std::max(start, end));
+    a.device = static_cast<uint8_t>(std::min<uint32_t>(device, 255));
+    a.stream = streamIndex(device, stream);
+    a.correlation_id = correlation;
+    return a;
+  }
+
+  uint32_t local(format::StringId id) {
+    if (id == 0) return 0;
+    if (id >= to_local_.size()) to_local_.resize(id + 1, 0);
+    uint32_t& mapped = to_local_[id];
+    if (mapped == 0) {
+      mapped = static_cast<uint32_t>(rank_.strings.size());
+      rank_.strings.emplace_back(file_strings_.get(id));
+      kinds_.push_back(-1);
+    }
+    return mapped;
+  }
+
+  ActivityKind kernelKind(uint32_t name_id) {
+    if (name_id == 0) return ActivityKind::kCompute;
+    if (kinds_.size() < rank_.strings.size()) kinds_.resize(rank_.strings.size(), -1);
+    int8_t& kind = kinds_[name_id];
+    if (kind < 0) kind = static_cast<int8_t>(isCommunicationKernel(rank_.strings[name_id]) ? ActivityKind::kCommunication
+                                                                                          : ActivityKind::kCompute);
+    return static_cast<ActivityKind>(kind);
+  }
+
+  uint32_t launchConfig(const format::KernelRecord& k) {
+    model::LaunchConfig c{k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.registers_per_thread,
+                          k.static_shared_memory + k.dynamic_shared_memory, k.local_memory_per_thread};
+    auto [it, inserted] = configs_.try_emplace(c, static_cast<uint32_t>(rank_.launch_configs.size()));
+    if (inserted) rank_.launch_configs.push_back(c);
+    return it->second;
+  }
+
+  uint16_t streamIndex(uint32_t device, uint32_t stream) {
+    model::StreamKey key{device, stream};
+    if (last_stream_ < rank_.streams.size() && rank_.streams[last_stream_] == key) return last_stream_;
+    auto it = std::find(rank_.streams.begin(), rank_.streams.end(), key);
+    if (it == rank_.streams.end()) {
+      if (rank_.streams.size() >= std::numeric_limits<uint16_t>::max()) return 0;
+      rank_.streams.push_back(key);
+      it = rank_.streams.end() - 1;
+    }
+    last_stream_ = static_cast<uint16_t>(it - rank_.streams.begin());
+    return last_stream_;
+  }
+
+  model::RankTrace& rank_;
+  const format::StringTable& file_strings_;
+  std::vector<uint32_t> to_local_;
+  std::vector<int8_t> kinds_{-1};
+  std::unordered_map<model::LaunchConfig, uint32_t, LaunchConfigHash> configs_;
+  uint16_t last_stream_ = 0;
+};
+
+unsigned workerCount(unsigned requested, size_t files) {
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(requested == 0 ? cores : requested, files)));
+}
+
+}  // namespace
+
+bool isCommunicationKernel(std::string_view name) {
+  return name.starts_with("nccl") || name.find("ncclKernel") != std::string_view::npos ||
+         name.find("ncclDevKernel") != std::string_view::npos;
+}
+
+model::RankTrace loadRankTrace(const std::string& path, std::vector<std::string>& warnings) {
+  format::TraceReader reader(path);
+  model::RankTrace rank;
+  rank.path = path;
+  rank.header = reader.header();
+  rank.rank = rank.header.rank;
+  RankBuilder builder(rank, reader.strings());
+  format::EventBatch batch;
+  format::CategoryCounts counts{};
+  while (reader.next(batch)) {
+    format::countRecords(batch, counts);
+    builder.add(batch);
+  }
+  builder.finish();
+  for (uint64_t n : counts) rank.records_read += n;
+  for (const auto& warning : reader.warnings()) warnings.push_back(warning);
+  if (!reader.trailer()) {
+    warnings.push_back(path + ": no trailer: the capture did not finish cleanly; what was written is used");
+  } else {
+    for (const auto& count : reader.trailer()->counts) {
+      if (count.dropped > 0) {
+        warnings.push_back(fmt::format("{}: {} {} records were dropped during capture", path, count.dropped,
+                                       format::categoryName(count.category)));
+      }
+    }
+  }
+  return rank;
+}
+
+model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions& options) {
+  TraceFileSet set = discoverTraceFiles(paths);
+
+  struct Loaded {
+    std::optional<model::RankTrace> rank;
+    std::vector<std::string> warnings;
+    std::string error;
+  };
+  std::vector<Loaded> loaded(set.files.size());
+  std::set<int32_t> wanted(options.ranks.begin(), options.ranks.end());
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> done{0};
+  auto work = [&] {
+    for (size_t i = next++; i < set.files.size(); i = next++) {
+      try {
+        model::RankTrace rank = loadRankTrace(set.files[i], loaded[i].warnings);
+        if (wanted.empty() || wanted.contains(rank.rank)) loaded[i].rank = std::move(rank);
+      } catch (const std::exception& e) {
+        loaded[i].error = e.what();
+      }
+      if (options.progress) options.progress(++done, set.files.size());
+    }
+  };
+  std::vector<std::thread> workers;
+  unsigned count = workerCount(options.threads, set.files.size());
+  for (unsigned w = 1; w < count; ++w) workers.emplace_back(work);
+  work();
+  for (auto& worker : workers) worker.join();
+
+  model::RunTrace run;
+  std::string first_error;
+  for (auto& file : loaded) {
+    if (!file.error.empty()) {
+      run.warnings.push_back(file.error + "; file skipped");
+      if (first_error.empty()) first_error = file.error;
+    }
+    run.warnings.insert(run.warnings.end(), file.warnings.begin(), file.warnings.end());
+    if (file.rank) run.ranks.push_back(std::move(*file.rank));
+  }
+  if (run.ranks.empty() && !first_error.empty()) throw InputError(first_error);
+  std::vector<RankedFile> ranked;
+  for (const auto& rank : run.ranks) ranked.push_back({rank.path, &rank.header});
+  RunProblems problems = checkRunMembership(ranked, options.allow_mixed_runs, set.from_directory && wanted.empty());
+  if (!problems.errors.empty()) {
+    std::string message = problems.errors.front();
+    for (size_t i = 1; i < problems.errors.size(); ++i) message += "\n" + problems.errors[i];
+    throw InputError(message);
+  }
+  run.warnings.insert(run.warnings.end(), problems.warnings.begin(), problems.warnings.end());
+  if (run.ranks.empty()) throw InputError("no trace file holds the ranks asked for");
+  std::sort(run.ranks.begin(), run.ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  run.run_id = run.ranks.front().header.run_id;
+  for (const auto& rank : run.ranks) run.world_size = std::max(run.world_size, rank.header.world_size);
+  return run;
+}
+
+}  // namespace gpuxray::load

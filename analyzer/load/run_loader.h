@@ -1,0 +1,35 @@
+// Loads the trace files of one run into a RunTrace, one file per worker thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/run_trace.h"
+
+namespace gpuxray::load {
+
+struct LoadOptions {
+  bool allow_mixed_runs = false;
+  // Worker threads; 0 = one per core.
+  unsigned threads = 0;
+  // Load only these ranks (empty: all).
+  std::vector<int32_t> ranks;
+  // Called after each file with (files done, files in all), from the worker that finished it.
+  std::function<void(size_t, size_t)> progress;
+};
+
+// Reads every trace file under `paths` (files, or directories of *.gpuxray). A file that is not a
+// readable trace is skipped with a warning naming it; damage inside a file (torn tail, bad chunks)
+// and missing ranks are warnings, and whatever is intact is used. Files of different runs (unless
+// allowed), a rank in two files, or nothing usable at all make an InputError.
+model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions& options);
+
+// One file, on its own clock. Throws format::FormatError when it is not a readable trace.
+model::RankTrace loadRankTrace(const std::string& path, std::vector<std::string>& warnings);
+
+// Whether a kernel of this name is communication (NCCL's kernels, as HTA and gpuxray count them).
+bool isCommunicationKernel(std::string_view name);
+
+}  // namespace gpuxray::load

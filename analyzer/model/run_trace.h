@@ -1,0 +1,156 @@
+// The analyzer's in-memory view of a run: one RankTrace per trace file, with every time on one
+// clock (signed nanoseconds, the same epoch on all ranks once aligned). Records are kept compact,
+// because a run of 64 ranks easily holds 10^8 of them: names are rank-local string ids, a kernel's
+// launch configuration is interned, and only what the analyses read is kept.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/records.h"
+
+namespace gpuxray::model {
+
+// What a GPU activity does, decided once at load time from its record type and name.
+enum class ActivityKind : uint8_t { kCompute, kCommunication, kMemcpy, kMemset };
+
+std::string_view activityKindName(ActivityKind kind);
+
+struct LaunchConfig {
+  uint32_t grid_x = 0, grid_y = 0, grid_z = 0;
+  uint32_t block_x = 0, block_y = 0, block_z = 0;
+  uint32_t registers_per_thread = 0;
+  uint32_t shared_memory_bytes = 0;  // static + dynamic
+  uint32_t local_memory_per_thread = 0;
+  bool operator==(const LaunchConfig&) const = default;
+  uint64_t blocks() const { return uint64_t{grid_x} * grid_y * grid_z; }
+  uint32_t threadsPerBlock() const { return block_x * block_y * block_z; }
+};
+
+// A kernel, copy or memset on a GPU stream (32 bytes).
+struct GpuActivity {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint32_t name_id = 0;
+  // Kernels: index into RankTrace::launch_configs. Copies and memsets: bytes (saturated at 4 GiB - 1).
+  uint32_t detail = 0;
+  uint32_t correlation_id = 0;
+  uint16_t stream = 0;  // index into RankTrace::streams
+  uint8_t device = 0;
+  ActivityKind kind = ActivityKind::kCompute;
+
+  int64_t duration() const { return end_ns - start_ns; }
+};
+
+// The stream an activity ran on (CUDA's stream id and its device).
+struct StreamKey {
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  bool operator==(const StreamKey&) const = default;
+};
+
+// A runtime or driver call on the host, as far as the analyses need it: when the CPU issued the
+// work with this correlation id.
+struct HostCall {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint32_t correlation_id = 0;
+};
+
+struct NvtxRange {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint32_t name_id = 0;
+  uint32_t domain_id = 0;
+  uint64_t thread_id = 0;
+  uint32_t depth = 0;
+};
+
+// Device memory in use changed by `delta_bytes` at `time_ns`.
+struct MemoryChange {
+  int64_t time_ns = 0;
+  int64_t delta_bytes = 0;
+  uint32_t device = 0;
+};
+
+struct Communicator {
+  uint64_t comm_hash = 0;
+  std::string name;
+  int32_t comm_rank = 0;
+  int32_t nranks = 0;
+  int32_t nnodes = 0;
+  int32_t global_rank = 0;
+  uint32_t device = 0;
+};
+
+struct NcclOp {
+  format::NcclOperationKind kind = format::NcclOperationKind::kUnknown;
+  uint64_t comm_hash = 0;
+  uint64_t seq = 0;
+  uint32_t func_id = 0;
+  uint32_t algorithm_id = 0;
+  uint32_t protocol_id = 0;
+  uint32_t datatype_id = 0;
+  int64_t enqueue_ns = 0;
+  int64_t gpu_start_ns = 0;  // 0: no GPU times
+  int64_t gpu_end_ns = 0;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  int32_t root = 0;
+  int32_t peer = 0;
+  uint32_t channels = 0;
+  uint32_t device = 0;
+  uint64_t operation_id = 0;
+  uint64_t gpu_clock_error_ns = 0;
+  bool hasGpuTimes() const { return gpu_start_ns != 0 && gpu_end_ns >= gpu_start_ns; }
+};
+
+struct NetTransfer {
+  uint64_t operation_id = 0;
+  uint64_t comm_hash = 0;
+  int32_t peer = 0;
+  uint32_t channel = 0;
+  bool is_send = false;
+  uint64_t bytes = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint64_t wait_gpu_ns = 0;
+  uint64_t wait_peer_ns = 0;
+  uint64_t wait_network_ns = 0;
+};
+
+struct RankTrace {
+  int32_t rank = -1;
+  std::string path;
+  format::FileHeader header;
+  std::vector<std::string> strings{""};  // id 0 is ""
+  std::vector<LaunchConfig> launch_configs;
+  std::vector<StreamKey> streams;
+  std::vector<GpuActivity> activities;  // by start time
+  std::vector<HostCall> host_calls;     // by correlation id
+  std::vector<NvtxRange> nvtx;          // by start time
+  std::vector<MemoryChange> memory;     // by time
+  std::vector<Communicator> communicators;
+  std::vector<NcclOp> nccl_ops;  // by enqueue time
+  std::vector<NetTransfer> transfers;
+  uint64_t records_read = 0;
+  // Added to every time of this rank to put it on the run's clock (0 until aligned).
+  int64_t clock_offset_ns = 0;
+
+  std::string_view name(uint32_t id) const { return id < strings.size() ? std::string_view(strings[id]) : std::string_view(); }
+  // The host call that launched the work with this correlation id, or nullptr.
+  const HostCall* launchOf(uint32_t correlation_id) const;
+};
+
+struct RunTrace {
+  std::string run_id;
+  int32_t world_size = 0;
+  std::vector<RankTrace> ranks;  // by rank
+  // Problems met while loading (torn files, missing ranks, ...), each on one line.
+  std::vector<std::string> warnings;
+  uint64_t records() const;
+};
+
+}  // namespace gpuxray::model

@@ -1,0 +1,123 @@
+// The report for machines (schema in docs/report-schema.md): numbers unformatted, in the unit
+// each column names.
+
+#include <cmath>
+
+#include "analyzer/report/json_writer.h"
+#include "analyzer/report/report.h"
+
+namespace gpuxray::report {
+namespace {
+
+void writeCell(JsonWriter& json, const Cell& cell) {
+  if (!cell.is_number) {
+    json.value(cell.text);
+  } else if (std::isfinite(cell.number) && cell.number == std::trunc(cell.number) && std::fabs(cell.number) < 9e15) {
+    json.value(static_cast<int64_t>(cell.number));
+  } else {
+    json.value(cell.number);
+  }
+}
+
+}  // namespace
+
+std::string renderJson(const Report& report) {
+  std::string out;
+  JsonWriter json(out);
+  json.beginObject();
+  json.field("schema", "gpuxray.analyze");
+  json.field("schema_version", static_cast<int64_t>(kReportSchemaVersion));
+
+  const RunSummary& run = report.run;
+  json.key("run").beginObject();
+  json.field("run_id", run.run_id);
+  json.field("world_size", run.world_size);
+  json.key("ranks").beginArray();
+  for (int32_t rank : run.ranks) json.value(rank);
+  json.endArray();
+  json.key("hosts").beginArray();
+  for (const auto& host : run.hosts) json.value(host);
+  json.endArray();
+  json.field("records", run.records);
+  json.field("span_ns", run.span_ns);
+  json.field("steps", static_cast<uint64_t>(run.steps));
+  json.field("step_source", run.step_source);
+  json.endObject();
+
+  json.key("metrics").beginObject();
+  for (const auto& m : report.metrics) {
+    json.key(m.name).beginObject();
+    Cell value = Cell::of(m.value, m.unit);
+    json.key("value");
+    writeCell(json, value);
+    json.field("unit", unitName(m.unit));
+    json.field("description", m.description);
+    json.endObject();
+  }
+  json.endObject();
+
+  json.key("findings").beginArray();
+  for (const auto& f : report.findings) {
+    json.beginObject();
+    json.field("analysis", f.analysis);
+    json.field("severity", severityName(f.severity));
+    json.field("cost_ns", static_cast<int64_t>(std::llround(f.cost_ns)));
+    json.field("summary", f.summary);
+    json.key("evidence").beginArray();
+    for (const auto& e : f.evidence) json.value(e);
+    json.endArray();
+    json.endObject();
+  }
+  json.endArray();
+
+  json.key("sections").beginObject();
+  for (const auto& section : report.sections) {
+    json.key(section.id).beginObject();
+    json.field("title", section.title);
+    json.key("notes").beginArray();
+    for (const auto& note : section.notes) json.value(note);
+    json.endArray();
+    json.key("tables").beginObject();
+    for (const auto& table : section.tables) {
+      json.key(table.id).beginObject();
+      json.key("units").beginObject();
+      for (size_t c = 0; c < table.columns.size(); ++c) {
+        const char* unit = "";
+        for (const auto& row : table.rows) {
+          if (c < row.size() && row[c].is_number) {
+            unit = unitName(row[c].unit);
+            break;
+          }
+        }
+        json.field(table.columns[c].key, unit);
+      }
+      json.endObject();
+      json.key("rows").beginArray();
+      for (const auto& row : table.rows) {
+        json.beginObject();
+        for (size_t c = 0; c < table.columns.size() && c < row.size(); ++c) {
+          json.key(table.columns[c].key);
+          writeCell(json, row[c]);
+        }
+        json.endObject();
+      }
+      json.endArray();
+      json.endObject();
+    }
+    json.endObject();
+    json.endObject();
+  }
+  json.endObject();
+
+  json.key("warnings").beginArray();
+  for (const auto& w : report.warnings) json.value(w);
+  json.endArray();
+  json.key("violations").beginArray();
+  for (const auto& v : report.violations) json.value(v);
+  json.endArray();
+  json.endObject();
+  out += "\n";
+  return out;
+}
+
+}  // namespace gpuxray::report
