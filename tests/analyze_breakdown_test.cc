@@ -1,0 +1,169 @@
+// Golden tests for the time breakdown and the overlap analysis, with answers worked out by hand,
+// and for the report's three forms and --fail-on.
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/steps.h"
+#include "analyzer/load/run_loader.h"
+#include "tests/support/run_builder.h"
+#include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using gpuxray::testing::RunBuilder;
+using gpuxray::testing::TempDir;
+namespace analysis = gpuxray::analysis;
+namespace report = gpuxray::report;
+
+constexpr uint64_t kDp = 0xD000000000000001ull;
+
+// Two ranks, two 1000 µs steps each:
+//   0-600 compute | 600-900 all-reduce alone (exposed) | 900-950 compute | 950-1000 idle
+// except that rank 1's all-reduce runs beside a compute kernel 600-700 (100 µs hidden), and
+// rank 1's last kernel of each step is launched after the GPU ran dry (host-bound idle 20 µs).
+void writeRun(const std::filesystem::path& dir) {
+  RunBuilder run("golden-overlap", 2);
+  for (int r = 0; r < 2; ++r) {
+    auto& rank = run.rank(r, "node-0", r);
+    rank.communicator(kDp, "dp", r, 2, 1);
+    for (int step = 0; step < 2; ++step) {
+      double t = step * 1000.0;
+      rank.range("ProfilerStep#" + std::to_string(step + 4), t, t + 1000);
+      rank.kernel("gemm", t, t + 600);
+      rank.collective(kDp, "AllReduce", static_cast<uint64_t>(step + 1), t + 600, t + 900, 64 << 20);
+      if (r == 1) {
+        rank.kernel("side_kernel", t + 600, t + 700, 21);
+        // GPU idle 900-920, its launch came at 910 (after the idle began): host-bound.
+        rank.kernel("epilogue", t + 920, t + 950, 7, 10);
+      } else {
+        rank.kernel("epilogue", t + 900, t + 950);
+      }
+    }
+  }
+  run.write(dir);
+}
+
+struct Analyzed {
+  gpuxray::model::RunTrace run;
+  report::Report report;
+};
+
+Analyzed analyze(const std::string& dir) {
+  Analyzed a{gpuxray::load::loadRun({dir}, {}), {}};
+  analysis::AnalysisInput input{a.run, {}, {}, "none", {}};
+  analysis::findSteps(input);
+  for (const auto& rank : a.run.ranks) input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
+  analysis::runAnalyses(input, a.report);
+  return a;
+}
+
+const report::Table& table(const report::Report& r, const std::string& section, const std::string& id) {
+  for (const auto& s : r.sections) {
+    if (s.id != section) continue;
+    for (const auto& t : s.tables) {
+      if (t.id == id) return t;
+    }
+  }
+  FAIL("no table " << section << "/" << id);
+  throw;
+}
+
+double cell(const report::Table& t, size_t row, const std::string& key) {
+  for (size_t c = 0; c < t.columns.size(); ++c) {
+    if (t.columns[c].key == key) return t.rows.at(row).at(c).number;
+  }
+  FAIL("no column " << key);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("analyze: steps come from ProfilerStep ranges, numbered as named") {
+  TempDir dir;
+  writeRun(dir.path());
+  auto run = gpuxray::load::loadRun({dir.path().string()}, {});
+  analysis::AnalysisInput input{run, {}, {}, "none", {}};
+  analysis::findSteps(input);
+  REQUIRE(input.steps.size() == 2);
+  REQUIRE(input.steps[0].size() == 2);
+  CHECK(input.steps[0][0].number == 4);
+  CHECK(input.steps[0][1].number == 5);
+  CHECK(input.steps[1][1].window.length() == 1'000'000);
+}
+
+TEST_CASE("analyze: time breakdown splits each step into compute, exposed communication and idle by cause") {
+  TempDir dir;
+  writeRun(dir.path());
+  auto a = analyze(dir.path().string());
+  const auto& ranks = table(a.report, "time_breakdown", "ranks");
+  REQUIRE(ranks.rows.size() == 2);
+  // Rank 0: compute 650 of each 1000, exposed comm 300, idle 50. Step 4's idle end is host-bound
+  // (step 5's first kernel was launched at 995, after the GPU ran dry at 950); step 5's is "other"
+  // (nothing comes after it).
+  CHECK(cell(ranks, 0, "compute_pct") == Approx(65.0));
+  CHECK(cell(ranks, 0, "communication_pct") == Approx(30.0));
+  CHECK(cell(ranks, 0, "idle_pct") == Approx(5.0));
+  CHECK(cell(ranks, 0, "host_bound_pct") == Approx(2.5));
+  CHECK(cell(ranks, 0, "other_idle_pct") == Approx(2.5));
+  // Rank 1: compute 600 + 100 (side kernel) + 30 = 730; exposed comm 200; idle 20 + 50.
+  CHECK(cell(ranks, 1, "compute_pct") == Approx(73.0));
+  CHECK(cell(ranks, 1, "communication_pct") == Approx(20.0));
+  CHECK(cell(ranks, 1, "idle_pct") == Approx(7.0));
+  // The 20 µs gaps before the late-launched epilogues are host-bound too: (20 + 20 + 50) of 2000.
+  CHECK(cell(ranks, 1, "host_bound_pct") == Approx(4.5));
+  CHECK(a.report.metric("idle_pct")->value == Approx(7.0));
+  CHECK(a.report.metric("host_bound_pct")->value == Approx(4.5));
+}
+
+TEST_CASE("analyze: overlap and exposed communication per rank, communicator and collective") {
+  TempDir dir;
+  writeRun(dir.path());
+  auto a = analyze(dir.path().string());
+  const auto& ranks = table(a.report, "overlap", "ranks");
+  REQUIRE(ranks.rows.size() == 2);
+  CHECK(cell(ranks, 0, "overlap_pct") == Approx(0.0));
+  CHECK(cell(ranks, 0, "exposed") == Approx(600'000));  // 300 µs in each of 2 steps
+  CHECK(cell(ranks, 1, "overlap_pct") == Approx(100.0 / 3.0));
+  CHECK(cell(ranks, 1, "exposed_per_step_median") == Approx(200'000));
+  CHECK(a.report.metric("exposed_comm_pct")->value == Approx(30.0));
+  CHECK(a.report.metric("overlap_pct")->value == Approx(0.0));
+  const auto& top = table(a.report, "overlap", "top_exposed");
+  REQUIRE(top.rows.size() == 1);
+  CHECK(top.rows[0][0].text == "AllReduce");
+  CHECK(cell(top, 0, "count") == 4);
+  CHECK(cell(top, 0, "exposed") == Approx(2 * 300'000 + 2 * 200'000));
+  REQUIRE_FALSE(a.report.findings.empty());
+  CHECK(a.report.findings[0].summary.find("exposed communication takes 30.0 % of rank 0's step time") != std::string::npos);
+}
+
+TEST_CASE("analyze: the CLI prints text, JSON and Markdown, and --fail-on sets exit code 3") {
+  TempDir dir;
+  writeRun(dir.path() / "run");
+  std::string gpuxray = std::string(GPUXRAY_BINARY) + " analyze " + (dir / "run");
+  auto text = gpuxray::testing::runCommand(gpuxray);
+  INFO(text.err);
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("gpuxray analyze: run golden-overlap, 2 of 2 ranks on 1 host") != std::string::npos);
+  CHECK(text.out.find("steps: 2 (from NVTX ranges ProfilerStep#N)") != std::string::npos);
+  CHECK(text.out.find("exposed_comm_pct  30.0 %") != std::string::npos);
+
+  auto json = gpuxray::testing::runCommand(gpuxray + " --format json");
+  REQUIRE(json.exit_code == 0);
+  CHECK(json.out.find("\"schema\": \"gpuxray.analyze\"") != std::string::npos);
+  CHECK(json.out.find("\"exposed_comm_pct\": {\n      \"value\": 30") != std::string::npos);
+
+  auto markdown = gpuxray::testing::runCommand(gpuxray + " --format markdown");
+  REQUIRE(markdown.exit_code == 0);
+  CHECK(markdown.out.find("## gpuxray: run `golden-overlap`") != std::string::npos);
+
+  auto failing = gpuxray::testing::runCommand(gpuxray + " --fail-on 'exposed_comm_pct>20' --fail-on 'idle_pct>50'");
+  CHECK(failing.exit_code == 3);
+  CHECK(failing.err == "gpuxray: threshold violated: exposed_comm_pct = 30 (30.0 %), threshold >20\n");
+
+  auto unknown = gpuxray::testing::runCommand(gpuxray + " --fail-on 'bubble>1'");
+  CHECK(unknown.exit_code == 1);
+  CHECK(unknown.err.find("--fail-on 'bubble>1': no metric 'bubble'") != std::string::npos);
+}

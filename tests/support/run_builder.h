@@ -1,0 +1,211 @@
+// Builds small multi-rank runs for the analyzer's golden tests, written with the real proto/
+// writer. Times are given in microseconds from the run's start (and stored as nanoseconds on each
+// rank's own clock: `clock_skew_us` shifts a whole rank, as an unsynchronized host would).
+//
+//   RunBuilder run("golden-dp", 4);
+//   auto& r0 = run.rank(0, "node-0");
+//   r0.kernel("gemm", 0, 900);                    // compute on stream 7
+//   r0.allReduce(comm, /*seq=*/1, 900, 1200, 64 << 20);   // NCCL kernel + operation on stream 13
+//   run.write(dir);
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proto/file_layout.h"
+#include "proto/trace_writer.h"
+
+namespace gpuxray::testing {
+
+inline constexpr uint64_t kRunStartNs = 1'764'410'400'000'000'000ull;
+inline constexpr uint32_t kComputeStream = 7;
+inline constexpr uint32_t kCommStream = 13;
+
+struct RankBuilder {
+  format::FileHeader header;
+  int64_t clock_skew_us = 0;
+  std::vector<std::string> strings;  // interned at write time, by name
+  struct Kernel {
+    std::string name;
+    double start_us, end_us;
+    uint32_t stream;
+    uint32_t correlation;
+    format::KernelRecord shape;  // launch configuration fields (grid, block, registers, ...)
+  };
+  struct Launch {
+    double start_us, end_us;
+    uint32_t correlation;
+  };
+  struct Op {
+    format::NcclOperationRecord record;
+    std::string func;
+    std::string algorithm;
+    double enqueue_us, start_us, end_us;
+  };
+  struct Range {
+    std::string name;
+    double start_us, end_us;
+  };
+  std::vector<Kernel> kernels;
+  std::vector<Launch> launches;
+  std::vector<Op> ops;
+  std::vector<Range> ranges;
+  std::vector<format::NcclCommunicatorRecord> communicators;
+  std::vector<format::NetTransferRecord> transfers;
+  std::vector<format::MemoryEventRecord> memory;
+  uint32_t next_correlation = 1;
+
+  uint64_t ns(double us) const {
+    return kRunStartNs + static_cast<uint64_t>(static_cast<int64_t>(us * 1000.0) + clock_skew_us * 1000);
+  }
+
+  // A compute kernel, launched by the host `launch_lead_us` before it starts (no launch record
+  // when negative).
+  RankBuilder& kernel(const std::string& name, double start_us, double end_us, uint32_t stream = kComputeStream,
+                      double launch_lead_us = 5) {
+    uint32_t correlation = next_correlation++;
+    format::KernelRecord shape;
+    shape.grid_x = 132, shape.grid_y = shape.grid_z = 1;
+    shape.block_x = 256, shape.block_y = shape.block_z = 1;
+    shape.registers_per_thread = 32;
+    kernels.push_back({name, start_us, end_us, stream, correlation, shape});
+    if (launch_lead_us >= 0) launches.push_back({start_us - launch_lead_us, start_us - launch_lead_us + 3, correlation});
+    return *this;
+  }
+
+  RankBuilder& communicator(uint64_t hash, const std::string& name, int comm_rank, int nranks, int nnodes) {
+    communicators.push_back({hash, name, comm_rank, nranks, nnodes, header.rank, 0, ns(0), 5});
+    return *this;
+  }
+
+  // An NCCL collective: its kernel on the communication stream and its operation record.
+  RankBuilder& collective(uint64_t comm, const std::string& func, uint64_t seq, double start_us, double end_us,
+                          uint64_t bytes, double enqueue_us = -1) {
+    kernel("ncclDevKernel_" + func + "_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", start_us, end_us,
+           kCommStream, 5);
+    Op op;
+    op.record.kind = format::NcclOperationKind::kCollective;
+    op.record.comm_hash = comm;
+    op.record.seq = seq;
+    op.record.bytes = bytes;
+    op.record.count = bytes / 2;
+    op.record.channels = 2;
+    op.record.operation_id = ops.size() + 1;
+    op.func = func;
+    op.algorithm = "RING";
+    op.enqueue_us = enqueue_us < 0 ? start_us - 5 : enqueue_us;
+    op.start_us = start_us;
+    op.end_us = end_us;
+    ops.push_back(op);
+    return *this;
+  }
+
+  // A send or receive to/from `peer` (communicator rank) of `bytes`.
+  RankBuilder& p2p(uint64_t comm, bool send, int peer, double start_us, double end_us, uint64_t bytes,
+                   double enqueue_us = -1) {
+    kernel(std::string("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"), start_us, end_us, kCommStream, 5);
+    Op op;
+    op.record.kind = send ? format::NcclOperationKind::kSend : format::NcclOperationKind::kRecv;
+    op.record.comm_hash = comm;
+    op.record.peer = peer;
+    op.record.bytes = bytes;
+    op.record.count = bytes;
+    op.record.channels = 1;
+    op.record.operation_id = ops.size() + 1;
+    op.func = send ? "Send" : "Recv";
+    op.enqueue_us = enqueue_us < 0 ? start_us - 5 : enqueue_us;
+    op.start_us = start_us;
+    op.end_us = end_us;
+    ops.push_back(op);
+    return *this;
+  }
+
+  RankBuilder& range(const std::string& name, double start_us, double end_us) {
+    ranges.push_back({name, start_us, end_us});
+    return *this;
+  }
+
+  void write(const std::filesystem::path& dir) const {
+    auto sink = std::make_unique<format::FileSink>((dir / format::traceFileName(header.rank, "", 0)).string());
+    format::TraceWriter writer(std::move(sink));
+    format::FileHeader h = header;
+    h.start_time_ns = ns(0);
+    h.clock_anchors.push_back({ns(0), ns(0), 1'000'000'000ull, 50});
+    writer.writeHeader(h);
+    for (const auto& c : communicators) writer.add(c);
+    for (const auto& k : kernels) {
+      format::KernelRecord r = k.shape;
+      r.start_ns = ns(k.start_us);
+      r.end_ns = ns(k.end_us);
+      r.stream = k.stream;
+      r.correlation_id = k.correlation;
+      r.name_id = writer.intern(k.name);
+      writer.add(r);
+    }
+    for (const auto& l : launches) {
+      format::ApiCallRecord call;
+      call.start_ns = ns(l.start_us);
+      call.end_ns = ns(l.end_us);
+      call.domain = format::ApiDomain::kRuntime;
+      call.cbid = 211;
+      call.correlation_id = l.correlation;
+      writer.add(call);
+    }
+    for (const auto& o : ops) {
+      format::NcclOperationRecord r = o.record;
+      r.func_id = writer.intern(o.func);
+      r.algorithm_id = o.algorithm.empty() ? 0 : writer.intern(o.algorithm);
+      r.enqueue_ns = ns(o.enqueue_us);
+      r.gpu_start_ns = ns(o.start_us);
+      r.gpu_end_ns = ns(o.end_us);
+      writer.add(r);
+    }
+    for (const auto& t : transfers) writer.add(t);
+    for (const auto& m : memory) writer.add(m);
+    for (const auto& range : ranges) {
+      format::NvtxEventRecord r;
+      r.kind = format::NvtxEventKind::kRange;
+      r.start_ns = ns(range.start_us);
+      r.end_ns = ns(range.end_us);
+      r.name_id = writer.intern(range.name);
+      r.domain_id = writer.intern("PyTorch");
+      writer.add(r);
+    }
+    format::Trailer trailer;
+    trailer.end = format::CaptureEnd::kGenerated;
+    writer.finish(trailer);
+  }
+};
+
+class RunBuilder {
+ public:
+  RunBuilder(std::string run_id, int world_size) : run_id_(std::move(run_id)), world_size_(world_size) {}
+
+  RankBuilder& rank(int rank, const std::string& host, int local_rank = -1) {
+    RankBuilder& r = ranks_[rank];
+    r.header.run_id = run_id_;
+    r.header.rank = rank;
+    r.header.world_size = world_size_;
+    r.header.local_rank = local_rank;
+    r.header.hostname = host;
+    r.header.time_base = "generated";
+    r.header.simulated = true;
+    return r;
+  }
+
+  void write(const std::filesystem::path& dir) const {
+    std::filesystem::create_directories(dir);
+    for (const auto& [rank, builder] : ranks_) builder.write(dir);
+  }
+
+ private:
+  std::string run_id_;
+  int world_size_;
+  std::map<int, RankBuilder> ranks_;
+};
+
+}  // namespace gpuxray::testing
