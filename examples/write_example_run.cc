@@ -117,7 +117,8 @@ void writeRank(const std::filesystem::path& dir, int rank, int steps, const std:
   writer.add(NcclCommunicatorRecord{kDataParallelComm, "dp", rank, kWorldSize, kHosts, rank, 0, kStartNs, 5});
   writer.add(StreamRecord{kComputeStream, 0, 1, 0, 2, 0});
   writer.add(StreamRecord{kNcclStream, 0, 1, -1, 2, 0});
-  writer.add(MemoryEventRecord{kStartNs + 1000, MemoryOperation::kAllocate, 0, 0x7f0000000000ull, 24ull << 30,
+  const auto device = static_cast<uint32_t>(header.local_rank);
+  writer.add(MemoryEventRecord{kStartNs + 1000, MemoryOperation::kAllocate, device, 0x7f0000000000ull, 24ull << 30,
                                MemoryKind::kDevice, 0, 1, false, 0});
 
   // Rank 3's GPU runs its kernels 15 % slower: every all-reduce waits for it.
@@ -136,6 +137,7 @@ void writeRank(const std::filesystem::path& dir, int rank, int steps, const std:
           k.start_ns = now;
           k.end_ns = now + duration;
           k.stream = kComputeStream;
+          k.device = device;
           k.correlation_id = correlation++;
           k.context = 1;
           k.name_id = writer.intern(shape.name);
@@ -174,6 +176,7 @@ void writeRank(const std::filesystem::path& dir, int rank, int steps, const std:
     op.channels = 16;
     op.warps = 16;
     op.stream = kNcclStream;
+    op.device = device;
     op.operation_id = static_cast<uint64_t>(step) + 1;
     op.kernel_correlation_id = correlation;
     writer.add(op);
@@ -181,6 +184,7 @@ void writeRank(const std::filesystem::path& dir, int rank, int steps, const std:
     nccl.start_ns = start;
     nccl.end_ns = end;
     nccl.stream = kNcclStream;
+    nccl.device = device;
     nccl.correlation_id = correlation++;
     nccl.context = 1;
     nccl.name_id = nccl_kernel;

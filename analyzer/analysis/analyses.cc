@@ -5,6 +5,8 @@ namespace gpuxray::analysis {
 const std::vector<std::string>& knownMetrics() {
   static const std::vector<std::string> names = {
       "idle_pct", "host_bound_pct", "exposed_comm_pct", "overlap_pct",
+      "low_occupancy_kernel_pct", "spilling_kernel_pct", "small_grid_kernel_pct",
+      "peak_memory_bytes", "peak_memory_pct",
   };
   return names;
 }
@@ -12,6 +14,8 @@ const std::vector<std::string>& knownMetrics() {
 void runAnalyses(const AnalysisInput& input, report::Report& report) {
   analyzeTimeBreakdown(input, report);
   analyzeOverlap(input, report);
+  analyzeKernels(input, report);
+  analyzeMemory(input, report);
   report.sortFindings();
 }
 

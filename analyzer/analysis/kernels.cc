@@ -1,0 +1,177 @@
+// Kernels that waste the GPU: the top kernels by time with their theoretical occupancy (and what
+// limits it), waves and how full they are, register spills to local memory, and grids too small
+// to reach every SM.
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/occupancy.h"
+
+namespace gpuxray::analysis {
+namespace {
+
+using report::Cell;
+using report::Unit;
+
+struct LaunchTime {
+  uint64_t count = 0;
+  int64_t time = 0;
+};
+
+// One kernel name across ranks, with the launch shape that took most of its time.
+struct KernelSummary {
+  uint64_t count = 0;
+  int64_t time = 0;
+  int64_t main_shape_time = -1;
+  model::LaunchConfig main_shape;
+  const format::DeviceProperties* device = nullptr;
+  Occupancy occupancy;
+};
+
+const format::DeviceProperties* deviceOf(const model::RankTrace& rank, uint32_t device) {
+  for (const auto& d : rank.header.devices) {
+    if (d.device_id == device) return &d;
+  }
+  return rank.header.devices.empty() ? nullptr : &rank.header.devices.front();
+}
+
+std::string shortName(const std::string& name) {
+  constexpr size_t kMax = 90;
+  return name.size() <= kMax ? name : name.substr(0, kMax - 3) + "...";
+}
+
+}  // namespace
+
+void analyzeKernels(const AnalysisInput& input, report::Report& report) {
+  const auto& run = input.run;
+  auto& section = report.addSection("kernels", "Kernels");
+  section.notes.push_back(
+      "Compute kernels over the steps, all ranks. Occupancy is theoretical (CUDA's occupancy rules for the launch "
+      "shape that took most of the kernel's time); wave efficiency = blocks / (waves x blocks the GPU holds at once).");
+
+  std::map<std::string, KernelSummary> kernels;
+  int64_t compute_time = 0;
+  int64_t low_occupancy_time = 0;
+  int64_t spilling_time = 0;
+  int64_t small_grid_time = 0;
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const auto& rank = run.ranks[r];
+    // (name id, launch config, device) -> time; configs beyond 2^24 per rank share a slot.
+    std::unordered_map<uint64_t, LaunchTime> per_launch;
+    for (const StepWindow& step : input.windowsOf(r)) {
+      auto it = std::lower_bound(rank.activities.begin(), rank.activities.end(), step.window.start,
+                                 [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; });
+      for (; it != rank.activities.end() && it->start_ns < step.window.end; ++it) {
+        if (it->kind != model::ActivityKind::kCompute) continue;
+        auto& launch = per_launch[(uint64_t{it->name_id} << 32) | (uint64_t{it->detail & 0xffffffu} << 8) | it->device];
+        ++launch.count;
+        launch.time += it->duration();
+      }
+    }
+    for (const auto& [key, launch] : per_launch) {
+      auto name_id = static_cast<uint32_t>(key >> 32);
+      auto config_id = static_cast<uint32_t>((key >> 8) & 0xffffffu);
+      if (config_id >= rank.launch_configs.size()) continue;
+      const model::LaunchConfig& shape = rank.launch_configs[config_id];
+      const format::DeviceProperties* device = deviceOf(rank, static_cast<uint32_t>(key & 0xffu));
+      Occupancy occupancy = device != nullptr ? theoreticalOccupancy(shape, *device) : Occupancy{};
+      compute_time += launch.time;
+      if (occupancy.blocks_per_sm > 0 && occupancy.occupancy < 0.25) low_occupancy_time += launch.time;
+      if (shape.local_memory_per_thread > 0) spilling_time += launch.time;
+      if (device != nullptr && device->sm_count > 0 && shape.blocks() < device->sm_count) small_grid_time += launch.time;
+
+      KernelSummary& summary = kernels[std::string(rank.name(name_id))];
+      summary.count += launch.count;
+      summary.time += launch.time;
+      if (launch.time > summary.main_shape_time) {
+        summary.main_shape_time = launch.time;
+        summary.main_shape = shape;
+        summary.device = device;
+        summary.occupancy = occupancy;
+      }
+    }
+  }
+  if (compute_time == 0) {
+    section.notes.push_back("No compute kernels in the trace.");
+    return;
+  }
+
+  std::vector<std::pair<std::string, KernelSummary>> ranked(kernels.begin(), kernels.end());
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second.time > b.second.time; });
+  report::Table top{"top_kernels", "Top kernels by time",
+                    {{"kernel", "kernel"}, {"count", "count"}, {"time", "time"}, {"time_pct", "% of compute"},
+                     {"mean", "mean"}, {"grid_blocks", "blocks"}, {"block_threads", "threads/block"},
+                     {"registers", "regs/thread"}, {"shared_memory", "smem/block"}, {"occupancy_pct", "occupancy"},
+                     {"limited_by", "limited by"}, {"waves", "waves"}, {"wave_efficiency_pct", "wave efficiency"},
+                     {"local_memory", "spill/thread"}},
+                    {}};
+  for (size_t i = 0; i < ranked.size() && i < input.options.top; ++i) {
+    const auto& [name, k] = ranked[i];
+    const Occupancy& o = k.occupancy;
+    bool known = o.blocks_per_sm > 0;
+    top.rows.push_back(
+        {Cell::of(shortName(name)), Cell::of(static_cast<double>(k.count), Unit::kCount),
+         Cell::of(static_cast<double>(k.time), Unit::kNanoseconds),
+         Cell::of(100.0 * static_cast<double>(k.time) / static_cast<double>(compute_time), Unit::kPercent),
+         Cell::of(static_cast<double>(k.time) / static_cast<double>(k.count), Unit::kNanoseconds),
+         Cell::of(static_cast<double>(k.main_shape.blocks()), Unit::kCount),
+         Cell::of(k.main_shape.threadsPerBlock(), Unit::kNone), Cell::of(k.main_shape.registers_per_thread, Unit::kNone),
+         Cell::of(k.main_shape.shared_memory_bytes, Unit::kBytes),
+         known ? Cell::of(100.0 * o.occupancy, Unit::kPercent) : Cell::of("n/a"),
+         Cell::of(known ? occupancyLimitName(o.limit) : "-"), known ? Cell::of(static_cast<double>(o.waves), Unit::kCount) : Cell::of("n/a"),
+         known ? Cell::of(100.0 * o.wave_efficiency, Unit::kPercent) : Cell::of("n/a"),
+         Cell::of(k.main_shape.local_memory_per_thread, Unit::kBytes)});
+  }
+  section.tables.push_back(std::move(top));
+
+  auto pct = [compute_time](int64_t part) { return 100.0 * static_cast<double>(part) / static_cast<double>(compute_time); };
+  report.addMetric("low_occupancy_kernel_pct", pct(low_occupancy_time), Unit::kPercent,
+                   "compute kernel time at < 25 % theoretical occupancy");
+  report.addMetric("spilling_kernel_pct", pct(spilling_time), Unit::kPercent,
+                   "compute kernel time in kernels that spill registers to local memory");
+  report.addMetric("small_grid_kernel_pct", pct(small_grid_time), Unit::kPercent,
+                   "compute kernel time in grids with fewer blocks than the GPU has SMs");
+
+  // Findings: the costliest kernels among those whose launch wastes the GPU.
+  size_t reported = 0;
+  for (const auto& [name, k] : ranked) {
+    if (reported == 3 || static_cast<double>(k.time) < 0.02 * static_cast<double>(compute_time)) break;
+    const Occupancy& o = k.occupancy;
+    std::vector<std::string> problems;
+    if (o.blocks_per_sm > 0 && o.occupancy < 0.25)
+      problems.push_back(fmt::format("{:.1f} % theoretical occupancy, limited by {}", 100 * o.occupancy, occupancyLimitName(o.limit)));
+    if (o.waves > 0 && o.waves <= 4 && o.wave_efficiency < 0.75)
+      problems.push_back(fmt::format("{} wave(s) only {:.0f} % full (tail effect)", o.waves, 100 * o.wave_efficiency));
+    if (k.device != nullptr && k.main_shape.blocks() < k.device->sm_count)
+      problems.push_back(fmt::format("{} blocks leave {} of {} SMs idle", k.main_shape.blocks(),
+                                     k.device->sm_count - k.main_shape.blocks(), k.device->sm_count));
+    if (k.main_shape.local_memory_per_thread > 0)
+      problems.push_back(fmt::format("spills {} B of registers per thread to local memory", k.main_shape.local_memory_per_thread));
+    if (problems.empty()) continue;
+    report::Finding finding;
+    finding.analysis = "kernels";
+    // Low occupancy alone is how many tensor-core kernels are built (one big block per SM); it is
+    // worth a look, not an alarm, unless the launch also leaves SMs or wave slots empty.
+    bool wastes_slots = (o.waves > 0 && o.waves <= 4 && o.wave_efficiency < 0.75) ||
+                        (k.device != nullptr && k.main_shape.blocks() < k.device->sm_count) ||
+                        k.main_shape.local_memory_per_thread > 0;
+    finding.severity = wastes_slots ? report::Severity::kWarning : report::Severity::kInfo;
+    size_t windows = 0;
+    for (size_t r = 0; r < run.ranks.size(); ++r) windows += input.windowsOf(r).size();
+    finding.cost_ns = static_cast<double>(k.time) / static_cast<double>(std::max<size_t>(1, windows)) *
+                      (o.blocks_per_sm > 0 ? 1.0 - o.occupancy * o.wave_efficiency : 0.5);
+    finding.summary = fmt::format("kernel {} ({:.1f} % of compute time) {}", shortName(name), pct(k.time), problems.front());
+    for (size_t i = 1; i < problems.size(); ++i) finding.evidence.push_back(problems[i]);
+    finding.evidence.push_back(fmt::format("launch: {} blocks x {} threads, {} registers/thread, {} B shared memory/block",
+                                           k.main_shape.blocks(), k.main_shape.threadsPerBlock(),
+                                           k.main_shape.registers_per_thread, k.main_shape.shared_memory_bytes));
+    report.findings.push_back(std::move(finding));
+    ++reported;
+  }
+}
+
+}  // namespace gpuxray::analysis

@@ -1,0 +1,149 @@
+// Theoretical occupancy against the values NVIDIA's occupancy calculator gives, and golden tests
+// for the kernel and memory sections.
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/occupancy.h"
+#include "analyzer/analysis/steps.h"
+#include "analyzer/load/run_loader.h"
+#include "tests/support/run_builder.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using gpuxray::format::DeviceProperties;
+using gpuxray::model::LaunchConfig;
+namespace analysis = gpuxray::analysis;
+
+DeviceProperties gpu(uint32_t sms, uint64_t shared_per_sm, uint64_t optin, uint32_t major, uint32_t minor) {
+  DeviceProperties d;
+  d.sm_count = sms;
+  d.compute_major = major;
+  d.compute_minor = minor;
+  d.max_threads_per_sm = 2048;
+  d.registers_per_sm = 65536;
+  d.registers_per_block = 65536;
+  d.shared_memory_per_sm = shared_per_sm;
+  d.shared_memory_per_block = 49152;
+  d.shared_memory_per_block_optin = optin;
+  d.warp_size = 32;
+  return d;
+}
+
+const DeviceProperties kH100 = gpu(132, 233472, 232448, 9, 0);
+const DeviceProperties kA100 = gpu(108, 167936, 166912, 8, 0);
+
+LaunchConfig launch(uint32_t blocks, uint32_t threads, uint32_t registers, uint32_t shared) {
+  return LaunchConfig{blocks, 1, 1, threads, 1, 1, registers, shared, 0};
+}
+
+analysis::AnalysisInput prepared(const gpuxray::model::RunTrace& run) {
+  analysis::AnalysisInput input{run, {}, {}, "none", {}};
+  analysis::findSteps(input);
+  for (const auto& rank : run.ranks) input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
+  return input;
+}
+
+}  // namespace
+
+TEST_CASE("analyze: theoretical occupancy follows CUDA's occupancy rules") {
+  // Values computed with NVIDIA's cuda_occupancy.h (see the notes on CUPTI).
+  auto registers = analysis::theoreticalOccupancy(launch(1000, 256, 128, 0), kH100);
+  CHECK(registers.blocks_per_sm == 2);
+  CHECK(registers.occupancy == Approx(0.25));
+  CHECK(registers.limit == analysis::OccupancyLimit::kRegisters);
+
+  CHECK(analysis::theoreticalOccupancy(launch(1000, 256, 64, 48 * 1024), kA100).blocks_per_sm == 3);
+  CHECK(analysis::theoreticalOccupancy(launch(1000, 256, 64, 48 * 1024), kH100).blocks_per_sm == 4);
+  // With 32 registers only the shared memory limits it.
+  auto shared = analysis::theoreticalOccupancy(launch(1000, 256, 32, 48 * 1024), kH100);
+  CHECK(shared.blocks_per_sm == 4);
+  CHECK(shared.limit == analysis::OccupancyLimit::kSharedMemory);
+
+  CHECK(analysis::theoreticalOccupancy(launch(1000, 384, 168, 200 * 1024), kA100).blocks_per_sm == 0);
+  CHECK(analysis::theoreticalOccupancy(launch(1000, 384, 168, 200 * 1024), kH100).blocks_per_sm == 1);
+
+  // Waves: 2 blocks/SM x 132 SMs = 264 slots; 300 blocks = 2 waves, the second 36 of 264 full.
+  auto waves = analysis::theoreticalOccupancy(launch(300, 256, 128, 0), kH100);
+  CHECK(waves.waves == 2);
+  CHECK(waves.wave_efficiency == Approx(300.0 / 528.0));
+  // A block that cannot run at all.
+  CHECK(analysis::theoreticalOccupancy(launch(10, 1024, 255, 0), kH100).blocks_per_sm == 0);
+}
+
+TEST_CASE("analyze: the kernel section ranks kernels by time and flags small grids and spills") {
+  gpuxray::testing::TempDir dir;
+  gpuxray::testing::RunBuilder run("golden-kernels", 1);
+  auto& rank = run.rank(0, "node-0", 0);
+  rank.header.devices.push_back(kH100);
+  for (int i = 0; i < 10; ++i) {
+    double t = i * 100.0;
+    rank.kernel("big_gemm", t, t + 60);
+    rank.kernels.back().shape.grid_x = 264 * 4;
+    rank.kernel("tiny_reduce", t + 60, t + 90);  // 8 blocks on 132 SMs
+    rank.kernels.back().shape.grid_x = 8;
+    rank.kernels.back().shape.local_memory_per_thread = 64;
+  }
+  run.write(dir.path());
+  auto loaded = gpuxray::load::loadRun({dir.path().string()}, {});
+  auto input = prepared(loaded);
+  gpuxray::report::Report report;
+  analysis::analyzeKernels(input, report);
+  const auto& top = report.sections.at(0).tables.at(0);
+  REQUIRE(top.rows.size() == 2);
+  CHECK(top.rows[0][0].text == "big_gemm");
+  CHECK(top.rows[0][2].number == Approx(600'000));
+  CHECK(top.rows[1][0].text == "tiny_reduce");
+  // 8 blocks on 132 SMs: tiny_reduce's 300 µs of 900 are small-grid and spilling.
+  CHECK(report.metric("small_grid_kernel_pct")->value == Approx(100.0 / 3.0));
+  CHECK(report.metric("spilling_kernel_pct")->value == Approx(100.0 / 3.0));
+  REQUIRE(report.findings.size() == 1);
+  CHECK(report.findings[0].summary.find("kernel tiny_reduce (33.3 % of compute time)") == 0);
+  CHECK(report.findings[0].severity == gpuxray::report::Severity::kWarning);
+}
+
+TEST_CASE("analyze: memory in use over time, its peak, when and in which phase") {
+  gpuxray::testing::TempDir dir;
+  gpuxray::testing::RunBuilder run("golden-memory", 1);
+  auto& rank = run.rank(0, "node-0", 0);
+  DeviceProperties device = kH100;
+  device.memory_bytes = 80ull << 30;
+  rank.header.devices.push_back(device);
+  rank.kernel("k", 0, 1000);
+  rank.range("forward", 100, 400);
+  rank.range("backward", 400, 900);
+  auto event = [&](double us, bool allocate, uint64_t gib) {
+    gpuxray::format::MemoryEventRecord m;
+    m.timestamp_ns = rank.ns(us);
+    m.operation = allocate ? gpuxray::format::MemoryOperation::kAllocate : gpuxray::format::MemoryOperation::kRelease;
+    m.memory_kind = gpuxray::format::MemoryKind::kDevice;
+    m.bytes = gib << 30;
+    rank.memory.push_back(m);
+  };
+  event(50, true, 20);    // 20 GiB before any range
+  event(200, true, 30);   // 50 in forward
+  event(500, true, 24);   // 74 in backward: the peak
+  event(600, false, 30);  // 44
+  run.write(dir.path());
+  auto loaded = gpuxray::load::loadRun({dir.path().string()}, {});
+  auto input = prepared(loaded);
+  gpuxray::report::Report report;
+  analysis::analyzeMemory(input, report);
+  const auto& peaks = report.sections.at(0).tables.at(0);
+  REQUIRE(peaks.rows.size() == 1);
+  CHECK(peaks.rows[0][2].number == Approx(74.0 * (1 << 30)));
+  CHECK(peaks.rows[0][3].number == Approx(100.0 * 74 / 80));
+  CHECK(peaks.rows[0][4].number == Approx(500'000));
+  CHECK(peaks.rows[0][5].text == "backward");
+  CHECK(peaks.rows[0][7].number == Approx(44.0 * (1 << 30)));
+  const auto& phases = report.sections.at(0).tables.at(1);
+  REQUIRE(phases.rows.size() == 2);
+  CHECK(phases.rows[0][1].text == "backward");
+  CHECK(phases.rows[1][1].text == "forward");
+  CHECK(phases.rows[1][2].number == Approx(50.0 * (1 << 30)));
+  CHECK(report.metric("peak_memory_pct")->value == Approx(92.5));
+  REQUIRE(report.findings.size() == 1);
+  CHECK(report.findings[0].summary == "rank 0 peaks at 92.5 % of its GPU's memory (74.0 GiB, during backward)");
+}
