@@ -49,7 +49,8 @@ TEST_CASE("the library exports only the loaders' entry points") {
   auto result = runCommand("nm -D --defined-only " + kLibrary);
   REQUIRE(result.exit_code == 0);
   CHECK(words(result.out, 2) == std::set<std::string>{"InitializeInjection", "InitializeInjectionNvtx2",
-                                                      "InitializeInjectionNvtxExtension", "ncclProfiler_v4",
+                                                      "InitializeInjectionNvtxExtension", "ncclProfiler_v1",
+                                                      "ncclProfiler_v2", "ncclProfiler_v3", "ncclProfiler_v4",
                                                       "ncclProfiler_v5", "ncclProfiler_v6"});
 }
 

@@ -75,8 +75,10 @@ nccl_abi::EventDescrV5 child(uint64_t type, void* parent) {
 
 TEST_CASE("nccl: the plugin asks for operations, proxy work and kernel channels, and records the communicator") {
   PluginFixture plugin;
-  CHECK(plugin.mask == (nccl_abi::kColl | nccl_abi::kP2p | nccl_abi::kProxyOp | nccl_abi::kProxyStep |
-                        nccl_abi::kKernelCh));
+  CHECK(NcclProfiler::activationMask() == (nccl_abi::kColl | nccl_abi::kP2p | nccl_abi::kProxyOp |
+                                           nccl_abi::kProxyStep | nccl_abi::kKernelCh));
+  // From v5 on, also the API calls, for whether an operation was captured into a CUDA graph.
+  CHECK(plugin.mask == (NcclProfiler::activationMask() | static_cast<int>(nccl_abi::kCollApi | nccl_abi::kP2pApi)));
   auto comms = plugin.profiler.takeCommunicators();
   REQUIRE(comms.size() == 1);
   CHECK(comms[0].comm_hash == 0xC0FFEE);
