@@ -41,7 +41,8 @@ const char* ncclDatatypeName(uint8_t code) {
 }
 
 const char* ncclAlgorithmName(uint8_t code) {
-  static constexpr const char* kNames[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
+  static constexpr const char* kNames[] = {"TREE", "RING",      "COLLNET_DIRECT", "COLLNET_CHAIN",
+                                           "NVLS", "NVLS_TREE", "PAT"};
   return named(kNames, code, "Unknown");
 }
 
@@ -69,7 +70,8 @@ nccl_abi::Result finalize(void* context) {
 
 namespace {
 
-// Proxy operations and steps keep one descriptor layout from v1 on; kernel channels from v4 on.
+// Proxy operations and steps keep one descriptor layout from v1 on. Kernel channels come in v3,
+// with a GPU timer from v4 on.
 template <typename Descr>
 nccl_abi::Result startChild(NcclProfiler& profiler, void* context, void** handle, const Descr& descr) {
   switch (descr.type) {

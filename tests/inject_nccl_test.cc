@@ -594,7 +594,7 @@ TEST_CASE("nccl: an all-to-all (NCCL 2.28) is one send and one receive per peer,
   }
 }
 
-TEST_CASE("nccl: graph replays (NCCL 2.28) come from a host callback long after the capture, each recorded as captured") {
+TEST_CASE("nccl: graph replays (NCCL 2.28) come from a host callback long after the capture, each marked captured") {
   PluginFixture plugin(4);
   auto api = child(nccl_abi::kCollApi, nullptr);
   api.coll_api = {"AllReduce", 256, "ncclFloat32", 0, nullptr, true};

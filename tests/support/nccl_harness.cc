@@ -223,7 +223,8 @@ class Communicator {
     Descr d = child(abi::kColl, parent);
     if constexpr (V == 1)
       d.coll = {kCommName, kCommHash, c.seq, code(kFuncs, c.func), nullptr, nullptr, c.count, 0,
-                code(kTypes, c.datatype), 0, 0, c.channels, c.warps, code(kAlgos, c.algo), code(kProtos, c.proto), 0, 0};
+                code(kTypes, c.datatype), 0, 0, c.channels, c.warps, code(kAlgos, c.algo), code(kProtos, c.proto),
+                0, 0};
     else if constexpr (V == 2)
       d.coll = {kCommName, kCommHash, c.seq, c.func, nullptr, nullptr, c.count, 0, c.datatype, 0, c.channels, c.warps,
                 c.algo, c.proto};
@@ -309,7 +310,8 @@ class Communicator {
 
 template <int V>
 int run(void* library) {
-  auto* table = static_cast<const typename Abi<V>::Table*>(dlsym(library, ("ncclProfiler_v" + std::to_string(V)).c_str()));
+  std::string symbol = "ncclProfiler_v" + std::to_string(V);
+  auto* table = static_cast<const typename Abi<V>::Table*>(dlsym(library, symbol.c_str()));
   if (table == nullptr) return 4;
   Communicator<V> comm(table);
   if (!comm.init()) return 5;
