@@ -2,8 +2,8 @@
 // capture: exit, fork and termination signals. These are the library's only exported symbols.
 //
 // Loading: CUDA_INJECTION64_PATH makes the driver call InitializeInjection() inside cuInit, and
-// NCCL_PROFILER_PLUGIN makes NCCL look up ncclProfiler_vN at its first communicator (which starts
-// the capture if CUDA has not). Under LD_PRELOAD, the constructor points those variables (and
+// NCCL_PROFILER_PLUGIN makes NCCL (2.23 and later) look up the newest ncclProfiler_vN it knows
+// (v1-v6 are exported) at its first communicator, which starts the capture if CUDA has not. Under LD_PRELOAD, the constructor points those variables (and
 // NVTX_INJECTION64_PATH) at this library when they are unset, so the same happens, and processes
 // that never initialize CUDA or NCCL (compilers, data-loader workers, nvidia-smi) never start a
 // capture, print nothing and leave no file.
@@ -156,10 +156,14 @@ GPUXRAY_EXPORT int InitializeInjection(void) {
   return 1;
 }
 
-// NCCL's profiler-plugin tables: NCCL looks up the newest it knows (2.29+ v6, 2.28 v5, 2.27 v4).
+// NCCL's profiler-plugin tables: NCCL looks up the newest it knows (2.29+ v6, 2.28 v5, 2.27 v4,
+// 2.26 v3, 2.24-2.25 v2, 2.23 v1).
 GPUXRAY_EXPORT const gpuxray::inject::nccl_abi::ProfilerV6 ncclProfiler_v6 = gpuxray::inject::profilerV6Table();
 GPUXRAY_EXPORT const gpuxray::inject::nccl_abi::ProfilerV5 ncclProfiler_v5 = gpuxray::inject::profilerV5Table();
 GPUXRAY_EXPORT const gpuxray::inject::nccl_abi::ProfilerV4 ncclProfiler_v4 = gpuxray::inject::profilerV4Table();
+GPUXRAY_EXPORT const gpuxray::inject::nccl_abi::ProfilerV3 ncclProfiler_v3 = gpuxray::inject::profilerV3Table();
+GPUXRAY_EXPORT const gpuxray::inject::nccl_abi::ProfilerV2 ncclProfiler_v2 = gpuxray::inject::profilerV2Table();
+GPUXRAY_EXPORT const gpuxray::inject::nccl_abi::ProfilerV1 ncclProfiler_v1 = gpuxray::inject::profilerV1Table();
 
 // Called by each NVTX client library (libtorch, libnccl) at its first NVTX call: CUPTI's own NVTX
 // support records the ranges, so these forward to libcupti.

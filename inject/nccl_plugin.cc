@@ -17,7 +17,39 @@ NcclProfiler* profilerStartingCapture() {
   return g_profiler.load(std::memory_order_acquire);
 }
 
+template <size_t N>
+const char* named(const char* const (&names)[N], uint8_t code, const char* unknown) {
+  return code < N ? names[code] : unknown;
+}
+
 }  // namespace
+
+// NCCL 2.23's enums (ncclFunc_t in nccl_common.h, ncclDataType_t in nccl.h, NCCL_ALGO_* and
+// NCCL_PROTO_*), named as ncclFuncToString & co. name them for v2+. The one difference: v2+ call
+// ncclUint8 "Unknown" (no case for it), where this gives its name; its size is 1 either way.
+const char* ncclFuncName(uint8_t code) {
+  static constexpr const char* kNames[] = {"Broadcast", "Reduce",   "AllGather", "ReduceScatter",
+                                           "AllReduce", "SendRecv", "Send",      "Recv"};
+  return named(kNames, code, "Invalid");
+}
+
+const char* ncclDatatypeName(uint8_t code) {
+  static constexpr const char* kNames[] = {"ncclInt8",    "ncclUint8",   "ncclInt32",   "ncclUint32",
+                                           "ncclInt64",   "ncclUint64",  "ncclFloat16", "ncclFloat32",
+                                           "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
+  return named(kNames, code, "Unknown");
+}
+
+const char* ncclAlgorithmName(uint8_t code) {
+  static constexpr const char* kNames[] = {"TREE", "RING",      "COLLNET_DIRECT", "COLLNET_CHAIN",
+                                           "NVLS", "NVLS_TREE", "PAT"};
+  return named(kNames, code, "Unknown");
+}
+
+const char* ncclProtocolName(uint8_t code) {
+  static constexpr const char* kNames[] = {"LL", "LL128", "SIMPLE"};
+  return named(kNames, code, "Unknown");
+}
 
 namespace nccl_plugin {
 
@@ -38,47 +70,104 @@ nccl_abi::Result finalize(void* context) {
 
 namespace {
 
-// v4 and v5 share the child descriptors; they differ in the type's width and in coll/p2p.
+// Proxy operations and steps keep one descriptor layout from v1 on. Kernel channels come in v3,
+// with a GPU timer from v4 on.
 template <typename Descr>
 nccl_abi::Result startChild(NcclProfiler& profiler, void* context, void** handle, const Descr& descr) {
   switch (descr.type) {
     case nccl_abi::kProxyOp: return profiler.startProxyOp(context, handle, descr.parent, descr.proxy_op);
     case nccl_abi::kProxyStep: return profiler.startProxyStep(context, handle, descr.parent, descr.proxy_step);
-    case nccl_abi::kKernelCh: return profiler.startKernelCh(context, handle, descr.parent, descr.kernel_ch);
+    case nccl_abi::kKernelCh:
+      if constexpr (requires { descr.kernel_ch.gpu_timer; })
+        return profiler.startKernelCh(context, handle, descr.parent, descr.kernel_ch);
+      else if constexpr (requires { descr.kernel_ch; })
+        return profiler.startKernelCh(context, handle, descr.parent, {descr.kernel_ch.channel_id, 0});
+      [[fallthrough]];
     default: *handle = nullptr; return kSuccess;
   }
 }
 
+nccl_abi::Result initNamed(void** context, uint64_t comm_hash, int* mask, const char* name, int n_nodes,
+                           int n_ranks, int rank, uint32_t version) {
+  NcclProfiler* profiler = profilerStartingCapture();
+  if (profiler == nullptr) return nccl_abi::kInternalError;
+  nccl_abi::Result result = profiler->init(context, comm_hash, mask, name, n_nodes, n_ranks, rank, {version, true});
+  // From v5 on, the API events tell whether an operation was captured into a CUDA graph.
+  if (result == kSuccess && version >= 5) *mask |= static_cast<int>(nccl_abi::kCollApi | nccl_abi::kP2pApi);
+  return result;
+}
+
+nccl_abi::Result initUnnamed(void** context, int* mask, uint32_t version) {
+  NcclProfiler* profiler = profilerStartingCapture();
+  if (profiler == nullptr) return nccl_abi::kInternalError;
+  return profiler->initUnnamed(context, mask, {version, /*kernel_channels=*/version >= 3});
+}
+
+NcclOperationSource capturedIf(void* parent) {
+  NcclOperationSource source;
+  source.graph_captured = NcclProfiler::isGraphCapturedApi(parent);
+  return source;
+}
+
+NcclOperationSource namedBy(const char* comm_name, uint64_t comm_hash, int rank) {
+  NcclOperationSource source;
+  source.names_communicator = true;
+  source.comm_hash = comm_hash;
+  source.comm_name = comm_name;
+  source.comm_rank = rank;
+  return source;
+}
+
+// v2 and v3 name func, datatype, algorithm and protocol as later versions do.
+template <typename Descr>
+nccl_abi::Result startEventWithNames(void* context, void** handle, const Descr* descr) {
+  *handle = nullptr;
+  NcclProfiler* profiler = g_profiler.load(std::memory_order_acquire);
+  if (profiler == nullptr || descr == nullptr) return kSuccess;
+  if (descr->type == nccl_abi::kColl) {
+    const auto& c = descr->coll;
+    return profiler->startColl(context, handle,
+                               {c.seq_number, c.func, c.send_buff, c.recv_buff, c.count, c.root, c.datatype,
+                                c.n_max_channels, c.n_warps, c.algo, c.proto},
+                               namedBy(c.comm_name, c.comm_hash, descr->rank));
+  }
+  if (descr->type == nccl_abi::kP2p) {
+    const auto& p = descr->p2p;
+    return profiler->startP2p(context, handle, {p.func, p.buff, p.datatype, p.count, p.peer, 0},
+                              namedBy(p.comm_name, p.comm_hash, descr->rank));
+  }
+  return startChild(*profiler, context, handle, *descr);
+}
+
 }  // namespace
+
+nccl_abi::Result initV6(void** context, uint64_t comm_hash, int* mask, const char* name, int n_nodes, int n_ranks,
+                        int rank, nccl_abi::Logger) {
+  return initNamed(context, comm_hash, mask, name, n_nodes, n_ranks, rank, 6);
+}
 
 nccl_abi::Result initV5(void** context, uint64_t comm_hash, int* mask, const char* name, int n_nodes, int n_ranks,
                         int rank, nccl_abi::Logger) {
-  NcclProfiler* profiler = profilerStartingCapture();
-  if (profiler == nullptr) return nccl_abi::kInternalError;
-  return profiler->init(context, comm_hash, mask, name, n_nodes, n_ranks, rank, 5);
+  return initNamed(context, comm_hash, mask, name, n_nodes, n_ranks, rank, 5);
 }
 
 nccl_abi::Result startEventV5(void* context, void** handle, nccl_abi::EventDescrV5* descr) {
   *handle = nullptr;
   NcclProfiler* profiler = g_profiler.load(std::memory_order_acquire);
   if (profiler == nullptr || descr == nullptr) return kSuccess;
-  if (descr->type == nccl_abi::kColl) return profiler->startColl(context, handle, descr->coll.fields);
-  if (descr->type == nccl_abi::kP2p) return profiler->startP2p(context, handle, descr->p2p.fields);
-  return startChild(*profiler, context, handle, *descr);
-}
-
-nccl_abi::Result initV6(void** context, uint64_t comm_hash, int* mask, const char* name, int n_nodes, int n_ranks,
-                        int rank, nccl_abi::Logger) {
-  NcclProfiler* profiler = profilerStartingCapture();
-  if (profiler == nullptr) return nccl_abi::kInternalError;
-  return profiler->init(context, comm_hash, mask, name, n_nodes, n_ranks, rank, 6);
+  switch (descr->type) {
+    case nccl_abi::kCollApi: *handle = NcclProfiler::apiEventHandle(descr->coll_api.graph_captured); return kSuccess;
+    case nccl_abi::kP2pApi: *handle = NcclProfiler::apiEventHandle(descr->p2p_api.graph_captured); return kSuccess;
+    // An operation's parent is the API call that issued it (at capture time, for a graph replay).
+    case nccl_abi::kColl: return profiler->startColl(context, handle, descr->coll.fields, capturedIf(descr->parent));
+    case nccl_abi::kP2p: return profiler->startP2p(context, handle, descr->p2p.fields, capturedIf(descr->parent));
+    default: return startChild(*profiler, context, handle, *descr);
+  }
 }
 
 nccl_abi::Result initV4(void** context, int* mask, const char* name, uint64_t comm_hash, int n_nodes, int n_ranks,
                         int rank, nccl_abi::Logger) {
-  NcclProfiler* profiler = profilerStartingCapture();
-  if (profiler == nullptr) return nccl_abi::kInternalError;
-  return profiler->init(context, comm_hash, mask, name, n_nodes, n_ranks, rank, 4);
+  return initNamed(context, comm_hash, mask, name, n_nodes, n_ranks, rank, 4);
 }
 
 nccl_abi::Result startEventV4(void* context, void** handle, nccl_abi::EventDescrV4* descr) {
@@ -88,6 +177,50 @@ nccl_abi::Result startEventV4(void* context, void** handle, nccl_abi::EventDescr
   if (descr->type == nccl_abi::kColl) return profiler->startColl(context, handle, descr->coll);
   if (descr->type == nccl_abi::kP2p) return profiler->startP2p(context, handle, descr->p2p);
   return startChild(*profiler, context, handle, *descr);
+}
+
+nccl_abi::Result initV3(void** context, int* mask) { return initUnnamed(context, mask, 3); }
+
+nccl_abi::Result startEventV3(void* context, void** handle, nccl_abi::EventDescrV3* descr) {
+  return startEventWithNames(context, handle, descr);
+}
+
+nccl_abi::Result initV2(void** context, int* mask) { return initUnnamed(context, mask, 2); }
+
+nccl_abi::Result startEventV2(void* context, void** handle, nccl_abi::EventDescrV2* descr) {
+  return startEventWithNames(context, handle, descr);
+}
+
+nccl_abi::Result initV1(void** context, int* mask) { return initUnnamed(context, mask, 1); }
+
+nccl_abi::Result startEventV1(void* context, void** handle, nccl_abi::EventDescrV1* descr) {
+  *handle = nullptr;
+  NcclProfiler* profiler = g_profiler.load(std::memory_order_acquire);
+  if (profiler == nullptr || descr == nullptr) return kSuccess;
+  if (descr->type == nccl_abi::kColl) {
+    const auto& c = descr->coll;
+    return profiler->startColl(context, handle,
+                               {c.seq_number, ncclFuncName(c.func), c.send_buff, c.recv_buff, c.count, c.root,
+                                ncclDatatypeName(c.datatype), c.n_max_channels, c.n_warps, ncclAlgorithmName(c.algo),
+                                ncclProtocolName(c.proto)},
+                               namedBy(c.comm_name, c.comm_hash, descr->rank));
+  }
+  if (descr->type == nccl_abi::kP2p) {
+    const auto& p = descr->p2p;
+    return profiler->startP2p(context, handle,
+                              {ncclFuncName(p.func), p.buff, ncclDatatypeName(p.datatype), p.count, p.peer, 0},
+                              namedBy(p.comm_name, p.comm_hash, descr->rank));
+  }
+  return startChild(*profiler, context, handle, *descr);
+}
+
+// v1-v3: a proxy operation's states carry its bytes so far; a proxy step's carry nothing.
+nccl_abi::Result recordEventStateV1(void* handle, int state, nccl_abi::EventStateArgsV1* args) {
+  NcclProfiler* profiler = g_profiler.load(std::memory_order_acquire);
+  if (profiler == nullptr) return kSuccess;
+  if (state >= nccl_abi::kProxyOpSendPosted && state <= nccl_abi::kProxyOpRecvDone)
+    return args != nullptr ? profiler->recordProxyOpBytes(handle, args->proxy_op.trans_size) : kSuccess;
+  return profiler->recordEventState(handle, state, nullptr);
 }
 
 }  // namespace nccl_plugin

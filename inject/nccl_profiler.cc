@@ -38,9 +38,13 @@ struct NcclProfiler::Event {
 };
 
 struct NcclProfiler::Context {
-  uint64_t comm_hash = 0;
-  int rank = 0;
+  NcclAbi abi;
+  uint64_t init_ns = 0;
   uint32_t device = 0;
+  // The communicator's hash: from init (v4+), or from its first operation (v1-v3).
+  uint64_t comm_hash = 0;
+  // v1-v3: the communicator hashes its operations named, each recorded once.
+  std::vector<uint64_t> named_hashes;
   // One ring per event type, indexed by a running counter.
   struct Ring {
     std::vector<Event> slots;
@@ -51,6 +55,17 @@ struct NcclProfiler::Context {
   Ring proxy_steps;
   Ring kernel_channels;
 };
+
+namespace {
+
+// The API-event markers (see apiEventHandle): [0] an eager call, [1] a graph-captured one.
+char g_api_event_markers[2];
+
+bool isApiEventHandle(const void* handle) {
+  return handle == &g_api_event_markers[0] || handle == &g_api_event_markers[1];
+}
+
+}  // namespace
 
 size_t ncclTypeSize(const char* datatype) {
   if (datatype == nullptr) return 1;
@@ -79,24 +94,55 @@ int NcclProfiler::activationMask() {
                           nccl_abi::kKernelCh);
 }
 
-nccl_abi::Result NcclProfiler::init(void** context, uint64_t comm_hash, int* activation_mask, const char* comm_name,
-                                    int n_nodes, int n_ranks, int rank, uint32_t abi_version) {
+void* NcclProfiler::apiEventHandle(bool graph_captured) { return &g_api_event_markers[graph_captured ? 1 : 0]; }
+
+bool NcclProfiler::isGraphCapturedApi(void* parent) { return parent == &g_api_event_markers[1]; }
+
+// Called on the thread initializing the communicator, which has its device current.
+std::unique_ptr<NcclProfiler::Context> NcclProfiler::newContext(NcclAbi abi) {
   auto created = std::make_unique<Context>();
-  created->comm_hash = comm_hash;
-  created->rank = rank;
+  created->abi = abi;
+  created->init_ns = now_();
   created->device = current_device_();
-  for (auto* ring : {&created->operations, &created->proxy_ops, &created->proxy_steps, &created->kernel_channels})
-    ring->slots.resize(ring_slots_);
   for (auto* ring : {&created->operations, &created->proxy_ops, &created->proxy_steps, &created->kernel_channels}) {
+    ring->slots.resize(ring_slots_);
     for (Event& slot : ring->slots) slot.context = created.get();
   }
+  return created;
+}
+
+nccl_abi::Result NcclProfiler::init(void** context, uint64_t comm_hash, int* activation_mask, const char* comm_name,
+                                    int n_nodes, int n_ranks, int rank, NcclAbi abi) {
+  auto created = newContext(abi);
+  created->comm_hash = comm_hash;
   *activation_mask = activationMask();
   *context = created.get();
   std::lock_guard<std::mutex> lock(mutex_);
   communicators_.push_back({comm_hash, comm_name != nullptr ? comm_name : "", rank, n_ranks, n_nodes, global_rank_,
-                            created->device, now_(), abi_version});
+                            created->device, created->init_ns, abi.version});
   contexts_.push_back(std::move(created));
   return kSuccess;
+}
+
+nccl_abi::Result NcclProfiler::initUnnamed(void** context, int* activation_mask, NcclAbi abi) {
+  auto created = newContext(abi);
+  *activation_mask = activationMask();
+  *context = created.get();
+  std::lock_guard<std::mutex> lock(mutex_);
+  contexts_.push_back(std::move(created));
+  return kSuccess;
+}
+
+// Records a communicator that an operation names (v1-v3), the first time its hash shows up in
+// the context. What those versions never say (ranks, nodes) stays 0. Called with mutex_ held.
+void NcclProfiler::noteCommunicatorLocked(Context& context, const NcclOperationSource& source) {
+  if (!source.names_communicator) return;
+  auto& named = context.named_hashes;
+  if (std::find(named.begin(), named.end(), source.comm_hash) != named.end()) return;
+  if (named.empty()) context.comm_hash = source.comm_hash;
+  named.push_back(source.comm_hash);
+  communicators_.push_back({source.comm_hash, source.comm_name != nullptr ? source.comm_name : "", source.comm_rank,
+                            0, 0, global_rank_, context.device, context.init_ns, context.abi.version});
 }
 
 // A free slot of the context's ring for `type`, or nullptr (counted) if the ring caught up with
@@ -119,15 +165,19 @@ NcclProfiler::Event* NcclProfiler::claim(Context& context, uint64_t type) {
   return &slot;
 }
 
-nccl_abi::Result NcclProfiler::startColl(void* context, void** handle, const nccl_abi::CollDescr& coll) {
+nccl_abi::Result NcclProfiler::startColl(void* context, void** handle, const nccl_abi::CollDescr& coll,
+                                         const NcclOperationSource& source) {
   uint64_t now = now_();
   std::lock_guard<std::mutex> lock(mutex_);
-  Event* event = claim(*static_cast<Context*>(context), nccl_abi::kColl);
+  auto& owner = *static_cast<Context*>(context);
+  noteCommunicatorLocked(owner, source);
+  Event* event = claim(owner, nccl_abi::kColl);
   *handle = event;
   if (event == nullptr) return kSuccess;
   auto& r = event->op.record;
   r.kind = format::NcclOperationKind::kCollective;
-  r.comm_hash = event->context->comm_hash;
+  r.comm_hash = source.names_communicator ? source.comm_hash : owner.comm_hash;
+  r.graph_captured = source.graph_captured;
   r.seq = coll.seq_number;
   r.enqueue_ns = now;
   r.count = coll.count;
@@ -142,20 +192,24 @@ nccl_abi::Result NcclProfiler::startColl(void* context, void** handle, const ncc
   event->op.datatype = coll.datatype != nullptr ? coll.datatype : "";
   event->op.algorithm = coll.algo != nullptr ? coll.algo : "";
   event->op.protocol = coll.proto != nullptr ? coll.proto : "";
-  event->channels_expected = coll.n_channels;
+  event->channels_expected = owner.abi.kernel_channels ? coll.n_channels : 0;
   return kSuccess;
 }
 
-nccl_abi::Result NcclProfiler::startP2p(void* context, void** handle, const nccl_abi::P2pDescr& p2p) {
+nccl_abi::Result NcclProfiler::startP2p(void* context, void** handle, const nccl_abi::P2pDescr& p2p,
+                                        const NcclOperationSource& source) {
   uint64_t now = now_();
   std::lock_guard<std::mutex> lock(mutex_);
-  Event* event = claim(*static_cast<Context*>(context), nccl_abi::kP2p);
+  auto& owner = *static_cast<Context*>(context);
+  noteCommunicatorLocked(owner, source);
+  Event* event = claim(owner, nccl_abi::kP2p);
   *handle = event;
   if (event == nullptr) return kSuccess;
   std::string_view func = p2p.func != nullptr ? p2p.func : "";
   auto& r = event->op.record;
   r.kind = func == "Recv" ? format::NcclOperationKind::kRecv : format::NcclOperationKind::kSend;
-  r.comm_hash = event->context->comm_hash;
+  r.comm_hash = source.names_communicator ? source.comm_hash : owner.comm_hash;
+  r.graph_captured = source.graph_captured;
   r.enqueue_ns = now;
   r.count = p2p.count;
   r.bytes = p2p.count * ncclTypeSize(p2p.datatype);
@@ -165,7 +219,7 @@ nccl_abi::Result NcclProfiler::startP2p(void* context, void** handle, const nccl
   r.operation_id = next_operation_id_++;
   event->op.func = std::string(func);
   event->op.datatype = p2p.datatype != nullptr ? p2p.datatype : "";
-  event->channels_expected = p2p.n_channels;
+  event->channels_expected = owner.abi.kernel_channels ? p2p.n_channels : 0;
   return kSuccess;
 }
 
@@ -185,8 +239,10 @@ nccl_abi::Result NcclProfiler::startProxyOp(void* context, void** handle, void* 
   // With PXN the operation may belong to another process: its parent pointer is not ours to read.
   if (op.pid != ::getpid()) {
     ++stats_.foreign_proxy_ops;
-  } else if (parent != nullptr) {
-    t.operation_id = static_cast<Event*>(parent)->op.record.operation_id;
+  } else if (parent != nullptr && !isApiEventHandle(parent)) {
+    const auto& operation = static_cast<Event*>(parent)->op.record;
+    t.operation_id = operation.operation_id;
+    t.comm_hash = operation.comm_hash;
   }
   return kSuccess;
 }
@@ -197,7 +253,7 @@ nccl_abi::Result NcclProfiler::startProxyStep(void* context, void** handle, void
   Event* event = claim(*static_cast<Context*>(context), nccl_abi::kProxyStep);
   *handle = event;
   if (event == nullptr) return kSuccess;
-  auto* proxy_op = static_cast<Event*>(parent);
+  auto* proxy_op = isApiEventHandle(parent) ? nullptr : static_cast<Event*>(parent);
   if (proxy_op != nullptr && proxy_op->in_use && proxy_op->type == nccl_abi::kProxyOp) {
     event->proxy_op = proxy_op;
     ++proxy_op->open_steps;
@@ -212,7 +268,7 @@ nccl_abi::Result NcclProfiler::startKernelCh(void* context, void** handle, void*
   Event* event = claim(*static_cast<Context*>(context), nccl_abi::kKernelCh);
   *handle = event;
   if (event == nullptr) return kSuccess;
-  auto* operation = static_cast<Event*>(parent);
+  auto* operation = isApiEventHandle(parent) ? nullptr : static_cast<Event*>(parent);
   if (operation != nullptr && operation->in_use && (operation->type == nccl_abi::kColl || operation->type == nccl_abi::kP2p))
     event->operation = operation;
   event->gpu_start = channel.gpu_timer;
@@ -239,7 +295,7 @@ WaitField waitOf(int state) {
 }  // namespace
 
 nccl_abi::Result NcclProfiler::recordEventState(void* handle, int state, const nccl_abi::EventStateArgs* args) {
-  if (handle == nullptr) return kSuccess;
+  if (handle == nullptr || isApiEventHandle(handle)) return kSuccess;
   uint64_t now = now_();
   std::lock_guard<std::mutex> lock(mutex_);
   auto& event = *static_cast<Event*>(handle);
@@ -265,6 +321,15 @@ nccl_abi::Result NcclProfiler::recordEventState(void* handle, int state, const n
   return kSuccess;
 }
 
+nccl_abi::Result NcclProfiler::recordProxyOpBytes(void* handle, uint64_t bytes_so_far) {
+  if (handle == nullptr || isApiEventHandle(handle)) return kSuccess;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& event = *static_cast<Event*>(handle);
+  if (event.in_use && event.type == nccl_abi::kProxyOp)
+    event.transfer.bytes = std::max<uint64_t>(event.transfer.bytes, bytes_so_far);
+  return kSuccess;
+}
+
 void NcclProfiler::completeIfDone(Event& op) {
   if (!op.host_stopped || op.channels_done < op.channels_expected) return;
   completed_.push_back(std::move(op.op));
@@ -279,7 +344,7 @@ void NcclProfiler::finishProxyOp(Event& proxy_op) {
 }
 
 nccl_abi::Result NcclProfiler::stopEvent(void* handle) {
-  if (handle == nullptr) return kSuccess;
+  if (handle == nullptr || isApiEventHandle(handle)) return kSuccess;
   uint64_t now = now_();
   std::lock_guard<std::mutex> lock(mutex_);
   auto& event = *static_cast<Event*>(handle);

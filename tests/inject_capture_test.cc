@@ -217,7 +217,7 @@ TEST_CASE("when another tool holds CUPTI, one line says so, the file records why
   NcclProfiler& nccl = *session->ncclProfiler();
   void* context = nullptr;
   int mask = 0;
-  REQUIRE(nccl.init(&context, 0xABC, &mask, "dp", 1, 2, 0, 5) == nccl_abi::kSuccess);
+  REQUIRE(nccl.init(&context, 0xABC, &mask, "dp", 1, 2, 0, {5, true}) == nccl_abi::kSuccess);
   void* op = nullptr;
   nccl.startColl(context, &op, {3, "AllReduce", nullptr, nullptr, 64, 0, "ncclFloat32", 0, 4, "RING", "LL"});
   nccl.stopEvent(op);
@@ -352,7 +352,7 @@ TEST_CASE("NCCL operations' GPU times are put on the trace clock by the NCCL ker
   NcclProfiler& nccl = *session->ncclProfiler();
   void* context = nullptr;
   int mask = 0;
-  REQUIRE(nccl.init(&context, 0xABC, &mask, "dp", 1, 2, 0, 5) == nccl_abi::kSuccess);
+  REQUIRE(nccl.init(&context, 0xABC, &mask, "dp", 1, 2, 0, {5, true}) == nccl_abi::kSuccess);
   void* op = nullptr;
   nccl.startColl(context, &op, {3, "AllReduce", nullptr, nullptr, 64, 0, "ncclFloat32", 1, 4, "RING", "LL"});
   nccl.stopEvent(op);

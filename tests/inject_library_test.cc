@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -49,7 +50,8 @@ TEST_CASE("the library exports only the loaders' entry points") {
   auto result = runCommand("nm -D --defined-only " + kLibrary);
   REQUIRE(result.exit_code == 0);
   CHECK(words(result.out, 2) == std::set<std::string>{"InitializeInjection", "InitializeInjectionNvtx2",
-                                                      "InitializeInjectionNvtxExtension", "ncclProfiler_v4",
+                                                      "InitializeInjectionNvtxExtension", "ncclProfiler_v1",
+                                                      "ncclProfiler_v2", "ncclProfiler_v3", "ncclProfiler_v4",
                                                       "ncclProfiler_v5", "ncclProfiler_v6"});
 }
 
@@ -126,18 +128,22 @@ TEST_CASE("a libcupti named by GPUXRAY_CUPTI_PATH that cannot be used is reporte
         "gpuxray: GPUXRAY_CUPTI_PATH=/nonexistent/libcupti.so.13 is not usable: not found; no GPU activity captured\n");
 }
 
-TEST_CASE("NCCL, played by a harness, loads the library as its profiler plugin and its operations reach the file") {
+TEST_CASE("NCCL 2.23 to 2.28, played by a harness, load the library as their profiler plugin and its operations reach "
+          "the file") {
+  namespace format = gpuxray::format;
+  const int version = GENERATE(1, 2, 3, 4, 5);
+  INFO("profiler ABI v" << version);
   TempDir dir;
   std::string output = dir / "traces";
-  auto result = runCommand("ASAN_OPTIONS=detect_leaks=0 GPUXRAY_OUTPUT_DIR=" + output + " RANK=0 WORLD_SIZE=2 " +
-                           GPUXRAY_NCCL_HARNESS + " " + kLibrary);
+  auto result = runCommand("ASAN_OPTIONS=detect_leaks=0 GPUXRAY_OUTPUT_DIR=" + output + " RANK=0 WORLD_SIZE=4 " +
+                           GPUXRAY_NCCL_HARNESS + " " + kLibrary + " " + std::to_string(version));
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
-  gpuxray::format::TraceReader reader(output + "/rank-00000.gpuxray");
-  gpuxray::format::EventBatch batch;
-  std::vector<gpuxray::format::NcclCommunicatorRecord> comms;
-  std::vector<gpuxray::format::NcclOperationRecord> ops;
-  std::vector<gpuxray::format::NetTransferRecord> transfers;
+  format::TraceReader reader(output + "/rank-00000.gpuxray");
+  format::EventBatch batch;
+  std::vector<format::NcclCommunicatorRecord> comms;
+  std::vector<format::NcclOperationRecord> ops;
+  std::vector<format::NetTransferRecord> transfers;
   while (reader.next(batch)) {
     comms.insert(comms.end(), batch.nccl_communicators.begin(), batch.nccl_communicators.end());
     ops.insert(ops.end(), batch.nccl_operations.begin(), batch.nccl_operations.end());
@@ -146,38 +152,91 @@ TEST_CASE("NCCL, played by a harness, loads the library as its profiler plugin a
   REQUIRE(comms.size() == 1);
   CHECK(comms[0].comm_hash == 0x5eed);
   CHECK(comms[0].name == "harness");
-  CHECK(comms[0].nranks == 2);
+  CHECK(comms[0].comm_rank == 0);
+  // Before v4, init names no communicator: its operations do, without its size.
+  CHECK(comms[0].nranks == (version >= 4 ? 4 : 0));
   CHECK(comms[0].global_rank == 0);
-  CHECK(comms[0].profiler_version == 5);
-  REQUIRE(ops.size() == 4);
-  auto name = [&](gpuxray::format::StringId id) { return std::string(reader.strings().get(id)); };
-  auto find = [&](const std::string& func) {
-    auto it = std::find_if(ops.begin(), ops.end(), [&](const auto& op) { return name(op.func_id) == func; });
-    REQUIRE(it != ops.end());
-    return *it;
+  CHECK(comms[0].profiler_version == static_cast<uint32_t>(version));
+
+  auto name = [&](format::StringId id) { return std::string(reader.strings().get(id)); };
+  auto where = [&](auto predicate) {
+    std::vector<format::NcclOperationRecord> found;
+    std::copy_if(ops.begin(), ops.end(), std::back_inserter(found), predicate);
+    return found;
   };
+  // The operations every version sees (the all-to-all is the only float16 one, v5 only).
+  auto find = [&](const std::string& func) {
+    auto found = where([&](const auto& op) {
+      return name(op.func_id) == func && !op.graph_captured && name(op.datatype_id) != "ncclFloat16";
+    });
+    REQUIRE(found.size() == 1);
+    return found[0];
+  };
+  for (const auto& op : ops) CHECK(op.comm_hash == 0x5eed);
   auto all_reduce = find("AllReduce");
   CHECK(all_reduce.bytes == 1u << 20);
   CHECK(all_reduce.channels == 2);
-  // On the trace clock now, bounded by the host's enqueue and stop times (no CUPTI kernels here).
-  CHECK(all_reduce.gpu_end_ns - all_reduce.gpu_start_ns == 1'000'001);
-  CHECK(all_reduce.gpu_start_ns >= all_reduce.enqueue_ns);
-  CHECK(all_reduce.gpu_clock_error_ns > 0);
+  // GPU times come with v4's kernel-channel timers (v3's channels have none), put on the trace
+  // clock by the host's enqueue and stop times (no CUPTI kernels here).
+  if (version >= 4) {
+    CHECK(all_reduce.gpu_end_ns - all_reduce.gpu_start_ns == 1'000'001);
+    CHECK(all_reduce.gpu_start_ns >= all_reduce.enqueue_ns);
+    CHECK(all_reduce.gpu_clock_error_ns > 0);
+  } else {
+    CHECK(all_reduce.gpu_start_ns == 0);
+    CHECK(all_reduce.gpu_end_ns == 0);
+  }
   CHECK(name(all_reduce.algorithm_id) == "RING");
   CHECK(name(all_reduce.protocol_id) == "SIMPLE");
   CHECK(name(all_reduce.datatype_id) == "ncclFloat32");
+  CHECK_FALSE(all_reduce.graph_captured);
   CHECK(find("AllGather").bytes == 4096);  // an all-gather's count is in bytes
-  CHECK(find("Send").kind == gpuxray::format::NcclOperationKind::kSend);
-  CHECK(find("Recv").kind == gpuxray::format::NcclOperationKind::kRecv);
+  CHECK(find("Send").kind == format::NcclOperationKind::kSend);
+  CHECK(find("Recv").kind == format::NcclOperationKind::kRecv);
   CHECK(find("Recv").bytes == 2000);
+  CHECK(name(find("Recv").datatype_id) == "ncclBfloat16");
   REQUIRE(transfers.size() == 3);
   uint64_t all_reduce_bytes = 0;
   for (const auto& t : transfers) {
+    CHECK(t.comm_hash == 0x5eed);
     if (t.operation_id == all_reduce.operation_id) all_reduce_bytes += t.bytes;
   }
+  // v1-v3 report the bytes as a proxy operation's running total, v4+ per step.
   CHECK(all_reduce_bytes == 1u << 20);
   CHECK(std::count_if(transfers.begin(), transfers.end(), [](const auto& t) { return t.operation_id == 0; }) == 1);
 
+  size_t expected_ops = 4;
+  if (version >= 5) {
+    // An all-to-all over 4 ranks: exactly one send and one receive per peer, itself included.
+    auto all_to_all = where([&](const auto& op) { return name(op.datatype_id) == "ncclFloat16"; });
+    REQUIRE(all_to_all.size() == 8);
+    for (int peer = 0; peer < 4; ++peer) {
+      for (auto kind : {format::NcclOperationKind::kSend, format::NcclOperationKind::kRecv}) {
+        auto to_peer = where([&](const auto& op) {
+          return name(op.datatype_id) == "ncclFloat16" && op.peer == peer && op.kind == kind;
+        });
+        REQUIRE(to_peer.size() == 1);
+        CHECK(to_peer[0].bytes == 6000);
+        CHECK(to_peer[0].gpu_end_ns > to_peer[0].gpu_start_ns);
+      }
+    }
+    // Two replays of a captured all-reduce, each with its own kernel times.
+    auto replays = where([](const auto& op) { return op.graph_captured; });
+    REQUIRE(replays.size() == 2);
+    std::sort(replays.begin(), replays.end(), [](const auto& a, const auto& b) { return a.seq < b.seq; });
+    for (size_t i = 0; i < replays.size(); ++i) {
+      CHECK(name(replays[i].func_id) == "AllReduce");
+      CHECK(replays[i].seq == 2 + i);
+      CHECK(replays[i].bytes == 4096);
+      // Each replay's own kernel times (50 µs), on the trace clock.
+      CHECK(replays[i].gpu_end_ns - replays[i].gpu_start_ns == 50'000);
+      CHECK(replays[i].gpu_start_ns >= replays[i].enqueue_ns);
+    }
+    expected_ops += all_to_all.size() + replays.size();
+  }
+  CHECK(ops.size() == expected_ops);
+
   auto info = runCommand(std::string(GPUXRAY_BINARY) + " info " + output);
-  CHECK(info.out.find("nccl_communicator 1, nccl_operation 4, net_transfer 3") != std::string::npos);
+  CHECK(info.out.find("nccl_communicator 1, nccl_operation " + std::to_string(expected_ops) + ", net_transfer 3") !=
+        std::string::npos);
 }

@@ -1,13 +1,16 @@
-// The NCCL profiler plugin, driven the way NCCL drives it: through the v5 (and v4) tables, with
-// operations enqueued on the user thread, proxy work on the proxy thread and kernel channels on
-// a host-callback thread.
+// The NCCL profiler plugin, driven the way NCCL drives it: through the v5 table (and v1-v4, v6),
+// with operations enqueued on the user thread (or, for graph replays, a host-callback thread),
+// proxy work on the proxy thread and kernel channels on another thread.
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <set>
 #include <catch2/catch.hpp>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "inject/nccl_plugin.h"
 #include "inject/nccl_profiler.h"
@@ -75,8 +78,10 @@ nccl_abi::EventDescrV5 child(uint64_t type, void* parent) {
 
 TEST_CASE("nccl: the plugin asks for operations, proxy work and kernel channels, and records the communicator") {
   PluginFixture plugin;
-  CHECK(plugin.mask == (nccl_abi::kColl | nccl_abi::kP2p | nccl_abi::kProxyOp | nccl_abi::kProxyStep |
-                        nccl_abi::kKernelCh));
+  CHECK(NcclProfiler::activationMask() == (nccl_abi::kColl | nccl_abi::kP2p | nccl_abi::kProxyOp |
+                                           nccl_abi::kProxyStep | nccl_abi::kKernelCh));
+  // From v5 on, also the API calls, for whether an operation was captured into a CUDA graph.
+  CHECK(plugin.mask == (NcclProfiler::activationMask() | static_cast<int>(nccl_abi::kCollApi | nccl_abi::kP2pApi)));
   auto comms = plugin.profiler.takeCommunicators();
   REQUIRE(comms.size() == 1);
   CHECK(comms[0].comm_hash == 0xC0FFEE);
@@ -311,4 +316,354 @@ TEST_CASE("nccl: operations from several threads at once are all recorded, each 
   }
   CHECK(seqs.size() == done.size());
   CHECK(plugin.profiler.stats().dropped_events == 0);
+}
+
+namespace {
+
+// A profiler with a counting clock, global rank 2 on device 3, installed as the tables' target.
+struct BareProfiler {
+  std::atomic<uint64_t> ticks{0};
+  NcclProfiler profiler{[this] { return ticks += 10; }, 2, [] { return 3u; }};
+  BareProfiler() { setNcclProfiler(&profiler); }
+  ~BareProfiler() { setNcclProfiler(nullptr); }
+};
+
+template <typename Table, typename Descr>
+void* startWith(const Table& table, void* context, Descr descr) {
+  void* handle = nullptr;
+  REQUIRE(table.start_event(context, &handle, &descr) == nccl_abi::kSuccess);
+  return handle;
+}
+
+}  // namespace
+
+TEST_CASE("nccl: v1 gives NCCL 2.23's enum values, named as later versions name them") {
+  // ncclFunc_t, ncclDataType_t (nccl.h), NCCL_ALGO_*, NCCL_PROTO_*.
+  CHECK(std::string(ncclFuncName(0)) == "Broadcast");
+  CHECK(std::string(ncclFuncName(2)) == "AllGather");
+  CHECK(std::string(ncclFuncName(4)) == "AllReduce");
+  CHECK(std::string(ncclFuncName(6)) == "Send");
+  CHECK(std::string(ncclFuncName(7)) == "Recv");
+  CHECK(std::string(ncclFuncName(8)) == "Invalid");
+  CHECK(std::string(ncclDatatypeName(7)) == "ncclFloat32");
+  CHECK(std::string(ncclDatatypeName(9)) == "ncclBfloat16");
+  CHECK(std::string(ncclDatatypeName(11)) == "ncclFloat8e5m2");
+  CHECK(std::string(ncclDatatypeName(12)) == "Unknown");
+  // Every datatype name is one ncclTypeSize knows, with nccl.h's sizes.
+  const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  for (uint8_t code = 0; code < 12; ++code) {
+    INFO("ncclDataType_t " << int(code) << " = " << ncclDatatypeName(code));
+    CHECK(ncclTypeSize(ncclDatatypeName(code)) == sizes[code]);
+  }
+  CHECK(std::string(ncclAlgorithmName(0)) == "TREE");
+  CHECK(std::string(ncclAlgorithmName(1)) == "RING");
+  CHECK(std::string(ncclAlgorithmName(6)) == "PAT");
+  CHECK(std::string(ncclAlgorithmName(7)) == "Unknown");
+  CHECK(std::string(ncclProtocolName(0)) == "LL");
+  CHECK(std::string(ncclProtocolName(1)) == "LL128");
+  CHECK(std::string(ncclProtocolName(2)) == "SIMPLE");
+  CHECK(std::string(ncclProtocolName(3)) == "Unknown");
+}
+
+TEST_CASE("nccl: the v1 table (NCCL 2.23) records an operation and learns its communicator from it") {
+  constexpr nccl_abi::ProfilerV1 v1 = profilerV1Table();
+  BareProfiler bare;
+  NcclProfiler& profiler = bare.profiler;
+  void* context = nullptr;
+  int mask = 0;
+  REQUIRE(v1.init(&context, &mask) == nccl_abi::kSuccess);
+  CHECK(mask == NcclProfiler::activationMask());
+  CHECK(profiler.takeCommunicators().empty());  // init names no communicator
+
+  nccl_abi::EventDescrV1 coll{};
+  coll.type = nccl_abi::kColl;
+  coll.rank = 5;
+  // ReduceScatter (3) of bfloat16 (9), PAT (6), LL128 (1).
+  coll.coll = {"dp", 0xD1, 11, 3, nullptr, nullptr, 1000, 0, 9, 0, 8000, 4, 8, 6, 1, 0, 0};
+  void* op = startWith(v1, context, coll);
+  REQUIRE(op != nullptr);
+
+  // A network send: the proxy operation reports its bytes so far, its step only its states.
+  nccl_abi::EventDescrV1 proxy_descr{};
+  proxy_descr.type = nccl_abi::kProxyOp;
+  proxy_descr.parent = op;
+  proxy_descr.proxy_op = {getpid(), 1, 6, 2, 1024, 1};
+  void* proxy_op = startWith(v1, context, proxy_descr);
+  nccl_abi::EventDescrV1 step_descr{};
+  step_descr.type = nccl_abi::kProxyStep;
+  step_descr.parent = proxy_op;
+  void* step = startWith(v1, context, step_descr);
+  nccl_abi::EventStateArgsV1 progress{};
+  progress.proxy_op = {0, 1};
+  CHECK(v1.record_event_state(proxy_op, nccl_abi::kProxyOpSendPosted, &progress) == nccl_abi::kSuccess);
+  CHECK(v1.record_event_state(step, nccl_abi::kProxyStepSendGpuWait, nullptr) == nccl_abi::kSuccess);
+  CHECK(v1.record_event_state(step, nccl_abi::kProxyStepSendWait, nullptr) == nccl_abi::kSuccess);
+  progress.proxy_op = {1500, 1};
+  CHECK(v1.record_event_state(proxy_op, nccl_abi::kProxyOpSendTransmitted, &progress) == nccl_abi::kSuccess);
+  CHECK(v1.stop_event(step) == nccl_abi::kSuccess);
+  progress.proxy_op = {3000, 2};
+  CHECK(v1.record_event_state(proxy_op, nccl_abi::kProxyOpSendDone, &progress) == nccl_abi::kSuccess);
+  CHECK(v1.stop_event(proxy_op) == nccl_abi::kSuccess);
+  // Without kernel channels before v3, a stopped (enqueued) operation is complete.
+  CHECK(v1.stop_event(op) == nccl_abi::kSuccess);
+
+  nccl_abi::EventDescrV1 recv{};
+  recv.type = nccl_abi::kP2p;
+  recv.rank = 5;
+  recv.p2p = {"dp", 0xD1, 7, nullptr, 1, 300, 2};  // Recv of uint8
+  CHECK(v1.stop_event(startWith(v1, context, recv)) == nccl_abi::kSuccess);
+
+  auto done = profiler.takeCompleted();
+  REQUIRE(done.size() == 2);
+  const auto& r = done[0].record;
+  CHECK(r.kind == format::NcclOperationKind::kCollective);
+  CHECK(r.comm_hash == 0xD1);
+  CHECK(r.seq == 11);
+  CHECK(r.count == 1000);
+  CHECK(r.bytes == 2000);
+  CHECK(r.channels == 4);
+  CHECK(r.warps == 8);
+  CHECK(r.device == 3);
+  CHECK(r.gpu_start_ns == 0);
+  CHECK(done[0].func == "ReduceScatter");
+  CHECK(done[0].datatype == "ncclBfloat16");
+  CHECK(done[0].algorithm == "PAT");
+  CHECK(done[0].protocol == "LL128");
+  CHECK(done[1].record.kind == format::NcclOperationKind::kRecv);
+  CHECK(done[1].func == "Recv");
+  CHECK(done[1].datatype == "ncclUint8");
+  CHECK(done[1].record.bytes == 300);
+  CHECK(done[1].record.peer == 2);
+  CHECK(done[1].record.comm_hash == 0xD1);
+
+  auto transfers = profiler.takeTransfers();
+  REQUIRE(transfers.size() == 1);
+  CHECK(transfers[0].operation_id == r.operation_id);
+  CHECK(transfers[0].comm_hash == 0xD1);
+  CHECK(transfers[0].bytes == 3000);
+  CHECK(transfers[0].steps == 1);
+  CHECK(transfers[0].wait_gpu_ns > 0);
+  CHECK(transfers[0].wait_network_ns > 0);
+
+  // One communicator, recorded once, with what v1 says of it.
+  auto comms = profiler.takeCommunicators();
+  REQUIRE(comms.size() == 1);
+  CHECK(comms[0].comm_hash == 0xD1);
+  CHECK(comms[0].name == "dp");
+  CHECK(comms[0].comm_rank == 5);
+  CHECK(comms[0].nranks == 0);
+  CHECK(comms[0].nnodes == 0);
+  CHECK(comms[0].global_rank == 2);
+  CHECK(comms[0].device == 3);
+  CHECK(comms[0].init_ns > 0);
+  CHECK(comms[0].profiler_version == 1);
+  REQUIRE(v1.finalize(context) == nccl_abi::kSuccess);
+}
+
+TEST_CASE("nccl: the v2 table (NCCL 2.24-2.25) records each communicator hash its operations name, once") {
+  constexpr nccl_abi::ProfilerV2 v2 = profilerV2Table();
+  BareProfiler bare;
+  void* context = nullptr;
+  int mask = 0;
+  REQUIRE(v2.init(&context, &mask) == nccl_abi::kSuccess);
+  for (uint64_t seq : {1u, 2u}) {
+    nccl_abi::EventDescrV2 coll{};
+    coll.type = nccl_abi::kColl;
+    coll.rank = 1;
+    // traffic_bytes (here 999) is NCCL's estimate of the wire traffic, not the operation's size.
+    coll.coll = {"tp", 0xA, seq, "AllReduce", nullptr, nullptr, 64, 0, "ncclFloat64", 999, 2, 8, "TREE", "LL"};
+    CHECK(v2.stop_event(startWith(v2, context, coll)) == nccl_abi::kSuccess);
+  }
+  nccl_abi::EventDescrV2 send{};
+  send.type = nccl_abi::kP2p;
+  send.rank = 0;
+  send.p2p = {"pp", 0xB, "Send", nullptr, "ncclInt32", 10, 3};
+  CHECK(v2.stop_event(startWith(v2, context, send)) == nccl_abi::kSuccess);
+
+  auto done = bare.profiler.takeCompleted();
+  REQUIRE(done.size() == 3);
+  CHECK(done[0].record.bytes == 512);
+  CHECK(done[0].record.comm_hash == 0xA);
+  CHECK(done[0].algorithm == "TREE");
+  CHECK(done[0].protocol == "LL");
+  CHECK(done[0].datatype == "ncclFloat64");
+  CHECK(done[1].record.seq == 2);
+  CHECK(done[2].record.kind == format::NcclOperationKind::kSend);
+  CHECK(done[2].record.bytes == 40);
+  CHECK(done[2].record.comm_hash == 0xB);
+  auto comms = bare.profiler.takeCommunicators();
+  REQUIRE(comms.size() == 2);
+  CHECK(comms[0].comm_hash == 0xA);
+  CHECK(comms[0].name == "tp");
+  CHECK(comms[0].comm_rank == 1);
+  CHECK(comms[1].comm_hash == 0xB);
+  CHECK(comms[1].name == "pp");
+  for (const auto& comm : comms) CHECK(comm.profiler_version == 2);
+}
+
+TEST_CASE("nccl: the v3 table (NCCL 2.26): an operation completes when its untimed kernel channels stop") {
+  constexpr nccl_abi::ProfilerV3 v3 = profilerV3Table();
+  BareProfiler bare;
+  void* context = nullptr;
+  int mask = 0;
+  REQUIRE(v3.init(&context, &mask) == nccl_abi::kSuccess);
+  CHECK((static_cast<uint64_t>(mask) & nccl_abi::kKernelCh) != 0);
+  nccl_abi::EventDescrV3 coll{};
+  coll.type = nccl_abi::kColl;
+  coll.coll = {"ep", 0xE3, 4, "AllGather", nullptr, nullptr, 4096, 0, "ncclInt8", 2, 16, "RING", "SIMPLE"};
+  void* op = startWith(v3, context, coll);
+  REQUIRE(v3.stop_event(op) == nccl_abi::kSuccess);
+  CHECK(bare.profiler.takeCompleted().empty());  // enqueued, its 2 channels still to run
+
+  std::atomic<int> failed_calls{0};
+  std::thread kernel([&] {
+    for (uint8_t channel = 0; channel < 2; ++channel) {
+      nccl_abi::EventDescrV3 descr{};
+      descr.type = nccl_abi::kKernelCh;
+      descr.parent = op;
+      descr.kernel_ch.channel_id = channel;
+      void* handle = nullptr;
+      if (v3.start_event(context, &handle, &descr) != nccl_abi::kSuccess || handle == nullptr) ++failed_calls;
+      if (v3.stop_event(handle) != nccl_abi::kSuccess) ++failed_calls;
+    }
+  });
+  kernel.join();
+  CHECK(failed_calls == 0);
+  auto done = bare.profiler.takeCompleted();
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].record.bytes == 4096);
+  CHECK(done[0].record.comm_hash == 0xE3);
+  CHECK(done[0].record.gpu_start_ns == 0);
+  CHECK(done[0].record.gpu_end_ns == 0);
+  CHECK(bare.profiler.takeCommunicators().at(0).profiler_version == 3);
+
+  // A v3 p2p names no channel count: it is complete once enqueued.
+  nccl_abi::EventDescrV3 recv{};
+  recv.type = nccl_abi::kP2p;
+  recv.p2p = {"ep", 0xE3, "Recv", nullptr, "ncclFloat32", 8, 1};
+  CHECK(v3.stop_event(startWith(v3, context, recv)) == nccl_abi::kSuccess);
+  CHECK(bare.profiler.takeCompleted().size() == 1);
+  CHECK(bare.profiler.stats().dropped_events == 0);
+}
+
+TEST_CASE("nccl: an all-to-all (NCCL 2.28) is one send and one receive per peer, recorded so") {
+  PluginFixture plugin;
+  auto api = child(nccl_abi::kCollApi, nullptr);
+  api.coll_api = {"AlltoAll", 500, "ncclFloat32", 0, nullptr, false};
+  void* call = plugin.start(api);
+  CHECK(call != nullptr);
+  // 2.28 issues it as a grouped send and receive per peer (itself included), with no coll event.
+  constexpr int kRanks = 8;
+  std::vector<void*> ops;
+  for (int peer = 0; peer < kRanks; ++peer) {
+    for (const char* func : {"Send", "Recv"}) {
+      auto descr = p2p(func, peer, 500);
+      descr.p2p.fields.datatype = "ncclFloat32";
+      ops.push_back(plugin.start(descr));
+    }
+  }
+  for (void* op : ops) plugin.stop(op);
+  plugin.stop(call);
+  CHECK(plugin.profiler.takeCompleted().empty());  // each waits for its channel's kernel
+
+  std::thread kernel([&] {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      auto descr = child(nccl_abi::kKernelCh, ops[i]);
+      descr.kernel_ch = {0, 100 + i};
+      void* channel = plugin.start(descr);
+      nccl_abi::EventStateArgs stopped{};
+      stopped.kernel_ch.gpu_timer = 200 + i;
+      plugin.state(channel, nccl_abi::kKernelChStop, stopped);
+      plugin.stop(channel);
+    }
+  });
+  kernel.join();
+  CHECK(plugin.failed_calls == 0);
+
+  auto done = plugin.profiler.takeCompleted();
+  REQUIRE(done.size() == 2 * kRanks);
+  for (int peer = 0; peer < kRanks; ++peer) {
+    for (auto kind : {format::NcclOperationKind::kSend, format::NcclOperationKind::kRecv}) {
+      INFO("peer " << peer << (kind == format::NcclOperationKind::kSend ? " send" : " recv"));
+      auto matches = std::count_if(done.begin(), done.end(), [&](const CompletedNcclOperation& op) {
+        return op.record.peer == peer && op.record.kind == kind && op.record.bytes == 2000 &&
+               op.record.gpu_end_ns == op.record.gpu_start_ns + 100 && !op.record.graph_captured;
+      });
+      CHECK(matches == 1);
+    }
+  }
+}
+
+TEST_CASE("nccl: graph replays (NCCL 2.28) come from a host callback long after the capture, each marked captured") {
+  PluginFixture plugin(4);
+  auto api = child(nccl_abi::kCollApi, nullptr);
+  api.coll_api = {"AllReduce", 256, "ncclFloat32", 0, nullptr, true};
+  void* captured_call = plugin.start(api);
+  plugin.stop(captured_call);
+  // API calls take no ring slot: many more than the ring holds.
+  api.coll_api.graph_captured = false;
+  void* eager_call = nullptr;
+  for (int i = 0; i < 10; ++i) {
+    eager_call = plugin.start(api);
+    plugin.stop(eager_call);
+  }
+  CHECK(plugin.profiler.stats().dropped_events == 0);
+
+  // Each replay: the host callback starts and stops the coll, its parent still the API event of the
+  // capture; its kernel channel follows on the proxy thread, after the coll's stop. More replays
+  // than ring slots, so slots are reused in between.
+  constexpr int kReplays = 6;
+  for (int replay = 0; replay < kReplays; ++replay) {
+    void* op = nullptr;
+    std::thread host_callback([&] {
+      auto descr = coll("AllReduce", static_cast<uint64_t>(replay), 256, "ncclFloat32", 1);
+      descr.parent = captured_call;
+      op = plugin.start(descr);
+      plugin.stop(op);
+    });
+    host_callback.join();
+    std::thread proxy([&] {
+      auto descr = child(nccl_abi::kKernelCh, op);
+      descr.kernel_ch = {0, 1000u * static_cast<uint64_t>(replay)};
+      void* channel = plugin.start(descr);
+      nccl_abi::EventStateArgs stopped{};
+      stopped.kernel_ch.gpu_timer = 1000u * static_cast<uint64_t>(replay) + 500;
+      plugin.state(channel, nccl_abi::kKernelChStop, stopped);
+      plugin.stop(channel);
+    });
+    proxy.join();
+  }
+  auto eager = coll("AllReduce", 99, 256, "ncclFloat32", 0);
+  eager.parent = eager_call;
+  plugin.stop(plugin.start(eager));
+  CHECK(plugin.failed_calls == 0);
+
+  auto done = plugin.profiler.takeCompleted();
+  REQUIRE(done.size() == kReplays + 1);
+  for (int replay = 0; replay < kReplays; ++replay) {
+    const auto& r = done[static_cast<size_t>(replay)].record;
+    CHECK(r.seq == static_cast<uint64_t>(replay));
+    CHECK(r.graph_captured);
+    CHECK(r.gpu_start_ns == 1000u * static_cast<uint64_t>(replay));
+    CHECK(r.gpu_end_ns == r.gpu_start_ns + 500);
+  }
+  CHECK(done.back().record.seq == 99);
+  CHECK_FALSE(done.back().record.graph_captured);
+  CHECK(plugin.profiler.stats().dropped_events == 0);
+}
+
+TEST_CASE("nccl: without a capture, the v1-v3 inits refuse too") {
+  setNcclProfiler(nullptr);
+  void* context = nullptr;
+  int mask = 0;
+  constexpr nccl_abi::ProfilerV1 v1 = profilerV1Table();
+  constexpr nccl_abi::ProfilerV2 v2 = profilerV2Table();
+  constexpr nccl_abi::ProfilerV3 v3 = profilerV3Table();
+  CHECK(v1.init(&context, &mask) != nccl_abi::kSuccess);
+  CHECK(v2.init(&context, &mask) != nccl_abi::kSuccess);
+  CHECK(v3.init(&context, &mask) != nccl_abi::kSuccess);
+  // Every other call succeeds, whatever it is given.
+  nccl_abi::EventStateArgsV1 args{};
+  CHECK(v1.record_event_state(nullptr, nccl_abi::kProxyOpSendDone, &args) == nccl_abi::kSuccess);
+  CHECK(v1.stop_event(nullptr) == nccl_abi::kSuccess);
 }
