@@ -6,16 +6,20 @@ namespace gpuxray::analysis {
 
 IntervalSet unionOf(std::vector<Interval> intervals) {
   std::erase_if(intervals, [](const Interval& i) { return i.end <= i.start; });
-  std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
-  IntervalSet merged;
-  for (const Interval& i : intervals) {
-    if (!merged.empty() && i.start <= merged.back().end) {
-      merged.back().end = std::max(merged.back().end, i.end);
+  auto by_start = [](const Interval& a, const Interval& b) { return a.start < b.start; };
+  if (!std::is_sorted(intervals.begin(), intervals.end(), by_start)) std::sort(intervals.begin(), intervals.end(), by_start);
+  // Merged in place: the result is never longer than the input.
+  size_t kept = 0;
+  for (size_t i = 0; i < intervals.size(); ++i) {
+    if (kept > 0 && intervals[i].start <= intervals[kept - 1].end) {
+      intervals[kept - 1].end = std::max(intervals[kept - 1].end, intervals[i].end);
     } else {
-      merged.push_back(i);
+      intervals[kept++] = intervals[i];
     }
   }
-  return merged;
+  intervals.resize(kept);
+  intervals.shrink_to_fit();
+  return intervals;
 }
 
 int64_t totalLength(const IntervalSet& set) {

@@ -41,9 +41,11 @@ void classifyGap(const model::RankTrace& rank, int64_t gap_start, const model::G
 IdleSplit rankIdle(const model::RankTrace& rank, const IntervalSet& busy, Interval window) {
   IdleSplit split;
   const auto& activities = rank.activities;
+  auto next = std::lower_bound(activities.begin(), activities.end(), window.start,
+                               [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; });
   for (const Interval& gap : gapsWithin(busy, window)) {
-    auto next = std::lower_bound(activities.begin(), activities.end(), gap.end,
-                                 [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; });
+    // Gaps come in time order, so the activity after each is found by walking forward.
+    while (next != activities.end() && next->start_ns < gap.end) ++next;
     if (next == activities.end()) {
       split.other += gap.length();  // idle until the window's end: nothing came after
     } else {

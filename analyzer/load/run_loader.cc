@@ -35,6 +35,11 @@ uint32_t saturated32(uint64_t value) {
   return static_cast<uint32_t>(std::min<uint64_t>(value, std::numeric_limits<uint32_t>::max()));
 }
 
+template <typename T, typename Less>
+void sortIfNeeded(std::vector<T>& values, Less less) {
+  if (!std::is_sorted(values.begin(), values.end(), less)) std::sort(values.begin(), values.end(), less);
+}
+
 bool isDeviceMemory(format::MemoryKind kind) {
   using format::MemoryKind;
   return kind == MemoryKind::kDevice || kind == MemoryKind::kManaged || kind == MemoryKind::kDeviceStatic ||
@@ -59,13 +64,13 @@ class RankBuilder {
       model::GpuActivity a = activity(m.start_ns, m.end_ns, m.device, m.stream, m.correlation_id);
       a.kind = ActivityKind::kMemcpy;
       a.detail = saturated32(m.bytes);
-      rank_.activities.push_back(a);
+      copies_.push_back(a);
     }
     for (const auto& m : batch.memsets) {
       model::GpuActivity a = activity(m.start_ns, m.end_ns, m.device, m.stream, m.correlation_id);
       a.kind = ActivityKind::kMemset;
       a.detail = saturated32(m.bytes);
-      rank_.activities.push_back(a);
+      copies_.push_back(a);
     }
     for (const auto& c : batch.api_calls) {
       rank_.host_calls.push_back({static_cast<int64_t>(c.start_ns), static_cast<int64_t>(c.end_ns), c.correlation_id});
@@ -113,15 +118,22 @@ class RankBuilder {
     }
   }
 
+  // Kernels and copies each arrive nearly in order; each is sorted (when it is not already) and
+  // the few copies are merged into the kernels.
   void finish() {
     auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
-    std::sort(rank_.activities.begin(), rank_.activities.end(), by_start);
-    std::sort(rank_.nvtx.begin(), rank_.nvtx.end(), by_start);
-    std::sort(rank_.memory.begin(), rank_.memory.end(), [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
-    std::sort(rank_.host_calls.begin(), rank_.host_calls.end(),
-              [](const auto& a, const auto& b) { return a.correlation_id < b.correlation_id; });
-    std::sort(rank_.nccl_ops.begin(), rank_.nccl_ops.end(),
-              [](const auto& a, const auto& b) { return a.enqueue_ns < b.enqueue_ns; });
+    sortIfNeeded(rank_.activities, by_start);
+    sortIfNeeded(copies_, by_start);
+    auto middle = static_cast<std::ptrdiff_t>(rank_.activities.size());
+    rank_.activities.insert(rank_.activities.end(), copies_.begin(), copies_.end());
+    copies_ = {};
+    std::inplace_merge(rank_.activities.begin(), rank_.activities.begin() + middle, rank_.activities.end(), by_start);
+    rank_.activities.shrink_to_fit();
+    sortIfNeeded(rank_.nvtx, by_start);
+    sortIfNeeded(rank_.memory, [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
+    sortIfNeeded(rank_.host_calls, [](const auto& a, const auto& b) { return a.correlation_id < b.correlation_id; });
+    rank_.host_calls.shrink_to_fit();
+    sortIfNeeded(rank_.nccl_ops, [](const auto& a, const auto& b) { return a.enqueue_ns < b.enqueue_ns; });
   }
 
  private:
@@ -179,6 +191,7 @@ class RankBuilder {
 
   model::RankTrace& rank_;
   const format::StringTable& file_strings_;
+  std::vector<model::GpuActivity> copies_;
   std::vector<uint32_t> to_local_;
   std::vector<int8_t> kinds_{-1};
   std::unordered_map<model::LaunchConfig, uint32_t, LaunchConfigHash> configs_;
