@@ -18,6 +18,9 @@ namespace {
 using report::Cell;
 using report::Unit;
 
+// Exposed stretches shorter than this are not drawn: a timeline of thousands of slivers helps no one.
+constexpr int64_t kShortestMarkNs = 10'000;
+
 struct CollectiveExposure {
   uint64_t count = 0;
   int64_t time = 0;
@@ -49,6 +52,10 @@ void analyzeOverlap(const AnalysisInput& input, report::Report& report) {
     int64_t communication = 0, exposed = 0, time = 0;
     std::vector<int64_t> per_step;
     for (const StepWindow& step : input.windowsOf(r)) {
+      for (const Interval& piece : clip(exposed_set, step.window)) {
+        if (piece.length() >= kShortestMarkNs)
+          report.marks.push_back({"overlap", run.ranks[r].rank, piece.start, piece.end, "exposed communication"});
+      }
       int64_t e = lengthWithin(exposed_set, step.window);
       communication += lengthWithin(sets.communication, step.window);
       exposed += e;

@@ -68,6 +68,16 @@ struct Metric {
   std::string description;
 };
 
+// Something an analysis found at a place in time, to be drawn on the timeline (the Perfetto
+// export): an interval (a bubble, exposed communication) or an instant (a late arrival).
+struct TimelineMark {
+  std::string analysis;  // the section id
+  int32_t rank = -1;
+  int64_t start_ns = 0;  // on the run's clock
+  int64_t end_ns = 0;    // == start_ns for an instant
+  std::string label;     // e.g. "bubble: waiting on stage 2"
+};
+
 struct RunSummary {
   std::string run_id;
   int32_t world_size = 0;
@@ -84,6 +94,8 @@ struct Report {
   std::vector<Section> sections;
   std::vector<Finding> findings;
   std::vector<Metric> metrics;
+  // For the timeline only; the renderers do not show them.
+  std::vector<TimelineMark> marks;
   std::vector<std::string> warnings;
   // Filled by the thresholds of --fail-on: one line per violated threshold.
   std::vector<std::string> violations;
