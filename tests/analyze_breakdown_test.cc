@@ -167,3 +167,25 @@ TEST_CASE("analyze: the CLI prints text, JSON and Markdown, and --fail-on sets e
   CHECK(unknown.exit_code == 1);
   CHECK(unknown.err.find("--fail-on 'bubble>1': no metric 'bubble'") != std::string::npos);
 }
+
+TEST_CASE("analyze: --window keeps only the records that reach into it") {
+  TempDir dir;
+  writeRun(dir.path());
+  auto run = gpuxray::load::loadRun({dir.path().string()}, {});
+  size_t activities = run.ranks[0].activities.size();
+  int64_t origin = run.firstActivityNs();
+  // Step 5 only: [1000, 2000) µs. Step 4's kernels end by 950 µs; its range ends at 1000 (kept:
+  // it touches the window's start).
+  uint64_t dropped = run.keepWindow(origin + 1'000'000, origin + 2'000'000);
+  CHECK(run.ranks[0].activities.size() == activities / 2);
+  CHECK(run.ranks[0].nvtx.size() == 2);
+  CHECK(dropped > 0);
+  analysis::AnalysisInput input{run, {}, {}, "none", {}};
+  analysis::findSteps(input);
+  CHECK(input.steps[0].size() == 2);
+
+  auto cli = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + dir.path().string() +
+                                          " --window 1:2 --format json");
+  CHECK(cli.exit_code == 0);
+  CHECK(cli.out.find("--window 1:2: ") != std::string::npos);
+}

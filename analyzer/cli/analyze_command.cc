@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -28,8 +30,31 @@ struct AnalyzeOptions {
   std::vector<std::string> steps;
   std::vector<std::string> step_markers;
   std::vector<std::string> fail_on;
+  std::string window;
   size_t top = 10;
 };
+
+// "1.5:4" -> seconds from the run's first GPU activity, as [start, end) in ns. Either side may be
+// empty ("2:" = from 2 s on).
+std::pair<int64_t, int64_t> parseWindow(const std::string& text) {
+  size_t colon = text.find(':');
+  auto seconds = [&](const std::string& part, double fallback) {
+    if (part.empty()) return fallback;
+    size_t used = 0;
+    double value = std::stod(part, &used);
+    if (used != part.size() || value < 0) throw std::invalid_argument(part);
+    return value;
+  };
+  try {
+    if (colon == std::string::npos) throw std::invalid_argument(text);
+    double start = seconds(text.substr(0, colon), 0);
+    double end = seconds(text.substr(colon + 1), 1e9);
+    if (end <= start) throw std::invalid_argument(text);
+    return {static_cast<int64_t>(start * 1e9), static_cast<int64_t>(std::min(end * 1e9, 9e18))};
+  } catch (const std::exception&) {
+    throw UsageError(fmt::format("--window '{}': expected START:END in seconds from the first GPU activity, e.g. 10:20", text));
+  }
+}
 
 // "0,2,4-7" -> {0, 2, 4, 5, 6, 7}
 std::vector<int64_t> parseNumberList(const std::vector<std::string>& items, const char* option) {
@@ -99,6 +124,12 @@ ExitCode runAnalyze(const AnalyzeOptions& options) {
     };
   }
   model::RunTrace run = load::loadRun(options.paths, load_options);
+  if (!options.window.empty()) {
+    auto [from, to] = parseWindow(options.window);
+    int64_t origin = run.firstActivityNs();
+    uint64_t dropped = run.keepWindow(origin + from, origin + to);
+    run.warnings.push_back(fmt::format("--window {}: {} records outside it left out", options.window, dropped));
+  }
 
   analysis::AnalysisInput input{run, {}, {}, "none", {}};
   input.options.step_markers = options.step_markers;
@@ -140,6 +171,8 @@ CommandAction addAnalyzeCommand(CLI::App& app) {
                       "group gives the step number");
   command->add_option("--fail-on", options->fail_on,
                       "Exit with 3 when a metric crosses a threshold, e.g. exposed_comm_pct>20 (repeatable)");
+  command->add_option("--window", options->window,
+                      "Analyze only START:END, in seconds from the run's first GPU activity (e.g. 10:20)");
   command->add_option("--top", options->top, "Rows in the top-N tables (default 10)");
   return [options] { return runAnalyze(*options); };
 }

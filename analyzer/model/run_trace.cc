@@ -44,4 +44,39 @@ uint64_t RunTrace::records() const {
   return total;
 }
 
+int64_t RunTrace::firstActivityNs() const {
+  int64_t first = 0;
+  bool any = false;
+  for (const auto& rank : ranks) {
+    if (rank.activities.empty()) continue;
+    first = any ? std::min(first, rank.activities.front().start_ns) : rank.activities.front().start_ns;
+    any = true;
+  }
+  return first;
+}
+
+uint64_t RunTrace::keepWindow(int64_t start_ns, int64_t end_ns) {
+  uint64_t dropped = 0;
+  auto outside = [&](int64_t start, int64_t end) { return end < start_ns || start >= end_ns; };
+  auto drop = [&](auto& records, auto start_of, auto end_of) {
+    size_t before = records.size();
+    std::erase_if(records, [&](const auto& r) { return outside(start_of(r), end_of(r)); });
+    records.shrink_to_fit();
+    dropped += before - records.size();
+  };
+  for (auto& rank : ranks) {
+    drop(rank.activities, [](const auto& a) { return a.start_ns; }, [](const auto& a) { return a.end_ns; });
+    drop(rank.host_calls, [](const auto& c) { return c.start_ns; }, [](const auto& c) { return c.end_ns; });
+    drop(rank.nvtx, [](const auto& n) { return n.start_ns; }, [](const auto& n) { return n.end_ns; });
+    drop(rank.nccl_ops, [](const auto& o) { return o.enqueue_ns; },
+         [](const auto& o) { return std::max(o.enqueue_ns, o.gpu_end_ns); });
+    drop(rank.transfers, [](const auto& t) { return t.start_ns; }, [](const auto& t) { return t.end_ns; });
+    // Memory changes before the window still set the level inside it: only later ones go.
+    size_t before = rank.memory.size();
+    std::erase_if(rank.memory, [&](const auto& m) { return m.time_ns >= end_ns; });
+    dropped += before - rank.memory.size();
+  }
+  return dropped;
+}
+
 }  // namespace gpuxray::model

@@ -151,6 +151,10 @@ struct RunTrace {
   // Problems met while loading (torn files, missing ranks, ...), each on one line.
   std::vector<std::string> warnings;
   uint64_t records() const;
+  // The first start of any GPU activity, on the run's clock (0 for a run without any).
+  int64_t firstActivityNs() const;
+  // Drops every record that lies wholly outside [start_ns, end_ns), and says how many it dropped.
+  uint64_t keepWindow(int64_t start_ns, int64_t end_ns);
 };
 
 }  // namespace gpuxray::model
