@@ -4,7 +4,7 @@ namespace gpuxray::analysis {
 
 const std::vector<std::string>& knownMetrics() {
   static const std::vector<std::string> names = {
-      "idle_pct", "host_bound_pct", "exposed_comm_pct", "overlap_pct",
+      "idle_pct", "host_bound_pct", "exposed_comm_pct", "overlap_pct", "bubble_pct",
   };
   return names;
 }
@@ -12,6 +12,7 @@ const std::vector<std::string>& knownMetrics() {
 void runAnalyses(const AnalysisInput& input, report::Report& report) {
   analyzeTimeBreakdown(input, report);
   analyzeOverlap(input, report);
+  analyzePipelineBubbles(input, report);
   report.sortFindings();
 }
 
