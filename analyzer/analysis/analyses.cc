@@ -5,6 +5,7 @@ namespace gpuxray::analysis {
 const std::vector<std::string>& knownMetrics() {
   static const std::vector<std::string> names = {
       "idle_pct", "host_bound_pct", "exposed_comm_pct", "overlap_pct", "bubble_pct",
+      "link_imbalance", "link_utilization_pct",
   };
   return names;
 }
@@ -13,6 +14,7 @@ void runAnalyses(const AnalysisInput& input, report::Report& report) {
   analyzeTimeBreakdown(input, report);
   analyzeOverlap(input, report);
   analyzePipelineBubbles(input, report);
+  analyzeLinkHotspots(input, report);
   report.sortFindings();
 }
 

@@ -10,6 +10,7 @@ namespace gpuxray::analysis {
 void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report);
 void analyzeOverlap(const AnalysisInput& input, report::Report& report);
 void analyzePipelineBubbles(const AnalysisInput& input, report::Report& report);
+void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report);
 
 // All of the above, then the findings sorted most costly first.
 void runAnalyses(const AnalysisInput& input, report::Report& report);

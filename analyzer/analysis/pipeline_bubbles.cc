@@ -154,7 +154,7 @@ std::map<int32_t, std::set<int32_t>> forwardEdges(const AnalysisInput& input,
       auto w = std::upper_bound(windows.begin(), windows.end(), op.span.start,
                                 [](int64_t t, const StepWindow& s) { return t < s.window.start; });
       if (w == windows.begin() || op.span.start >= std::prev(w)->window.end) continue;
-      if (!voted.emplace(static_cast<size_t>(w - windows.begin()), op.peer).second) continue;
+      if (!voted.insert({static_cast<size_t>(w - windows.begin()), op.peer}).second) continue;
       int32_t from = op.send ? self : op.peer, to = op.send ? op.peer : self;
       votes[{std::min(from, to), std::max(from, to)}] += from < to ? 1 : -1;
     }
