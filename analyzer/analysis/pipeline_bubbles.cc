@@ -58,7 +58,7 @@ struct StageStep {
   Interval window;
   size_t first_op = 0, end_op = 0;  // its operations in the stage's op list
   int64_t micro_batches = 0;
-  bool interleaved = false;         // a forward after the first backward: 1F1B
+  bool interleaved = false;           // a forward after the first backward: 1F1B
   int64_t last_pipeline_compute = 0;  // end of the compute that finishes its part of the pipeline
 };
 
@@ -84,7 +84,9 @@ struct StageRow {
   double bubblePct() const {
     return step_time > 0 ? 100.0 * static_cast<double>(idle.total()) / static_cast<double>(step_time) : 0.0;
   }
-  double perStep(int64_t total) const { return samples > 0 ? static_cast<double>(total) / static_cast<double>(samples) : 0.0; }
+  double perStep(int64_t total) const {
+    return samples > 0 ? static_cast<double>(total) / static_cast<double>(samples) : 0.0;
+  }
 };
 
 double theoreticalPct(size_t p, int64_t m) {
@@ -243,7 +245,8 @@ class Attributor {
   Attributor(const model::RankTrace& rank, const IntervalSet& compute, const Stage& stage)
       : rank_(rank), compute_(compute), stage_(stage) {}
 
-  IdleSplit split(const StageStep& step, int64_t drained) const {
+  // Steps must come in time order: the lookups below move forward from where the last one ended.
+  IdleSplit split(const StageStep& step, int64_t drained) {
     IdleSplit idle;
     Interval w = step.window;
     int64_t first_compute = w.end;
@@ -267,7 +270,7 @@ class Attributor {
   // Splits a gap by the pipeline operations running across it; what they do not cover is
   // host-bound when the kernel that ends the gap was launched only after the gap began and after
   // those operations had finished, else other.
-  void classify(Interval gap, int64_t gap_end, bool leading, IdleSplit& idle) const {
+  void classify(Interval gap, int64_t gap_end, bool leading, IdleSplit& idle) {
     const auto& ops = stage_.ops;
     auto it = std::lower_bound(ops.begin(), ops.end(), gap.start - stage_.longest_op,
                                [](const StageOp& op, int64_t t) { return op.span.start < t; });
@@ -288,19 +291,42 @@ class Attributor {
     (host_bound ? idle.host_bound : idle.other) += rest;
   }
 
-  const model::HostCall* launchOfComputeAt(int64_t t) const {
+  // The launch of the compute kernel that starts at `t`, or nullptr.
+  const model::HostCall* launchOfComputeAt(int64_t t) {
     const auto& activities = rank_.activities;
-    auto it = std::lower_bound(activities.begin(), activities.end(), t,
-                               [](const model::GpuActivity& a, int64_t time) { return a.start_ns < time; });
-    for (; it != activities.end() && it->start_ns == t; ++it) {
-      if (it->kind == model::ActivityKind::kCompute && it->correlation_id != 0) return rank_.launchOf(it->correlation_id);
+    if (next_activity_ > 0 && activities[next_activity_ - 1].start_ns >= t) next_activity_ = 0;
+    while (next_activity_ < activities.size() && activities[next_activity_].start_ns < t) ++next_activity_;
+    for (size_t i = next_activity_; i < activities.size() && activities[i].start_ns == t; ++i) {
+      const model::GpuActivity& a = activities[i];
+      if (a.kind == model::ActivityKind::kCompute && a.correlation_id != 0) return launchOf(a.correlation_id);
     }
     return nullptr;
+  }
+
+  // RankTrace::launchOf, galloping from the last call found: kernels launched later mostly have
+  // larger correlation ids.
+  const model::HostCall* launchOf(uint32_t id) {
+    const auto& calls = rank_.host_calls;
+    size_t low = next_call_ < calls.size() && calls[next_call_].correlation_id <= id ? next_call_ : 0;
+    size_t high = low, stride = 1;
+    while (high < calls.size() && calls[high].correlation_id < id) {
+      low = high;
+      high += stride;
+      stride *= 2;
+    }
+    auto first = calls.begin() + static_cast<std::ptrdiff_t>(low);
+    auto last = calls.begin() + static_cast<std::ptrdiff_t>(std::min(high + 1, calls.size()));
+    auto it =
+        std::lower_bound(first, last, id, [](const model::HostCall& c, uint32_t v) { return c.correlation_id < v; });
+    next_call_ = static_cast<size_t>(it - calls.begin());
+    return it != calls.end() && it->correlation_id == id ? &*it : nullptr;
   }
 
   const model::RankTrace& rank_;
   const IntervalSet& compute_;
   const Stage& stage_;
+  size_t next_activity_ = 0;
+  size_t next_call_ = 0;
 };
 
 Stage stageOf(const AnalysisInput& input, size_t r, const std::vector<PeerOp>& ops, int32_t previous, int32_t next,
@@ -312,15 +338,18 @@ Stage stageOf(const AnalysisInput& input, size_t r, const std::vector<PeerOp>& o
     stage.ops.push_back({op.span, op.send, op.peer == previous});
     stage.longest_op = std::max(stage.longest_op, op.span.length());
   }
-  std::sort(stage.ops.begin(), stage.ops.end(), [](const StageOp& a, const StageOp& b) { return a.span.start < b.span.start; });
+  std::sort(stage.ops.begin(), stage.ops.end(),
+            [](const StageOp& a, const StageOp& b) { return a.span.start < b.span.start; });
   const IntervalSet& compute = input.time_sets[r].compute;
   for (const StepWindow& window : input.windowsOf(r)) {
     StageStep step;
     step.number = window.number;
     step.window = window.window;
     auto by_start = [](const StageOp& op, int64_t t) { return op.span.start < t; };
-    step.first_op = static_cast<size_t>(std::lower_bound(stage.ops.begin(), stage.ops.end(), window.window.start, by_start) - stage.ops.begin());
-    step.end_op = static_cast<size_t>(std::lower_bound(stage.ops.begin(), stage.ops.end(), window.window.end, by_start) - stage.ops.begin());
+    step.first_op = static_cast<size_t>(
+        std::lower_bound(stage.ops.begin(), stage.ops.end(), window.window.start, by_start) - stage.ops.begin());
+    step.end_op = static_cast<size_t>(
+        std::lower_bound(stage.ops.begin(), stage.ops.end(), window.window.end, by_start) - stage.ops.begin());
     if (step.first_op == step.end_op) continue;  // no pipeline work in this step
     describeStep(stage, step, first_stage);
     step.last_pipeline_compute = lastPipelineCompute(compute, stage.ops[step.end_op - 1], window.window);
@@ -339,18 +368,24 @@ void analyzePipelineBubbles(const AnalysisInput& input, report::Report& report) 
   std::string problem;
   auto chains = chainsOf(forwardEdges(input, ops), problem);
   if (chains.empty()) {
-    section.notes.push_back(problem.empty() ? "No pipeline stages: no communicator carries point-to-point traffic between ranks."
-                                            : "No pipeline stages: " + problem + ".");
+    section.notes.push_back(problem.empty()
+                                ? "No pipeline stages: no communicator carries point-to-point traffic between ranks."
+                                : "No pipeline stages: " + problem + ".");
     return;
   }
   std::map<int32_t, size_t> index_of;
   for (size_t r = 0; r < run.ranks.size(); ++r) index_of[run.ranks[r].rank] = r;
 
   std::map<std::pair<size_t, size_t>, StageRow> rows;  // (stages in the pipeline, stage)
-  report::Table pipelines{"pipelines", "",
-                          {{"pipeline", "pipeline"}, {"ranks", "ranks by stage"}, {"stages", "stages"},
-                           {"micro_batches", "micro-batches"}, {"schedule", "schedule"},
-                           {"theoretical_pct", "theoretical bubble"}, {"worst_bubble_pct", "worst stage bubble"}},
+  report::Table pipelines{"pipelines",
+                          "",
+                          {{"pipeline", "pipeline"},
+                           {"ranks", "ranks by stage"},
+                           {"stages", "stages"},
+                           {"micro_batches", "micro-batches"},
+                           {"schedule", "schedule"},
+                           {"theoretical_pct", "theoretical bubble"},
+                           {"worst_bubble_pct", "worst stage bubble"}},
                           {}};
   for (size_t c = 0; c < chains.size(); ++c) {
     const auto& chain = chains[c];
@@ -360,7 +395,8 @@ void analyzePipelineBubbles(const AnalysisInput& input, report::Report& report) 
     for (size_t s = 0; s < p; ++s) {
       auto it = index_of.find(chain[s]);
       if (it == index_of.end()) continue;
-      stages[s] = stageOf(input, it->second, ops[it->second], s > 0 ? chain[s - 1] : -1, s + 1 < p ? chain[s + 1] : -1, s == 0);
+      stages[s] =
+          stageOf(input, it->second, ops[it->second], s > 0 ? chain[s - 1] : -1, s + 1 < p ? chain[s + 1] : -1, s == 0);
       loaded[s] = true;
     }
     // The pipeline has drained in a step when the last stage to finish its part has done so.
@@ -406,9 +442,9 @@ void analyzePipelineBubbles(const AnalysisInput& input, report::Report& report) 
     }
     int64_t m = median(micro_batches);
     pipelines.rows.push_back({Cell::of(static_cast<double>(c), Unit::kNone), Cell::of(joinRanks(chain, " → ")),
-                              Cell::of(static_cast<double>(p), Unit::kCount), Cell::of(static_cast<double>(m), Unit::kCount),
-                              Cell::of(interleaved ? "1F1B" : "GPipe"), Cell::of(theoreticalPct(p, m), Unit::kPercent),
-                              Cell::of(worst, Unit::kPercent)});
+                              Cell::of(static_cast<double>(p), Unit::kCount),
+                              Cell::of(static_cast<double>(m), Unit::kCount), Cell::of(interleaved ? "1F1B" : "GPipe"),
+                              Cell::of(theoreticalPct(p, m), Unit::kPercent), Cell::of(worst, Unit::kPercent)});
   }
 
   section.notes.push_back(fmt::format(
@@ -416,13 +452,24 @@ void analyzePipelineBubbles(const AnalysisInput& input, report::Report& report) 
       "ranks of the stage. bubble = compute idle in the step; theoretical = (p-1)/(m+p-1) of the step (GPipe and "
       "1F1B).",
       chains.size(), chains.size() == 1 ? "" : "s (data-parallel replicas)"));
-  report::Table table{"stages", "Per stage (per step)",
-                      {{"stage", "stage"}, {"ranks", "ranks"}, {"micro_batches", "m"}, {"compute", "compute"},
-                       {"compute_per_micro_batch", "compute/micro-batch"}, {"bubble", "bubble"},
-                       {"bubble_pct", "bubble %"}, {"theoretical_pct", "theoretical %"}, {"warm_up", "warm-up"},
-                       {"cool_down", "cool-down"}, {"wait_upstream", "wait upstream"},
-                       {"wait_downstream", "wait downstream"}, {"waits_on", "waits on"}, {"host_bound", "host-bound"},
-                       {"tail", "DP/optimizer tail"}, {"other", "other"}},
+  report::Table table{"stages",
+                      "Per stage (per step)",
+                      {{"stage", "stage"},
+                       {"ranks", "ranks"},
+                       {"micro_batches", "m"},
+                       {"compute", "compute"},
+                       {"compute_per_micro_batch", "compute/micro-batch"},
+                       {"bubble", "bubble"},
+                       {"bubble_pct", "bubble %"},
+                       {"theoretical_pct", "theoretical %"},
+                       {"warm_up", "warm-up"},
+                       {"cool_down", "cool-down"},
+                       {"wait_upstream", "wait upstream"},
+                       {"wait_downstream", "wait downstream"},
+                       {"waits_on", "waits on"},
+                       {"host_bound", "host-bound"},
+                       {"tail", "DP/optimizer tail"},
+                       {"other", "other"}},
                       {}};
   const StageRow* worst_row = nullptr;
   for (const auto& [key, row] : rows) {
@@ -486,10 +533,11 @@ void analyzePipelineBubbles(const AnalysisInput& input, report::Report& report) 
         waiting.push_back(static_cast<int32_t>(row.stage));
       }
     }
-    finding.summary = fmt::format("pipeline {} is the slowest: {:.2f}x the mean compute per micro-batch", stageName(*slowest), imbalance);
+    finding.summary = fmt::format("pipeline {} is the slowest: {:.2f}x the mean compute per micro-batch",
+                                  stageName(*slowest), imbalance);
     if (!waiting.empty()) {
-      finding.summary += fmt::format("; stage{} {} wait{} on it", waiting.size() == 1 ? "" : "s", joinRanks(waiting, " and "),
-                                     waiting.size() == 1 ? "s" : "");
+      finding.summary += fmt::format("; stage{} {} wait{} on it", waiting.size() == 1 ? "" : "s",
+                                     joinRanks(waiting, " and "), waiting.size() == 1 ? "s" : "");
     }
   } else {
     const IdleSplit& idle = worst_row->idle;
@@ -503,15 +551,17 @@ void analyzePipelineBubbles(const AnalysisInput& input, report::Report& report) 
     consider(idle.host_bound, [] { return std::string("host-bound launches"); });
     consider(idle.tail, [] { return std::string("the data-parallel/optimizer tail"); });
     consider(idle.other, [] { return std::string("other dependencies"); });
-    finding.summary = fmt::format("pipeline {} is idle {:.1f} % of the step in bubbles, mostly {}", stageName(*worst_row),
-                                  bubble, top.second);
+    finding.summary = fmt::format("pipeline {} is idle {:.1f} % of the step in bubbles, mostly {}",
+                                  stageName(*worst_row), bubble, top.second);
   }
-  finding.evidence.push_back(fmt::format("worst bubble: stage {}, {:.1f} % of the step; theoretical for p={}, m={}: {:.1f} %",
-                                         worst_row->stage, bubble, worst_row->pipeline_stages, m, theoretical));
+  finding.evidence.push_back(
+      fmt::format("worst bubble: stage {}, {:.1f} % of the step; theoretical for p={}, m={}: {:.1f} %",
+                  worst_row->stage, bubble, worst_row->pipeline_stages, m, theoretical));
   std::string per_stage = "compute per micro-batch:";
   for (const auto& [key, row] : rows) {
     if (key.first != worst_row->pipeline_stages || row.samples == 0) continue;
-    per_stage += fmt::format(" stage {} {};", row.stage, report::formatValue(row.computePerMicroBatch(), Unit::kNanoseconds));
+    per_stage +=
+        fmt::format(" stage {} {};", row.stage, report::formatValue(row.computePerMicroBatch(), Unit::kNanoseconds));
   }
   per_stage.pop_back();
   finding.evidence.push_back(fmt::format("{} (max/mean {:.2f}x)", per_stage, imbalance));
