@@ -27,7 +27,9 @@ constexpr uint64_t kAllReduceBytes = 256 * kMiB;
 constexpr uint64_t kNicBytesPerSecond = 50'000'000'000;
 constexpr uint64_t kNvLinkBytesPerSecond = 900'000'000'000;
 
-std::string rawUuid(int rank) { return std::string(16, static_cast<char>(0xa0 + rank)); }
+std::string rawUuid(int rank) {
+  return std::string(16, static_cast<char>(0xa0 + rank));
+}
 
 // As CUPTI's link records name a GPU: "GPU-a0a0a0a0-a0a0-a0a0-a0a0-a0a0a0a0a0a0".
 std::string uuidText(int rank) {
@@ -162,7 +164,8 @@ TEST_CASE("analyze: the CLI names the hot NIC in text and JSON") {
   auto result = gpuxray::testing::runCommand(gpuxray);
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
-  CHECK(result.out.find("[warning] node-1's NIC mlx5_1 carries 1.33x the mean of its host's NICs") != std::string::npos);
+  CHECK(result.out.find("[warning] node-1's NIC mlx5_1 carries 1.33x the mean of its host's NICs") !=
+        std::string::npos);
   size_t metric = result.out.find("\n  link_imbalance ");
   REQUIRE(metric != std::string::npos);
   CHECK(result.out.substr(metric, result.out.find('\n', metric + 1) - metric).find(" 1.33x  ") != std::string::npos);
@@ -170,5 +173,6 @@ TEST_CASE("analyze: the CLI names the hot NIC in text and JSON") {
   auto json = gpuxray::testing::runCommand(gpuxray + " --format json");
   REQUIRE(json.exit_code == 0);
   CHECK(json.out.find("\"link_imbalance\": {\n      \"value\": 1.333") != std::string::npos);
-  CHECK(json.out.find("\"summary\": \"node-1's NIC mlx5_1 carries 1.33x the mean of its host's NICs\"") != std::string::npos);
+  CHECK(json.out.find("\"summary\": \"node-1's NIC mlx5_1 carries 1.33x the mean of its host's NICs\"") !=
+        std::string::npos);
 }

@@ -58,10 +58,10 @@ double writeStep(std::vector<RankBuilder*> ranks, uint64_t comm, const PipelineT
 // 0's last backward 200 µs after its gradient arrived.
 //
 // The generator's timeline of step 1 (µs; F/B = forward/backward of micro-batch i):
-//   stage 0: F0 0-1000 F1 -2000 F2 -3000 | F3 3500-4500 | B0 11500-13500 | B1 16000-18000 | B2 20500-22500 | B3 23500-25500
-//   stage 1: F0 1000-2000 F1 -3000 | F2 3500-4500 | B0 9500-11500 F3 -12500 | B1 14000-16000 | B2 18500-20500 | B3 21500-23500
-//   stage 2: F0 2000-3500 F1 -5000 | B0 6500-9500 F2 -11000 B1 -14000 F3 -15500 B2 -18500 B3 -21500
-//   stage 3: F0 3500-4500 B0 -6500 F1 -7500 B1 -9500 | F2 11000-12000 B2 -14000 | F3 15500-16500 B3 -18500
+//   stage 0: F0 0-1000 F1 -2000 F2 -3000 | F3 3500-4500 | B0 11500-13500 | B1 16000-18000 | B2 20500-22500 | B3
+//   23500-25500 stage 1: F0 1000-2000 F1 -3000 | F2 3500-4500 | B0 9500-11500 F3 -12500 | B1 14000-16000 | B2
+//   18500-20500 | B3 21500-23500 stage 2: F0 2000-3500 F1 -5000 | B0 6500-9500 F2 -11000 B1 -14000 F3 -15500 B2 -18500
+//   B3 -21500 stage 3: F0 3500-4500 B0 -6500 F1 -7500 B1 -9500 | F2 11000-12000 B2 -14000 | F3 15500-16500 B3 -18500
 // The pipeline drains at 25500 (stage 0's last backward); all-reduce 25500-25600 and optimizer
 // -26000 end the step. Idle per stage (the gaps above):
 //   stage 0: waits on stage 1 500 + 7000 + 2500 + 2500 + 1000 = 13500, tail 100
@@ -72,7 +72,8 @@ double writeStep(std::vector<RankBuilder*> ranks, uint64_t comm, const PipelineT
 // Step 2 (26000-52200): the same, except stage 0's B3 runs 200 µs late (host-bound), so the
 // pipeline drains 200 µs later and every other stage's cool-down grows by 200.
 PipelineStep imbalancedStep(double start_us) {
-  PipelineStep step{PipelineScheduleKind::kOneFOneB, 4, 4, {1000, 1000, 1500, 1000}, {2000, 2000, 3000, 2000}, start_us, {}};
+  PipelineStep step{PipelineScheduleKind::kOneFOneB, 4,        4, {1000, 1000, 1500, 1000},
+                    {2000, 2000, 3000, 2000},        start_us, {}};
   return step;
 }
 
@@ -226,7 +227,8 @@ TEST_CASE("analyze: balanced GPipe replicas match the theoretical bubble") {
   CHECK(a.report.metric("bubble_pct")->value == Approx(100.0 * 3 / 11));
   const gpuxray::report::Finding* finding = pipelineFinding(a.report);
   REQUIRE(finding != nullptr);
-  CHECK(finding->summary == "pipeline stage 0 (ranks 0, 4) is idle 27.3 % of the step in bubbles, mostly waiting on stage 1");
+  CHECK(finding->summary ==
+        "pipeline stage 0 (ranks 0, 4) is idle 27.3 % of the step in bubbles, mostly waiting on stage 1");
 }
 
 TEST_CASE("analyze: a run without point-to-point traffic has no pipeline stages and no bubble metric") {
@@ -259,7 +261,8 @@ TEST_CASE("analyze: the CLI reports the slowest pipeline stage") {
                         "stages 1 and 3 wait on it") != std::string::npos);
   size_t metric = result.out.find("\n  bubble_pct ");
   REQUIRE(metric != std::string::npos);
-  CHECK(result.out.substr(metric, result.out.find('\n', metric + 1) - metric).find(" 52.5 %  pipeline bubble") != std::string::npos);
+  CHECK(result.out.substr(metric, result.out.find('\n', metric + 1) - metric).find(" 52.5 %  pipeline bubble") !=
+        std::string::npos);
   auto failing = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + (dir / "run") +
                                               " --fail-on 'bubble_pct>50'");
   CHECK(failing.exit_code == 3);

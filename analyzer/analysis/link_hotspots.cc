@@ -25,12 +25,12 @@ constexpr uint8_t kEstimated = 2;
 
 struct LinkLoad {
   std::string host;
-  std::string name;   // within its host: "NIC mlx5_1", "NVLink GPU0 ↔ NVSwitch"
-  std::string kind;   // "NIC", "NVLink", "PCIe", ...
-  std::string group;  // equivalent links: "NICs", "NVLinks", ...
-  double capacity = 0;  // bytes/s; 0 when unknown
-  bool member = false;  // used by a rank of the run: counts toward its group's imbalance
-  bool assumed = false;  // a NIC picked by local rank, not reported
+  std::string name;       // within its host: "NIC mlx5_1", "NVLink GPU0 ↔ NVSwitch"
+  std::string kind;       // "NIC", "NVLink", "PCIe", ...
+  std::string group;      // equivalent links: "NICs", "NVLinks", ...
+  double capacity = 0;    // bytes/s; 0 when unknown
+  bool member = false;    // used by a rank of the run: counts toward its group's imbalance
+  bool assumed = false;   // a NIC picked by local rank, not reported
   uint64_t forward = 0;   // bytes a→b (NIC: sent)
   uint64_t backward = 0;  // bytes b→a (NIC: received)
   uint8_t sources = 0;
@@ -134,11 +134,17 @@ class Topology {
       const model::RankTrace& rank = run_.ranks[r];
       gpu_[r] = gpuKey(rank);
       for (const auto& nic : rank.header.nics) {
-        if (std::none_of(nics.begin(), nics.end(), [&](const auto& x) { return x.name == nic.name; })) nics.push_back(nic);
+        if (std::none_of(nics.begin(), nics.end(), [&](const auto& x) { return x.name == nic.name; }))
+          nics.push_back(nic);
       }
     }
+    // Without UUIDs, ranks that each see their own GPU as device 0 would look like one GPU.
+    std::map<std::string, size_t> users;
+    for (size_t r : ranks) ++users[gpu_[r]];
     for (size_t i = 0; i < ranks.size(); ++i) {
       const model::RankTrace& rank = run_.ranks[ranks[i]];
+      std::string& key = gpu_[ranks[i]];
+      if (!key.starts_with("GPU-") && users[key] > 1) key = fmt::format("GPU of rank {}", rank.rank);
       int32_t local = rank.header.local_rank >= 0 ? rank.header.local_rank : static_cast<int32_t>(i);
       gpu_name_[ranks[i]] = fmt::format("GPU{}", local);
     }
@@ -210,9 +216,12 @@ class Topology {
       if (gpu_[r] == key) return gpu_name_[r];
     }
     switch (e.kind) {
-      case format::EndpointKind::kNvSwitch: return "NVSwitch";
-      case format::EndpointKind::kGpu: return e.device >= 0 ? fmt::format("GPU{}", e.device) : e.id;
-      default: return e.id.empty() ? "?" : e.id;
+      case format::EndpointKind::kNvSwitch:
+        return "NVSwitch";
+      case format::EndpointKind::kGpu:
+        return e.device >= 0 ? fmt::format("GPU{}", e.device) : e.id;
+      default:
+        return e.id.empty() ? "?" : e.id;
     }
   }
 
@@ -280,7 +289,8 @@ void carry(Topology& topology, const std::vector<Hop>& hops, double bytes, Inter
 }
 
 bool inWindows(const std::vector<StepWindow>& windows, int64_t t) {
-  auto w = std::upper_bound(windows.begin(), windows.end(), t, [](int64_t time, const StepWindow& s) { return time < s.window.start; });
+  auto w = std::upper_bound(windows.begin(), windows.end(), t,
+                            [](int64_t time, const StepWindow& s) { return time < s.window.start; });
   return w != windows.begin() && t < std::prev(w)->window.end;
 }
 
@@ -303,7 +313,8 @@ void loadLinks(const AnalysisInput& input, Topology& topology) {
     for (const model::NetTransfer& t : rank.transfers) {
       on_network.push_back(t.operation_id);
       if (!inWindows(windows, t.start_ns)) continue;
-      carry(topology, {{topology.nicOf(r), t.is_send}}, static_cast<double>(t.bytes), {t.start_ns, t.end_ns}, kMeasured);
+      carry(topology, {{topology.nicOf(r), t.is_send}}, static_cast<double>(t.bytes), {t.start_ns, t.end_ns},
+            kMeasured);
     }
     std::sort(on_network.begin(), on_network.end());
     auto measuredOnNetwork = [&](uint64_t id) { return std::binary_search(on_network.begin(), on_network.end(), id); };
@@ -383,7 +394,8 @@ void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report) {
       f.utilization_pct = 100.0 * busier / static_cast<double>(steps) / (step_seconds * link.capacity);
     }
     int64_t busy = totalLength(unionOf(std::move(link.busy)));
-    if (link.capacity > 0 && busy > 0) f.busy_bandwidth_pct = 100.0 * busier / (static_cast<double>(busy) * 1e-9 * link.capacity);
+    if (link.capacity > 0 && busy > 0)
+      f.busy_bandwidth_pct = 100.0 * busier / (static_cast<double>(busy) * 1e-9 * link.capacity);
   }
   if (!any_bytes) {
     section.notes.push_back("No NCCL traffic with GPU times to place on links.");
@@ -397,7 +409,8 @@ void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report) {
       "the link's transfers ran.");
   if (topology.assumedNics()) {
     section.notes.push_back(
-        "Each rank's NIC is assumed to be its host's NIC number (local rank mod NIC count): NCCL's records do not name it.");
+        "Each rank's NIC is assumed to be its host's NIC number (local rank mod NIC count): NCCL's records do not name "
+        "it.");
   }
   if (topology.knownLinks() == 0) {
     section.notes.push_back("The traces list no links or NICs: bytes are shown per GPU and per host network.");
@@ -412,9 +425,14 @@ void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report) {
     if (utilization(a) != utilization(b)) return utilization(a) > utilization(b);
     return a.bytes_per_step > b.bytes_per_step;
   });
-  report::Table top{"links", "Busiest links (per step)",
-                    {{"link", "link"}, {"kind", "kind"}, {"bytes_per_step", "bytes/step"}, {"source", "source"},
-                     {"utilization_pct", "utilization"}, {"busy_bandwidth_pct", "busy bandwidth"},
+  report::Table top{"links",
+                    "Busiest links (per step)",
+                    {{"link", "link"},
+                     {"kind", "kind"},
+                     {"bytes_per_step", "bytes/step"},
+                     {"source", "source"},
+                     {"utilization_pct", "utilization"},
+                     {"busy_bandwidth_pct", "busy bandwidth"},
                      {"capacity", "capacity"}},
                     {}};
   double max_utilization = -1;
@@ -435,9 +453,14 @@ void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report) {
   for (size_t l = 0; l < links.size(); ++l) {
     if (links[l].member) groups[{links[l].host, links[l].group}].push_back(l);
   }
-  report::Table balance{"groups", "Equivalent links (the same kind on one host)",
-                        {{"host", "host"}, {"links", "links"}, {"count", "count"}, {"mean_bytes_per_step", "mean bytes/step"},
-                         {"busiest", "busiest"}, {"imbalance", "max/mean"}},
+  report::Table balance{"groups",
+                        "Equivalent links (the same kind on one host)",
+                        {{"host", "host"},
+                         {"links", "links"},
+                         {"count", "count"},
+                         {"mean_bytes_per_step", "mean bytes/step"},
+                         {"busiest", "busiest"},
+                         {"imbalance", "max/mean"}},
                         {}};
   double worst_imbalance = 0;
   size_t worst_link = 0;
@@ -453,8 +476,9 @@ void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report) {
     double mean = sum / static_cast<double>(members.size());
     if (mean <= 0) continue;
     double imbalance = figures[busiest].bytes_per_step / mean;
-    balance.rows.push_back({Cell::of(key.first), Cell::of(key.second), Cell::of(static_cast<double>(members.size()), Unit::kCount),
-                            Cell::of(mean, Unit::kBytes), Cell::of(links[busiest].name), Cell::of(imbalance, Unit::kRatio)});
+    balance.rows.push_back({Cell::of(key.first), Cell::of(key.second),
+                            Cell::of(static_cast<double>(members.size()), Unit::kCount), Cell::of(mean, Unit::kBytes),
+                            Cell::of(links[busiest].name), Cell::of(imbalance, Unit::kRatio)});
     if (imbalance > worst_imbalance) {
       worst_imbalance = imbalance;
       worst_link = busiest;
@@ -498,11 +522,11 @@ void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report) {
     finding.analysis = "link_hotspots";
     finding.severity = report::Severity::kWarning;
     finding.cost_ns = step_seconds * 1e9 * (f.utilization_pct - 70.0) / 100.0;
-    finding.summary = fmt::format("{}'s {} is {:.1f} % utilized over the step: it may bound the step", link.host, link.name,
-                                  f.utilization_pct);
-    finding.evidence.push_back(fmt::format("{} per step ({}) on a {} link",
-                                           report::formatValue(f.bytes_per_step, Unit::kBytes), sourceName(link.sources),
-                                           report::formatValue(link.capacity, Unit::kBytesPerSecond)));
+    finding.summary = fmt::format("{}'s {} is {:.1f} % utilized over the step: it may bound the step", link.host,
+                                  link.name, f.utilization_pct);
+    finding.evidence.push_back(
+        fmt::format("{} per step ({}) on a {} link", report::formatValue(f.bytes_per_step, Unit::kBytes),
+                    sourceName(link.sources), report::formatValue(link.capacity, Unit::kBytesPerSecond)));
     report.findings.push_back(std::move(finding));
   }
 }

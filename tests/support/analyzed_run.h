@@ -49,7 +49,11 @@ inline const report::Cell& cellAt(const report::Table& t, size_t row, const std:
   throw;
 }
 
-inline double cell(const report::Table& t, size_t row, const std::string& key) { return cellAt(t, row, key).number; }
-inline std::string text(const report::Table& t, size_t row, const std::string& key) { return cellAt(t, row, key).text; }
+inline double cell(const report::Table& t, size_t row, const std::string& key) {
+  return cellAt(t, row, key).number;
+}
+inline std::string text(const report::Table& t, size_t row, const std::string& key) {
+  return cellAt(t, row, key).text;
+}
 
 }  // namespace gpuxray::testing

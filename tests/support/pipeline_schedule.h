@@ -95,7 +95,8 @@ inline std::vector<Item> programOf(const PipelineStep& step, int s) {
       group({sendBackward(i), recvForward(warmup + i + 1)});
     }
   }
-  for (int i = 0; i < warmup; ++i) group({recvBackward(steady + i)}), compute(false, steady + i), group({sendBackward(steady + i)});
+  for (int i = 0; i < warmup; ++i)
+    group({recvBackward(steady + i)}), compute(false, steady + i), group({sendBackward(steady + i)});
   return program;
 }
 
