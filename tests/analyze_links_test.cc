@@ -69,7 +69,8 @@ void writeRun(const std::filesystem::path& dir) {
     nvlink.version = 4;
     nvlink.width = 18;
     nvlink.bandwidth_bytes_per_s = kNvLinkBytesPerSecond;
-    rank.header.links.push_back(nvlink);
+    // node-0's ranks list their link in the header, node-1's report it during capture, as CUPTI does.
+    (r < 2 ? rank.header.links : rank.link_records).push_back(nvlink);
     for (int n = 0; n < 2; ++n) {
       format::NetworkInterface nic;
       nic.name = "mlx5_" + std::to_string(n);

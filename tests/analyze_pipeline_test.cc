@@ -267,3 +267,31 @@ TEST_CASE("analyze: the CLI reports the slowest pipeline stage") {
                                               " --fail-on 'bubble_pct>50'");
   CHECK(failing.exit_code == 3);
 }
+
+// Point-to-point traffic that is no plain pipeline gets a note and no figures: activations going
+// around a cycle (as interleaved schedules send them), or one rank feeding two.
+TEST_CASE("analyze: cycles and fan-out in point-to-point traffic are reported, not analysed") {
+  constexpr uint64_t kPp = 0xA000000000000020ull;
+  auto check = [](const std::vector<std::pair<int, int>>& sends, const std::string& note) {
+    TempDir dir;
+    RunBuilder run("golden-not-a-pipeline", 3);
+    for (int r = 0; r < 3; ++r) run.rank(r, "node-0", r).communicator(kPp, "pp", r, 3, 1);
+    double t = 0;
+    for (const auto& [from, to] : sends) {
+      run.rank(from, "node-0", from).kernel("forward", t, t + 100).p2p(kPp, true, to, t + 100, t + 150, 1024);
+      run.rank(to, "node-0", to).p2p(kPp, false, from, t + 100, t + 150, 1024);
+      t += 200;
+    }
+    run.write(dir.path());
+    auto a = analyze(dir.path().string());
+    const auto& s = gpuxray::testing::section(a.report, "pipeline_bubbles");
+    CHECK(s.tables.empty());
+    REQUIRE(s.notes.size() == 1);
+    CHECK(s.notes[0] == note);
+    CHECK(a.report.metric("bubble_pct") == nullptr);
+  };
+  check({{0, 1}, {1, 2}, {2, 0}},
+        "No pipeline stages: the point-to-point traffic forms a cycle (an interleaved schedule?), which is not "
+        "analysed.");
+  check({{0, 1}, {0, 2}}, "No pipeline stages: rank 0 sends activations to several ranks (1, 2).");
+}

@@ -57,6 +57,8 @@ struct RankBuilder {
   std::vector<format::NcclCommunicatorRecord> communicators;
   std::vector<format::NetTransferRecord> transfers;
   std::vector<format::MemoryEventRecord> memory;
+  // Links reported during capture (as CUPTI's NVLink and PCIe records are), besides header.links.
+  std::vector<format::Link> link_records;
   uint32_t next_correlation = 1;
 
   uint64_t ns(double us) const {
@@ -187,6 +189,7 @@ struct RankBuilder {
       writer.add(r);
     }
     for (const auto& t : transfers) writer.add(t);
+    for (const auto& l : link_records) writer.add(l);
     for (const auto& m : memory) writer.add(m);
     for (const auto& range : ranges) {
       format::NvtxEventRecord r;
