@@ -4,7 +4,8 @@ namespace gpuxray::analysis {
 
 const std::vector<std::string>& knownMetrics() {
   static const std::vector<std::string> names = {
-      "idle_pct", "host_bound_pct", "exposed_comm_pct", "overlap_pct",
+      "idle_pct", "host_bound_pct", "exposed_comm_pct", "overlap_pct", "bubble_pct",
+      "link_imbalance", "link_utilization_pct",
       "low_occupancy_kernel_pct", "spilling_kernel_pct", "small_grid_kernel_pct",
       "peak_memory_bytes", "peak_memory_pct",
   };
@@ -14,6 +15,8 @@ const std::vector<std::string>& knownMetrics() {
 void runAnalyses(const AnalysisInput& input, report::Report& report) {
   analyzeTimeBreakdown(input, report);
   analyzeOverlap(input, report);
+  analyzePipelineBubbles(input, report);
+  analyzeLinkHotspots(input, report);
   analyzeKernels(input, report);
   analyzeMemory(input, report);
   report.sortFindings();

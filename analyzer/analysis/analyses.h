@@ -9,6 +9,8 @@ namespace gpuxray::analysis {
 
 void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report);
 void analyzeOverlap(const AnalysisInput& input, report::Report& report);
+void analyzePipelineBubbles(const AnalysisInput& input, report::Report& report);
+void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report);
 void analyzeKernels(const AnalysisInput& input, report::Report& report);
 void analyzeMemory(const AnalysisInput& input, report::Report& report);
 

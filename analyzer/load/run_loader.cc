@@ -116,6 +116,11 @@ class RankBuilder {
                                  static_cast<int64_t>(t.start_ns), static_cast<int64_t>(t.end_ns), t.wait_gpu_ns,
                                  t.wait_peer_ns, t.wait_network_ns});
     }
+    for (const auto& l : batch.links) addLink(l);
+  }
+
+  void addLink(const format::Link& link) {
+    if (std::find(rank_.links.begin(), rank_.links.end(), link) == rank_.links.end()) rank_.links.push_back(link);
   }
 
   // Kernels and copies each arrive nearly in order; each is sorted (when it is not already) and
@@ -217,6 +222,7 @@ model::RankTrace loadRankTrace(const std::string& path, std::vector<std::string>
   rank.header = reader.header();
   rank.rank = rank.header.rank;
   RankBuilder builder(rank, reader.strings());
+  for (const auto& link : rank.header.links) builder.addLink(link);
   format::EventBatch batch;
   format::CategoryCounts counts{};
   while (reader.next(batch)) {

@@ -135,6 +135,9 @@ struct RankTrace {
   std::vector<Communicator> communicators;
   std::vector<NcclOp> nccl_ops;  // by enqueue time
   std::vector<NetTransfer> transfers;
+  // The header's links and those written during capture (CUPTI reports NVLink and PCIe links as
+  // activity records), each once.
+  std::vector<format::Link> links;
   uint64_t records_read = 0;
   // Added to every time of this rank to put it on the run's clock (0 until aligned).
   int64_t clock_offset_ns = 0;

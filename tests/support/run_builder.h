@@ -57,6 +57,8 @@ struct RankBuilder {
   std::vector<format::NcclCommunicatorRecord> communicators;
   std::vector<format::NetTransferRecord> transfers;
   std::vector<format::MemoryEventRecord> memory;
+  // Links reported during capture (as CUPTI's NVLink and PCIe records are), besides header.links.
+  std::vector<format::Link> link_records;
   uint32_t next_correlation = 1;
 
   uint64_t ns(double us) const {
@@ -82,11 +84,13 @@ struct RankBuilder {
     return *this;
   }
 
-  // An NCCL collective: its kernel on the communication stream and its operation record.
+  // An NCCL collective: its kernel on the communication stream (launched when it is enqueued) and
+  // its operation record.
   RankBuilder& collective(uint64_t comm, const std::string& func, uint64_t seq, double start_us, double end_us,
                           uint64_t bytes, double enqueue_us = -1) {
+    if (enqueue_us < 0) enqueue_us = start_us - 5;
     kernel("ncclDevKernel_" + func + "_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", start_us, end_us,
-           kCommStream, 5);
+           kCommStream, start_us - enqueue_us);
     Op op;
     op.record.kind = format::NcclOperationKind::kCollective;
     op.record.comm_hash = comm;
@@ -97,7 +101,7 @@ struct RankBuilder {
     op.record.operation_id = ops.size() + 1;
     op.func = func;
     op.algorithm = "RING";
-    op.enqueue_us = enqueue_us < 0 ? start_us - 5 : enqueue_us;
+    op.enqueue_us = enqueue_us;
     op.start_us = start_us;
     op.end_us = end_us;
     ops.push_back(op);
@@ -107,7 +111,9 @@ struct RankBuilder {
   // A send or receive to/from `peer` (communicator rank) of `bytes`.
   RankBuilder& p2p(uint64_t comm, bool send, int peer, double start_us, double end_us, uint64_t bytes,
                    double enqueue_us = -1) {
-    kernel(std::string("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"), start_us, end_us, kCommStream, 5);
+    if (enqueue_us < 0) enqueue_us = start_us - 5;
+    kernel(std::string("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"), start_us, end_us, kCommStream,
+           start_us - enqueue_us);
     Op op;
     op.record.kind = send ? format::NcclOperationKind::kSend : format::NcclOperationKind::kRecv;
     op.record.comm_hash = comm;
@@ -117,10 +123,28 @@ struct RankBuilder {
     op.record.channels = 1;
     op.record.operation_id = ops.size() + 1;
     op.func = send ? "Send" : "Recv";
-    op.enqueue_us = enqueue_us < 0 ? start_us - 5 : enqueue_us;
+    op.enqueue_us = enqueue_us;
     op.start_us = start_us;
     op.end_us = end_us;
     ops.push_back(op);
+    return *this;
+  }
+
+  // Bytes NCCL's proxy moved over the network for operation `operation_id` of this rank, to
+  // (`send`) or from communicator rank `peer`.
+  RankBuilder& netTransfer(uint64_t comm, uint64_t operation_id, bool send, int peer, uint32_t channel, double start_us,
+                           double end_us, uint64_t bytes) {
+    format::NetTransferRecord t;
+    t.operation_id = operation_id;
+    t.comm_hash = comm;
+    t.peer = peer;
+    t.channel = channel;
+    t.is_send = send;
+    t.bytes = bytes;
+    t.start_ns = ns(start_us);
+    t.end_ns = ns(end_us);
+    t.steps = 8;
+    transfers.push_back(t);
     return *this;
   }
 
@@ -165,6 +189,7 @@ struct RankBuilder {
       writer.add(r);
     }
     for (const auto& t : transfers) writer.add(t);
+    for (const auto& l : link_records) writer.add(l);
     for (const auto& m : memory) writer.add(m);
     for (const auto& range : ranges) {
       format::NvtxEventRecord r;

@@ -1,0 +1,571 @@
+// Pipeline bubbles: the stages of each pipeline, found from the point-to-point traffic of pipeline
+// communicators, and per stage and step the time its compute sits idle, split by cause (warm-up,
+// cool-down, waiting on the upstream or downstream stage, host-bound launches, the data-parallel
+// and optimizer tail), beside the theoretical bubble (p-1)/(m+p-1) of GPipe and 1F1B
+// (definitions: docs/analyses.md).
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/communicators.h"
+#include "analyzer/analysis/statistics.h"
+
+namespace gpuxray::analysis {
+namespace {
+
+using report::Cell;
+using report::Unit;
+
+// A pipeline send or receive of one rank, with the global rank of its peer.
+struct PeerOp {
+  Interval span;  // GPU times, or [enqueue, enqueue] without them
+  bool has_gpu_times = false;
+  bool send = false;
+  int32_t peer = -1;
+};
+
+// A pipeline send or receive of one stage, relative to its neighbours in the chain.
+struct StageOp {
+  Interval span;
+  bool send = false;
+  bool upstream = false;  // the peer is the previous stage, else the next
+  // Activations flow to the next stage; gradients flow back.
+  bool forward() const { return send != upstream; }
+};
+
+struct IdleSplit {
+  int64_t warm_up = 0;
+  int64_t cool_down = 0;
+  int64_t upstream = 0;
+  int64_t downstream = 0;
+  int64_t host_bound = 0;
+  int64_t tail = 0;
+  int64_t other = 0;
+  int64_t total() const { return warm_up + cool_down + upstream + downstream + host_bound + tail + other; }
+  void add(const IdleSplit& o) {
+    warm_up += o.warm_up, cool_down += o.cool_down, upstream += o.upstream, downstream += o.downstream;
+    host_bound += o.host_bound, tail += o.tail, other += o.other;
+  }
+};
+
+// One stage's view of one step.
+struct StageStep {
+  int64_t number = 0;
+  Interval window;
+  size_t first_op = 0, end_op = 0;  // its operations in the stage's op list
+  int64_t micro_batches = 0;
+  bool interleaved = false;           // a forward after the first backward: 1F1B
+  int64_t last_pipeline_compute = 0;  // end of the compute that finishes its part of the pipeline
+};
+
+struct Stage {
+  size_t rank_index = 0;
+  std::vector<StageOp> ops;  // by GPU start
+  int64_t longest_op = 0;
+  std::vector<StageStep> steps;
+};
+
+// Figures of one stage index, summed over the chains of the same length and their steps.
+struct StageRow {
+  size_t pipeline_stages = 0;
+  size_t stage = 0;
+  std::vector<int32_t> ranks;
+  size_t samples = 0;  // rank-steps
+  int64_t step_time = 0, compute = 0, pipeline_compute = 0, micro_batches = 0;
+  std::vector<int64_t> micro_batches_per_step;
+  IdleSplit idle;
+  double computePerMicroBatch() const {
+    return micro_batches > 0 ? static_cast<double>(pipeline_compute) / static_cast<double>(micro_batches) : 0.0;
+  }
+  double bubblePct() const {
+    return step_time > 0 ? 100.0 * static_cast<double>(idle.total()) / static_cast<double>(step_time) : 0.0;
+  }
+  double perStep(int64_t total) const {
+    return samples > 0 ? static_cast<double>(total) / static_cast<double>(samples) : 0.0;
+  }
+};
+
+double theoreticalPct(size_t p, int64_t m) {
+  if (p < 2 || m < 1) return 0.0;
+  return 100.0 * static_cast<double>(p - 1) / static_cast<double>(static_cast<int64_t>(p) - 1 + m);
+}
+
+std::string joinRanks(const std::vector<int32_t>& ranks, const char* separator) {
+  std::string text;
+  for (size_t i = 0; i < ranks.size(); ++i) text += (i > 0 ? separator : "") + std::to_string(ranks[i]);
+  return text;
+}
+
+// The pipeline sends and receives of each rank, with peers as global ranks.
+std::vector<std::vector<PeerOp>> pipelineOps(const model::RunTrace& run,
+                                             const std::map<uint64_t, CommunicatorInfo>& communicators) {
+  // A communicator on which a rank talks to more than two peers carries all-to-all traffic
+  // (expert parallelism), not a pipeline.
+  std::set<uint64_t> all_to_all;
+  for (const model::RankTrace& rank : run.ranks) {
+    std::map<uint64_t, std::set<int32_t>> peers;
+    for (const model::NcclOp& op : rank.nccl_ops) {
+      if (op.kind == format::NcclOperationKind::kSend || op.kind == format::NcclOperationKind::kRecv) {
+        auto& set = peers[op.comm_hash];
+        if (set.size() <= 2) set.insert(op.peer);
+      }
+    }
+    for (const auto& [hash, set] : peers) {
+      if (set.size() > 2) all_to_all.insert(hash);
+    }
+  }
+  std::vector<std::vector<PeerOp>> per_rank(run.ranks.size());
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const model::RankTrace& rank = run.ranks[r];
+    const CommunicatorInfo* comm = nullptr;
+    for (const model::NcclOp& op : rank.nccl_ops) {
+      if (op.kind != format::NcclOperationKind::kSend && op.kind != format::NcclOperationKind::kRecv) continue;
+      if (comm == nullptr || comm->comm_hash != op.comm_hash) {
+        auto it = communicators.find(op.comm_hash);
+        comm = it == communicators.end() ? nullptr : &it->second;
+      }
+      if (comm == nullptr || comm->role != CommunicatorRole::kPipeline || all_to_all.contains(op.comm_hash)) continue;
+      auto peer = comm->members.find(op.peer);
+      if (peer == comm->members.end() || peer->second == rank.rank) continue;
+      PeerOp p;
+      p.has_gpu_times = op.hasGpuTimes();
+      p.span = p.has_gpu_times ? Interval{op.gpu_start_ns, op.gpu_end_ns} : Interval{op.enqueue_ns, op.enqueue_ns};
+      p.send = op.kind == format::NcclOperationKind::kSend;
+      p.peer = peer->second;
+      per_rank[r].push_back(p);
+    }
+  }
+  return per_rank;
+}
+
+// Which way activations flow between each pair of neighbours: the first operation between two
+// ranks in a step carries a forward activation (no gradient can come back before one went out).
+// Each rank votes once per step and peer; the result maps a sender to the ranks it feeds forward.
+std::map<int32_t, std::set<int32_t>> forwardEdges(const AnalysisInput& input,
+                                                  const std::vector<std::vector<PeerOp>>& ops) {
+  std::map<std::pair<int32_t, int32_t>, int64_t> votes;  // (low, high): > 0 when low feeds high
+  for (size_t r = 0; r < ops.size(); ++r) {
+    int32_t self = input.run.ranks[r].rank;
+    std::vector<StepWindow> windows = input.windowsOf(r);
+    std::set<std::pair<size_t, int32_t>> voted;
+    for (const PeerOp& op : ops[r]) {
+      auto w = std::upper_bound(windows.begin(), windows.end(), op.span.start,
+                                [](int64_t t, const StepWindow& s) { return t < s.window.start; });
+      if (w == windows.begin() || op.span.start >= std::prev(w)->window.end) continue;
+      if (!voted.insert({static_cast<size_t>(w - windows.begin()), op.peer}).second) continue;
+      int32_t from = op.send ? self : op.peer, to = op.send ? op.peer : self;
+      votes[{std::min(from, to), std::max(from, to)}] += from < to ? 1 : -1;
+    }
+  }
+  std::map<int32_t, std::set<int32_t>> edges;
+  for (const auto& [pair, vote] : votes) {
+    if (vote > 0) edges[pair.first].insert(pair.second);
+    if (vote < 0) edges[pair.second].insert(pair.first);
+  }
+  return edges;
+}
+
+// Orders the ranks into chains, stage 0 first. A rank feeding several ranks, or fed by several,
+// or a cycle (interleaved schedules send from the last stage back to the first) is not a plain
+// pipeline: `problem` says which.
+std::vector<std::vector<int32_t>> chainsOf(const std::map<int32_t, std::set<int32_t>>& edges, std::string& problem) {
+  std::map<int32_t, int32_t> next, previous;
+  for (const auto& [from, targets] : edges) {
+    if (targets.size() > 1) {
+      problem = fmt::format("rank {} sends activations to several ranks ({})", from,
+                            joinRanks(std::vector<int32_t>(targets.begin(), targets.end()), ", "));
+      return {};
+    }
+    int32_t to = *targets.begin();
+    if (previous.contains(to)) {
+      problem = fmt::format("rank {} receives activations from ranks {} and {}", to, previous[to], from);
+      return {};
+    }
+    next[from] = to;
+    previous[to] = from;
+  }
+  std::vector<std::vector<int32_t>> chains;
+  size_t placed = 0;
+  for (const auto& [from, to] : next) {
+    if (previous.contains(from)) continue;
+    std::vector<int32_t> chain{from};
+    for (auto it = next.find(from); it != next.end(); it = next.find(it->second)) chain.push_back(it->second);
+    placed += chain.size() - 1;
+    chains.push_back(std::move(chain));
+  }
+  if (placed < next.size()) {
+    problem = "the point-to-point traffic forms a cycle (an interleaved schedule?), which is not analysed";
+    return {};
+  }
+  return chains;
+}
+
+// The compute interval that ends the stage's part of the pipeline in a step: after its last
+// operation when that is a receive (stage 0's last backward follows the last gradient), before it
+// when that is a send (a later stage sends its last gradient right after computing it).
+int64_t lastPipelineCompute(const IntervalSet& compute, const StageOp& last, Interval window) {
+  if (!last.send) {
+    auto it = std::lower_bound(compute.begin(), compute.end(), last.span.end,
+                               [](const Interval& i, int64_t t) { return i.end <= t; });
+    if (it != compute.end() && it->start < window.end) return std::min(it->end, window.end);
+  } else {
+    auto it = std::lower_bound(compute.begin(), compute.end(), last.span.start,
+                               [](const Interval& i, int64_t t) { return i.start < t; });
+    if (it != compute.begin() && std::prev(it)->end > window.start) return std::min(std::prev(it)->end, window.end);
+  }
+  return std::min(last.span.end, window.end);
+}
+
+// Micro-batches a stage saw in a step: forward receives from upstream (forward sends on stage 0);
+// operations of one direction that start together are one NCCL group and count once.
+void describeStep(const Stage& stage, StageStep& step, bool first_stage) {
+  int64_t last_counted = INT64_MIN;
+  int64_t first_backward = INT64_MAX;
+  for (size_t i = step.first_op; i < step.end_op; ++i) {
+    const StageOp& op = stage.ops[i];
+    if (!op.forward()) {
+      first_backward = std::min(first_backward, op.span.start);
+      continue;
+    }
+    if (op.span.start > first_backward) step.interleaved = true;
+    bool defines_micro_batch = first_stage ? op.send : !op.send;
+    if (defines_micro_batch && op.span.start != last_counted) {
+      ++step.micro_batches;
+      last_counted = op.span.start;
+    }
+  }
+}
+
+class Attributor {
+ public:
+  Attributor(const model::RankTrace& rank, const IntervalSet& compute, const Stage& stage)
+      : rank_(rank), compute_(compute), stage_(stage) {}
+
+  // Steps must come in time order: the lookups below move forward from where the last one ended.
+  IdleSplit split(const StageStep& step, int64_t drained) {
+    IdleSplit idle;
+    Interval w = step.window;
+    int64_t first_compute = w.end;
+    auto first = std::lower_bound(compute_.begin(), compute_.end(), w.start,
+                                  [](const Interval& i, int64_t t) { return i.end <= t; });
+    if (first != compute_.end() && first->start < w.end) first_compute = std::max(first->start, w.start);
+    for (const Interval& gap : gapsWithin(compute_, w)) {
+      Interval before{gap.start, std::min(gap.end, drained)};
+      if (gap.end > drained) idle.tail += gap.end - std::max(gap.start, drained);
+      if (before.length() <= 0) continue;
+      if (before.start >= step.last_pipeline_compute) {
+        idle.cool_down += before.length();
+      } else {
+        classify(before, gap.end, before.end <= first_compute, idle);
+      }
+    }
+    return idle;
+  }
+
+ private:
+  // Splits a gap by the pipeline operations running across it; what they do not cover is
+  // host-bound when the kernel that ends the gap was launched only after the gap began and after
+  // those operations had finished, else other.
+  void classify(Interval gap, int64_t gap_end, bool leading, IdleSplit& idle) {
+    const auto& ops = stage_.ops;
+    auto it = std::lower_bound(ops.begin(), ops.end(), gap.start - stage_.longest_op,
+                               [](const StageOp& op, int64_t t) { return op.span.start < t; });
+    int64_t cursor = gap.start, covered = 0, last_cover_end = gap.start;
+    for (; it != ops.end() && it->span.start < gap.end; ++it) {
+      int64_t start = std::max(cursor, it->span.start), end = std::min(it->span.end, gap.end);
+      if (end <= start) continue;
+      int64_t& bucket = leading ? idle.warm_up : it->upstream ? idle.upstream : idle.downstream;
+      bucket += end - start;
+      covered += end - start;
+      cursor = end;
+      last_cover_end = end;
+    }
+    int64_t rest = gap.length() - covered;
+    if (rest <= 0) return;
+    const model::HostCall* launch = launchOfComputeAt(gap_end);
+    bool host_bound = launch != nullptr && launch->start_ns >= std::max(gap.start, last_cover_end);
+    (host_bound ? idle.host_bound : idle.other) += rest;
+  }
+
+  // The launch of the compute kernel that starts at `t`, or nullptr.
+  const model::HostCall* launchOfComputeAt(int64_t t) {
+    const auto& activities = rank_.activities;
+    if (next_activity_ > 0 && activities[next_activity_ - 1].start_ns >= t) next_activity_ = 0;
+    while (next_activity_ < activities.size() && activities[next_activity_].start_ns < t) ++next_activity_;
+    for (size_t i = next_activity_; i < activities.size() && activities[i].start_ns == t; ++i) {
+      const model::GpuActivity& a = activities[i];
+      if (a.kind == model::ActivityKind::kCompute && a.correlation_id != 0) return launchOf(a.correlation_id);
+    }
+    return nullptr;
+  }
+
+  // RankTrace::launchOf, galloping from the last call found: kernels launched later mostly have
+  // larger correlation ids.
+  const model::HostCall* launchOf(uint32_t id) {
+    const auto& calls = rank_.host_calls;
+    size_t low = next_call_ < calls.size() && calls[next_call_].correlation_id <= id ? next_call_ : 0;
+    size_t high = low, stride = 1;
+    while (high < calls.size() && calls[high].correlation_id < id) {
+      low = high;
+      high += stride;
+      stride *= 2;
+    }
+    auto first = calls.begin() + static_cast<std::ptrdiff_t>(low);
+    auto last = calls.begin() + static_cast<std::ptrdiff_t>(std::min(high + 1, calls.size()));
+    auto it =
+        std::lower_bound(first, last, id, [](const model::HostCall& c, uint32_t v) { return c.correlation_id < v; });
+    next_call_ = static_cast<size_t>(it - calls.begin());
+    return it != calls.end() && it->correlation_id == id ? &*it : nullptr;
+  }
+
+  const model::RankTrace& rank_;
+  const IntervalSet& compute_;
+  const Stage& stage_;
+  size_t next_activity_ = 0;
+  size_t next_call_ = 0;
+};
+
+Stage stageOf(const AnalysisInput& input, size_t r, const std::vector<PeerOp>& ops, int32_t previous, int32_t next,
+              bool first_stage) {
+  Stage stage;
+  stage.rank_index = r;
+  for (const PeerOp& op : ops) {
+    if (!op.has_gpu_times || (op.peer != previous && op.peer != next)) continue;
+    stage.ops.push_back({op.span, op.send, op.peer == previous});
+    stage.longest_op = std::max(stage.longest_op, op.span.length());
+  }
+  std::sort(stage.ops.begin(), stage.ops.end(),
+            [](const StageOp& a, const StageOp& b) { return a.span.start < b.span.start; });
+  const IntervalSet& compute = input.time_sets[r].compute;
+  for (const StepWindow& window : input.windowsOf(r)) {
+    StageStep step;
+    step.number = window.number;
+    step.window = window.window;
+    auto by_start = [](const StageOp& op, int64_t t) { return op.span.start < t; };
+    step.first_op = static_cast<size_t>(
+        std::lower_bound(stage.ops.begin(), stage.ops.end(), window.window.start, by_start) - stage.ops.begin());
+    step.end_op = static_cast<size_t>(
+        std::lower_bound(stage.ops.begin(), stage.ops.end(), window.window.end, by_start) - stage.ops.begin());
+    if (step.first_op == step.end_op) continue;  // no pipeline work in this step
+    describeStep(stage, step, first_stage);
+    step.last_pipeline_compute = lastPipelineCompute(compute, stage.ops[step.end_op - 1], window.window);
+    stage.steps.push_back(step);
+  }
+  return stage;
+}
+
+}  // namespace
+
+void analyzePipelineBubbles(const AnalysisInput& input, report::Report& report) {
+  const auto& run = input.run;
+  auto& section = report.addSection("pipeline_bubbles", "Pipeline bubbles");
+  auto communicators = gatherCommunicators(run);
+  auto ops = pipelineOps(run, communicators);
+  std::string problem;
+  auto chains = chainsOf(forwardEdges(input, ops), problem);
+  if (chains.empty()) {
+    section.notes.push_back(problem.empty()
+                                ? "No pipeline stages: no communicator carries point-to-point traffic between ranks."
+                                : "No pipeline stages: " + problem + ".");
+    return;
+  }
+  std::map<int32_t, size_t> index_of;
+  for (size_t r = 0; r < run.ranks.size(); ++r) index_of[run.ranks[r].rank] = r;
+
+  std::map<std::pair<size_t, size_t>, StageRow> rows;  // (stages in the pipeline, stage)
+  report::Table pipelines{"pipelines",
+                          "",
+                          {{"pipeline", "pipeline"},
+                           {"ranks", "ranks by stage"},
+                           {"stages", "stages"},
+                           {"micro_batches", "micro-batches"},
+                           {"schedule", "schedule"},
+                           {"theoretical_pct", "theoretical bubble"},
+                           {"worst_bubble_pct", "worst stage bubble"}},
+                          {}};
+  for (size_t c = 0; c < chains.size(); ++c) {
+    const auto& chain = chains[c];
+    size_t p = chain.size();
+    std::vector<Stage> stages(p);
+    std::vector<bool> loaded(p, false);
+    for (size_t s = 0; s < p; ++s) {
+      auto it = index_of.find(chain[s]);
+      if (it == index_of.end()) continue;
+      stages[s] =
+          stageOf(input, it->second, ops[it->second], s > 0 ? chain[s - 1] : -1, s + 1 < p ? chain[s + 1] : -1, s == 0);
+      loaded[s] = true;
+    }
+    // The pipeline has drained in a step when the last stage to finish its part has done so.
+    std::map<int64_t, int64_t> drained;
+    for (size_t s = 0; s < p; ++s) {
+      for (const StageStep& step : stages[s].steps) {
+        auto [it, added] = drained.try_emplace(step.number, step.last_pipeline_compute);
+        if (!added) it->second = std::max(it->second, step.last_pipeline_compute);
+      }
+    }
+    std::vector<int64_t> micro_batches;
+    bool interleaved = false;
+    double worst = 0;
+    for (size_t s = 0; s < p; ++s) {
+      if (!loaded[s]) continue;
+      const Stage& stage = stages[s];
+      const IntervalSet& compute = input.time_sets[stage.rank_index].compute;
+      Attributor attributor(run.ranks[stage.rank_index], compute, stage);
+      StageRow& row = rows[{p, s}];
+      row.pipeline_stages = p;
+      row.stage = s;
+      row.ranks.push_back(chain[s]);
+      StageRow own;
+      for (const StageStep& step : stage.steps) {
+        int64_t drain = drained[step.number];
+        own.step_time += step.window.length();
+        own.compute += lengthWithin(compute, step.window);
+        own.pipeline_compute += lengthWithin(compute, {step.window.start, std::min(drain, step.window.end)});
+        own.micro_batches += step.micro_batches;
+        own.idle.add(attributor.split(step, drain));
+        ++own.samples;
+        row.micro_batches_per_step.push_back(step.micro_batches);
+        micro_batches.push_back(step.micro_batches);
+        interleaved = interleaved || step.interleaved;
+      }
+      row.samples += own.samples;
+      row.step_time += own.step_time;
+      row.compute += own.compute;
+      row.pipeline_compute += own.pipeline_compute;
+      row.micro_batches += own.micro_batches;
+      row.idle.add(own.idle);
+      worst = std::max(worst, own.bubblePct());
+    }
+    int64_t m = median(micro_batches);
+    pipelines.rows.push_back({Cell::of(static_cast<double>(c), Unit::kNone), Cell::of(joinRanks(chain, " → ")),
+                              Cell::of(static_cast<double>(p), Unit::kCount),
+                              Cell::of(static_cast<double>(m), Unit::kCount), Cell::of(interleaved ? "1F1B" : "GPipe"),
+                              Cell::of(theoreticalPct(p, m), Unit::kPercent), Cell::of(worst, Unit::kPercent)});
+  }
+
+  section.notes.push_back(fmt::format(
+      "{} pipeline{} found from point-to-point traffic; stage figures are per rank and step, averaged over the "
+      "ranks of the stage. bubble = compute idle in the step; theoretical = (p-1)/(m+p-1) of the step (GPipe and "
+      "1F1B).",
+      chains.size(), chains.size() == 1 ? "" : "s (data-parallel replicas)"));
+  report::Table table{"stages",
+                      "Per stage (per step)",
+                      {{"stage", "stage"},
+                       {"ranks", "ranks"},
+                       {"micro_batches", "m"},
+                       {"compute", "compute"},
+                       {"compute_per_micro_batch", "compute/micro-batch"},
+                       {"bubble", "bubble"},
+                       {"bubble_pct", "bubble %"},
+                       {"theoretical_pct", "theoretical %"},
+                       {"warm_up", "warm-up"},
+                       {"cool_down", "cool-down"},
+                       {"wait_upstream", "wait upstream"},
+                       {"wait_downstream", "wait downstream"},
+                       {"waits_on", "waits on"},
+                       {"host_bound", "host-bound"},
+                       {"tail", "DP/optimizer tail"},
+                       {"other", "other"}},
+                      {}};
+  const StageRow* worst_row = nullptr;
+  for (const auto& [key, row] : rows) {
+    if (row.samples == 0) continue;
+    auto per_step = [&](int64_t total) { return Cell::of(row.perStep(total), Unit::kNanoseconds); };
+    int64_t m = median(row.micro_batches_per_step);
+    std::string waits_on;
+    if (std::max(row.idle.upstream, row.idle.downstream) > 0) {
+      bool up = row.idle.upstream >= row.idle.downstream;
+      waits_on = fmt::format("stage {}", up ? row.stage - 1 : row.stage + 1);
+    }
+    table.rows.push_back({Cell::of(static_cast<double>(row.stage), Unit::kNone), Cell::of(joinRanks(row.ranks, ", ")),
+                          Cell::of(static_cast<double>(m), Unit::kCount), per_step(row.compute),
+                          Cell::of(row.computePerMicroBatch(), Unit::kNanoseconds), per_step(row.idle.total()),
+                          Cell::of(row.bubblePct(), Unit::kPercent),
+                          Cell::of(theoreticalPct(row.pipeline_stages, m), Unit::kPercent), per_step(row.idle.warm_up),
+                          per_step(row.idle.cool_down), per_step(row.idle.upstream), per_step(row.idle.downstream),
+                          Cell::of(waits_on), per_step(row.idle.host_bound), per_step(row.idle.tail),
+                          per_step(row.idle.other)});
+    if (worst_row == nullptr || row.bubblePct() > worst_row->bubblePct()) worst_row = &row;
+  }
+  section.tables.push_back(std::move(pipelines));
+  section.tables.push_back(std::move(table));
+  if (worst_row == nullptr) return;
+
+  report.addMetric("bubble_pct", worst_row->bubblePct(), Unit::kPercent,
+                   "pipeline bubble (compute idle), % of step time, worst stage");
+
+  // Imbalance among the stages of the worst stage's pipelines: the slowest stage sets the period.
+  const StageRow* slowest = nullptr;
+  double sum = 0;
+  size_t count = 0;
+  for (const auto& [key, row] : rows) {
+    if (key.first != worst_row->pipeline_stages || row.samples == 0) continue;
+    sum += row.computePerMicroBatch();
+    ++count;
+    if (slowest == nullptr || row.computePerMicroBatch() > slowest->computePerMicroBatch()) slowest = &row;
+  }
+  double mean = count > 0 ? sum / static_cast<double>(count) : 0.0;
+  double imbalance = mean > 0 ? slowest->computePerMicroBatch() / mean : 1.0;
+  int64_t m = median(worst_row->micro_batches_per_step);
+  double theoretical = theoreticalPct(worst_row->pipeline_stages, m);
+  double bubble = worst_row->bubblePct();
+  if (bubble < 10 && imbalance < 1.1) return;
+
+  report::Finding finding;
+  finding.analysis = "pipeline_bubbles";
+  finding.severity = bubble >= 25 ? report::Severity::kCritical : report::Severity::kWarning;
+  double step_time = static_cast<double>(worst_row->step_time) / static_cast<double>(worst_row->samples);
+  finding.cost_ns = std::max(0.0, worst_row->perStep(worst_row->idle.total()) - theoretical / 100.0 * step_time);
+  auto stageName = [](const StageRow& row) {
+    return fmt::format("stage {} (rank{} {})", row.stage, row.ranks.size() == 1 ? "" : "s", joinRanks(row.ranks, ", "));
+  };
+  if (imbalance >= 1.1) {
+    std::vector<int32_t> waiting;
+    for (const auto& [key, row] : rows) {
+      if (key.first != slowest->pipeline_stages || row.samples == 0) continue;
+      double threshold = 0.01 * static_cast<double>(row.step_time);
+      if ((row.stage + 1 == slowest->stage && static_cast<double>(row.idle.downstream) >= threshold) ||
+          (row.stage == slowest->stage + 1 && static_cast<double>(row.idle.upstream) >= threshold)) {
+        waiting.push_back(static_cast<int32_t>(row.stage));
+      }
+    }
+    finding.summary = fmt::format("pipeline {} is the slowest: {:.2f}x the mean compute per micro-batch",
+                                  stageName(*slowest), imbalance);
+    if (!waiting.empty()) {
+      finding.summary += fmt::format("; stage{} {} wait{} on it", waiting.size() == 1 ? "" : "s",
+                                     joinRanks(waiting, " and "), waiting.size() == 1 ? "s" : "");
+    }
+  } else {
+    const IdleSplit& idle = worst_row->idle;
+    std::pair<int64_t, std::string> top{idle.warm_up, "warm-up"};
+    auto consider = [&](int64_t time, auto describe) {
+      if (time > top.first) top = {time, describe()};
+    };
+    consider(idle.cool_down, [] { return std::string("cool-down"); });
+    consider(idle.upstream, [&] { return fmt::format("waiting on stage {}", worst_row->stage - 1); });
+    consider(idle.downstream, [&] { return fmt::format("waiting on stage {}", worst_row->stage + 1); });
+    consider(idle.host_bound, [] { return std::string("host-bound launches"); });
+    consider(idle.tail, [] { return std::string("the data-parallel/optimizer tail"); });
+    consider(idle.other, [] { return std::string("other dependencies"); });
+    finding.summary = fmt::format("pipeline {} is idle {:.1f} % of the step in bubbles, mostly {}",
+                                  stageName(*worst_row), bubble, top.second);
+  }
+  finding.evidence.push_back(
+      fmt::format("worst bubble: stage {}, {:.1f} % of the step; theoretical for p={}, m={}: {:.1f} %",
+                  worst_row->stage, bubble, worst_row->pipeline_stages, m, theoretical));
+  std::string per_stage = "compute per micro-batch:";
+  for (const auto& [key, row] : rows) {
+    if (key.first != worst_row->pipeline_stages || row.samples == 0) continue;
+    per_stage +=
+        fmt::format(" stage {} {};", row.stage, report::formatValue(row.computePerMicroBatch(), Unit::kNanoseconds));
+  }
+  per_stage.pop_back();
+  finding.evidence.push_back(fmt::format("{} (max/mean {:.2f}x)", per_stage, imbalance));
+  report.findings.push_back(std::move(finding));
+}
+
+}  // namespace gpuxray::analysis

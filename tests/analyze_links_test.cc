@@ -1,0 +1,179 @@
+// Golden tests for the link analysis: a data-parallel all-reduce over 2 hosts x 2 GPUs whose
+// network bytes NCCL's proxy reported, with the answers worked out by hand.
+
+#include <fmt/core.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "tests/support/analyzed_run.h"
+#include "tests/support/run_builder.h"
+#include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using gpuxray::testing::analyze;
+using gpuxray::testing::cell;
+using gpuxray::testing::RunBuilder;
+using gpuxray::testing::table;
+using gpuxray::testing::TempDir;
+using gpuxray::testing::text;
+namespace format = gpuxray::format;
+
+constexpr uint64_t kDp = 0xD000000000000002ull;
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint64_t kAllReduceBytes = 256 * kMiB;
+constexpr uint64_t kNicBytesPerSecond = 50'000'000'000;
+constexpr uint64_t kNvLinkBytesPerSecond = 900'000'000'000;
+
+std::string rawUuid(int rank) {
+  return std::string(16, static_cast<char>(0xa0 + rank));
+}
+
+// As CUPTI's link records name a GPU: "GPU-a0a0a0a0-a0a0-a0a0-a0a0-a0a0a0a0a0a0".
+std::string uuidText(int rank) {
+  std::string byte = fmt::format("{:02x}", 0xa0 + rank);
+  auto bytes = [&](int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += byte;
+    return s;
+  };
+  return "GPU-" + bytes(4) + "-" + bytes(2) + "-" + bytes(2) + "-" + bytes(2) + "-" + bytes(6);
+}
+
+// Ranks 0, 1 on node-0 and 2, 3 on node-1, one GPU each, every GPU linked to its host's NVSwitch,
+// two 50 GB/s NICs per host. Two 10 ms steps: compute 0-4 ms, a 256 MiB ring all-reduce 4-9 ms.
+// Per step, the network bytes NCCL's proxy reported (communicator rank = global rank):
+//   0 -> 2: 64 MiB, 2 -> 0: 64 MiB, 0 -> 3: 32 MiB, 3 -> 0: 32 MiB, 1 -> 3: 96 MiB, 3 -> 1: 96 MiB
+// so with one NIC per local rank (mlx5_0 for local rank 0, mlx5_1 for 1), each NIC carries
+//   node-0: mlx5_0 (rank 0) 64+64+32+32 = 192 MiB, mlx5_1 (rank 1) 96+96 = 192 MiB: balanced;
+//   node-1: mlx5_0 (rank 2) 64+64 = 128 MiB, mlx5_1 (rank 3) 96+96+32+32 = 256 MiB:
+//           256 / mean(128, 256) = 2 / 1.5 = 1.33x.
+// Inside each host the ring's hop (0 -> 1, 2 -> 3) is estimated: 2(n-1)/n x 256 MiB = 384 MiB on
+// the sender's and on the receiver's NVLink. The ring's hops across hosts (1 -> 2, 3 -> 0) are
+// measured by the proxy, so they are not estimated again.
+void writeRun(const std::filesystem::path& dir) {
+  RunBuilder run("golden-links", 4);
+  for (int r = 0; r < 4; ++r) {
+    auto& rank = run.rank(r, r < 2 ? "node-0" : "node-1", r % 2);
+    format::DeviceProperties device;
+    device.device_id = 0;
+    device.uuid = rawUuid(r);
+    device.name = "NVIDIA H200";
+    rank.header.devices.push_back(device);
+    format::Link nvlink;
+    nvlink.kind = format::LinkKind::kNvLink;
+    nvlink.a = {format::EndpointKind::kGpu, uuidText(r), 0};
+    nvlink.b = {format::EndpointKind::kNvSwitch, "nvswitch", -1};
+    nvlink.version = 4;
+    nvlink.width = 18;
+    nvlink.bandwidth_bytes_per_s = kNvLinkBytesPerSecond;
+    // node-0's ranks list their link in the header, node-1's report it during capture, as CUPTI does.
+    (r < 2 ? rank.header.links : rank.link_records).push_back(nvlink);
+    for (int n = 0; n < 2; ++n) {
+      format::NetworkInterface nic;
+      nic.name = "mlx5_" + std::to_string(n);
+      nic.bandwidth_bytes_per_s = kNicBytesPerSecond;
+      nic.transport = "IB";
+      rank.header.nics.push_back(nic);
+    }
+    rank.communicator(kDp, "dp", r, 4, 2);
+  }
+  struct Flow {
+    int from, to;
+    uint64_t mib;
+  };
+  const Flow flows[] = {{0, 2, 64}, {2, 0, 64}, {0, 3, 32}, {3, 0, 32}, {1, 3, 96}, {3, 1, 96}};
+  for (int step = 0; step < 2; ++step) {
+    double t = step * 10'000.0;
+    for (int r = 0; r < 4; ++r) {
+      auto& rank = run.rank(r, r < 2 ? "node-0" : "node-1", r % 2);
+      rank.range("ProfilerStep#" + std::to_string(step), t, t + 10'000);
+      rank.kernel("gemm", t, t + 4'000);
+      rank.collective(kDp, "AllReduce", static_cast<uint64_t>(step + 1), t + 4'000, t + 9'000, kAllReduceBytes);
+      uint64_t op = rank.ops.back().record.operation_id;
+      for (const Flow& f : flows) {
+        if (f.from == r) rank.netTransfer(kDp, op, true, f.to, 0, t + 4'000, t + 9'000, f.mib * kMiB);
+        if (f.to == r) rank.netTransfer(kDp, op, false, f.from, 0, t + 4'000, t + 9'000, f.mib * kMiB);
+      }
+    }
+  }
+  run.write(dir);
+}
+
+size_t rowOf(const gpuxray::report::Table& t, const std::string& key, const std::string& value) {
+  for (size_t row = 0; row < t.rows.size(); ++row) {
+    if (text(t, row, key) == value) return row;
+  }
+  FAIL("no row with " << key << " = " << value);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("analyze: link load from network transfers and ring estimates, with the NIC imbalance named") {
+  TempDir dir;
+  writeRun(dir.path());
+  auto a = analyze(dir.path().string());
+
+  const auto& links = table(a.report, "link_hotspots", "links");
+  REQUIRE(links.rows.size() == 8);
+  // The busiest: node-1's mlx5_1, 128 MiB each way per step over 10 ms of 50 GB/s, in 5 ms transfers.
+  CHECK(text(links, 0, "link") == "node-1 NIC mlx5_1");
+  CHECK(text(links, 0, "kind") == "NIC");
+  CHECK(text(links, 0, "source") == "measured");
+  CHECK(cell(links, 0, "bytes_per_step") == Approx(256.0 * kMiB));
+  CHECK(cell(links, 0, "utilization_pct") == Approx(100.0 * 128 * kMiB / (0.010 * kNicBytesPerSecond)));
+  CHECK(cell(links, 0, "busy_bandwidth_pct") == Approx(100.0 * 128 * kMiB / (0.005 * kNicBytesPerSecond)));
+  CHECK(cell(links, 0, "capacity") == Approx(kNicBytesPerSecond));
+  size_t nic = rowOf(links, "link", "node-1 NIC mlx5_0");
+  CHECK(cell(links, nic, "bytes_per_step") == Approx(128.0 * kMiB));
+  nic = rowOf(links, "link", "node-0 NIC mlx5_1");
+  CHECK(cell(links, nic, "bytes_per_step") == Approx(192.0 * kMiB));
+  size_t nvlink = rowOf(links, "link", "node-0 NVLink GPU0 ↔ NVSwitch");
+  CHECK(text(links, nvlink, "source") == "estimated");
+  CHECK(cell(links, nvlink, "bytes_per_step") == Approx(384.0 * kMiB));
+  CHECK(cell(links, nvlink, "utilization_pct") == Approx(100.0 * 384 * kMiB / (0.010 * kNvLinkBytesPerSecond)));
+  nvlink = rowOf(links, "link", "node-1 NVLink GPU1 ↔ NVSwitch");
+  CHECK(cell(links, nvlink, "bytes_per_step") == Approx(384.0 * kMiB));
+
+  const auto& groups = table(a.report, "link_hotspots", "groups");
+  REQUIRE(groups.rows.size() == 4);
+  for (size_t row = 0; row < groups.rows.size(); ++row) {
+    INFO(text(groups, row, "host") << " " << text(groups, row, "links"));
+    bool hot = text(groups, row, "host") == "node-1" && text(groups, row, "links") == "NICs";
+    CHECK(cell(groups, row, "imbalance") == Approx(hot ? 4.0 / 3.0 : 1.0));
+  }
+
+  REQUIRE(a.report.metric("link_imbalance") != nullptr);
+  CHECK(a.report.metric("link_imbalance")->value == Approx(4.0 / 3.0));
+  REQUIRE(a.report.metric("link_utilization_pct") != nullptr);
+  CHECK(a.report.metric("link_utilization_pct")->value == Approx(100.0 * 128 * kMiB / (0.010 * kNicBytesPerSecond)));
+  const gpuxray::report::Finding* finding = nullptr;
+  for (const auto& f : a.report.findings) {
+    if (f.analysis == "link_hotspots") finding = &f;
+  }
+  REQUIRE(finding != nullptr);
+  CHECK(finding->summary == "node-1's NIC mlx5_1 carries 1.33x the mean of its host's NICs");
+}
+
+TEST_CASE("analyze: the CLI names the hot NIC in text and JSON") {
+  TempDir dir;
+  writeRun(dir.path() / "run");
+  std::string gpuxray = std::string(GPUXRAY_BINARY) + " analyze " + (dir / "run");
+  auto result = gpuxray::testing::runCommand(gpuxray);
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.out.find("[warning] node-1's NIC mlx5_1 carries 1.33x the mean of its host's NICs") !=
+        std::string::npos);
+  size_t metric = result.out.find("\n  link_imbalance ");
+  REQUIRE(metric != std::string::npos);
+  CHECK(result.out.substr(metric, result.out.find('\n', metric + 1) - metric).find(" 1.33x  ") != std::string::npos);
+
+  auto json = gpuxray::testing::runCommand(gpuxray + " --format json");
+  REQUIRE(json.exit_code == 0);
+  CHECK(json.out.find("\"link_imbalance\": {\n      \"value\": 1.333") != std::string::npos);
+  CHECK(json.out.find("\"summary\": \"node-1's NIC mlx5_1 carries 1.33x the mean of its host's NICs\"") !=
+        std::string::npos);
+}

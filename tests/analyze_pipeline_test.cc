@@ -1,0 +1,297 @@
+// Golden tests for the pipeline-bubble analysis: pipelines laid out by the schedule generator
+// (tests/support/pipeline_schedule.h), with the answers worked out by hand from its timeline.
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "tests/support/analyzed_run.h"
+#include "tests/support/pipeline_schedule.h"
+#include "tests/support/run_builder.h"
+#include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using gpuxray::testing::analyze;
+using gpuxray::testing::cell;
+using gpuxray::testing::PipelineScheduleKind;
+using gpuxray::testing::PipelineStep;
+using gpuxray::testing::PipelineTimeline;
+using gpuxray::testing::RankBuilder;
+using gpuxray::testing::RunBuilder;
+using gpuxray::testing::table;
+using gpuxray::testing::TempDir;
+using gpuxray::testing::text;
+
+constexpr uint64_t kWorld = 0xD000000000000001ull;
+constexpr uint64_t kActivationBytes = 16 << 20;
+
+// Writes one step of `timeline` onto the ranks of one pipeline (stage s on ranks[s], communicator
+// rank s of `comm`), then a gradient-norm all-reduce (100 µs) and an optimizer kernel (400 µs) on
+// every stage once the pipeline has drained. Returns the step's end.
+double writeStep(std::vector<RankBuilder*> ranks, uint64_t comm, const PipelineTimeline& timeline, int number,
+                 double start_us, bool tail) {
+  double end = tail ? timeline.end_us + 500 : timeline.end_us;
+  for (size_t s = 0; s < ranks.size(); ++s) {
+    RankBuilder& rank = *ranks[s];
+    rank.range("ProfilerStep#" + std::to_string(number), start_us, end);
+    for (const auto& c : timeline.compute[s]) {
+      rank.kernel(c.forward ? "forward_gemm" : "backward_gemm", c.start_us, c.end_us, gpuxray::testing::kComputeStream,
+                  c.start_us - c.launch_us);
+    }
+    for (const auto& t : timeline.transfers[s]) {
+      rank.p2p(comm, t.send, t.peer, t.start_us, t.end_us, kActivationBytes, t.enqueue_us);
+    }
+    if (tail) {
+      // Launched early: the host does not wait for the pipeline to drain.
+      rank.collective(kWorld, "AllReduce", static_cast<uint64_t>(number), timeline.end_us, timeline.end_us + 100, 4,
+                      start_us + 50);
+      rank.kernel("optimizer_step", timeline.end_us + 100, timeline.end_us + 500, gpuxray::testing::kComputeStream,
+                  timeline.end_us + 100 - (start_us + 51));
+    }
+  }
+  return end;
+}
+
+// A 4-stage 1F1B pipeline, m = 4, on ranks 0-3 of one host: forward 1 ms and backward 2 ms per
+// micro-batch, except stage 2 (1.5 ms and 3 ms). Two steps; in the second the host launches stage
+// 0's last backward 200 µs after its gradient arrived.
+//
+// The generator's timeline of step 1 (µs; F/B = forward/backward of micro-batch i):
+//   stage 0: F0 0-1000 F1 -2000 F2 -3000 | F3 3500-4500 | B0 11500-13500 | B1 16000-18000 | B2 20500-22500 | B3
+//   23500-25500 stage 1: F0 1000-2000 F1 -3000 | F2 3500-4500 | B0 9500-11500 F3 -12500 | B1 14000-16000 | B2
+//   18500-20500 | B3 21500-23500 stage 2: F0 2000-3500 F1 -5000 | B0 6500-9500 F2 -11000 B1 -14000 F3 -15500 B2 -18500
+//   B3 -21500 stage 3: F0 3500-4500 B0 -6500 F1 -7500 B1 -9500 | F2 11000-12000 B2 -14000 | F3 15500-16500 B3 -18500
+// The pipeline drains at 25500 (stage 0's last backward); all-reduce 25500-25600 and optimizer
+// -26000 end the step. Idle per stage (the gaps above):
+//   stage 0: waits on stage 1 500 + 7000 + 2500 + 2500 + 1000 = 13500, tail 100
+//   stage 1: warm-up 1000, waits on stage 2 500 + 5000 + 1500 + 2500 + 1000 = 10500,
+//            cool-down 23500-25500 = 2000, tail 100
+//   stage 2: warm-up 2000, waits on stage 3 1500, cool-down 21500-25500 = 4000, tail 100
+//   stage 3: warm-up 3500, waits on stage 2 1500 + 1500 = 3000, cool-down 18500-25500 = 7000, tail 100
+// Step 2 (26000-52200): the same, except stage 0's B3 runs 200 µs late (host-bound), so the
+// pipeline drains 200 µs later and every other stage's cool-down grows by 200.
+PipelineStep imbalancedStep(double start_us) {
+  PipelineStep step{PipelineScheduleKind::kOneFOneB, 4,        4, {1000, 1000, 1500, 1000},
+                    {2000, 2000, 3000, 2000},        start_us, {}};
+  return step;
+}
+
+void writeImbalancedRun(const std::filesystem::path& dir) {
+  constexpr uint64_t kPp = 0xA000000000000001ull;
+  RunBuilder run("golden-pipeline", 4);
+  std::vector<RankBuilder*> ranks;
+  for (int r = 0; r < 4; ++r) {
+    auto& rank = run.rank(r, "node-0", r);
+    rank.communicator(kPp, "pp", r, 4, 1);
+    rank.communicator(kWorld, "world", r, 4, 1);
+    ranks.push_back(&rank);
+  }
+  double end = writeStep(ranks, kPp, gpuxray::testing::simulatePipeline(imbalancedStep(0)), 1, 0, true);
+  PipelineStep second = imbalancedStep(end);
+  second.launch_delays_us[{0, false, 3}] = 200;
+  writeStep(ranks, kPp, gpuxray::testing::simulatePipeline(second), 2, end, true);
+  run.write(dir);
+}
+
+const gpuxray::report::Finding* pipelineFinding(const gpuxray::report::Report& report) {
+  for (const auto& f : report.findings) {
+    if (f.analysis == "pipeline_bubbles") return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("analyze: the schedule generator lays out 1F1B from its dependencies") {
+  auto timeline = gpuxray::testing::simulatePipeline(imbalancedStep(0));
+  CHECK(timeline.end_us == 25500);
+  REQUIRE(timeline.compute[3].size() == 8);
+  CHECK(timeline.compute[3][4].start_us == 11000);  // stage 3's F2 waits for stage 2
+  CHECK(timeline.compute[0][7].start_us == 23500);  // stage 0's B3
+  CHECK(timeline.compute[1][5].end_us == 16000);    // stage 1's B1
+}
+
+TEST_CASE("analyze: pipeline stages, micro-batches, schedule and bubbles of an imbalanced 1F1B pipeline") {
+  TempDir dir;
+  writeImbalancedRun(dir.path());
+  auto a = analyze(dir.path().string());
+
+  const auto& pipelines = table(a.report, "pipeline_bubbles", "pipelines");
+  REQUIRE(pipelines.rows.size() == 1);
+  CHECK(text(pipelines, 0, "ranks") == "0 → 1 → 2 → 3");
+  CHECK(cell(pipelines, 0, "stages") == 4);
+  CHECK(cell(pipelines, 0, "micro_batches") == 4);
+  CHECK(text(pipelines, 0, "schedule") == "1F1B");
+  CHECK(cell(pipelines, 0, "theoretical_pct") == Approx(100.0 * 3 / 7));
+
+  const auto& stages = table(a.report, "pipeline_bubbles", "stages");
+  REQUIRE(stages.rows.size() == 4);
+  for (size_t s = 0; s < 4; ++s) {
+    INFO("stage " << s);
+    CHECK(cell(stages, s, "stage") == static_cast<double>(s));
+    CHECK(text(stages, s, "ranks") == std::to_string(s));
+    CHECK(cell(stages, s, "micro_batches") == 4);
+    CHECK(cell(stages, s, "theoretical_pct") == Approx(100.0 * 3 / 7));
+    CHECK(cell(stages, s, "tail") == Approx(100'000));
+  }
+  // Per step, the mean of the two steps (52.2 ms in all); compute includes the 0.4 ms optimizer.
+  CHECK(cell(stages, 0, "compute") == Approx(12'400'000));
+  CHECK(cell(stages, 2, "compute") == Approx(18'400'000));
+  CHECK(cell(stages, 0, "bubble") == Approx((13'600'000 + 13'800'000) / 2.0));
+  CHECK(cell(stages, 0, "bubble_pct") == Approx(100.0 * 27'400 / 52'200));
+  CHECK(cell(stages, 0, "wait_downstream") == Approx(13'500'000));
+  CHECK(cell(stages, 0, "warm_up") == Approx(0));
+  CHECK(cell(stages, 0, "cool_down") == Approx(0));
+  CHECK(cell(stages, 0, "host_bound") == Approx(100'000));  // 200 µs in step 2
+  CHECK(text(stages, 0, "waits_on") == "stage 1");
+
+  CHECK(cell(stages, 1, "warm_up") == Approx(1'000'000));
+  CHECK(cell(stages, 1, "wait_downstream") == Approx(10'500'000));
+  CHECK(cell(stages, 1, "cool_down") == Approx(2'100'000));
+  CHECK(text(stages, 1, "waits_on") == "stage 2");
+
+  CHECK(cell(stages, 2, "bubble") == Approx(7'700'000));
+  CHECK(cell(stages, 2, "bubble_pct") == Approx(100.0 * 15'400 / 52'200));
+  CHECK(cell(stages, 2, "warm_up") == Approx(2'000'000));
+  CHECK(cell(stages, 2, "wait_downstream") == Approx(1'500'000));
+  CHECK(cell(stages, 2, "cool_down") == Approx(4'100'000));
+
+  CHECK(cell(stages, 3, "warm_up") == Approx(3'500'000));
+  CHECK(cell(stages, 3, "wait_upstream") == Approx(3'000'000));
+  CHECK(cell(stages, 3, "wait_downstream") == Approx(0));
+  CHECK(cell(stages, 3, "cool_down") == Approx(7'100'000));
+  CHECK(text(stages, 3, "waits_on") == "stage 2");
+  for (size_t s = 0; s < 4; ++s) CHECK(cell(stages, s, "other") == Approx(0));
+
+  // Compute per micro-batch: 3 ms on every stage but stage 2 (4.5 ms): 1.33x the mean of 3.375 ms.
+  CHECK(cell(stages, 0, "compute_per_micro_batch") == Approx(3'000'000));
+  CHECK(cell(stages, 2, "compute_per_micro_batch") == Approx(4'500'000));
+
+  REQUIRE(a.report.metric("bubble_pct") != nullptr);
+  CHECK(a.report.metric("bubble_pct")->value == Approx(100.0 * 27'400 / 52'200));
+  const gpuxray::report::Finding* finding = pipelineFinding(a.report);
+  REQUIRE(finding != nullptr);
+  CHECK(finding->summary ==
+        "pipeline stage 2 (rank 2) is the slowest: 1.33x the mean compute per micro-batch; stages 1 and 3 wait on it");
+  CHECK(finding->severity == gpuxray::report::Severity::kCritical);
+}
+
+// Two GPipe pipelines side by side (data-parallel replicas on ranks 0-3 and 4-7, each with its
+// own communicator), balanced stages (1 ms forward, 2 ms backward), m = 8, no tail: every stage
+// idles (p-1)(t_f+t_b) = 9 ms of the (m+p-1)(t_f+t_b) = 33 ms step, exactly the theoretical 3/11.
+// Stage 0 runs F0-F7 (0-8 ms), waits on stage 1 until its first gradient arrives at 17 ms, and
+// runs B0-B7 back to back; stage 3 waits 3 ms for its first activation and idles 6 ms after its
+// last backward while stages 2-0 finish theirs.
+TEST_CASE("analyze: balanced GPipe replicas match the theoretical bubble") {
+  TempDir dir;
+  RunBuilder run("golden-gpipe", 8);
+  PipelineStep step{PipelineScheduleKind::kGPipe, 4, 8, {1000, 1000, 1000, 1000}, {2000, 2000, 2000, 2000}, 0, {}};
+  for (int replica = 0; replica < 2; ++replica) {
+    uint64_t comm = uint64_t{0xA000000000000010} + static_cast<uint64_t>(replica);
+    std::vector<RankBuilder*> ranks;
+    for (int s = 0; s < 4; ++s) {
+      int r = replica * 4 + s;
+      auto& rank = run.rank(r, "node-" + std::to_string(replica), s);
+      rank.communicator(comm, "pp", s, 4, 1);
+      ranks.push_back(&rank);
+    }
+    double end = 0;
+    for (int number = 1; number <= 2; ++number) {
+      step.start_us = end;
+      end = writeStep(ranks, comm, gpuxray::testing::simulatePipeline(step), number, end, false);
+    }
+  }
+  run.write(dir.path());
+  auto a = analyze(dir.path().string());
+
+  const auto& pipelines = table(a.report, "pipeline_bubbles", "pipelines");
+  REQUIRE(pipelines.rows.size() == 2);
+  CHECK(text(pipelines, 0, "ranks") == "0 → 1 → 2 → 3");
+  CHECK(text(pipelines, 1, "ranks") == "4 → 5 → 6 → 7");
+  CHECK(text(pipelines, 0, "schedule") == "GPipe");
+  CHECK(cell(pipelines, 0, "micro_batches") == 8);
+  const auto& stages = table(a.report, "pipeline_bubbles", "stages");
+  REQUIRE(stages.rows.size() == 4);
+  for (size_t s = 0; s < 4; ++s) {
+    INFO("stage " << s);
+    CHECK(text(stages, s, "ranks") == std::to_string(s) + ", " + std::to_string(s + 4));
+    CHECK(cell(stages, s, "bubble") == Approx(9'000'000));
+    CHECK(cell(stages, s, "bubble_pct") == Approx(100.0 * 3 / 11));
+    CHECK(cell(stages, s, "theoretical_pct") == Approx(100.0 * 3 / 11));
+    CHECK(cell(stages, s, "warm_up") == Approx(1'000'000.0 * static_cast<double>(s)));
+    CHECK(cell(stages, s, "cool_down") == Approx(2'000'000.0 * static_cast<double>(s)));
+  }
+  CHECK(cell(stages, 0, "wait_downstream") == Approx(9'000'000));
+  CHECK(cell(stages, 3, "wait_upstream") == Approx(0));
+  CHECK(a.report.metric("bubble_pct")->value == Approx(100.0 * 3 / 11));
+  const gpuxray::report::Finding* finding = pipelineFinding(a.report);
+  REQUIRE(finding != nullptr);
+  CHECK(finding->summary ==
+        "pipeline stage 0 (ranks 0, 4) is idle 27.3 % of the step in bubbles, mostly waiting on stage 1");
+}
+
+TEST_CASE("analyze: a run without point-to-point traffic has no pipeline stages and no bubble metric") {
+  TempDir dir;
+  RunBuilder run("golden-no-pipeline", 2);
+  for (int r = 0; r < 2; ++r) {
+    auto& rank = run.rank(r, "node-0", r);
+    rank.communicator(kWorld, "dp", r, 2, 1);
+    rank.kernel("gemm", 0, 600);
+    rank.collective(kWorld, "AllReduce", 1, 600, 900, 64 << 20);
+    // A lone send with no partner anywhere must not make a pipeline of one.
+    if (r == 0) rank.p2p(0xB0, true, 5, 900, 950, 1024);
+  }
+  run.write(dir.path());
+  auto a = analyze(dir.path().string());
+  const auto& s = gpuxray::testing::section(a.report, "pipeline_bubbles");
+  CHECK(s.tables.empty());
+  REQUIRE(s.notes.size() == 1);
+  CHECK(s.notes[0].find("No pipeline stages") == 0);
+  CHECK(a.report.metric("bubble_pct") == nullptr);
+}
+
+TEST_CASE("analyze: the CLI reports the slowest pipeline stage") {
+  TempDir dir;
+  writeImbalancedRun(dir.path() / "run");
+  auto result = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + (dir / "run"));
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.out.find("[critical] pipeline stage 2 (rank 2) is the slowest: 1.33x the mean compute per micro-batch; "
+                        "stages 1 and 3 wait on it") != std::string::npos);
+  size_t metric = result.out.find("\n  bubble_pct ");
+  REQUIRE(metric != std::string::npos);
+  CHECK(result.out.substr(metric, result.out.find('\n', metric + 1) - metric).find(" 52.5 %  pipeline bubble") !=
+        std::string::npos);
+  auto failing = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + (dir / "run") +
+                                              " --fail-on 'bubble_pct>50'");
+  CHECK(failing.exit_code == 3);
+}
+
+// Point-to-point traffic that is no plain pipeline gets a note and no figures: activations going
+// around a cycle (as interleaved schedules send them), or one rank feeding two.
+TEST_CASE("analyze: cycles and fan-out in point-to-point traffic are reported, not analysed") {
+  constexpr uint64_t kPp = 0xA000000000000020ull;
+  auto check = [](const std::vector<std::pair<int, int>>& sends, const std::string& note) {
+    TempDir dir;
+    RunBuilder run("golden-not-a-pipeline", 3);
+    for (int r = 0; r < 3; ++r) run.rank(r, "node-0", r).communicator(kPp, "pp", r, 3, 1);
+    double t = 0;
+    for (const auto& [from, to] : sends) {
+      run.rank(from, "node-0", from).kernel("forward", t, t + 100).p2p(kPp, true, to, t + 100, t + 150, 1024);
+      run.rank(to, "node-0", to).p2p(kPp, false, from, t + 100, t + 150, 1024);
+      t += 200;
+    }
+    run.write(dir.path());
+    auto a = analyze(dir.path().string());
+    const auto& s = gpuxray::testing::section(a.report, "pipeline_bubbles");
+    CHECK(s.tables.empty());
+    REQUIRE(s.notes.size() == 1);
+    CHECK(s.notes[0] == note);
+    CHECK(a.report.metric("bubble_pct") == nullptr);
+  };
+  check({{0, 1}, {1, 2}, {2, 0}},
+        "No pipeline stages: the point-to-point traffic forms a cycle (an interleaved schedule?), which is not "
+        "analysed.");
+  check({{0, 1}, {0, 2}}, "No pipeline stages: rank 0 sends activations to several ranks (1, 2).");
+}
