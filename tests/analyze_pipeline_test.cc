@@ -175,6 +175,17 @@ TEST_CASE("analyze: pipeline stages, micro-batches, schedule and bubbles of an i
   CHECK(finding->summary ==
         "pipeline stage 2 (rank 2) is the slowest: 1.33x the mean compute per micro-batch; stages 1 and 3 wait on it");
   CHECK(finding->severity == gpuxray::report::Severity::kCritical);
+
+  // Every idle gap is a mark on the timeline, labelled by its main cause: stage 3 waits on stage 2
+  // for 3 ms per step in all, and warms up 3.5 ms.
+  int64_t stage3_upstream = 0, stage3_warm_up = 0;
+  for (const auto& mark : a.report.marks) {
+    if (mark.analysis != "pipeline_bubbles" || mark.rank != 3) continue;
+    if (mark.label == "bubble (stage 3): waiting on stage 2 (upstream)") stage3_upstream += mark.end_ns - mark.start_ns;
+    if (mark.label == "bubble (stage 3): warm-up") stage3_warm_up += mark.end_ns - mark.start_ns;
+  }
+  CHECK(stage3_upstream == 2 * 3'000'000);
+  CHECK(stage3_warm_up == 2 * 3'500'000);
 }
 
 // Two GPipe pipelines side by side (data-parallel replicas on ranks 0-3 and 4-7, each with its

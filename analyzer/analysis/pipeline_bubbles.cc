@@ -50,6 +50,19 @@ struct IdleSplit {
     warm_up += o.warm_up, cool_down += o.cool_down, upstream += o.upstream, downstream += o.downstream;
     host_bound += o.host_bound, tail += o.tail, other += o.other;
   }
+  // What most of this idle time was, for a label on the timeline.
+  std::string mainCause(size_t stage) const {
+    std::pair<int64_t, std::string> causes[] = {
+        {warm_up, "warm-up"},
+        {cool_down, "cool-down"},
+        {upstream, "waiting on stage " + std::to_string(stage == 0 ? 0 : stage - 1) + " (upstream)"},
+        {downstream, "waiting on stage " + std::to_string(stage + 1) + " (downstream)"},
+        {host_bound, "host-bound launch"},
+        {tail, "data-parallel/optimizer tail"},
+        {other, "other"}};
+    return std::max_element(std::begin(causes), std::end(causes),
+                            [](const auto& a, const auto& b) { return a.first < b.first; })->second;
+  }
 };
 
 // One stage's view of one step.
@@ -242,8 +255,10 @@ void describeStep(const Stage& stage, StageStep& step, bool first_stage) {
 
 class Attributor {
  public:
-  Attributor(const model::RankTrace& rank, const IntervalSet& compute, const Stage& stage)
-      : rank_(rank), compute_(compute), stage_(stage) {}
+  // Each idle gap also becomes a mark on the timeline, labelled with its main cause.
+  Attributor(const model::RankTrace& rank, const IntervalSet& compute, const Stage& stage, size_t stage_index,
+             std::vector<report::TimelineMark>& marks)
+      : rank_(rank), compute_(compute), stage_(stage), stage_index_(stage_index), marks_(marks) {}
 
   // Steps must come in time order: the lookups below move forward from where the last one ended.
   IdleSplit split(const StageStep& step, int64_t drained) {
@@ -254,14 +269,19 @@ class Attributor {
                                   [](const Interval& i, int64_t t) { return i.end <= t; });
     if (first != compute_.end() && first->start < w.end) first_compute = std::max(first->start, w.start);
     for (const Interval& gap : gapsWithin(compute_, w)) {
+      IdleSplit this_gap;
       Interval before{gap.start, std::min(gap.end, drained)};
-      if (gap.end > drained) idle.tail += gap.end - std::max(gap.start, drained);
-      if (before.length() <= 0) continue;
-      if (before.start >= step.last_pipeline_compute) {
-        idle.cool_down += before.length();
-      } else {
-        classify(before, gap.end, before.end <= first_compute, idle);
+      if (gap.end > drained) this_gap.tail += gap.end - std::max(gap.start, drained);
+      if (before.length() > 0) {
+        if (before.start >= step.last_pipeline_compute) {
+          this_gap.cool_down += before.length();
+        } else {
+          classify(before, gap.end, before.end <= first_compute, this_gap);
+        }
       }
+      idle.add(this_gap);
+      marks_.push_back({"pipeline_bubbles", rank_.rank, gap.start, gap.end,
+                        "bubble (stage " + std::to_string(stage_index_) + "): " + this_gap.mainCause(stage_index_)});
     }
     return idle;
   }
@@ -325,6 +345,8 @@ class Attributor {
   const model::RankTrace& rank_;
   const IntervalSet& compute_;
   const Stage& stage_;
+  size_t stage_index_;
+  std::vector<report::TimelineMark>& marks_;
   size_t next_activity_ = 0;
   size_t next_call_ = 0;
 };
@@ -414,7 +436,7 @@ void analyzePipelineBubbles(const AnalysisInput& input, report::Report& report) 
       if (!loaded[s]) continue;
       const Stage& stage = stages[s];
       const IntervalSet& compute = input.time_sets[stage.rank_index].compute;
-      Attributor attributor(run.ranks[stage.rank_index], compute, stage);
+      Attributor attributor(run.ranks[stage.rank_index], compute, stage, s, report.marks);
       StageRow& row = rows[{p, s}];
       row.pipeline_stages = p;
       row.stage = s;
