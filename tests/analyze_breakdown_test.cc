@@ -4,9 +4,9 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/steps.h"
 #include "analyzer/load/run_loader.h"
+#include "tests/support/analyzed_run.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
@@ -46,38 +46,13 @@ void writeRun(const std::filesystem::path& dir) {
   run.write(dir);
 }
 
-struct Analyzed {
-  gpuxray::model::RunTrace run;
-  report::Report report;
-};
-
-Analyzed analyze(const std::string& dir) {
-  Analyzed a{gpuxray::load::loadRun({dir}, {}), {}};
-  analysis::AnalysisInput input{a.run, {}, {}, "none", {}};
-  analysis::findSteps(input);
-  for (const auto& rank : a.run.ranks) input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
-  analysis::runAnalyses(input, a.report);
-  return a;
-}
+gpuxray::testing::AnalyzedRun analyze(const std::string& dir) { return gpuxray::testing::analyzeRun(dir); }
 
 const report::Table& table(const report::Report& r, const std::string& section, const std::string& id) {
-  for (const auto& s : r.sections) {
-    if (s.id != section) continue;
-    for (const auto& t : s.tables) {
-      if (t.id == id) return t;
-    }
-  }
-  FAIL("no table " << section << "/" << id);
-  throw;
+  return gpuxray::testing::reportTable(r, section, id);
 }
 
-double cell(const report::Table& t, size_t row, const std::string& key) {
-  for (size_t c = 0; c < t.columns.size(); ++c) {
-    if (t.columns[c].key == key) return t.rows.at(row).at(c).number;
-  }
-  FAIL("no column " << key);
-  return 0;
-}
+double cell(const report::Table& t, size_t row, const std::string& key) { return gpuxray::testing::reportCell(t, row, key).number; }
 
 }  // namespace
 

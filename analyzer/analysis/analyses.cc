@@ -10,6 +10,7 @@ const std::vector<std::string>& knownMetrics() {
 }
 
 void runAnalyses(const AnalysisInput& input, report::Report& report) {
+  analyzeClock(input, report);
   analyzeTimeBreakdown(input, report);
   analyzeOverlap(input, report);
   report.sortFindings();

@@ -7,6 +7,8 @@
 
 namespace gpuxray::analysis {
 
+// The clock section: what alignClocks did (or that it was turned off).
+void analyzeClock(const AnalysisInput& input, report::Report& report);
 void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report);
 void analyzeOverlap(const AnalysisInput& input, report::Report& report);
 

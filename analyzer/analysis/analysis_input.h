@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/analysis/clock_alignment.h"
 #include "analyzer/analysis/collective_matching.h"
 #include "analyzer/analysis/intervals.h"
 #include "analyzer/model/run_trace.h"
@@ -45,6 +46,8 @@ struct AnalysisInput {
   std::string step_source = "none";
   // Per rank, in run.ranks' order.
   std::vector<GpuTimeSets> time_sets;
+  // What putting the ranks on one clock did; nullptr when it was not done (--no-align).
+  const ClockAlignment* clock = nullptr;
 
   // NCCL operations matched across ranks, built on first use (on the run's clock as it is then).
   const CollectiveIndex& collectives() const;
