@@ -123,7 +123,9 @@ TEST_CASE("analyze: the CLI prints text, JSON and Markdown, and --fail-on sets e
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find("gpuxray analyze: run golden-overlap, 2 of 2 ranks on 1 host") != std::string::npos);
   CHECK(text.out.find("steps: 2 (from NVTX ranges ProfilerStep#N)") != std::string::npos);
-  CHECK(text.out.find("exposed_comm_pct  30.0 %") != std::string::npos);
+  size_t metric = text.out.find("\n  exposed_comm_pct ");
+  REQUIRE(metric != std::string::npos);
+  CHECK(text.out.substr(metric, text.out.find('\n', metric + 1) - metric).find(" 30.0 %  ") != std::string::npos);
 
   auto json = gpuxray::testing::runCommand(gpuxray + " --format json");
   REQUIRE(json.exit_code == 0);

@@ -1,12 +1,13 @@
 // Golden tests for clock alignment: two hosts whose clocks differ by 3.2 ms, which alignment must
-// remove, a drifting clock, clock anchors, and a receive recorded before its send, which the clock
-// conditions must move.
+// remove (and without which the cross-rank figures come out wrong), a drifting clock, clock anchors,
+// and a receive recorded before its send, which the clock conditions must move.
 
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "tests/support/analyzed_run.h"
 #include "tests/support/run_builder.h"
+#include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
@@ -93,18 +94,33 @@ TEST_CASE("analyze: clock alignment removes a 3.2 ms offset between hosts") {
   CHECK(reportCell(hosts, row, "matched").number == kSteps);
   CHECK(a.report.warnings.empty());
 
+  // On one clock the members entered 100 µs apart (600 .. 700), rank 3 last.
+  CHECK(a.report.metric("collective_skew_ms")->value == Approx(0.1));
+  const auto& top = reportTable(a.report, "collectives", "top_skew");
+  CHECK(reportCell(top, 0, "last").number == 3);
+  CHECK(reportCell(top, 0, "skew").number == 100'000);
 }
 
-TEST_CASE("analyze: --no-align leaves every rank's times as recorded") {
+TEST_CASE("analyze: without clock alignment the cross-host figures are off by the clock difference") {
   TempDir dir;
   writeSkewedRun(dir.path());
   auto a = gpuxray::testing::analyzeRun(dir.path().string(), false);
   CHECK_FALSE(a.clock);
   CHECK(a.run.ranks[2].clock_offset_ns == 0);
-  CHECK(allReduce(a.run.ranks[2], 1).gpu_end_ns - allReduce(a.run.ranks[0], 1).gpu_end_ns == 3'200'000);
+  // Rank 3's entry at 700 µs reads 3900 µs on its host's clock: 3.3 ms after rank 0's.
+  CHECK(a.report.metric("collective_skew_ms")->value == Approx(3.3));
   const auto& section = a.report.sections.front();
   CHECK(section.id == "clock");
   CHECK(section.notes.front().find("Not aligned (--no-align)") != std::string::npos);
+
+  std::string gpuxray = std::string(GPUXRAY_BINARY) + " analyze --format json " + dir.path().string();
+  auto aligned = gpuxray::testing::runCommand(gpuxray);
+  auto unaligned = gpuxray::testing::runCommand(gpuxray + " --no-align");
+  INFO(aligned.err << unaligned.err);
+  REQUIRE(aligned.exit_code == 0);
+  REQUIRE(unaligned.exit_code == 0);
+  CHECK(aligned.out.find("\"collective_skew_ms\": {\n      \"value\": 0.1,") != std::string::npos);
+  CHECK(unaligned.out.find("\"collective_skew_ms\": {\n      \"value\": 3.3,") != std::string::npos);
 }
 
 TEST_CASE("analyze: clock alignment shifts a host so that no receive ends before its send began") {
@@ -154,6 +170,8 @@ TEST_CASE("analyze: clock alignment follows a host clock that drifts") {
   for (uint64_t seq = 1; seq <= 50; ++seq) {
     CHECK(std::abs(allReduce(a.run.ranks[3], seq).gpu_end_ns - allReduce(a.run.ranks[0], seq).gpu_end_ns) <= 2);
   }
+  // Entries 100 µs apart per rank: 300 µs from rank 0 to rank 3, on one clock.
+  CHECK(a.report.metric("collective_skew_ms")->value == Approx(0.3).margin(0.000'002));
   CHECK(a.report.warnings.empty());
 }
 

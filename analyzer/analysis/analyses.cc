@@ -4,7 +4,8 @@ namespace gpuxray::analysis {
 
 const std::vector<std::string>& knownMetrics() {
   static const std::vector<std::string> names = {
-      "idle_pct", "host_bound_pct", "exposed_comm_pct", "overlap_pct",
+      "idle_pct",           "host_bound_pct",    "exposed_comm_pct",  "overlap_pct",
+      "collective_skew_ms", "busbw_pct_of_link",
   };
   return names;
 }
@@ -13,6 +14,7 @@ void runAnalyses(const AnalysisInput& input, report::Report& report) {
   analyzeClock(input, report);
   analyzeTimeBreakdown(input, report);
   analyzeOverlap(input, report);
+  analyzeCollectives(input, report);
   report.sortFindings();
 }
 
