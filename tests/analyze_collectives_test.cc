@@ -1,5 +1,5 @@
-// Golden tests for the collectives analysis: a rank that computes 2 ms longer before every
-// all-reduce, and a data-parallel all-reduce across two hosts of which one has a NIC four times
+// Golden tests for the collectives and straggler analyses: a rank that computes 2 ms longer before
+// every all-reduce, and a data-parallel all-reduce across two hosts of which one has a NIC four times
 // slower than the other's.
 
 #include <catch2/catch.hpp>
@@ -61,10 +61,35 @@ void writeSlowNicRun(const std::filesystem::path& dir) {
 
 }  // namespace
 
-TEST_CASE("analyze: each collective's skew, last arriver, transfer time and bus bandwidth") {
+TEST_CASE("analyze: the rank that computes longer is the straggler, charged with everyone's wait") {
   TempDir dir;
   writeStragglerRun(dir.path());
   auto a = gpuxray::testing::analyzeRun(dir.path().string());
+
+  // Each all-reduce: ranks 0, 1, 3 wait 2 ms each for rank 2: 6 ms per step, 24 ms in all.
+  const auto& ranks = reportTable(a.report, "stragglers", "ranks");
+  REQUIRE(ranks.rows.size() == 4);
+  CHECK(reportCell(ranks, 0, "rank").number == 2);
+  CHECK(reportCell(ranks, 0, "collectives").number == 4);
+  CHECK(reportCell(ranks, 0, "last").number == 4);
+  CHECK(reportCell(ranks, 0, "wait_caused").number == 24'000'000);
+  CHECK(reportCell(ranks, 0, "wait_per_step").number == 6'000'000);
+  CHECK(reportCell(ranks, 0, "cause").text == "compute");
+  CHECK(reportCell(ranks, 0, "wait_compute").number == 24'000'000);
+  CHECK(reportCell(ranks, 0, "wait_host_gaps").number == 0);
+  for (size_t row = 1; row < 4; ++row) CHECK(reportCell(ranks, row, "wait_caused").number == 0);
+  CHECK(a.report.metric("straggler_wait_ms")->value == Approx(6.0));
+
+  const auto& findings = a.report.findings;
+  auto straggler =
+      std::find_if(findings.begin(), findings.end(), [](const auto& f) { return f.analysis == "stragglers"; });
+  REQUIRE(straggler != findings.end());
+  CHECK(straggler->summary ==
+        "rank 2 is the straggler: last into 4 of 4 collectives, 24.0 ms of waiting caused (6.00 ms per step), cause: "
+        "compute");
+  CHECK(straggler->cost_ns == 2'000'000);  // it entered 2 ms after the median member, once per step
+  REQUIRE(straggler->evidence.size() == 2);
+  CHECK(straggler->evidence[1].find("compute 2.00 ms, host-bound idle 0 ns, communication 0 ns") != std::string::npos);
 
   // The collectives: skew 2 ms each, transfer 13 - 12 = 1 ms, busbw 1.5 x 64 MiB / 1 ms.
   CHECK(a.report.metric("collective_skew_ms")->value == Approx(2.0));
@@ -117,6 +142,6 @@ TEST_CASE("analyze: a host with a slow NIC limits the cross-host all-reduce, and
   REQUIRE(metric != std::string::npos);
   CHECK(text.out.substr(metric, text.out.find('\n', metric + 1) - metric).find(" 100.0 %  ") != std::string::npos);
   auto failing = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + (dir / "run") +
-                                              " --fail-on 'busbw_pct_of_link<50'");
+                                              " --fail-on 'straggler_wait_ms>1' --fail-on 'busbw_pct_of_link<50'");
   CHECK(failing.exit_code == 0);
 }

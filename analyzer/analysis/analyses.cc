@@ -5,7 +5,7 @@ namespace gpuxray::analysis {
 const std::vector<std::string>& knownMetrics() {
   static const std::vector<std::string> names = {
       "idle_pct",           "host_bound_pct",    "exposed_comm_pct",  "overlap_pct",
-      "collective_skew_ms", "busbw_pct_of_link",
+      "collective_skew_ms", "busbw_pct_of_link", "straggler_wait_ms",
   };
   return names;
 }
@@ -15,6 +15,7 @@ void runAnalyses(const AnalysisInput& input, report::Report& report) {
   analyzeTimeBreakdown(input, report);
   analyzeOverlap(input, report);
   analyzeCollectives(input, report);
+  analyzeStragglers(input, report);
   report.sortFindings();
 }
 

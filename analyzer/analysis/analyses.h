@@ -12,6 +12,7 @@ void analyzeClock(const AnalysisInput& input, report::Report& report);
 void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report);
 void analyzeOverlap(const AnalysisInput& input, report::Report& report);
 void analyzeCollectives(const AnalysisInput& input, report::Report& report);
+void analyzeStragglers(const AnalysisInput& input, report::Report& report);
 
 // All of the above, then the findings sorted most costly first.
 void runAnalyses(const AnalysisInput& input, report::Report& report);
