@@ -164,6 +164,7 @@ struct RankBuilder {
     h.clock_anchors.push_back(
         {ns(0), ns(0) + static_cast<uint64_t>(anchor_realtime_minus_capture_us * 1000), 1'000'000'000ull, 50});
     writer.writeHeader(h);
+    // One chunk per kind of record, so that a file cut short loses only its later kinds.
     for (const auto& c : communicators) writer.add(c);
     for (const auto& k : kernels) {
       format::KernelRecord r = k.shape;
@@ -174,6 +175,7 @@ struct RankBuilder {
       r.name_id = writer.intern(k.name);
       writer.add(r);
     }
+    writer.flush();
     for (const auto& l : launches) {
       format::ApiCallRecord call;
       call.start_ns = ns(l.start_us);
@@ -183,6 +185,7 @@ struct RankBuilder {
       call.correlation_id = l.correlation;
       writer.add(call);
     }
+    writer.flush();
     for (const auto& o : ops) {
       format::NcclOperationRecord r = o.record;
       r.func_id = writer.intern(o.func);
@@ -192,6 +195,7 @@ struct RankBuilder {
       r.gpu_end_ns = ns(o.end_us);
       writer.add(r);
     }
+    writer.flush();
     for (const auto& t : transfers) {
       format::NetTransferRecord r = t.record;
       r.start_ns = ns(t.start_us);
