@@ -4,8 +4,9 @@ namespace gpuxray::analysis {
 
 const std::vector<std::string>& knownMetrics() {
   static const std::vector<std::string> names = {
-      "idle_pct", "host_bound_pct", "exposed_comm_pct", "overlap_pct", "bubble_pct",
-      "link_imbalance", "link_utilization_pct",
+      "idle_pct", "host_bound_pct", "exposed_comm_pct", "overlap_pct",
+      "collective_skew_ms", "busbw_pct_of_link", "straggler_wait_ms",
+      "bubble_pct", "link_imbalance", "link_utilization_pct",
       "low_occupancy_kernel_pct", "spilling_kernel_pct", "small_grid_kernel_pct",
       "peak_memory_bytes", "peak_memory_pct",
   };
@@ -13,8 +14,11 @@ const std::vector<std::string>& knownMetrics() {
 }
 
 void runAnalyses(const AnalysisInput& input, report::Report& report) {
+  analyzeClock(input, report);
   analyzeTimeBreakdown(input, report);
   analyzeOverlap(input, report);
+  analyzeCollectives(input, report);
+  analyzeStragglers(input, report);
   analyzePipelineBubbles(input, report);
   analyzeLinkHotspots(input, report);
   analyzeKernels(input, report);

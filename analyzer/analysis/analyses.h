@@ -7,8 +7,12 @@
 
 namespace gpuxray::analysis {
 
+// The clock section: what alignClocks did (or that it was turned off).
+void analyzeClock(const AnalysisInput& input, report::Report& report);
 void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report);
 void analyzeOverlap(const AnalysisInput& input, report::Report& report);
+void analyzeCollectives(const AnalysisInput& input, report::Report& report);
+void analyzeStragglers(const AnalysisInput& input, report::Report& report);
 void analyzePipelineBubbles(const AnalysisInput& input, report::Report& report);
 void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report);
 void analyzeKernels(const AnalysisInput& input, report::Report& report);

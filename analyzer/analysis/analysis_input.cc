@@ -1,6 +1,9 @@
 #include "analyzer/analysis/analysis_input.h"
 
 #include <algorithm>
+#include <iterator>
+
+#include "analyzer/analysis/statistics.h"
 
 namespace gpuxray::analysis {
 
@@ -21,6 +24,11 @@ GpuTimeSets gpuTimeSetsOf(const model::RankTrace& rank) {
           unionOf(std::move(memory))};
 }
 
+const CollectiveIndex& AnalysisInput::collectives() const {
+  if (!collective_index) collective_index = std::make_shared<const CollectiveIndex>(matchOperations(run));
+  return *collective_index;
+}
+
 bool AnalysisInput::hasSteps() const {
   return std::any_of(steps.begin(), steps.end(), [](const auto& s) { return !s.empty(); });
 }
@@ -35,6 +43,31 @@ Interval AnalysisInput::gpuSpan(const model::RankTrace& rank) {
 std::vector<StepWindow> AnalysisInput::windowsOf(size_t r) const {
   if (r < steps.size() && !steps[r].empty()) return steps[r];
   return {StepWindow{-1, gpuSpan(run.ranks[r])}};
+}
+
+RankWindows::RankWindows(const AnalysisInput& input) {
+  for (size_t r = 0; r < input.run.ranks.size(); ++r) {
+    windows_.push_back(input.windowsOf(r));
+    std::sort(windows_.back().begin(), windows_.back().end(),
+              [](const StepWindow& a, const StepWindow& b) { return a.window.start < b.window.start; });
+  }
+  if (input.hasSteps()) {
+    steps_ = 1;
+    for (const auto& w : windows_) steps_ = std::max(steps_, w.size());
+  }
+  if (!windows_.empty()) {
+    std::vector<int64_t> lengths;
+    for (const auto& w : windows_.front()) lengths.push_back(w.window.length());
+    median_length_ = median(std::move(lengths));
+  }
+}
+
+bool RankWindows::contains(size_t r, int64_t t) const {
+  if (r >= windows_.size()) return false;
+  const auto& windows = windows_[r];
+  auto after = std::upper_bound(windows.begin(), windows.end(), t,
+                                [](int64_t time, const StepWindow& w) { return time < w.window.start; });
+  return after != windows.begin() && t < std::prev(after)->window.end;
 }
 
 }  // namespace gpuxray::analysis

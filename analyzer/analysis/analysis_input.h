@@ -2,9 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "analyzer/analysis/clock_alignment.h"
+#include "analyzer/analysis/collective_matching.h"
 #include "analyzer/analysis/intervals.h"
 #include "analyzer/model/run_trace.h"
 
@@ -43,12 +46,35 @@ struct AnalysisInput {
   std::string step_source = "none";
   // Per rank, in run.ranks' order.
   std::vector<GpuTimeSets> time_sets;
+  // What putting the ranks on one clock did; nullptr when it was not done (--no-align).
+  const ClockAlignment* clock = nullptr;
+
+  // NCCL operations matched across ranks, built on first use (on the run's clock as it is then).
+  const CollectiveIndex& collectives() const;
+  mutable std::shared_ptr<const CollectiveIndex> collective_index = nullptr;
 
   bool hasSteps() const;
   // The windows per-step figures of rank index `r` are taken over: its steps, or its whole span.
   std::vector<StepWindow> windowsOf(size_t r) const;
   // First start to last end of a rank's GPU activities.
   static Interval gpuSpan(const model::RankTrace& rank);
+};
+
+// Per rank, the windows its per-step figures cover (AnalysisInput::windowsOf), to ask whether an
+// event falls in one.
+class RankWindows {
+ public:
+  explicit RankWindows(const AnalysisInput& input);
+  bool contains(size_t r, int64_t t) const;
+  // Steps per rank when steps are known (the most any rank has), else 1.
+  size_t steps() const { return steps_; }
+  // The median length of rank index 0's windows.
+  int64_t medianLength() const { return median_length_; }
+
+ private:
+  std::vector<std::vector<StepWindow>> windows_;
+  size_t steps_ = 1;
+  int64_t median_length_ = 0;
 };
 
 }  // namespace gpuxray::analysis

@@ -16,6 +16,16 @@ T median(std::vector<T> values) {
   return *middle;
 }
 
+// The nearest-rank percentile (0 < p <= 100); 0 for none.
+template <typename T>
+T percentile(std::vector<T> values, double p) {
+  if (values.empty()) return T{};
+  size_t rank = static_cast<size_t>(p / 100.0 * static_cast<double>(values.size()) + 0.999999);
+  auto at = values.begin() + static_cast<std::ptrdiff_t>(std::clamp<size_t>(rank, 1, values.size()) - 1);
+  std::nth_element(values.begin(), at, values.end());
+  return *at;
+}
+
 template <typename T>
 T maximum(const std::vector<T>& values) {
   return values.empty() ? T{} : *std::max_element(values.begin(), values.end());

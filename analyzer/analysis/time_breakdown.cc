@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/idle_split.h"
 #include "analyzer/analysis/statistics.h"
 
 namespace gpuxray::analysis {
@@ -16,44 +17,6 @@ namespace {
 
 using report::Cell;
 using report::Unit;
-
-struct IdleSplit {
-  int64_t host_bound = 0;
-  int64_t dependency = 0;
-  int64_t other = 0;
-  int64_t total() const { return host_bound + dependency + other; }
-};
-
-// Adds the gap [gap_start, next.start) to the split by when `next` was launched.
-void classifyGap(const model::RankTrace& rank, int64_t gap_start, const model::GpuActivity& next, int64_t length,
-                 IdleSplit& split) {
-  const model::HostCall* launch = next.correlation_id != 0 ? rank.launchOf(next.correlation_id) : nullptr;
-  if (launch == nullptr) {
-    split.other += length;
-  } else if (launch->start_ns >= gap_start) {
-    split.host_bound += length;
-  } else {
-    split.dependency += length;
-  }
-}
-
-// The idle gaps of the rank's busy set inside `window`, classified by the activity after each.
-IdleSplit rankIdle(const model::RankTrace& rank, const IntervalSet& busy, Interval window) {
-  IdleSplit split;
-  const auto& activities = rank.activities;
-  auto next = std::lower_bound(activities.begin(), activities.end(), window.start,
-                               [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; });
-  for (const Interval& gap : gapsWithin(busy, window)) {
-    // Gaps come in time order, so the activity after each is found by walking forward.
-    while (next != activities.end() && next->start_ns < gap.end) ++next;
-    if (next == activities.end()) {
-      split.other += gap.length();  // idle until the window's end: nothing came after
-    } else {
-      classifyGap(rank, gap.start, *next, gap.length(), split);
-    }
-  }
-  return split;
-}
 
 struct StreamTime {
   int64_t busy = 0;
@@ -96,10 +59,7 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
       communication += lengthWithin(comm_exposed, w);
       memory += lengthWithin(memory_exposed, w);
       idle += w.length() - lengthWithin(sets.busy, w);
-      IdleSplit s = rankIdle(rank, sets.busy, w);
-      split.host_bound += s.host_bound;
-      split.dependency += s.dependency;
-      split.other += s.other;
+      split += idleWithin(rank, sets.busy, w);
     }
     if (time <= 0) continue;
     auto pct = [time](int64_t part) { return 100.0 * static_cast<double>(part) / static_cast<double>(time); };

@@ -1,5 +1,6 @@
-// `gpuxray analyze DIR...`: loads the ranks of a run, finds its steps, runs every analysis and
-// prints the report (text, JSON or Markdown). --fail-on thresholds turn findings into exit code 3.
+// `gpuxray analyze DIR...`: loads the ranks of a run, puts them on one clock, finds its steps, runs
+// every analysis and prints the report (text, JSON or Markdown). --fail-on thresholds turn findings
+// into exit code 3.
 
 #include <fmt/core.h>
 #include <unistd.h>
@@ -8,10 +9,12 @@
 #include <memory>
 #include <stdexcept>
 #include <utility>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/clock_alignment.h"
 #include "analyzer/analysis/steps.h"
 #include "analyzer/analysis/thresholds.h"
 #include "analyzer/cli/commands.h"
@@ -25,6 +28,7 @@ struct AnalyzeOptions {
   std::vector<std::string> paths;
   std::string output_format = "text";
   bool allow_mixed_runs = false;
+  bool no_align = false;
   unsigned jobs = 0;
   std::vector<std::string> ranks;
   std::vector<std::string> steps;
@@ -124,6 +128,8 @@ ExitCode runAnalyze(const AnalyzeOptions& options) {
     };
   }
   model::RunTrace run = load::loadRun(options.paths, load_options);
+  std::optional<analysis::ClockAlignment> clock;
+  if (!options.no_align) clock = analysis::alignClocks(run);
   if (!options.window.empty()) {
     auto [from, to] = parseWindow(options.window);
     int64_t origin = run.firstActivityNs();
@@ -132,6 +138,11 @@ ExitCode runAnalyze(const AnalyzeOptions& options) {
   }
 
   analysis::AnalysisInput input{run, {}, {}, "none", {}};
+  if (clock) {
+    input.clock = &*clock;
+    // Matched before the window dropped operations; rebuilt on first use otherwise.
+    if (options.window.empty()) input.collective_index = clock->matches;
+  }
   input.options.step_markers = options.step_markers;
   input.options.steps = parseNumberList(options.steps, "--steps");
   input.options.top = options.top;
@@ -163,6 +174,8 @@ CommandAction addAnalyzeCommand(CLI::App& app) {
   command->add_option("paths", options->paths, "Trace files or directories of them (one run)")->required();
   command->add_option("--format", options->output_format, "text (default), json or markdown");
   command->add_flag("--allow-mixed", options->allow_mixed_runs, "Accept files from different runs together");
+  command->add_flag("--no-align", options->no_align,
+                    "Compare the ranks' times as recorded, without putting the hosts' clocks on one time base");
   command->add_option("-j,--jobs", options->jobs, "Files loaded at once (default: one per core)");
   command->add_option("--ranks", options->ranks, "Analyze only these ranks, e.g. 0-7,12");
   command->add_option("--steps", options->steps, "Per-step figures over these step numbers only, e.g. 10-20");

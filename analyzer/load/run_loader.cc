@@ -111,6 +111,10 @@ class RankBuilder {
       op.gpu_clock_error_ns = o.gpu_clock_error_ns;
       rank_.nccl_ops.push_back(op);
     }
+    auto& header = rank_.header;
+    header.clock_anchors.insert(header.clock_anchors.end(), batch.clock_anchors.begin(), batch.clock_anchors.end());
+    header.devices.insert(header.devices.end(), batch.devices.begin(), batch.devices.end());
+    header.links.insert(header.links.end(), batch.links.begin(), batch.links.end());
     for (const auto& t : batch.net_transfers) {
       rank_.transfers.push_back({t.operation_id, t.comm_hash, t.peer, t.channel, t.is_send, t.bytes,
                                  static_cast<int64_t>(t.start_ns), static_cast<int64_t>(t.end_ns), t.wait_gpu_ns,

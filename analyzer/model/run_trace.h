@@ -124,6 +124,7 @@ struct NetTransfer {
 struct RankTrace {
   int32_t rank = -1;
   std::string path;
+  // The file's header, with the links, devices and clock anchors its later batches added appended.
   format::FileHeader header;
   std::vector<std::string> strings{""};  // id 0 is ""
   std::vector<LaunchConfig> launch_configs;

@@ -13,6 +13,7 @@ const char* unitName(Unit unit) {
   switch (unit) {
     case Unit::kNone: return "";
     case Unit::kNanoseconds: return "ns";
+    case Unit::kMilliseconds: return "ms";
     case Unit::kBytes: return "bytes";
     case Unit::kPercent: return "percent";
     case Unit::kBytesPerSecond: return "bytes_per_second";
@@ -26,6 +27,7 @@ std::string formatValue(double value, Unit unit) {
   if (std::isnan(value)) return "n/a";
   switch (unit) {
     case Unit::kNanoseconds: return formatDuration(static_cast<int64_t>(std::llround(value)));
+    case Unit::kMilliseconds: return formatDuration(static_cast<int64_t>(std::llround(value * 1e6)));
     case Unit::kBytes: return formatBytes(static_cast<uint64_t>(std::max(0.0, value)));
     case Unit::kPercent: return fmt::format("{:.1f} %", value);
     case Unit::kBytesPerSecond: return formatBandwidth(value);

@@ -13,7 +13,8 @@ namespace gpuxray::report {
 // Version of the JSON schema (docs/report-schema.md); bump on any incompatible change.
 inline constexpr int kReportSchemaVersion = 1;
 
-enum class Unit { kNone, kNanoseconds, kBytes, kPercent, kBytesPerSecond, kCount, kRatio };
+// kMilliseconds is for metrics named *_ms, whose --fail-on limits are given in milliseconds.
+enum class Unit { kNone, kNanoseconds, kMilliseconds, kBytes, kPercent, kBytesPerSecond, kCount, kRatio };
 
 const char* unitName(Unit unit);
 // A number in the unit's human form: "1.23 ms", "4.0 GiB", "12.5 %", "180 GB/s", "1,024", "1.52x".

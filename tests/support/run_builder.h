@@ -1,6 +1,7 @@
 // Builds small multi-rank runs for the analyzer's golden tests, written with the real proto/
 // writer. Times are given in microseconds from the run's start (and stored as nanoseconds on each
-// rank's own clock: `clock_skew_us` shifts a whole rank, as an unsynchronized host would).
+// rank's own clock: `clock_skew_us` shifts a whole rank, as an unsynchronized host would, and
+// `clock_drift_ppm` makes its clock run fast by that many parts per million).
 //
 //   RunBuilder run("golden-dp", 4);
 //   auto& r0 = run.rank(0, "node-0");
@@ -28,6 +29,9 @@ inline constexpr uint32_t kCommStream = 13;
 struct RankBuilder {
   format::FileHeader header;
   int64_t clock_skew_us = 0;
+  double clock_drift_ppm = 0;
+  // What the file's clock anchor says: CLOCK_REALTIME = capture clock + this.
+  int64_t anchor_realtime_minus_capture_us = 0;
   std::vector<std::string> strings;  // interned at write time, by name
   struct Kernel {
     std::string name;
@@ -50,19 +54,24 @@ struct RankBuilder {
     std::string name;
     double start_us, end_us;
   };
+  struct Transfer {
+    format::NetTransferRecord record;
+    double start_us, end_us;
+  };
   std::vector<Kernel> kernels;
   std::vector<Launch> launches;
   std::vector<Op> ops;
   std::vector<Range> ranges;
   std::vector<format::NcclCommunicatorRecord> communicators;
-  std::vector<format::NetTransferRecord> transfers;
+  std::vector<Transfer> transfers;
   std::vector<format::MemoryEventRecord> memory;
   // Links reported during capture (as CUPTI's NVLink and PCIe records are), besides header.links.
   std::vector<format::Link> link_records;
   uint32_t next_correlation = 1;
 
   uint64_t ns(double us) const {
-    return kRunStartNs + static_cast<uint64_t>(static_cast<int64_t>(us * 1000.0) + clock_skew_us * 1000);
+    return kRunStartNs + static_cast<uint64_t>(static_cast<int64_t>(us * 1000.0) + clock_skew_us * 1000 +
+                                               static_cast<int64_t>(us * clock_drift_ppm / 1000.0));
   }
 
   // A compute kernel, launched by the host `launch_lead_us` before it starts (no launch record
@@ -141,10 +150,19 @@ struct RankBuilder {
     t.channel = channel;
     t.is_send = send;
     t.bytes = bytes;
-    t.start_ns = ns(start_us);
-    t.end_ns = ns(end_us);
     t.steps = 8;
-    transfers.push_back(t);
+    transfers.push_back({t, start_us, end_us});
+    return *this;
+  }
+
+  // A network transfer of the operation added last, on channel 0.
+  RankBuilder& transfer(uint64_t comm, bool send, int peer, double start_us, double end_us, uint64_t bytes) {
+    return netTransfer(comm, ops.size(), send, peer, 0, start_us, end_us, bytes);
+  }
+
+  // A NIC of this rank's host.
+  RankBuilder& nic(const std::string& name, uint64_t bytes_per_s) {
+    header.nics.push_back({name, 1, bytes_per_s, "", "IB", 0});
     return *this;
   }
 
@@ -158,8 +176,10 @@ struct RankBuilder {
     format::TraceWriter writer(std::move(sink));
     format::FileHeader h = header;
     h.start_time_ns = ns(0);
-    h.clock_anchors.push_back({ns(0), ns(0), 1'000'000'000ull, 50});
+    h.clock_anchors.push_back(
+        {ns(0), ns(0) + static_cast<uint64_t>(anchor_realtime_minus_capture_us * 1000), 1'000'000'000ull, 50});
     writer.writeHeader(h);
+    // One chunk per kind of record, so that a file cut short loses only its later kinds.
     for (const auto& c : communicators) writer.add(c);
     for (const auto& k : kernels) {
       format::KernelRecord r = k.shape;
@@ -170,6 +190,7 @@ struct RankBuilder {
       r.name_id = writer.intern(k.name);
       writer.add(r);
     }
+    writer.flush();
     for (const auto& l : launches) {
       format::ApiCallRecord call;
       call.start_ns = ns(l.start_us);
@@ -179,6 +200,7 @@ struct RankBuilder {
       call.correlation_id = l.correlation;
       writer.add(call);
     }
+    writer.flush();
     for (const auto& o : ops) {
       format::NcclOperationRecord r = o.record;
       r.func_id = writer.intern(o.func);
@@ -188,7 +210,13 @@ struct RankBuilder {
       r.gpu_end_ns = ns(o.end_us);
       writer.add(r);
     }
-    for (const auto& t : transfers) writer.add(t);
+    writer.flush();
+    for (const auto& t : transfers) {
+      format::NetTransferRecord r = t.record;
+      r.start_ns = ns(t.start_us);
+      r.end_ns = ns(t.end_us);
+      writer.add(r);
+    }
     for (const auto& l : link_records) writer.add(l);
     for (const auto& m : memory) writer.add(m);
     for (const auto& range : ranges) {

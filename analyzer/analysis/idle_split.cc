@@ -1,0 +1,49 @@
+#include "analyzer/analysis/idle_split.h"
+
+#include <algorithm>
+
+namespace gpuxray::analysis {
+
+void classifyGap(const model::RankTrace& rank, int64_t gap_start, const model::GpuActivity& next, int64_t length,
+                 IdleSplit& split) {
+  const model::HostCall* launch = next.correlation_id != 0 ? rank.launchOf(next.correlation_id) : nullptr;
+  if (launch == nullptr) {
+    split.other += length;
+  } else if (launch->start_ns >= gap_start) {
+    split.host_bound += length;
+  } else {
+    split.dependency += length;
+  }
+}
+
+IdleSplit idleWithin(const model::RankTrace& rank, const IntervalSet& busy, Interval window) {
+  IdleSplit split;
+  const auto& activities = rank.activities;
+  auto next = activities.begin();
+  bool found_first = false;
+  // Gaps come in time order, so the activity after each is found by walking on from the last one.
+  auto addGap = [&](int64_t start, int64_t end) {
+    auto before = [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; };
+    if (!found_first) {
+      next = std::lower_bound(activities.begin(), activities.end(), end, before);
+      found_first = true;
+    }
+    while (next != activities.end() && next->start_ns < end) ++next;
+    if (next == activities.end()) {
+      split.other += end - start;  // idle until the window's end: nothing came after
+    } else {
+      classifyGap(rank, start, *next, end - start, split);
+    }
+  };
+  int64_t cursor = window.start;
+  auto it =
+      std::lower_bound(busy.begin(), busy.end(), window.start, [](const Interval& i, int64_t t) { return i.end <= t; });
+  for (; it != busy.end() && it->start < window.end; ++it) {
+    if (it->start > cursor) addGap(cursor, it->start);
+    cursor = std::max(cursor, it->end);
+  }
+  if (cursor < window.end) addGap(cursor, window.end);
+  return split;
+}
+
+}  // namespace gpuxray::analysis
