@@ -90,6 +90,16 @@ TEST_CASE("analyze: the rank that computes longer is the straggler, charged with
   CHECK(straggler->cost_ns == 2'000'000);  // it entered 2 ms after the median member, once per step
   REQUIRE(straggler->evidence.size() == 2);
   CHECK(straggler->evidence[1].find("compute 2.00 ms, host-bound idle 0 ns, communication 0 ns") != std::string::npos);
+  // Each late arrival is an instant on rank 2's timeline.
+  size_t late_arrivals = 0;
+  for (const auto& mark : a.report.marks) {
+    if (mark.analysis != "stragglers") continue;
+    CHECK(mark.rank == 2);
+    CHECK(mark.start_ns == mark.end_ns);
+    CHECK(mark.label == "late arrival: 6.00 ms of waiting caused (compute)");
+    ++late_arrivals;
+  }
+  CHECK(late_arrivals == 4);
 
   // The collectives: skew 2 ms each, transfer 13 - 12 = 1 ms, busbw 1.5 x 64 MiB / 1 ms.
   CHECK(a.report.metric("collective_skew_ms")->value == Approx(2.0));

@@ -25,6 +25,9 @@ constexpr int64_t kNotableWaitPerStepNs = 100'000;
 
 enum Cause : size_t { kCompute, kHostGaps, kCommunication, kUnclear, kCauses };
 
+// Late arrivals that made the others wait less than this in all are not drawn on the timeline.
+constexpr int64_t kShortestMarkedWaitNs = 10'000;
+
 const char* causeName(size_t cause) {
   switch (cause) {
     case kCompute:
@@ -135,6 +138,12 @@ void analyzeStragglers(const AnalysisInput& input, report::Report& report) {
         int64_t excess = parts[p][last] - lowerMedian(scratch[p]);
         s.excess[p] += excess;
         if (excess > largest) largest = excess, cause = p;
+      }
+      if (wait >= kShortestMarkedWaitNs) {
+        report.marks.push_back({"stragglers", run.ranks[members[last].rank_index].rank, last_entry, last_entry,
+                                fmt::format("late arrival: {} of waiting caused ({})",
+                                            report::formatValue(static_cast<double>(wait), report::Unit::kNanoseconds),
+                                            causeName(cause))});
       }
       ++s.last;
       s.wait_caused += wait;
