@@ -89,7 +89,7 @@ void Timeline::simulateStep(int step, const std::vector<int64_t>& starts) {
   const size_t n = starts.size();
   std::vector<RankStep>& out = steps_[static_cast<size_t>(step)];
   out.assign(n, {});
-  std::vector<int64_t> ready = starts, send_free = starts, recv_free = starts;
+  std::vector<int64_t> ready = starts;
   for (size_t i = 0; i < n; ++i) out[i].start = starts[i];
   std::vector<std::vector<int64_t>> layer_ready(n, std::vector<int64_t>(static_cast<size_t>(st.chunks * layers), 0));
   // End of each (replica, virtual stage, micro-batch, direction) per member; -1 until simulated.
@@ -134,9 +134,10 @@ void Timeline::simulateStep(int step, const std::vector<int64_t>& starts) {
               const auto duration = static_cast<int64_t>(
                   cost_.p2pSeconds(transfer_bytes, layout_.sameNode(sender_rank, rank[static_cast<size_t>(i)]), nic) * 1e9);
               const int64_t sent = done[producer_done * static_cast<size_t>(sim_tp_) + static_cast<size_t>(i)];
-              int64_t start = std::max({sent, ready[me], send_free[sender], recv_free[me]});
+              // The transfer starts once the sender has the data and the receiver has posted its
+              // receive (when its previous block ended).
+              int64_t start = std::max(sent, ready[me]);
               int64_t end = start + duration;
-              send_free[sender] = recv_free[me] = end;
               out[sender].p2p.push_back({true, s, sent, start, end, transfer_bytes});
               out[me].p2p.push_back({false, ps, ready[me], start, end, transfer_bytes});
               begin = std::max(begin, end);
