@@ -370,17 +370,24 @@ GenerationResult writeTraces(const CostModel& cost, const Layout& layout, const 
   std::error_code error;
   std::filesystem::create_directories(options.directory, error);
   if (error) throw InputError(fmt::format("{}: cannot create the directory: {}", options.directory, error.message()));
-  const int world = layout.world();
+  std::vector<int> ranks = options.ranks;
+  if (ranks.empty())
+    for (int rank = 0; rank < layout.world(); ++rank) ranks.push_back(rank);
+  for (int rank : ranks)
+    if (rank < 0 || rank >= layout.world())
+      throw InputError(fmt::format("rank {} is not in the run (ranks 0..{})", rank, layout.world() - 1));
+  const int files = static_cast<int>(ranks.size());
   std::atomic<int> next{0};
   std::atomic<size_t> done{0};
   std::atomic<uint64_t> records{0}, bytes{0};
-  std::vector<std::string> errors(static_cast<size_t>(world));
+  std::vector<std::string> errors(ranks.size());
   auto work = [&] {
-    for (int rank = next++; rank < world; rank = next++) {
+    for (int index = next++; index < files; index = next++) {
+      const int rank = ranks[static_cast<size_t>(index)];
       std::string path = (std::filesystem::path(options.directory) / traceFileName(rank, "", 0)).string();
       auto sink = std::make_unique<FileSink>(path);
       if (!sink->ok()) {
-        errors[static_cast<size_t>(rank)] = fmt::format("{}: cannot write: {}", path, sink->error());
+        errors[static_cast<size_t>(index)] = fmt::format("{}: cannot write: {}", path, sink->error());
         continue;
       }
       TraceWriter writer(std::move(sink));
@@ -392,25 +399,25 @@ GenerationResult writeTraces(const CostModel& cost, const Layout& layout, const 
                             static_cast<uint64_t>(timeline.step(rank, cost.inputs().steps - 1).end);
       trailer.end_detail = "gpuxray simulate";
       if (!writer.finish(trailer)) {
-        errors[static_cast<size_t>(rank)] = fmt::format("{}: {}", path, writer.error());
+        errors[static_cast<size_t>(index)] = fmt::format("{}: {}", path, writer.error());
         continue;
       }
       uint64_t n = 0;
       for (uint32_t c = 0; c < kCategoryCount; ++c) n += writer.written(static_cast<Category>(c));
       records += n;
       bytes += writer.bytesWritten();
-      if (options.progress) options.progress(++done, static_cast<size_t>(world));
+      if (options.progress) options.progress(++done, ranks.size());
     }
   };
   unsigned threads = options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min<unsigned>(threads, static_cast<unsigned>(world));
+  threads = std::min<unsigned>(threads, static_cast<unsigned>(files));
   std::vector<std::thread> workers;
   for (unsigned i = 1; i < threads; ++i) workers.emplace_back(work);
   work();
   for (auto& worker : workers) worker.join();
   for (const auto& e : errors)
     if (!e.empty()) throw InputError(e);
-  return {static_cast<size_t>(world), records.load(), bytes.load()};
+  return {ranks.size(), records.load(), bytes.load()};
 }
 
 }  // namespace gpuxray::simulate

@@ -24,6 +24,8 @@ struct GenerationOptions {
   std::string directory;
   unsigned threads = 0;  // 0: one per core
   std::vector<std::string> command_line;
+  // Write only these ranks' files (empty: all).
+  std::vector<int> ranks;
   // Called after each file with (files done, files in all).
   std::function<void(size_t, size_t)> progress;
 };
