@@ -166,7 +166,7 @@ CommandAction addSimulateCommand(CLI::App& app) {
   c->add_flag("--sequence-parallel", o->sequence_parallel, "Sequence parallelism");
   c->add_flag("--no-sequence-parallel", o->no_sequence_parallel, "No sequence parallelism");
   c->add_option("--recompute", o->recompute, "Activation recomputation: none, selective or full");
-  c->add_option("--zero", o->zero, "ZeRO stage 0-3 (1 = distributed optimizer)");
+  c->add_option("--zero", o->zero, "ZeRO stage 0-2 (1 = distributed optimizer)");
   c->add_flag("--no-overlap-grad-reduce", o->no_overlap, "Reduce gradients after the backward, not during it");
   c->add_flag("--no-flash-attention", o->no_flash, "Attention as separate GEMMs, softmax and dropout");
   c->add_option("--slow-link", o->slow_links, "HOST:NIC=FACTOR, a NIC at FACTOR of its bandwidth (repeatable)");

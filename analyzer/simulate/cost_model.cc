@@ -303,14 +303,14 @@ void CostModel::buildPrograms() {
   const int layers = layersPerChunk();
   const uint64_t layer_params = m.layerParameters() / static_cast<uint64_t>(st.tp);
   const uint64_t embedding_params = m.embeddingParameters() / static_cast<uint64_t>(st.tp);
-  forward_.assign(vstages, {});
-  backward_.assign(vstages, {});
+  forward_.assign(static_cast<size_t>(vstages), {});
+  backward_.assign(static_cast<size_t>(vstages), {});
   BlockProgram layer_forward, layer_backward;
   layerForward(layer_forward, false);
   layerBackward(layer_backward);
   for (int vs = 0; vs < vstages; ++vs) {
-    BlockProgram& fwd = forward_[vs];
-    BlockProgram& bwd = backward_[vs];
+    BlockProgram& fwd = forward_[static_cast<size_t>(vs)];
+    BlockProgram& bwd = backward_[static_cast<size_t>(vs)];
     const bool first = vs == 0, last = vs == vstages - 1;
     if (first) {
       kernel(fwd, "embedding", KernelClass::kElementwise, 0, 4 * T * h / t, false);
@@ -337,19 +337,19 @@ void CostModel::buildPrograms() {
       kernel(bwd, "layer_norm_bwd", KernelClass::kElementwise, 0, 6 * Tsp * h, false);
     }
     // Backward visits the chunk's layers last to first; layer_done_item is indexed first to last.
-    bwd.layer_done_item.assign(layers, 0);
-    bwd.layer_parameters.assign(layers, layer_params);
+    bwd.layer_done_item.assign(static_cast<size_t>(layers), 0);
+    bwd.layer_parameters.assign(static_cast<size_t>(layers), layer_params);
     for (int l = layers - 1; l >= 0; --l) {
       append(bwd, layer_backward);
-      bwd.layer_done_item[l] = bwd.items.size() - 1;
+      bwd.layer_done_item[static_cast<size_t>(l)] = bwd.items.size() - 1;
     }
     if (last) bwd.layer_parameters.back() += embedding_params;
     if (first) {
-      kernel(bwd, "embedding_bwd", KernelClass::kElementwise, 0, 4 * T * h / t + embedding_params * 4.0, false);
+      kernel(bwd, "embedding_bwd", KernelClass::kElementwise, 0, 4 * T * h / t + static_cast<double>(embedding_params) * 4, false);
       bwd.layer_done_item.front() = bwd.items.size() - 1;
       bwd.layer_parameters.front() += embedding_params;
     }
-    bwd.layer_done_ns.assign(layers, 0);
+    bwd.layer_done_ns.assign(static_cast<size_t>(layers), 0);
     int64_t elapsed = 0;
     int next = layers - 1;
     for (size_t k = 0; k < bwd.items.size(); ++k) {
@@ -357,25 +357,27 @@ void CostModel::buildPrograms() {
       while (next >= 0 && bwd.layer_done_item[static_cast<size_t>(next)] == k) bwd.layer_done_ns[static_cast<size_t>(next--)] = elapsed;
     }
   }
-  optimizer_.assign(st.pp, {});
+  optimizer_.assign(static_cast<size_t>(st.pp), {});
   for (int stage = 0; stage < st.pp; ++stage) {
     double params = static_cast<double>(stageParameters(stage));
     if (st.zero_stage >= 1) params /= st.dp;
     // Adam on fp32 master weights: read weight, gradient, m, v (4 bytes each), write weight, m, v and
     // the bf16 copy.
-    kernel(optimizer_[stage], "optimizer", KernelClass::kElementwise, 0, params * 30, false);
+    kernel(optimizer_[static_cast<size_t>(stage)], "optimizer", KernelClass::kElementwise, 0, params * 30, false);
   }
 }
 
 uint64_t CostModel::pipelineTransferBytes() const {
   const auto& st = in_.strategy;
-  return static_cast<uint64_t>(st.micro_batch_size) * in_.model.sequence * in_.model.hidden * 2 / st.tp;
+  return static_cast<uint64_t>(st.micro_batch_size) * static_cast<uint64_t>(in_.model.sequence) *
+         static_cast<uint64_t>(in_.model.hidden) * 2 / static_cast<uint64_t>(st.tp);
 }
 
 double CostModel::p2pSeconds(uint64_t bytes, bool same_node, double nic_factor) const {
   const auto& c = in_.cluster;
-  if (same_node) return c.nvlink_latency_s + bytes / (c.gpu.nvlink_bandwidth * c.efficiency.nvlink);
-  return c.network_latency_s + bytes / (c.nic_bandwidth * c.efficiency.network * nic_factor);
+  const auto size = static_cast<double>(bytes);
+  if (same_node) return c.nvlink_latency_s + size / (c.gpu.nvlink_bandwidth * c.efficiency.nvlink);
+  return c.network_latency_s + size / (c.nic_bandwidth * c.efficiency.network * nic_factor);
 }
 
 double CostModel::collectiveSeconds(CollectiveKind kind, uint64_t bytes, const GroupLinks& g) const {
@@ -434,7 +436,7 @@ MemoryUse CostModel::memory(int stage) const {
   const uint64_t params = stageParameters(stage);
   const uint64_t dp = static_cast<uint64_t>(st.dp);
   MemoryUse use;
-  use.weights = params * kWeightBytes / (st.zero_stage >= 3 ? dp : 1);
+  use.weights = params * kWeightBytes;
   use.gradients = params * kGradientBytes / (st.zero_stage >= 2 ? dp : 1);
   use.optimizer = params * 12 / (st.zero_stage >= 1 ? dp : 1);
   const int chunks_in_flight = peakActivationsInFlight(stageOrder(st, stage));
@@ -459,7 +461,7 @@ void CostModel::checkMemoryFits() const {
     throw InputError(fmt::format(
         "the strategy does not fit in memory: pipeline stage {} needs {:.1f} GiB per GPU (weights {:.1f}, "
         "gradients {:.1f}, optimizer state {:.1f}, activations {:.1f}, workspace {:.1f}) but cluster.gpu.hbm_gib "
-        "is {:.1f} ({} {}); try more pipeline or tensor parallelism, recomputation or ZeRO",
+        "is {:.1f} ({}; cluster from {}); try more pipeline or tensor parallelism, recomputation or ZeRO",
         stage, gib(use.total()), gib(use.weights), gib(use.gradients), gib(use.optimizer), gib(use.activations),
         gib(use.workspace), gib(g.hbm_bytes), g.name, in_.cluster_source));
   }
@@ -478,7 +480,7 @@ double CostModel::modelFlopsPerStep() const {
 
 double CostModel::hardwareFlopsPerStep() const {
   double per_replica = 0;
-  for (int vs = 0; vs < virtualStages(); ++vs) per_replica += forward_[vs].flops + backward_[vs].flops;
+  for (int vs = 0; vs < virtualStages(); ++vs) per_replica += forward(vs).flops + backward(vs).flops;
   return per_replica * in_.strategy.tp * in_.strategy.micro_batches * in_.strategy.dp;
 }
 

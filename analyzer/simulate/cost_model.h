@@ -72,9 +72,9 @@ class CostModel {
   int layersPerChunk() const { return in_.model.layers / virtualStages(); }
 
   // The programs of virtual stage `vs` (chunk c of stage s is vs = c x pp + s).
-  const BlockProgram& forward(int vs) const { return forward_[vs]; }
-  const BlockProgram& backward(int vs) const { return backward_[vs]; }
-  const BlockProgram& optimizerStep(int stage) const { return optimizer_[stage]; }
+  const BlockProgram& forward(int vs) const { return forward_[static_cast<size_t>(vs)]; }
+  const BlockProgram& backward(int vs) const { return backward_[static_cast<size_t>(vs)]; }
+  const BlockProgram& optimizerStep(int stage) const { return optimizer_[static_cast<size_t>(stage)]; }
 
   // Bytes each tensor-parallel rank sends to the next stage per micro-batch (activations forward,
   // their gradients backward).

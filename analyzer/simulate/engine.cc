@@ -94,9 +94,9 @@ void Timeline::simulateStep(int step, const std::vector<int64_t>& starts) {
   std::vector<std::vector<int64_t>> layer_ready(n, std::vector<int64_t>(static_cast<size_t>(st.chunks * layers), 0));
   // End of each (replica, virtual stage, micro-batch, direction) per member; -1 until simulated.
   auto doneIndex = [&](int d, int vs, int mb, bool forward) {
-    return ((static_cast<size_t>(d) * vstages + vs) * m + mb) * 2 + (forward ? 0 : 1);
+    return static_cast<size_t>(((d * vstages + vs) * m + mb) * 2 + (forward ? 0 : 1));
   };
-  std::vector<int64_t> done(static_cast<size_t>(sim_dp_) * vstages * m * 2 * sim_tp_, -1);
+  std::vector<int64_t> done(static_cast<size_t>(sim_dp_ * vstages * m * 2 * sim_tp_), -1);
   const uint64_t transfer_bytes = cost_.pipelineTransferBytes();
 
   std::vector<size_t> cursor(static_cast<size_t>(sim_dp_ * pp), 0);

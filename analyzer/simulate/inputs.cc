@@ -149,9 +149,11 @@ void validate(const SimulationInputs& in) {
   const auto& m = in.model;
   const auto& c = in.cluster;
   const auto& s = in.strategy;
-  const std::string& ms = in.model_source;
-  const std::string& cs = in.cluster_source;
-  const std::string& ss = in.strategy_source;
+  const std::string ms = "model from " + in.model_source;
+  const std::string cs = "cluster from " + in.cluster_source;
+  const std::string ss = "strategy from " + in.strategy_source;
+  const std::string sms = ss + ", " + ms;
+  const std::string scs = ss + ", " + cs;
 
   positive(ms, "model.layers", m.layers);
   positive(ms, "model.hidden", m.hidden);
@@ -190,15 +192,15 @@ void validate(const SimulationInputs& in) {
   positive(ss, "strategy.micro_batches", s.micro_batches);
   positive(ss, "strategy.chunks", s.chunks);
   if (m.heads % s.tp != 0)
-    fail(ss, fmt::format("strategy.tp = {} does not divide model.heads = {} (model from {})", s.tp, m.heads, ms));
+    fail(sms, fmt::format("strategy.tp = {} does not divide model.heads = {}", s.tp, m.heads));
   if (m.ffnHidden() % s.tp != 0)
-    fail(ss, fmt::format("strategy.tp = {} does not divide the MLP width {} (model from {})", s.tp, m.ffnHidden(), ms));
+    fail(sms, fmt::format("strategy.tp = {} does not divide the MLP width {}", s.tp, m.ffnHidden()));
   if (m.isMoe() && m.experts % s.tp != 0)
-    fail(ss, fmt::format("strategy.tp = {} does not divide model.experts = {}: experts are spread over the "
-                         "tensor-parallel group (model from {})", s.tp, m.experts, ms));
+    fail(sms, fmt::format("strategy.tp = {} does not divide model.experts = {}: experts are spread over the "
+                          "tensor-parallel group", s.tp, m.experts));
   if (s.tp > c.gpus_per_node || c.gpus_per_node % s.tp != 0)
-    fail(ss, fmt::format("strategy.tp = {} must divide cluster.gpus_per_node = {}: a tensor-parallel group stays "
-                         "inside one node (cluster from {})", s.tp, c.gpus_per_node, cs));
+    fail(scs, fmt::format("strategy.tp = {} must divide cluster.gpus_per_node = {}: a tensor-parallel group stays "
+                          "inside one node", s.tp, c.gpus_per_node));
   if (s.schedule == Schedule::kInterleaved) {
     if (s.chunks < 2) fail(ss, fmt::format("strategy.chunks = {}: the interleaved schedule needs 2 or more", s.chunks));
     if (s.pp < 2) fail(ss, "schedule interleaved needs strategy.pp >= 2");
@@ -210,21 +212,22 @@ void validate(const SimulationInputs& in) {
                          scheduleName(s.schedule)));
   }
   if (m.layers % (s.pp * s.chunks) != 0)
-    fail(ss, fmt::format("strategy.pp x strategy.chunks = {} does not divide model.layers = {} (model from {})",
-                         s.pp * s.chunks, m.layers, ms));
-  if (s.zero_stage < 0 || s.zero_stage > 3)
-    fail(ss, fmt::format("strategy.zero_stage = {} must be 0, 1, 2 or 3", s.zero_stage));
+    fail(sms, fmt::format("strategy.pp x strategy.chunks = {} does not divide model.layers = {}", s.pp * s.chunks,
+                          m.layers));
+  if (s.zero_stage < 0 || s.zero_stage > 2)
+    fail(ss, fmt::format("strategy.zero_stage = {} must be 0, 1 or 2 (ZeRO-3's per-layer weight gathers are not "
+                         "simulated)", s.zero_stage));
   if (s.world() > c.gpus())
-    fail(ss, fmt::format("the strategy needs {} GPUs (TP{} x PP{} x DP{}) but the cluster has {} ({} nodes x {}; "
-                         "cluster from {})", s.world(), s.tp, s.pp, s.dp, c.gpus(), c.nodes, c.gpus_per_node, cs));
+    fail(scs, fmt::format("the strategy needs {} GPUs (TP{} x PP{} x DP{}) but the cluster has {}: {} nodes x {}",
+                          s.world(), s.tp, s.pp, s.dp, c.gpus(), c.nodes, c.gpus_per_node));
 
-  const std::string ps = "command line or perturbations";
+  const std::string ps = "perturbations";
   int used_nodes = (s.world() + c.gpus_per_node - 1) / c.gpus_per_node;
   for (const auto& link : in.perturbations.slow_links) {
     bool host_exists = false;
     for (int n = 0; n < used_nodes; ++n) host_exists |= hostName(n) == link.host;
     if (!host_exists)
-      fail(ps, fmt::format("slow link {}:{}: no such host (the run uses {} to {})", link.host, link.nic, hostName(0),
+      fail(ps, fmt::format("slow link {}:{}: no such host; the run uses {} to {}", link.host, link.nic, hostName(0),
                            hostName(used_nodes - 1)));
     if (link.nic < 0 || link.nic >= c.nics_per_node)
       fail(ps, fmt::format("slow link {}:{}: NIC must lie in 0..{} (cluster.nics_per_node = {})", link.host, link.nic,

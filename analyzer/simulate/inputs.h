@@ -84,7 +84,7 @@ struct StrategySpec {
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
   // 0: plain data parallel; 1: optimizer state sharded over DP (Megatron's distributed optimizer);
-  // 2: gradients too; 3: weights too.
+  // 2: gradients too. (Stage 3 is not simulated.)
   int zero_stage = 0;
   bool overlap_grad_reduce = true;
   bool flash_attention = true;

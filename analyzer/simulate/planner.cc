@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "analyzer/errors.h"
 #include "analyzer/simulate/cost_model.h"
@@ -117,7 +118,7 @@ report::Table planTable(const PlanResult& result, size_t top) {
     const auto& c = result.ranked[i];
     const auto& p = c.prediction;
     table.rows.push_back({Cell::of(static_cast<double>(i + 1), Unit::kCount), Cell::of(c.strategy.label()),
-                          Cell::of(p.step_seconds * 1e9, Unit::kNanoseconds), Cell::of(p.tokens_per_second, Unit::kNone),
+                          Cell::of(p.step_seconds * 1e9, Unit::kNanoseconds), Cell::of(std::round(p.tokens_per_second), Unit::kCount),
                           Cell::of(p.mfu_pct, Unit::kPercent), Cell::of(p.bubble_pct, Unit::kPercent),
                           Cell::of(p.exposed_comm_pct, Unit::kPercent),
                           Cell::of(static_cast<double>(p.memory_per_gpu), Unit::kBytes),
