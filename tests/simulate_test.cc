@@ -344,6 +344,10 @@ TEST_CASE("cli: simulate the demo, analyze it; bad input exits 2 with the reason
   REQUIRE(analyzed.exit_code == 0);
   CHECK(analyzed.out.find("\"run_id\": \"sim-demo\"") != std::string::npos);
 
+  auto smaller = gpuxray::testing::runCommand(gpuxray + " simulate --preset demo --dp 2 -o " + dir / "demo");
+  CHECK(smaller.exit_code == 2);
+  CHECK(smaller.err.find(".gpuxray, which this run of 8 ranks would not overwrite") != std::string::npos);
+
   auto bad = gpuxray::testing::runCommand(gpuxray + " simulate --model gpt-1.3b --cluster dgx-h100 --tp 3 -o " +
                                           dir / "bad");
   CHECK(bad.exit_code == 2);

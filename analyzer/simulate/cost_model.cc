@@ -401,7 +401,9 @@ double CostModel::collectiveSeconds(CollectiveKind kind, uint64_t bytes, const G
 
 uint64_t CostModel::networkBytes(CollectiveKind kind, uint64_t bytes, const GroupLinks& g) const {
   if (g.nodes <= 1) return 0;
-  return static_cast<uint64_t>(static_cast<double>(bytes) * busFactor(kind, g.ranks));
+  // The ring's node-crossing hops are split over one channel per GPU of a node, each on its NIC.
+  const int channels = std::min(g.per_node, std::max(in_.cluster.nics_per_node, 1));
+  return static_cast<uint64_t>(static_cast<double>(bytes) * busFactor(kind, g.ranks) / channels);
 }
 
 uint64_t CostModel::stageParameters(int stage) const {

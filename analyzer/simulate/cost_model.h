@@ -81,7 +81,7 @@ class CostModel {
   uint64_t pipelineTransferBytes() const;
   double p2pSeconds(uint64_t bytes, bool same_node, double nic_factor) const;
   double collectiveSeconds(CollectiveKind kind, uint64_t bytes, const GroupLinks& group) const;
-  // Bytes a rank puts on its NIC for one collective of this size (0 inside one node).
+  // Bytes each member's NIC carries for one collective of this size (0 inside one node).
   uint64_t networkBytes(CollectiveKind kind, uint64_t bytes, const GroupLinks& group) const;
 
   // Gradients are reduced in fp32 (Megatron's main_grad); parameters gathered in bf16 (ZeRO >= 1).

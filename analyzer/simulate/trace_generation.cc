@@ -371,8 +371,19 @@ GenerationResult writeTraces(const CostModel& cost, const Layout& layout, const 
   std::filesystem::create_directories(options.directory, error);
   if (error) throw InputError(fmt::format("{}: cannot create the directory: {}", options.directory, error.message()));
   std::vector<int> ranks = options.ranks;
-  if (ranks.empty())
+  if (ranks.empty()) {
     for (int rank = 0; rank < layout.world(); ++rank) ranks.push_back(rank);
+    // Files of another run left in the directory would be read as part of this one.
+    for (const auto& entry : std::filesystem::directory_iterator(options.directory, error)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.path().extension() != ".gpuxray") continue;
+      bool ours = false;
+      for (int rank = 0; rank < layout.world() && !ours; ++rank) ours = name == traceFileName(rank, "", 0);
+      if (!ours)
+        throw InputError(fmt::format("{}: holds {}, which this run of {} ranks would not overwrite; write into an empty "
+                                     "directory", options.directory, name, layout.world()));
+    }
+  }
   for (int rank : ranks)
     if (rank < 0 || rank >= layout.world())
       throw InputError(fmt::format("rank {} is not in the run (ranks 0..{})", rank, layout.world() - 1));
