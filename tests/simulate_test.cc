@@ -362,3 +362,22 @@ TEST_CASE("cli: simulate the demo, analyze it; bad input exits 2 with the reason
   CHECK(planned.out.find("\"schema\": \"gpuxray.plan\"") != std::string::npos);
   CHECK(planned.out.find("\"step_time_ns\"") != std::string::npos);
 }
+
+TEST_CASE("simulate: MoE layers exchange tokens with all-to-alls inside the tensor-parallel group") {
+  TempDir dir;
+  SimulationInputs in = runPreset("moe-small")->inputs;
+  in.steps = 1;
+  model::RunTrace run = simulateAndLoad(in, dir.path().string());
+  const auto& rank = run.ranks.front();
+  std::map<std::string, int> funcs;
+  for (const auto& op : rank.nccl_ops) ++funcs[std::string(rank.name(op.func_id))];
+  // Per layer and micro-batch: dispatch and combine, forward and backward.
+  CHECK(funcs["AlltoAll"] == 4 * in.model.layers * in.strategy.micro_batches);
+  CostModel cost(in);
+  CHECK(cost.modelFlopsPerStep() > CostModel([&] {
+          SimulationInputs dense = in;
+          dense.model.experts = dense.model.experts_per_token = 0;
+          return dense;
+        }()).modelFlopsPerStep());
+  CHECK(in.model.parameters() > 4 * modelPreset("gpt-350m")->parameters());  // 8 experts per MLP
+}
