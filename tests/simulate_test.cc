@@ -28,11 +28,11 @@ using gpuxray::testing::TempDir;
 
 void writeFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
-// A pipeline whose stages do the same work and whose communication costs nothing: 8 layers per
+// A pipeline whose stages do the same work and whose communication costs nothing: 16 layers per
 // model chunk, a vocabulary small enough that the output layer is negligible.
 SimulationInputs balancedPipeline(int pp, int m, Schedule schedule, int chunks) {
   SimulationInputs in;
-  in.model = {"balanced", 8 * pp * chunks, 1024, 16, 1024, 8, 0, 0, 0};
+  in.model = {"balanced", 16 * pp * chunks, 1024, 16, 1024, 8, 0, 0, 0};
   in.cluster = *clusterPreset("dgx-h100");
   in.cluster.nodes = 1;
   in.cluster.gpu.nvlink_bandwidth = 1e18;

@@ -160,12 +160,6 @@ void CostModel::collective(BlockProgram& p, CollectiveKind kind, uint64_t bytes,
   p.communication_ns += item.duration_ns;
 }
 
-// Tensor shapes of one layer on one tensor-parallel rank: T tokens per micro-batch, T/t of them
-// with sequence parallelism outside attention and MLP.
-struct LayerDims {
-  double T, Tsp, h, f, a, s, b, t;
-};
-
 void CostModel::attentionCoreForward(BlockProgram& p, bool rc) {
   const auto& m = in_.model;
   const auto& st = in_.strategy;
@@ -227,7 +221,7 @@ void CostModel::layerForward(BlockProgram& p, bool rc) {
     gemm(h, f);
     reduce();
   }
-  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, Tsp * h * 2 * 3 + Tsp * h, false || rc);
+  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, Tsp * h * 2 * 3 + Tsp * h, rc);
 }
 
 void CostModel::layerBackward(BlockProgram& p) {

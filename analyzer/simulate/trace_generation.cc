@@ -304,8 +304,14 @@ class RankWriter {
       const BlockProgram& program = block.forward ? cost_.forward(vs) : cost_.backward(vs);
       int64_t t = rs.block_begin[b];
       range(fmt::format("{}#{}", block.forward ? "forward" : "backward", block.micro_batch), t, rs.block_end[b], 1);
+      int64_t recompute_start = -1;  // a run of recomputed items becomes one "recompute" range
       for (size_t k = 0; k < program.items.size(); ++k) {
         const ProgramItem& item = program.items[k];
+        if (item.recompute && recompute_start < 0) recompute_start = t;
+        if (!item.recompute && recompute_start >= 0) {
+          range("recompute", recompute_start, t, 2);
+          recompute_start = -1;
+        }
         if (item.collective) {
           // Uniform runs keep no collective starts: every member arrives together.
           int64_t start = timeline_.uniform() ? t : rs.collective_start[collective++];
@@ -318,6 +324,7 @@ class RankWriter {
           t += duration;
         }
       }
+      if (recompute_start >= 0) range("recompute", recompute_start, t, 2);
       const uint64_t key = static_cast<uint64_t>(block.micro_batch) * 64 + static_cast<uint64_t>(block.chunk);
       if (block.forward) {
         live_[key] = allocate(rs.block_end[b], chunk_activations);
