@@ -19,6 +19,47 @@ void writeCell(JsonWriter& json, const Cell& cell) {
   }
 }
 
+void writeSections(JsonWriter& json, const std::vector<Section>& sections) {
+  json.key("sections").beginObject();
+  for (const auto& section : sections) {
+    json.key(section.id).beginObject();
+    json.field("title", section.title);
+    json.key("notes").beginArray();
+    for (const auto& note : section.notes) json.value(note);
+    json.endArray();
+    json.key("tables").beginObject();
+    for (const auto& table : section.tables) {
+      json.key(table.id).beginObject();
+      json.key("units").beginObject();
+      for (size_t c = 0; c < table.columns.size(); ++c) {
+        const char* unit = "";
+        for (const auto& row : table.rows) {
+          if (c < row.size() && row[c].is_number) {
+            unit = unitName(row[c].unit);
+            break;
+          }
+        }
+        json.field(table.columns[c].key, unit);
+      }
+      json.endObject();
+      json.key("rows").beginArray();
+      for (const auto& row : table.rows) {
+        json.beginObject();
+        for (size_t c = 0; c < table.columns.size() && c < row.size(); ++c) {
+          json.key(table.columns[c].key);
+          writeCell(json, row[c]);
+        }
+        json.endObject();
+      }
+      json.endArray();
+      json.endObject();
+    }
+    json.endObject();
+    json.endObject();
+  }
+  json.endObject();
+}
+
 }  // namespace
 
 std::string renderJson(const Report& report) {
@@ -70,44 +111,7 @@ std::string renderJson(const Report& report) {
   }
   json.endArray();
 
-  json.key("sections").beginObject();
-  for (const auto& section : report.sections) {
-    json.key(section.id).beginObject();
-    json.field("title", section.title);
-    json.key("notes").beginArray();
-    for (const auto& note : section.notes) json.value(note);
-    json.endArray();
-    json.key("tables").beginObject();
-    for (const auto& table : section.tables) {
-      json.key(table.id).beginObject();
-      json.key("units").beginObject();
-      for (size_t c = 0; c < table.columns.size(); ++c) {
-        const char* unit = "";
-        for (const auto& row : table.rows) {
-          if (c < row.size() && row[c].is_number) {
-            unit = unitName(row[c].unit);
-            break;
-          }
-        }
-        json.field(table.columns[c].key, unit);
-      }
-      json.endObject();
-      json.key("rows").beginArray();
-      for (const auto& row : table.rows) {
-        json.beginObject();
-        for (size_t c = 0; c < table.columns.size() && c < row.size(); ++c) {
-          json.key(table.columns[c].key);
-          writeCell(json, row[c]);
-        }
-        json.endObject();
-      }
-      json.endArray();
-      json.endObject();
-    }
-    json.endObject();
-    json.endObject();
-  }
-  json.endObject();
+  writeSections(json, report.sections);
 
   json.key("warnings").beginArray();
   for (const auto& w : report.warnings) json.value(w);
@@ -115,6 +119,22 @@ std::string renderJson(const Report& report) {
   json.key("violations").beginArray();
   for (const auto& v : report.violations) json.value(v);
   json.endArray();
+  json.endObject();
+  out += "\n";
+  return out;
+}
+
+std::string renderJson(const Document& document) {
+  std::string out;
+  JsonWriter json(out);
+  json.beginObject();
+  json.field("schema", document.schema);
+  json.field("schema_version", static_cast<int64_t>(kReportSchemaVersion));
+  json.field("title", document.title);
+  json.key("notes").beginArray();
+  for (const auto& note : document.notes) json.value(note);
+  json.endArray();
+  writeSections(json, document.sections);
   json.endObject();
   out += "\n";
   return out;

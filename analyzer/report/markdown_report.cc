@@ -79,4 +79,15 @@ std::string renderMarkdown(const Report& report) {
   return out;
 }
 
+std::string renderMarkdown(const Document& document) {
+  std::string out = fmt::format("## {}\n\n", escaped(document.title));
+  for (const auto& note : document.notes) out += escaped(note) + "\n\n";
+  for (const Section& section : document.sections) {
+    out += fmt::format("### {}\n\n", escaped(section.title));
+    for (const auto& note : section.notes) out += escaped(note) + "\n\n";
+    for (const Table& table : section.tables) appendTable(out, table);
+  }
+  return out;
+}
+
 }  // namespace gpuxray::report

@@ -113,4 +113,17 @@ std::string renderText(const Report& report);
 std::string renderJson(const Report& report);
 std::string renderMarkdown(const Report& report);
 
+// Output that is not the analysis of a run (`gpuxray plan`'s ranking): a title, notes and
+// sections, rendered the way a report renders its sections. In JSON: schema, schema_version,
+// title, notes and sections as in the report.
+struct Document {
+  std::string schema;  // "gpuxray.plan"
+  std::string title;
+  std::vector<std::string> notes;
+  std::vector<Section> sections;
+};
+std::string renderText(const Document& document);
+std::string renderJson(const Document& document);
+std::string renderMarkdown(const Document& document);
+
 }  // namespace gpuxray::report

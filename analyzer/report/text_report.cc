@@ -103,4 +103,15 @@ std::string renderText(const Report& report) {
   return out;
 }
 
+std::string renderText(const Document& document) {
+  std::string out = document.title + "\n";
+  for (const auto& note : document.notes) out += fmt::format("  {}\n", note);
+  for (const Section& section : document.sections) {
+    out += fmt::format("\n{}\n", section.title);
+    for (const auto& note : section.notes) out += fmt::format("  {}\n", note);
+    for (const Table& table : section.tables) appendTable(out, table);
+  }
+  return out;
+}
+
 }  // namespace gpuxray::report

@@ -1,0 +1,85 @@
+// `gpuxray plan --model M --cluster C --gpus N`: every valid strategy that fits in memory,
+// simulated and ranked by predicted step time, as text, JSON or Markdown.
+
+#include <fmt/core.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "analyzer/cli/commands.h"
+#include "analyzer/errors.h"
+#include "analyzer/report/report.h"
+#include "analyzer/simulate/input_files.h"
+#include "analyzer/simulate/planner.h"
+#include "analyzer/simulate/presets.h"
+
+namespace gpuxray::cli {
+namespace {
+
+using namespace gpuxray::simulate;
+
+struct PlanCommandOptions {
+  std::string model, cluster, output_format = "text";
+  int gpus = 0;
+  int global_batch = 512;
+  size_t top = 10;
+};
+
+ExitCode runPlan(const PlanCommandOptions& o) {
+  if (o.output_format != "text" && o.output_format != "json" && o.output_format != "markdown")
+    throw UsageError(fmt::format("--format '{}': expected text, json or markdown", o.output_format));
+  auto begin = std::chrono::steady_clock::now();
+  std::string model_source, cluster_source;
+  ModelSpec model = loadModel(o.model, model_source);
+  ClusterSpec cluster = loadCluster(o.cluster, cluster_source);
+  PlanOptions options;
+  options.gpus = o.gpus;
+  options.global_batch = o.global_batch;
+  PlanResult result = plan(model, cluster, options);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+
+  report::Document document;
+  document.schema = "gpuxray.plan";
+  document.title = fmt::format("gpuxray plan: {} ({:.1f}B parameters) on {} {} GPUs, global batch {} x {} tokens",
+                               model.name, static_cast<double>(model.parameters()) / 1e9, o.gpus, cluster.gpu.name,
+                               o.global_batch, model.sequence);
+  document.notes.push_back(fmt::format(
+      "{} strategies considered: {} simulated, {} do not fit in {:.0f} GiB, {} invalid (sizes that do not divide); "
+      "{:.2f} s", result.considered, result.ranked.size(), result.too_big,
+      static_cast<double>(cluster.gpu.hbm_bytes) / (1ull << 30), result.invalid, seconds));
+  document.notes.push_back(
+      "Predicted by gpuxray's simulator (docs/simulation.md); `gpuxray simulate` with a strategy writes its timeline.");
+  report::Section section;
+  section.id = "plan";
+  section.title = "Ranking";
+  section.tables.push_back(planTable(result, o.top));
+  document.sections.push_back(section);
+  if (result.ranked.empty())
+    throw InputError(fmt::format("no strategy of {} fits on {} GPUs with global batch {} ({} too big, {} invalid)",
+                                 model.name, o.gpus, o.global_batch, result.too_big, result.invalid));
+  std::string rendered = o.output_format == "json"       ? report::renderJson(document)
+                         : o.output_format == "markdown" ? report::renderMarkdown(document)
+                                                         : report::renderText(document);
+  std::fwrite(rendered.data(), 1, rendered.size(), stdout);
+  return ExitCode::kOk;
+}
+
+}  // namespace
+
+CommandAction addPlanCommand(CLI::App& app) {
+  auto o = std::make_shared<PlanCommandOptions>();
+  CLI::App* c = app.add_subcommand("plan", "Rank the parallel strategies of a model on N GPUs by predicted step time");
+  c->add_option("--model", o->model, "Model preset (" + joinNames(modelPresetNames()) + ") or JSON/YAML file")
+      ->required();
+  c->add_option("--cluster", o->cluster, "Cluster preset (" + joinNames(clusterPresetNames()) + ") or JSON/YAML file")
+      ->required();
+  c->add_option("--gpus", o->gpus, "GPUs to use")->required();
+  c->add_option("--global-batch", o->global_batch, "Sequences per step (default 512)");
+  c->add_option("--top", o->top, "Rows in the table (default 10)");
+  c->add_option("--format", o->output_format, "text (default), json or markdown");
+  return [o] { return runPlan(*o); };
+}
+
+}  // namespace gpuxray::cli

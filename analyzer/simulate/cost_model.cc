@@ -1,0 +1,483 @@
+#include "analyzer/simulate/cost_model.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "analyzer/errors.h"
+#include "analyzer/simulate/schedule.h"
+
+namespace gpuxray::simulate {
+namespace {
+
+// Shortest time a kernel takes: launch and drain.
+constexpr int64_t kMinimumKernelNs = 2'000;
+constexpr uint64_t kWorkspaceBytes = 1ull << 30;
+
+KernelShape shapeFor(const std::string& key, uint32_t compute_major, uint32_t sms) {
+  const std::string sm = compute_major >= 9 ? "sm90" : "sm80";
+  auto gemm = [&](const char* layout) {
+    return KernelShape{fmt::format("{}_xmma_gemm_bf16bf16_bf16f32_f32_{}_n_tilesize256x128x64_warpgroupsize2x1x1_"
+                                   "execute_segment_k_off_kernel__5x_cublas", sm, layout),
+                       sms * 4, 1, 384, 168, 232448 / 2};
+  };
+  if (key == "gemm_fwd") return gemm("tn");
+  if (key == "gemm_dgrad") return gemm("nn");
+  if (key == "gemm_wgrad") return gemm("nt");
+  if (key == "flash_fwd")
+    return {"flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t>>", sms * 4, 1,
+            128, 255, 114688};
+  if (key == "flash_bwd")
+    return {"flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, 2, false, "
+            "false, cutlass::bfloat16_t>>", sms * 2, 1, 256, 255, 147456};
+  if (key == "bmm") return {fmt::format("{}_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_batched_kernel", sm),
+                            sms * 8, 1, 256, 128, 65536};
+  if (key == "softmax")
+    return {"void (anonymous namespace)::scaled_masked_softmax_warp_forward<c10::BFloat16, c10::BFloat16, float, 11>",
+            sms * 64, 1, 128, 40, 0};
+  if (key == "softmax_bwd")
+    return {"void (anonymous namespace)::scaled_masked_softmax_warp_backward<c10::BFloat16, c10::BFloat16, float, 11>",
+            sms * 64, 1, 128, 40, 0};
+  if (key == "dropout")
+    return {"void at::native::(anonymous namespace)::fused_dropout_kernel_vec<c10::BFloat16, float, unsigned int, 1, 4, "
+            "bool>", sms * 16, 1, 256, 32, 0};
+  if (key == "layer_norm")
+    return {"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>", sms * 32, 1,
+            256, 40, 0};
+  if (key == "layer_norm_bwd")
+    return {"void at::native::(anonymous namespace)::layer_norm_grad_input_kernel_vectorized<c10::BFloat16, float>",
+            sms * 32, 1, 256, 48, 0};
+  if (key == "bias_dropout_add")
+    return {"void at::native::vectorized_elementwise_kernel<4, bias_dropout_add_fused_train, at::detail::Array<char*, 4>>",
+            sms * 16, 1, 128, 24, 0};
+  if (key == "gelu")
+    return {"void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+            "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda(c10::BFloat16)#1}, "
+            "at::detail::Array<char*, 2>>", sms * 16, 1, 128, 24, 0};
+  if (key == "gelu_bwd")
+    return {"void at::native::vectorized_elementwise_kernel<4, at::native::GeluBackwardCUDAKernelImpl, "
+            "at::detail::Array<char*, 3>>", sms * 16, 1, 128, 28, 0};
+  if (key == "embedding")
+    return {"void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, "
+            "true>", sms * 32, 1, 128, 32, 0};
+  if (key == "embedding_bwd")
+    return {"void at::native::(anonymous namespace)::embedding_backward_feature_kernel<c10::BFloat16, float, long>",
+            sms * 8, 1, 1024, 40, 16384};
+  if (key == "cross_entropy")
+    return {"void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, c10::BFloat16, float, float, "
+            "at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>", sms * 16, 1, 1024, 40, 0};
+  if (key == "cross_entropy_bwd")
+    return {"void at::native::(anonymous namespace)::cunn_SoftMaxBackward<4, c10::BFloat16, float, float, "
+            "at::native::(anonymous namespace)::LogSoftMaxBackwardEpilogue>", sms * 16, 1, 1024, 40, 0};
+  if (key == "router") return {"void topk_router_softmax_kernel<c10::BFloat16, float>", sms, 1, 256, 64, 8192};
+  if (key == "optimizer")
+    return {"void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float, float, int>, float, float, "
+            "float, float, float, float, adamMode_t, float>", sms * 2, 1, 512, 72, 0};
+  return {key, sms, 1, 128, 32, 0};
+}
+
+double ringSteps(CollectiveKind kind, int n) {
+  return kind == CollectiveKind::kAllReduce ? 2.0 * (n - 1) : static_cast<double>(n - 1);
+}
+
+// Bytes through each rank's busiest link per byte of the op (nccl-tests' bus bandwidth factors,
+// with the op's bytes as NCCL's API counts them).
+double busFactor(CollectiveKind kind, int n) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return 2.0 * (n - 1) / n;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter: return static_cast<double>(n - 1);  // op bytes are one rank's share
+    case CollectiveKind::kAllToAll: return static_cast<double>(n - 1) / n;
+  }
+  return 1;
+}
+
+}  // namespace
+
+const char* collectiveFunc(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return "AllReduce";
+    case CollectiveKind::kAllGather: return "AllGather";
+    case CollectiveKind::kReduceScatter: return "ReduceScatter";
+    case CollectiveKind::kAllToAll: return "AlltoAll";
+  }
+  return "AllReduce";
+}
+
+CostModel::CostModel(const SimulationInputs& inputs) : in_(inputs) {
+  tensor_group_ = {in_.strategy.tp, 1, in_.strategy.tp, 1};
+  buildPrograms();
+}
+
+uint16_t CostModel::shape(const char* key) {
+  for (size_t i = 0; i < shape_keys_.size(); ++i) {
+    if (shape_keys_[i] == key) return static_cast<uint16_t>(i);
+  }
+  shape_keys_.emplace_back(key);
+  shapes_.push_back(shapeFor(key, in_.cluster.gpu.compute_major, in_.cluster.gpu.sm_count));
+  return static_cast<uint16_t>(shapes_.size() - 1);
+}
+
+int64_t CostModel::kernelNs(KernelClass cls, double flops, double bytes) const {
+  const auto& g = in_.cluster.gpu;
+  const auto& e = in_.cluster.efficiency;
+  double memory_s = bytes / (g.hbm_bandwidth * e.elementwise);
+  double compute_s = 0;
+  if (cls == KernelClass::kGemm) compute_s = flops / (g.peak_bf16_flops * e.gemm);
+  if (cls == KernelClass::kAttention) compute_s = flops / (g.peak_bf16_flops * e.attention);
+  return std::max(kMinimumKernelNs, static_cast<int64_t>(std::max(memory_s, compute_s) * 1e9));
+}
+
+void CostModel::kernel(BlockProgram& p, const char* key, KernelClass cls, double flops, double bytes, bool recompute) {
+  ProgramItem item;
+  item.shape = shape(key);
+  item.duration_ns = kernelNs(cls, flops, bytes);
+  item.flops = flops;
+  item.recompute = recompute;
+  p.items.push_back(item);
+  p.duration_ns += item.duration_ns;
+  p.flops += flops;
+}
+
+void CostModel::append(BlockProgram& to, const BlockProgram& from) {
+  to.items.insert(to.items.end(), from.items.begin(), from.items.end());
+  to.duration_ns += from.duration_ns;
+  to.communication_ns += from.communication_ns;
+  to.flops += from.flops;
+}
+
+void CostModel::collective(BlockProgram& p, CollectiveKind kind, uint64_t bytes, bool recompute) {
+  if (in_.strategy.tp == 1) return;
+  ProgramItem item;
+  item.collective = true;
+  item.kind = kind;
+  item.bytes = bytes;
+  item.recompute = recompute;
+  item.duration_ns = static_cast<int64_t>(collectiveSeconds(kind, bytes, tensor_group_) * 1e9);
+  p.items.push_back(item);
+  p.duration_ns += item.duration_ns;
+  p.communication_ns += item.duration_ns;
+}
+
+void CostModel::attentionCoreForward(BlockProgram& p, bool rc) {
+  const auto& m = in_.model;
+  const auto& st = in_.strategy;
+  const double b = st.micro_batch_size, s = m.sequence, h = m.hidden, t = st.tp, a = m.heads;
+  const double T = b * s;
+  const double flops = 4 * T * s * h / t;
+  if (st.flash_attention) {
+    kernel(p, "flash_fwd", KernelClass::kAttention, flops, 4 * T * h / t * 2, rc);
+    return;
+  }
+  const double scores = b * (a / t) * s * s;  // elements of the attention matrix
+  kernel(p, "bmm", KernelClass::kAttention, flops / 2, (2 * T * h / t + scores) * 2, rc);
+  kernel(p, "softmax", KernelClass::kElementwise, 0, scores * 2 * 2, rc);
+  kernel(p, "dropout", KernelClass::kElementwise, 0, scores * (2 * 2 + 1), rc);
+  kernel(p, "bmm", KernelClass::kAttention, flops / 2, (scores + 2 * T * h / t) * 2, rc);
+}
+
+void CostModel::layerForward(BlockProgram& p, bool rc) {
+  const auto& m = in_.model;
+  const auto& st = in_.strategy;
+  const double b = st.micro_batch_size, s = m.sequence, h = m.hidden, t = st.tp;
+  const double f = m.ffnHidden();
+  const double T = b * s;
+  const double Tsp = st.sequence_parallel ? T / t : T;
+  const uint64_t full = static_cast<uint64_t>(T * h * 2);
+  const uint64_t shard = static_cast<uint64_t>(T * h * 2 / t);
+  auto gather = [&] {
+    if (st.sequence_parallel) collective(p, CollectiveKind::kAllGather, shard, rc);
+  };
+  auto reduce = [&] {
+    if (st.sequence_parallel) collective(p, CollectiveKind::kReduceScatter, shard, rc);
+    else collective(p, CollectiveKind::kAllReduce, full, rc);
+  };
+  auto gemm = [&](double n, double k) {  // [T x k] x [k x n/t]
+    kernel(p, "gemm_fwd", KernelClass::kGemm, 2 * T * k * n / t, (T * k + k * n / t + T * n / t) * 2, rc);
+  };
+  kernel(p, "layer_norm", KernelClass::kElementwise, 0, 4 * Tsp * h, rc);
+  gather();
+  gemm(3 * h, h);
+  attentionCoreForward(p, rc);
+  gemm(h, h);
+  reduce();
+  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, Tsp * h * 2 * 3 + Tsp * h, rc);
+  kernel(p, "layer_norm", KernelClass::kElementwise, 0, 4 * Tsp * h, rc);
+  if (m.isMoe()) {
+    const double k = m.experts_per_token;
+    kernel(p, "router", KernelClass::kGemm, 2 * Tsp * h * m.experts, Tsp * h * 2, rc);
+    const uint64_t routed = static_cast<uint64_t>(T / t * k * h * 2);
+    collective(p, CollectiveKind::kAllToAll, routed, rc);
+    const double tokens = T * k / t;  // tokens this rank's experts process
+    kernel(p, "gemm_fwd", KernelClass::kGemm, 2 * tokens * h * f, (tokens * h + h * f + tokens * f) * 2, rc);
+    kernel(p, "gelu", KernelClass::kElementwise, 0, tokens * f * 2 * 2, rc);
+    kernel(p, "gemm_fwd", KernelClass::kGemm, 2 * tokens * f * h, (tokens * f + f * h + tokens * h) * 2, rc);
+    collective(p, CollectiveKind::kAllToAll, routed, rc);
+  } else {
+    gather();
+    gemm(f, h);
+    kernel(p, "gelu", KernelClass::kElementwise, 0, T * f / t * 2 * 2, rc);
+    gemm(h, f);
+    reduce();
+  }
+  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, Tsp * h * 2 * 3 + Tsp * h, rc);
+}
+
+void CostModel::layerBackward(BlockProgram& p) {
+  const auto& m = in_.model;
+  const auto& st = in_.strategy;
+  const double b = st.micro_batch_size, s = m.sequence, h = m.hidden, t = st.tp, a = m.heads;
+  const double f = m.ffnHidden();
+  const double T = b * s;
+  const double Tsp = st.sequence_parallel ? T / t : T;
+  const uint64_t full = static_cast<uint64_t>(T * h * 2);
+  const uint64_t shard = static_cast<uint64_t>(T * h * 2 / t);
+  if (st.recompute == Recompute::kFull) layerForward(p, true);
+  auto regather = [&] {  // the layer norm's output again, for the weight gradients
+    if (st.sequence_parallel) collective(p, CollectiveKind::kAllGather, shard, false);
+  };
+  auto reduce = [&] {
+    if (st.sequence_parallel) collective(p, CollectiveKind::kReduceScatter, shard, false);
+    else collective(p, CollectiveKind::kAllReduce, full, false);
+  };
+  auto gemmBackward = [&](double n, double k) {
+    const double flops = 2 * T * k * n / t;
+    const double bytes = (T * k + k * n / t + T * n / t) * 2;
+    kernel(p, "gemm_dgrad", KernelClass::kGemm, flops, bytes, false);
+    kernel(p, "gemm_wgrad", KernelClass::kGemm, flops, bytes, false);
+  };
+  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, Tsp * h * 2 * 3, false);
+  if (m.isMoe()) {
+    const double k = m.experts_per_token;
+    const uint64_t routed = static_cast<uint64_t>(T / t * k * h * 2);
+    const double tokens = T * k / t;
+    collective(p, CollectiveKind::kAllToAll, routed, false);
+    kernel(p, "gemm_dgrad", KernelClass::kGemm, 2 * tokens * f * h, (tokens * f + f * h + tokens * h) * 2, false);
+    kernel(p, "gemm_wgrad", KernelClass::kGemm, 2 * tokens * f * h, (tokens * f + f * h + tokens * h) * 2, false);
+    kernel(p, "gelu_bwd", KernelClass::kElementwise, 0, tokens * f * 2 * 3, false);
+    kernel(p, "gemm_dgrad", KernelClass::kGemm, 2 * tokens * h * f, (tokens * h + h * f + tokens * f) * 2, false);
+    kernel(p, "gemm_wgrad", KernelClass::kGemm, 2 * tokens * h * f, (tokens * h + h * f + tokens * f) * 2, false);
+    collective(p, CollectiveKind::kAllToAll, routed, false);
+    kernel(p, "router", KernelClass::kGemm, 4 * Tsp * h * m.experts, Tsp * h * 2, false);
+  } else {
+    regather();
+    gemmBackward(h, f);
+    kernel(p, "gelu_bwd", KernelClass::kElementwise, 0, T * f / t * 2 * 3, false);
+    gemmBackward(f, h);
+    reduce();
+  }
+  kernel(p, "layer_norm_bwd", KernelClass::kElementwise, 0, 6 * Tsp * h, false);
+  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, Tsp * h * 2 * 3, false);
+  regather();
+  gemmBackward(h, h);
+  if (st.recompute == Recompute::kSelective && !st.flash_attention) attentionCoreForward(p, true);
+  const double flops = 8 * T * s * h / t;
+  if (st.flash_attention) {
+    kernel(p, "flash_bwd", KernelClass::kAttention, flops, 8 * T * h / t * 2, false);
+  } else {
+    const double scores = b * (a / t) * s * s;
+    kernel(p, "bmm", KernelClass::kAttention, flops / 2, (2 * T * h / t + 2 * scores) * 2, false);
+    kernel(p, "dropout", KernelClass::kElementwise, 0, scores * (3 * 2 + 1), false);
+    kernel(p, "softmax_bwd", KernelClass::kElementwise, 0, scores * 3 * 2, false);
+    kernel(p, "bmm", KernelClass::kAttention, flops / 2, (2 * scores + 2 * T * h / t) * 2, false);
+  }
+  gemmBackward(3 * h, h);
+  reduce();
+  kernel(p, "layer_norm_bwd", KernelClass::kElementwise, 0, 6 * Tsp * h, false);
+}
+
+void CostModel::buildPrograms() {
+  const auto& m = in_.model;
+  const auto& st = in_.strategy;
+  const double b = st.micro_batch_size, s = m.sequence, h = m.hidden, t = st.tp, V = m.vocabulary;
+  const double T = b * s;
+  const double Tsp = st.sequence_parallel ? T / t : T;
+  const int vstages = virtualStages();
+  const int layers = layersPerChunk();
+  const uint64_t layer_params = m.layerParameters() / static_cast<uint64_t>(st.tp);
+  const uint64_t embedding_params = m.embeddingParameters() / static_cast<uint64_t>(st.tp);
+  forward_.assign(static_cast<size_t>(vstages), {});
+  backward_.assign(static_cast<size_t>(vstages), {});
+  BlockProgram layer_forward, layer_backward;
+  layerForward(layer_forward, false);
+  layerBackward(layer_backward);
+  for (int vs = 0; vs < vstages; ++vs) {
+    BlockProgram& fwd = forward_[static_cast<size_t>(vs)];
+    BlockProgram& bwd = backward_[static_cast<size_t>(vs)];
+    const bool first = vs == 0, last = vs == vstages - 1;
+    if (first) {
+      kernel(fwd, "embedding", KernelClass::kElementwise, 0, 4 * T * h / t, false);
+      if (st.sequence_parallel) collective(fwd, CollectiveKind::kReduceScatter, static_cast<uint64_t>(T * h * 2 / t), false);
+      else collective(fwd, CollectiveKind::kAllReduce, static_cast<uint64_t>(T * h * 2), false);
+    }
+    for (int l = 0; l < layers; ++l) append(fwd, layer_forward);
+    auto head = [&](BlockProgram& p, bool rc) {
+      kernel(p, "layer_norm", KernelClass::kElementwise, 0, 4 * Tsp * h, rc);
+      if (st.sequence_parallel) collective(p, CollectiveKind::kAllGather, static_cast<uint64_t>(T * h * 2 / t), rc);
+      kernel(p, "gemm_fwd", KernelClass::kGemm, 2 * T * h * V / t, (T * h + h * V / t + T * V / t) * 2, rc);
+      kernel(p, "cross_entropy", KernelClass::kElementwise, 0, T * V / t * 2 * 3, rc);
+      collective(p, CollectiveKind::kAllReduce, static_cast<uint64_t>(T * 4 * 3), rc);
+    };
+    if (last) head(fwd, false);
+
+    if (last) {
+      kernel(bwd, "cross_entropy_bwd", KernelClass::kElementwise, 0, T * V / t * 2 * 3, false);
+      const double flops = 2 * T * h * V / t;
+      const double bytes = (T * h + h * V / t + T * V / t) * 2;
+      kernel(bwd, "gemm_dgrad", KernelClass::kGemm, flops, bytes, false);
+      kernel(bwd, "gemm_wgrad", KernelClass::kGemm, flops, bytes, false);
+      if (st.sequence_parallel) collective(bwd, CollectiveKind::kReduceScatter, static_cast<uint64_t>(T * h * 2 / t), false);
+      kernel(bwd, "layer_norm_bwd", KernelClass::kElementwise, 0, 6 * Tsp * h, false);
+    }
+    // Backward visits the chunk's layers last to first; layer_done_item is indexed first to last.
+    bwd.layer_done_item.assign(static_cast<size_t>(layers), 0);
+    bwd.layer_parameters.assign(static_cast<size_t>(layers), layer_params);
+    for (int l = layers - 1; l >= 0; --l) {
+      append(bwd, layer_backward);
+      bwd.layer_done_item[static_cast<size_t>(l)] = bwd.items.size() - 1;
+    }
+    if (last) bwd.layer_parameters.back() += embedding_params;
+    if (first) {
+      kernel(bwd, "embedding_bwd", KernelClass::kElementwise, 0, 4 * T * h / t + static_cast<double>(embedding_params) * 4, false);
+      bwd.layer_done_item.front() = bwd.items.size() - 1;
+      bwd.layer_parameters.front() += embedding_params;
+    }
+    bwd.layer_done_ns.assign(static_cast<size_t>(layers), 0);
+    int64_t elapsed = 0;
+    int next = layers - 1;
+    for (size_t k = 0; k < bwd.items.size(); ++k) {
+      elapsed += bwd.items[k].duration_ns;
+      while (next >= 0 && bwd.layer_done_item[static_cast<size_t>(next)] == k) bwd.layer_done_ns[static_cast<size_t>(next--)] = elapsed;
+    }
+  }
+  optimizer_.assign(static_cast<size_t>(st.pp), {});
+  for (int stage = 0; stage < st.pp; ++stage) {
+    double params = static_cast<double>(stageParameters(stage));
+    if (st.zero_stage >= 1) params /= st.dp;
+    // Adam on fp32 master weights: read weight, gradient, m, v (4 bytes each), write weight, m, v and
+    // the bf16 copy.
+    kernel(optimizer_[static_cast<size_t>(stage)], "optimizer", KernelClass::kElementwise, 0, params * 30, false);
+  }
+}
+
+uint64_t CostModel::pipelineTransferBytes() const {
+  const auto& st = in_.strategy;
+  return static_cast<uint64_t>(st.micro_batch_size) * static_cast<uint64_t>(in_.model.sequence) *
+         static_cast<uint64_t>(in_.model.hidden) * 2 / static_cast<uint64_t>(st.tp);
+}
+
+double CostModel::p2pSeconds(uint64_t bytes, bool same_node, double nic_factor) const {
+  const auto& c = in_.cluster;
+  const auto size = static_cast<double>(bytes);
+  if (same_node) return c.nvlink_latency_s + size / (c.gpu.nvlink_bandwidth * c.efficiency.nvlink);
+  return c.network_latency_s + size / (c.nic_bandwidth * c.efficiency.network * nic_factor);
+}
+
+double CostModel::collectiveSeconds(CollectiveKind kind, uint64_t bytes, const GroupLinks& g) const {
+  if (g.ranks <= 1) return 0;
+  const auto& c = in_.cluster;
+  const double nvlink = c.gpu.nvlink_bandwidth * c.efficiency.nvlink;
+  double bandwidth = nvlink;
+  double alpha = c.nvlink_latency_s;
+  if (g.nodes > 1) {
+    // One ring channel per GPU of a node, each through that GPU's NIC.
+    int nics = std::min(g.per_node, std::max(c.nics_per_node, 1));
+    bandwidth = std::min(nvlink, nics * c.nic_bandwidth * c.efficiency.network * g.nic_factor);
+    alpha = c.network_latency_s;
+  }
+  const double data = static_cast<double>(bytes) * busFactor(kind, g.ranks);
+  // Small all-reduces take NCCL's tree: latency grows with log n instead of n.
+  double steps = ringSteps(kind, g.ranks);
+  if (kind == CollectiveKind::kAllReduce && bytes < (256u << 10)) steps = 2 * std::ceil(std::log2(g.ranks));
+  return steps * alpha + data / bandwidth;
+}
+
+uint64_t CostModel::networkBytes(CollectiveKind kind, uint64_t bytes, const GroupLinks& g) const {
+  if (g.nodes <= 1) return 0;
+  // The ring's node-crossing hops are split over one channel per GPU of a node, each on its NIC.
+  const int channels = std::min(g.per_node, std::max(in_.cluster.nics_per_node, 1));
+  return static_cast<uint64_t>(static_cast<double>(bytes) * busFactor(kind, g.ranks) / channels);
+}
+
+uint64_t CostModel::stageParameters(int stage) const {
+  const auto& m = in_.model;
+  const auto& st = in_.strategy;
+  uint64_t params = static_cast<uint64_t>(m.layers / st.pp) * m.layerParameters();
+  if (stage == 0) params += m.embeddingParameters();
+  if (stage == st.pp - 1 && st.pp > 1) params += m.embeddingParameters();  // the tied output layer's copy
+  return params / static_cast<uint64_t>(st.tp);
+}
+
+uint64_t CostModel::activationBytesPerLayer() const {
+  const auto& m = in_.model;
+  const auto& st = in_.strategy;
+  const double s = m.sequence, b = st.micro_batch_size, h = m.hidden, a = m.heads, t = st.tp;
+  // Korthikanti et al. (2022), Table 2; flash attention keeps no s x s matrices (as selective).
+  const double attention = st.flash_attention || st.recompute == Recompute::kSelective ? 0 : 5 * a * s / h;
+  double bytes = 0;
+  if (st.recompute == Recompute::kFull) {
+    bytes = 2 * s * b * h / (st.sequence_parallel ? t : 1);
+  } else if (st.sequence_parallel) {
+    bytes = s * b * h / t * (34 + attention);
+  } else {
+    bytes = s * b * h * (10 + 24 / t + attention / t);
+  }
+  return static_cast<uint64_t>(bytes);
+}
+
+MemoryUse CostModel::memory(int stage) const {
+  const auto& m = in_.model;
+  const auto& st = in_.strategy;
+  const uint64_t params = stageParameters(stage);
+  const uint64_t dp = static_cast<uint64_t>(st.dp);
+  MemoryUse use;
+  use.weights = params * kWeightBytes;
+  use.gradients = params * kGradientBytes / (st.zero_stage >= 2 ? dp : 1);
+  use.optimizer = params * 12 / (st.zero_stage >= 1 ? dp : 1);
+  const int chunks_in_flight = peakActivationsInFlight(stageOrder(st, stage));
+  use.activations = static_cast<uint64_t>(chunks_in_flight) * static_cast<uint64_t>(layersPerChunk()) *
+                    activationBytesPerLayer();
+  const double T = static_cast<double>(st.micro_batch_size) * m.sequence;
+  if (st.recompute == Recompute::kFull) {
+    // The one layer being recomputed holds its full activations during its backward.
+    use.activations += static_cast<uint64_t>(T * m.hidden * (10 + 24.0 / st.tp));
+  }
+  if (stage == st.pp - 1) use.activations += static_cast<uint64_t>(T * m.vocabulary / st.tp * 4);
+  use.workspace = kWorkspaceBytes;
+  return use;
+}
+
+void CostModel::checkMemoryFits() const {
+  const auto& g = in_.cluster.gpu;
+  for (int stage = 0; stage < in_.strategy.pp; ++stage) {
+    MemoryUse use = memory(stage);
+    if (use.total() <= g.hbm_bytes) continue;
+    auto gib = [](uint64_t bytes) { return static_cast<double>(bytes) / (1ull << 30); };
+    throw InputError(fmt::format(
+        "the strategy does not fit in memory: pipeline stage {} needs {:.1f} GiB per GPU (weights {:.1f}, "
+        "gradients {:.1f}, optimizer state {:.1f}, activations {:.1f}, workspace {:.1f}) but cluster.gpu.hbm_gib "
+        "is {:.1f} ({}; cluster from {}); try more pipeline or tensor parallelism, recomputation or ZeRO",
+        stage, gib(use.total()), gib(use.weights), gib(use.gradients), gib(use.optimizer), gib(use.activations),
+        gib(use.workspace), gib(g.hbm_bytes), g.name, in_.cluster_source));
+  }
+}
+
+double CostModel::modelFlopsPerStep() const {
+  const auto& m = in_.model;
+  const double B = in_.strategy.globalBatch(), s = m.sequence, l = m.layers, h = m.hidden, V = m.vocabulary;
+  double dense = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  if (!m.isMoe()) return dense;
+  // MoE: the MLP's share (16 of 24 h^2 terms per token per layer) scales with the experts a token visits.
+  const double f = m.ffnHidden();
+  const double mlp_dense = 3 * B * s * l * 4 * h * f;
+  return dense + mlp_dense * (m.experts_per_token - 1);
+}
+
+double CostModel::hardwareFlopsPerStep() const {
+  double per_replica = 0;
+  for (int vs = 0; vs < virtualStages(); ++vs) per_replica += forward(vs).flops + backward(vs).flops;
+  return per_replica * in_.strategy.tp * in_.strategy.micro_batches * in_.strategy.dp;
+}
+
+}  // namespace gpuxray::simulate

@@ -1,0 +1,120 @@
+// How long each piece of a training step takes, and how much memory it holds. Kernel times are
+// FLOPs over the GPU's peak times an efficiency factor per kernel class, or bytes over HBM bandwidth
+// (whichever is longer); collectives follow the alpha-beta model of NCCL's ring and tree algorithms
+// on the topology (NVLink inside a node, one NIC per GPU between nodes); activation memory follows
+// Korthikanti et al. (2022). Formulas: docs/simulation.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/simulate/inputs.h"
+
+namespace gpuxray::simulate {
+
+enum class KernelClass : uint8_t { kGemm, kAttention, kElementwise };
+enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll };
+
+const char* collectiveFunc(CollectiveKind kind);  // NCCL's name: "AllReduce", ...
+
+// What the trace shows of one kernel: its name and launch configuration.
+struct KernelShape {
+  std::string name;
+  uint32_t grid_x = 1, grid_y = 1, block_x = 128, registers = 32, shared_bytes = 0;
+};
+
+// One piece of a block's work on a tensor-parallel rank: a kernel on the compute stream, or a
+// collective of the tensor-parallel group that every member joins before going on.
+struct ProgramItem {
+  bool collective = false;
+  bool recompute = false;
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  uint16_t shape = 0;     // kernels: index into CostModel::shapes()
+  int64_t duration_ns = 0;
+  uint64_t bytes = 0;     // collectives: NCCL's op bytes (the API count x element size)
+  double flops = 0;       // kernels: the FLOPs it does
+};
+
+// The items of one forward or backward pass of a model chunk for one micro-batch.
+struct BlockProgram {
+  std::vector<ProgramItem> items;
+  // Backward only: the index of the item after which layer k of the chunk (k = 0 first in the
+  // chunk) has all its gradients, and the parameters (this rank's share) each layer holds.
+  std::vector<size_t> layer_done_item;
+  std::vector<int64_t> layer_done_ns;  // the same, as time from the block's start without jitter
+  std::vector<uint64_t> layer_parameters;
+  int64_t duration_ns = 0;      // kernels and collectives back to back
+  int64_t communication_ns = 0; // of which collectives
+  double flops = 0;
+};
+
+// The members of a communicator as the network sees them.
+struct GroupLinks {
+  int ranks = 1;
+  int nodes = 1;
+  int per_node = 1;
+  double nic_factor = 1;  // the slowest member NIC's bandwidth factor (slow-link perturbations)
+};
+
+struct MemoryUse {
+  uint64_t weights = 0, gradients = 0, optimizer = 0, activations = 0, workspace = 0;
+  uint64_t total() const { return weights + gradients + optimizer + activations + workspace; }
+};
+
+class CostModel {
+ public:
+  explicit CostModel(const SimulationInputs& inputs);
+
+  const SimulationInputs& inputs() const { return in_; }
+  const std::vector<KernelShape>& shapes() const { return shapes_; }
+  int virtualStages() const { return in_.strategy.pp * in_.strategy.chunks; }
+  int layersPerChunk() const { return in_.model.layers / virtualStages(); }
+
+  // The programs of virtual stage `vs` (chunk c of stage s is vs = c x pp + s).
+  const BlockProgram& forward(int vs) const { return forward_[static_cast<size_t>(vs)]; }
+  const BlockProgram& backward(int vs) const { return backward_[static_cast<size_t>(vs)]; }
+  const BlockProgram& optimizerStep(int stage) const { return optimizer_[static_cast<size_t>(stage)]; }
+
+  // Bytes each tensor-parallel rank sends to the next stage per micro-batch (activations forward,
+  // their gradients backward).
+  uint64_t pipelineTransferBytes() const;
+  double p2pSeconds(uint64_t bytes, bool same_node, double nic_factor) const;
+  double collectiveSeconds(CollectiveKind kind, uint64_t bytes, const GroupLinks& group) const;
+  // Bytes each member's NIC carries for one collective of this size (0 inside one node).
+  uint64_t networkBytes(CollectiveKind kind, uint64_t bytes, const GroupLinks& group) const;
+
+  // Gradients are reduced in fp32 (Megatron's main_grad); parameters gathered in bf16 (ZeRO >= 1).
+  static constexpr uint64_t kGradientBytes = 4;
+  static constexpr uint64_t kWeightBytes = 2;
+  uint64_t stageParameters(int stage) const;  // this rank's share
+  // Activations one layer keeps for its backward, per micro-batch (Korthikanti et al., Table 2).
+  uint64_t activationBytesPerLayer() const;
+  MemoryUse memory(int stage) const;
+  // Throws InputError when some stage needs more than the GPU holds, naming the parts.
+  void checkMemoryFits() const;
+
+  // FLOPs of one step in all, as Narayanan et al. count them: the model's (72 B s l h^2 (...)) and
+  // the hardware's (with recomputation).
+  double modelFlopsPerStep() const;
+  double hardwareFlopsPerStep() const;
+
+ private:
+  uint16_t shape(const char* key);
+  void kernel(BlockProgram& p, const char* shape_key, KernelClass cls, double flops, double bytes, bool recompute);
+  void collective(BlockProgram& p, CollectiveKind kind, uint64_t bytes, bool recompute);
+  static void append(BlockProgram& to, const BlockProgram& from);
+  void layerForward(BlockProgram& p, bool recompute);
+  void attentionCoreForward(BlockProgram& p, bool recompute);
+  void layerBackward(BlockProgram& p);
+  void buildPrograms();
+  int64_t kernelNs(KernelClass cls, double flops, double bytes) const;
+
+  SimulationInputs in_;
+  GroupLinks tensor_group_;
+  std::vector<KernelShape> shapes_;
+  std::vector<std::string> shape_keys_;  // shapeFor()'s keys, by shape index
+  std::vector<BlockProgram> forward_, backward_, optimizer_;
+};
+
+}  // namespace gpuxray::simulate

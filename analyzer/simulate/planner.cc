@@ -1,0 +1,130 @@
+#include "analyzer/simulate/planner.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "analyzer/errors.h"
+#include "analyzer/simulate/cost_model.h"
+#include "analyzer/simulate/layout.h"
+
+namespace gpuxray::simulate {
+namespace {
+
+std::vector<int> divisors(int n) {
+  std::vector<int> found;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0) found.push_back(d);
+  return found;
+}
+
+std::vector<StrategySpec> enumerate(const ModelSpec& model, const ClusterSpec& cluster, const PlanOptions& options) {
+  std::vector<StrategySpec> all;
+  for (int tp : divisors(cluster.gpus_per_node)) {
+    if (model.heads % tp != 0 || options.gpus % tp != 0) continue;
+    for (int pp : divisors(model.layers)) {
+      if (options.gpus % (tp * pp) != 0) continue;
+      const int dp = options.gpus / (tp * pp);
+      for (int mbs : options.micro_batch_sizes) {
+        if (options.global_batch % (mbs * dp) != 0) continue;
+        const int m = options.global_batch / (mbs * dp);
+        std::vector<std::pair<Schedule, int>> schedules{{Schedule::kOneFOneB, 1}};
+        if (pp > 1) {
+          for (int v : {2, 3, 4})
+            if (model.layers % (pp * v) == 0 && m % pp == 0) schedules.push_back({Schedule::kInterleaved, v});
+        }
+        for (auto [schedule, chunks] : schedules) {
+          for (Recompute recompute : {Recompute::kNone, Recompute::kFull}) {
+            for (int zero : options.zero_stages) {
+              if (zero > 0 && dp == 1) continue;
+              StrategySpec s;
+              s.tp = tp, s.pp = pp, s.dp = dp;
+              s.micro_batch_size = mbs, s.micro_batches = m;
+              s.schedule = schedule, s.chunks = chunks;
+              s.sequence_parallel = tp > 1;
+              s.recompute = recompute;
+              s.zero_stage = zero;
+              all.push_back(s);
+            }
+          }
+        }
+      }
+    }
+  }
+  return all;
+}
+
+}  // namespace
+
+PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster_in, const PlanOptions& options) {
+  if (options.gpus <= 0) throw UsageError("--gpus: expected a positive number of GPUs");
+  if (options.gpus % cluster_in.gpus_per_node != 0 && options.gpus > cluster_in.gpus_per_node)
+    throw InputError(fmt::format("--gpus {} does not fill whole nodes of {} GPUs ({})", options.gpus,
+                                 cluster_in.gpus_per_node, cluster_in.name));
+  ClusterSpec cluster = cluster_in;
+  cluster.nodes = std::max(1, options.gpus / cluster.gpus_per_node);
+  if (options.gpus < cluster.gpus_per_node) cluster.gpus_per_node = options.gpus;
+
+  PlanResult result;
+  for (const StrategySpec& strategy : enumerate(model, cluster, options)) {
+    ++result.considered;
+    SimulationInputs in;
+    in.model = model;
+    in.cluster = cluster;
+    in.strategy = strategy;
+    in.steps = 1;
+    in.model_source = in.cluster_source = in.strategy_source = "plan";
+    try {
+      validate(in);
+    } catch (const InputError&) {
+      ++result.invalid;
+      continue;
+    }
+    CostModel cost(in);
+    try {
+      cost.checkMemoryFits();
+    } catch (const InputError&) {
+      ++result.too_big;
+      continue;
+    }
+    Layout layout(in);
+    Timeline timeline(cost, layout);
+    result.ranked.push_back({strategy, timeline.predict()});
+  }
+  std::stable_sort(result.ranked.begin(), result.ranked.end(), [](const auto& a, const auto& b) {
+    return a.prediction.step_seconds < b.prediction.step_seconds;
+  });
+  return result;
+}
+
+report::Table planTable(const PlanResult& result, size_t top) {
+  using report::Cell;
+  using report::Unit;
+  report::Table table;
+  table.id = "plan";
+  table.title = "Strategies by predicted step time";
+  table.columns = {{"rank", "#"},
+                   {"strategy", "strategy"},
+                   {"step_time_ns", "step time"},
+                   {"tokens_per_s", "tokens/s"},
+                   {"mfu_pct", "MFU"},
+                   {"bubble_pct", "bubble"},
+                   {"exposed_comm_pct", "exposed comm"},
+                   {"memory_per_gpu_bytes", "memory/GPU"},
+                   {"hottest_link_pct", "hottest link"},
+                   {"hottest_link", "link"}};
+  for (size_t i = 0; i < result.ranked.size() && i < top; ++i) {
+    const auto& c = result.ranked[i];
+    const auto& p = c.prediction;
+    table.rows.push_back({Cell::of(static_cast<double>(i + 1), Unit::kCount), Cell::of(c.strategy.label()),
+                          Cell::of(p.step_seconds * 1e9, Unit::kNanoseconds), Cell::of(std::round(p.tokens_per_second), Unit::kCount),
+                          Cell::of(p.mfu_pct, Unit::kPercent), Cell::of(p.bubble_pct, Unit::kPercent),
+                          Cell::of(p.exposed_comm_pct, Unit::kPercent),
+                          Cell::of(static_cast<double>(p.memory_per_gpu), Unit::kBytes),
+                          Cell::of(p.hottest_link_pct, Unit::kPercent), Cell::of(p.hottest_link)});
+  }
+  return table;
+}
+
+}  // namespace gpuxray::simulate
