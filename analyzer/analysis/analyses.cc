@@ -12,8 +12,12 @@ const std::vector<std::string>& knownMetrics() {
 }
 
 void runAnalyses(const AnalysisInput& input, report::Report& report) {
-  analyzeTimeBreakdown(input, report);
-  analyzeOverlap(input, report);
+  if (input.options.hta_compat) {
+    analyzeHtaCompat(input, report);
+  } else {
+    analyzeTimeBreakdown(input, report);
+    analyzeOverlap(input, report);
+  }
   analyzeKernels(input, report);
   analyzeMemory(input, report);
   report.sortFindings();

@@ -1,5 +1,6 @@
-// `gpuxray analyze DIR...`: loads the ranks of a run, finds its steps, runs every analysis and
-// prints the report (text, JSON or Markdown). --fail-on thresholds turn findings into exit code 3.
+// `gpuxray analyze DIR...`: loads the ranks of a run (gpuxray traces or PyTorch-profiler traces),
+// finds its steps, runs every analysis and prints the report (text, JSON or Markdown). --fail-on
+// thresholds turn findings into exit code 3; --compat hta gives Holistic Trace Analysis's figures.
 
 #include <fmt/core.h>
 #include <unistd.h>
@@ -29,6 +30,8 @@ struct AnalyzeOptions {
   std::vector<std::string> step_markers;
   std::vector<std::string> fail_on;
   size_t top = 10;
+  std::string compat;
+  bool include_last_step = false;
 };
 
 // "0,2,4-7" -> {0, 2, 4, 5, 6, 7}
@@ -86,6 +89,10 @@ report::RunSummary summarize(const analysis::AnalysisInput& input) {
 ExitCode runAnalyze(const AnalyzeOptions& options) {
   if (options.output_format != "text" && options.output_format != "json" && options.output_format != "markdown")
     throw UsageError(fmt::format("--format '{}': expected text, json or markdown", options.output_format));
+  if (!options.compat.empty() && options.compat != "hta")
+    throw UsageError(fmt::format("--compat '{}': the one tool gpuxray can match is hta (Holistic Trace Analysis)", options.compat));
+  if (options.include_last_step && options.compat.empty())
+    throw UsageError("--include-last-step goes with --compat hta (gpuxray's own figures never drop a step)");
   std::vector<analysis::Threshold> thresholds;
   for (const auto& text : options.fail_on) thresholds.push_back(analysis::parseThreshold(text));
 
@@ -104,6 +111,8 @@ ExitCode runAnalyze(const AnalyzeOptions& options) {
   input.options.step_markers = options.step_markers;
   input.options.steps = parseNumberList(options.steps, "--steps");
   input.options.top = options.top;
+  input.options.hta_compat = options.compat == "hta";
+  input.options.include_last_step = options.include_last_step;
   analysis::findSteps(input);
   for (const auto& rank : run.ranks) input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
 
@@ -141,6 +150,11 @@ CommandAction addAnalyzeCommand(CLI::App& app) {
   command->add_option("--fail-on", options->fail_on,
                       "Exit with 3 when a metric crosses a threshold, e.g. exposed_comm_pct>20 (repeatable)");
   command->add_option("--top", options->top, "Rows in the top-N tables (default 10)");
+  command->add_option("--compat", options->compat,
+                      "hta: the time breakdown, overlap and idle time exactly as Holistic Trace Analysis 0.6.1 "
+                      "computes them (whole-microsecond times, last ProfilerStep dropped, cuda_sync counted as busy)");
+  command->add_flag("--include-last-step", options->include_last_step,
+                    "With --compat hta: keep the last ProfilerStep (HTA's include_last_profiler_step=True)");
   return [options] { return runAnalyze(*options); };
 }
 
