@@ -18,6 +18,7 @@ void runAnalyses(const AnalysisInput& input, report::Report& report) {
     analyzeTimeBreakdown(input, report);
     analyzeOverlap(input, report);
   }
+  analyzeCollectives(input, report);
   analyzeKernels(input, report);
   analyzeMemory(input, report);
   report.sortFindings();

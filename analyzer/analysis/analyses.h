@@ -11,6 +11,7 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report);
 void analyzeOverlap(const AnalysisInput& input, report::Report& report);
 void analyzeKernels(const AnalysisInput& input, report::Report& report);
 void analyzeMemory(const AnalysisInput& input, report::Report& report);
+void analyzeCollectives(const AnalysisInput& input, report::Report& report);
 // --compat hta, in place of the time breakdown and the overlap (hta_compat.h).
 void analyzeHtaCompat(const AnalysisInput& input, report::Report& report);
 
