@@ -627,7 +627,7 @@ class KinetoFileReader {
       devices_ = readDeviceProperties(array);
     } else if (std::optional<int64_t> n = integerOf(doc)) {
       if (piece.key == "baseTimeNanoseconds") builder_.setBaseTime(*n);
-      else if (piece.key == "schemaVersion") rank_.header.tool_version = fmt::format("PyTorch profiler, schema {}", *n);
+      else if (piece.key == "schemaVersion") rank_.header.tool_version = fmt::format("PyTorch-profiler trace, schema {}", *n);
       else if (piece.key == "cuda_driver_version") rank_.header.cuda_driver_version = static_cast<uint32_t>(std::clamp<int64_t>(*n, 0, UINT32_MAX));
     }
   }
@@ -702,7 +702,7 @@ class KinetoFileReader {
 
 const char* kinetoCategoryName(KinetoCategory category) {
   switch (category) {
-    case KinetoCategory::kNone: return "no category";
+    case KinetoCategory::kNone: return "metadata";
     case KinetoCategory::kKernel: return "kernel";
     case KinetoCategory::kGpuMemcpy: return "gpu_memcpy";
     case KinetoCategory::kGpuMemset: return "gpu_memset";
@@ -729,7 +729,7 @@ model::RankTrace importKinetoTrace(const std::string& path, std::vector<std::str
   model::RankTrace rank;
   rank.path = path;
   rank.source = model::SourceFormat::kKineto;
-  rank.header.tool_version = "PyTorch profiler";
+  rank.header.tool_version = "PyTorch-profiler trace";
   // The files of one run sit in one directory; its name stands for the run, which the traces do not name.
   rank.header.run_id = std::filesystem::absolute(path).parent_path().filename().string();
   rank.header.run_id_source = "directory name";
