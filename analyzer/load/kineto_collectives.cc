@@ -35,20 +35,24 @@ NcclKernelName parseNcclKernelName(std::string_view name) {
     }
     if (tokens.empty()) return parsed;
     parsed.function = tokens[0];
-    size_t i = 1;
+    // The algorithm follows the function (ncclKernel_AllReduce_RING_LL_Sum_float) or the reduction and
+    // type (ncclDevKernel_AllReduce_Sum_f32_RING_LL); the protocol follows the algorithm.
     static constexpr std::string_view kAlgorithms[] = {"COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS_TREE", "RING",
                                                        "TREE", "NVLS", "PAT", "COLLNET"};
-    for (std::string_view algorithm : kAlgorithms) {
-      bool two_tokens = algorithm.find('_') != std::string_view::npos;
-      std::string candidate = i < tokens.size() ? std::string(tokens[i]) : "";
-      if (two_tokens && i + 1 < tokens.size()) candidate += "_" + std::string(tokens[i + 1]);
-      if (candidate == algorithm) {
+    for (size_t i = 1; i < tokens.size() && parsed.algorithm.empty(); ++i) {
+      for (std::string_view algorithm : kAlgorithms) {
+        bool two_tokens = algorithm.find('_') != std::string_view::npos;
+        if (two_tokens && i + 1 >= tokens.size()) continue;
+        std::string candidate(tokens[i]);
+        if (two_tokens) candidate += "_" + std::string(tokens[i + 1]);
+        if (candidate != algorithm) continue;
         parsed.algorithm = algorithm;
-        i += two_tokens ? 2 : 1;
+        size_t next = i + (two_tokens ? 2 : 1);
+        if (next < tokens.size() && (tokens[next] == "LL" || tokens[next] == "LL128" || tokens[next] == "SIMPLE"))
+          parsed.protocol = tokens[next];
         break;
       }
     }
-    if (i < tokens.size() && (tokens[i] == "LL" || tokens[i] == "LL128" || tokens[i] == "SIMPLE")) parsed.protocol = tokens[i];
     return parsed;
   }
   return parsed;
