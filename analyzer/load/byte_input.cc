@@ -78,6 +78,7 @@ size_t ByteInput::read(char* out, size_t capacity) {
       std::unique_lock lock(mutex_);
       changed_.wait(lock, [this] { return !ready_.empty() || inflate_done_; });
       if (ready_.empty()) break;
+      if (current_.capacity() > 0) spare_.push_back(std::move(current_));
       current_ = std::move(ready_.front());
       ready_.pop_front();
       current_pos_ = 0;
@@ -119,9 +120,17 @@ void ByteInput::inflateAll() {
     changed_.wait(lock, [this] { return ready_.size() < kQueuedBlocks || stopping_; });
     if (stopping_) return false;
     if (filled > 0) ready_.push_back(std::move(block));
+    // Blocks are reused: fresh ones would cost page faults, as large allocations go back to the
+    // system when freed.
+    if (!spare_.empty()) {
+      block = std::move(spare_.back());
+      spare_.pop_back();
+    } else {
+      block = std::vector<char>();
+    }
     lock.unlock();
     changed_.notify_all();
-    block = std::vector<char>(kBlockSize);
+    block.resize(kBlockSize);
     filled = 0;
     return true;
   };

@@ -55,6 +55,7 @@ class ByteInput {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::vector<char>> ready_;
+  std::vector<std::vector<char>> spare_;  // blocks read out, for the inflater to fill again
   std::vector<char> current_;
   size_t current_pos_ = 0;
   bool inflate_done_ = false;

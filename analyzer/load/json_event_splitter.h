@@ -24,7 +24,7 @@ class JsonEventSplitter {
   static constexpr size_t kPadding = 64;
   static constexpr size_t kSlack = 8;
   // A run of events is handed over when it reaches this size (or the block ends).
-  static constexpr size_t kEventRunBytes = 1u << 20;
+  static constexpr size_t kEventRunBytes = 256u << 10;
 
   struct Piece {
     enum class Kind { kMember, kEvents };
@@ -41,7 +41,7 @@ class JsonEventSplitter {
     uint64_t offset = 0;
   };
 
-  explicit JsonEventSplitter(ByteInput& input, size_t block_size = 4u << 20);
+  explicit JsonEventSplitter(ByteInput& input, size_t block_size = 1u << 20);
 
   // The next piece; false at the end of the text, or where it cannot be cut further (problem()).
   bool next(Piece& piece);

@@ -120,6 +120,12 @@ class KinetoRankBuilder {
     }
   }
 
+  // An event left unparsed (of a category nothing reads).
+  void countUnparsed(KinetoCategory category) {
+    ++stats_.events;
+    ++stats_.by_category[static_cast<size_t>(category)];
+  }
+
   void setDistributedInfo(DistributedInfo info) { distributed_ = std::move(info); }
   void setBaseTime(int64_t ns) { base_time_ns_ = ns; }
 
@@ -632,20 +638,49 @@ class KinetoFileReader {
     }
   }
 
-  // A run of events, parsed as one array: the byte before the run and the one after it become '['
-  // and ']' for the time of the parse. When that fails, the events are parsed one by one and the
-  // broken ones skipped.
+  // Events of categories nothing reads (Python frames, most cpu_ops) are only counted, not parsed:
+  // they are half of a typical trace. Decided on the text: the "cat" value near the event's start,
+  // and for a cpu_op whether it names a stream, a ProfilerStep or record_param_comms. Anything
+  // unclear is parsed.
+  bool skippable(std::string_view event) {
+    size_t at = event.substr(0, 96).find("\"cat\"");
+    if (at == std::string_view::npos) return false;
+    size_t open = event.find('"', event.find(':', at + 5));
+    size_t close = open == std::string_view::npos ? open : event.find('"', open + 1);
+    if (close == std::string_view::npos) return false;
+    std::string_view category = event.substr(open + 1, close - open - 1);
+    KinetoCategory known = kinetoCategoryOf(category);
+    if (known == KinetoCategory::kCpuOp) {
+      auto has = [&](std::string_view part) { return memmem(event.data(), event.size(), part.data(), part.size()) != nullptr; };
+      if (has("\"stream\"") || has("ProfilerStep") || has("record_param_comms")) return false;
+    } else if (known != KinetoCategory::kOtherKnown) {
+      return false;
+    }
+    builder_.countUnparsed(known);
+    return true;
+  }
+
+  // A run of events, parsed as one array (the events worth parsing, copied together). When that
+  // fails, the events are parsed one by one and the broken ones skipped.
   void events(JsonEventSplitter::Piece& piece) {
-    char* begin = piece.begin;
-    char* end = piece.end;
-    char before = begin[-1], after = *end;
-    begin[-1] = '[';
-    *end = ']';
+    kept_.clear();
+    scratch_.assign(1, '[');
+    for (const auto& [from, to] : piece.events) {
+      std::string_view event(piece.begin + from, to - from);
+      if (skippable(event)) continue;
+      if (!kept_.empty()) scratch_.push_back(',');
+      scratch_.append(event);
+      kept_.emplace_back(from, to);
+    }
+    if (kept_.empty()) return;
+    scratch_.push_back(']');
+    size_t length = scratch_.size();
+    scratch_.append(simdjson::SIMDJSON_PADDING, ' ');
     dom::element doc;
     dom::array array;
-    simdjson::error_code error = parser_.parse(begin - 1, static_cast<size_t>(end - begin) + 2, false).get(doc);
+    simdjson::error_code error = parser_.parse(scratch_.data(), length, false).get(doc);
     if (!error) error = doc.get_array().get(array);
-    if (!error && array.size() != piece.events.size()) error = simdjson::TAPE_ERROR;  // a separator out of place
+    if (!error && array.size() != kept_.size()) error = simdjson::TAPE_ERROR;  // a separator out of place
     if (!error) {
       for (dom::element element : array) {
         dom::object object;
@@ -658,10 +693,8 @@ class KinetoFileReader {
         builder_.add(event);
       }
     }
-    begin[-1] = before;
-    *end = after;
     if (!error) return;
-    for (const auto& [from, to] : piece.events) parseOne(piece, from, to);
+    for (const auto& [from, to] : kept_) parseOne(piece, from, to);
   }
 
   void parseOne(JsonEventSplitter::Piece& piece, uint32_t from, uint32_t to) {
@@ -694,6 +727,8 @@ class KinetoFileReader {
   std::vector<std::string>& warnings_;
   KinetoRankBuilder builder_;
   dom::parser parser_;
+  std::string scratch_;
+  std::vector<std::pair<uint32_t, uint32_t>> kept_;
   std::vector<format::DeviceProperties> devices_;
   std::string first_malformed_;
 };
