@@ -158,16 +158,18 @@ Microseconds microsecondsOfDouble(double us) {
 }
 
 std::optional<Microseconds> microsecondsOf(element value) {
+  // Beyond ±4e15 µs (127 years) no real trace goes; the bound keeps start + duration within int64.
+  constexpr int64_t kLimitUs = 4'000'000'000'000'000;
   switch (value.type()) {
     case element_type::INT64: {
       int64_t us = value.get_int64().value_unsafe();
-      if (us > std::numeric_limits<int64_t>::max() / 1000 || us < std::numeric_limits<int64_t>::min() / 1000) return std::nullopt;
+      if (us > kLimitUs || us < -kLimitUs) return std::nullopt;
       return Microseconds{us * 1000, false};
     }
-    case element_type::UINT64: return std::nullopt;  // beyond int64 microseconds: no real trace
+    case element_type::UINT64: return std::nullopt;
     case element_type::DOUBLE: {
       double us = value.get_double().value_unsafe();
-      if (!std::isfinite(us) || std::fabs(us) > 9e15) return std::nullopt;
+      if (!std::isfinite(us) || std::fabs(us) > static_cast<double>(kLimitUs)) return std::nullopt;
       return microsecondsOfDouble(us);
     }
     default: return std::nullopt;
