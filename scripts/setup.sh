@@ -19,8 +19,10 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -n "$build_dir" ]] || build_dir=$([[ $sanitize == ON ]] && echo build-asan || echo build)
 
+# nlohmann-json3-dev and libyaml-cpp-dev: simulate's input files; libsimdjson-dev and zlib1g-dev: the
+# PyTorch-profiler importer; clang and libclang-rt-dev: its fuzz target.
 packages=(cmake ninja-build g++ libprotobuf-dev protobuf-compiler libcli11-dev libfmt-dev catch2 libzstd-dev
-          nlohmann-json3-dev libyaml-cpp-dev)
+          nlohmann-json3-dev libyaml-cpp-dev libsimdjson-dev zlib1g-dev clang libclang-rt-dev)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

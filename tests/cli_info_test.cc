@@ -171,5 +171,5 @@ TEST_CASE("paths that do not exist or hold no traces are errors") {
   auto empty = runGpuxray("info " + dir.path().string());
   CHECK(empty.exit_code == 2);
   CHECK(empty.err == "gpuxray: error: " + dir.path().string() +
-                         ": no gpuxray trace files (*.gpuxray) in this directory\n");
+                         ": no trace files in this directory (gpuxray's *.gpuxray, or PyTorch-profiler *.json / *.json.gz)\n");
 }

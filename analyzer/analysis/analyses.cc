@@ -15,9 +15,14 @@ const std::vector<std::string>& knownMetrics() {
 
 void runAnalyses(const AnalysisInput& input, report::Report& report) {
   analyzeClock(input, report);
-  analyzeTimeBreakdown(input, report);
-  analyzeOverlap(input, report);
+  if (input.options.hta_compat) {
+    analyzeHtaCompat(input, report);
+  } else {
+    analyzeTimeBreakdown(input, report);
+    analyzeOverlap(input, report);
+  }
   analyzeCollectives(input, report);
+  analyzeCollectiveBandwidth(input, report);
   analyzeStragglers(input, report);
   analyzePipelineBubbles(input, report);
   analyzeLinkHotspots(input, report);

@@ -17,8 +17,13 @@ void analyzePipelineBubbles(const AnalysisInput& input, report::Report& report);
 void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report);
 void analyzeKernels(const AnalysisInput& input, report::Report& report);
 void analyzeMemory(const AnalysisInput& input, report::Report& report);
+// Per rank, without matching across ranks: sizes, times and bandwidth (also for one rank's trace).
+void analyzeCollectiveBandwidth(const AnalysisInput& input, report::Report& report);
+// --compat hta, in place of the time breakdown and the overlap (hta_compat.h).
+void analyzeHtaCompat(const AnalysisInput& input, report::Report& report);
 
-// All of the above, then the findings sorted most costly first.
+// All of the above (HTA's two in place of gpuxray's with --compat hta), then the findings sorted most
+// costly first.
 void runAnalyses(const AnalysisInput& input, report::Report& report);
 
 // The names every analysis may put into report.metrics (for --fail-on's check of names).

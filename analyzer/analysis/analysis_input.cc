@@ -12,13 +12,15 @@ GpuTimeSets gpuTimeSetsOf(const model::RankTrace& rank) {
   busy.reserve(rank.activities.size());
   for (const auto& a : rank.activities) {
     Interval i{a.start_ns, a.end_ns};
-    busy.push_back(i);
     switch (a.kind) {
       case model::ActivityKind::kCompute: compute.push_back(i); break;
       case model::ActivityKind::kCommunication: communication.push_back(i); break;
       case model::ActivityKind::kMemcpy:
       case model::ActivityKind::kMemset: memory.push_back(i); break;
+      case model::ActivityKind::kSync:
+      case model::ActivityKind::kHostOp: continue;  // not GPU work
     }
+    busy.push_back(i);
   }
   return {unionOf(std::move(busy)), unionOf(std::move(compute)), unionOf(std::move(communication)),
           unionOf(std::move(memory))};
@@ -34,10 +36,14 @@ bool AnalysisInput::hasSteps() const {
 }
 
 Interval AnalysisInput::gpuSpan(const model::RankTrace& rank) {
-  if (rank.activities.empty()) return {};
-  int64_t end = rank.activities.front().end_ns;
-  for (const auto& a : rank.activities) end = std::max(end, a.end_ns);
-  return {rank.activities.front().start_ns, end};
+  auto first = std::find_if(rank.activities.begin(), rank.activities.end(),
+                            [](const model::GpuActivity& a) { return model::isGpuWork(a.kind); });
+  if (first == rank.activities.end()) return {};
+  int64_t end = first->end_ns;
+  for (auto it = first; it != rank.activities.end(); ++it) {
+    if (model::isGpuWork(it->kind)) end = std::max(end, it->end_ns);
+  }
+  return {first->start_ns, end};
 }
 
 std::vector<StepWindow> AnalysisInput::windowsOf(size_t r) const {

@@ -20,6 +20,10 @@ struct AnalysisOptions {
   std::vector<int64_t> steps;
   // How many rows the "top N" tables show.
   size_t top = 10;
+  // --compat hta: Holistic Trace Analysis's breakdown and overlap replace gpuxray's own.
+  bool hta_compat = false;
+  // With hta_compat: keep the last ProfilerStep, which HTA drops by default.
+  bool include_last_step = false;
 };
 
 // One training step on one rank, on the run clock.

@@ -15,6 +15,7 @@ const char* communicatorRoleName(CommunicatorRole role) {
 }
 
 std::string CommunicatorInfo::label() const {
+  if (comm_hash == 0 && name.empty()) return "unknown communicator";
   std::string id = name.empty() ? fmt::format("{:#010x}", comm_hash >> 32) : name;
   return fmt::format("{} ({}, {} ranks)", id, communicatorRoleName(role), nranks);
 }

@@ -28,7 +28,7 @@ IdleSplit idleWithin(const model::RankTrace& rank, const IntervalSet& busy, Inte
       next = std::lower_bound(activities.begin(), activities.end(), end, before);
       found_first = true;
     }
-    while (next != activities.end() && next->start_ns < end) ++next;
+    while (next != activities.end() && (next->start_ns < end || !model::isGpuWork(next->kind))) ++next;
     if (next == activities.end()) {
       split.other += end - start;  // idle until the window's end: nothing came after
     } else {

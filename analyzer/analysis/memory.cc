@@ -61,6 +61,11 @@ void analyzeMemory(const AnalysisInput& input, report::Report& report) {
       run_start = have_start ? std::min(run_start, rank.memory.front().time_ns) : rank.memory.front().time_ns, have_start = true;
   }
 
+  if (std::all_of(run.ranks.begin(), run.ranks.end(), [](const auto& rank) { return rank.memory.empty(); })) {
+    section.notes.push_back("No device memory allocations in the trace (the PyTorch profiler records them with "
+                            "profile_memory=True; gpuxray capture always does).");
+    return;
+  }
   for (const auto& rank : run.ranks) {
     if (rank.memory.empty()) continue;
     std::map<uint32_t, int64_t> in_use, peak;

@@ -76,6 +76,10 @@ void analyzeOverlap(const AnalysisInput& input, report::Report& report) {
       worst_median = median(per_step);
     }
   }
+  if (ranks.rows.empty()) {
+    section.notes.push_back("No communication kernels in the trace: nothing to overlap.");
+    return;
+  }
   section.tables.push_back(std::move(ranks));
 
   // Per communicator and per collective signature, from NCCL's own GPU times.

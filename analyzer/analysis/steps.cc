@@ -18,6 +18,8 @@ std::vector<StepWindow> stepsFromNvtx(const model::RankTrace& rank, const std::v
   std::vector<uint8_t> matches(rank.strings.size(), 2);  // 2 = not yet decided
   int64_t ordinal = 0;
   for (const auto& range : rank.nvtx) {
+    // The PyTorch profiler repeats ProfilerStep#N on the GPU's timeline: the host's range is the step.
+    if (rank.name(range.domain_id) == model::kGpuUserAnnotationDomain) continue;
     uint8_t& match = matches[range.name_id];
     std::smatch found;
     const std::string& name = rank.strings[range.name_id];

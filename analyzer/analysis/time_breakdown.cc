@@ -83,6 +83,7 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
       auto first = std::lower_bound(rank.activities.begin(), rank.activities.end(), step.window.start,
                                     [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; });
       for (auto it = first; it != rank.activities.end() && it->start_ns < step.window.end; ++it) {
+        if (!model::isGpuWork(it->kind)) continue;
         StreamTime& s = per_stream[it->stream];
         int64_t end = std::min(it->end_ns, step.window.end);
         if (s.started && it->start_ns > s.last_end) classifyGap(rank, s.last_end, *it, it->start_ns - s.last_end, s.idle);
@@ -100,6 +101,10 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
                               Cell::of(static_cast<double>(s.idle.dependency), Unit::kNanoseconds),
                               Cell::of(static_cast<double>(s.idle.other), Unit::kNanoseconds)});
     }
+  }
+  if (ranks.rows.empty()) {
+    section.notes.push_back("No GPU activity in the trace: nothing to break down.");
+    return;
   }
   section.tables.push_back(std::move(ranks));
   section.tables.push_back(std::move(streams));

@@ -1,6 +1,7 @@
-// `gpuxray analyze DIR...`: loads the ranks of a run, puts them on one clock, finds its steps, runs
-// every analysis and prints the report (text, JSON or Markdown). --fail-on thresholds turn findings
-// into exit code 3.
+// `gpuxray analyze DIR...`: loads the ranks of a run (gpuxray traces or PyTorch-profiler traces),
+// puts them on one clock, finds its steps, runs every analysis and prints the report (text, JSON or
+// Markdown). --fail-on thresholds turn findings into exit code 3; --compat hta gives Holistic Trace
+// Analysis's figures.
 
 #include <fmt/core.h>
 #include <unistd.h>
@@ -36,6 +37,8 @@ struct AnalyzeOptions {
   std::vector<std::string> fail_on;
   std::string window;
   size_t top = 10;
+  std::string compat;
+  bool include_last_step = false;
 };
 
 // "1.5:4" -> seconds from the run's first GPU activity, as [start, end) in ns. Either side may be
@@ -115,6 +118,10 @@ report::RunSummary summarize(const analysis::AnalysisInput& input) {
 ExitCode runAnalyze(const AnalyzeOptions& options) {
   if (options.output_format != "text" && options.output_format != "json" && options.output_format != "markdown")
     throw UsageError(fmt::format("--format '{}': expected text, json or markdown", options.output_format));
+  if (!options.compat.empty() && options.compat != "hta")
+    throw UsageError(fmt::format("--compat '{}': the one tool gpuxray can match is hta (Holistic Trace Analysis)", options.compat));
+  if (options.include_last_step && options.compat.empty())
+    throw UsageError("--include-last-step goes with --compat hta (gpuxray's own figures never drop a step)");
   std::vector<analysis::Threshold> thresholds;
   for (const auto& text : options.fail_on) thresholds.push_back(analysis::parseThreshold(text));
 
@@ -129,7 +136,8 @@ ExitCode runAnalyze(const AnalyzeOptions& options) {
   }
   model::RunTrace run = load::loadRun(options.paths, load_options);
   std::optional<analysis::ClockAlignment> clock;
-  if (!options.no_align) clock = analysis::alignClocks(run);
+  // HTA compares ranks on their own clocks; so does --compat hta.
+  if (!options.no_align && options.compat.empty()) clock = analysis::alignClocks(run);
   if (!options.window.empty()) {
     auto [from, to] = parseWindow(options.window);
     int64_t origin = run.firstActivityNs();
@@ -146,6 +154,8 @@ ExitCode runAnalyze(const AnalyzeOptions& options) {
   input.options.step_markers = options.step_markers;
   input.options.steps = parseNumberList(options.steps, "--steps");
   input.options.top = options.top;
+  input.options.hta_compat = options.compat == "hta";
+  input.options.include_last_step = options.include_last_step;
   analysis::findSteps(input);
   for (const auto& rank : run.ranks) input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
 
@@ -187,6 +197,11 @@ CommandAction addAnalyzeCommand(CLI::App& app) {
   command->add_option("--window", options->window,
                       "Analyze only START:END, in seconds from the run's first GPU activity (e.g. 10:20)");
   command->add_option("--top", options->top, "Rows in the top-N tables (default 10)");
+  command->add_option("--compat", options->compat,
+                      "hta: the time breakdown, overlap and idle time exactly as Holistic Trace Analysis 0.6.1 "
+                      "computes them (whole-microsecond times, last ProfilerStep dropped, cuda_sync counted as busy)");
+  command->add_flag("--include-last-step", options->include_last_step,
+                    "With --compat hta: keep the last ProfilerStep (HTA's include_last_profiler_step=True)");
   return [options] { return runAnalyze(*options); };
 }
 

@@ -18,5 +18,6 @@ CommandAction addAnalyzeCommand(CLI::App& app);
 CommandAction addRunCommand(CLI::App& app);
 CommandAction addSimulateCommand(CLI::App& app);
 CommandAction addPlanCommand(CLI::App& app);
+CommandAction addConvertCommand(CLI::App& app);
 
 }  // namespace gpuxray::cli

@@ -1,5 +1,5 @@
 // `gpuxray info PATH...`: what each trace file holds (header, event counts, drops, damage) and
-// whether the files form one run.
+// whether the files form one run; for PyTorch-profiler traces, what the importer read from them.
 
 #include <fmt/core.h>
 
@@ -9,6 +9,7 @@
 
 #include "analyzer/cli/commands.h"
 #include "analyzer/errors.h"
+#include "analyzer/load/kineto_importer.h"
 #include "analyzer/load/run_files.h"
 #include "analyzer/report/json_writer.h"
 #include "analyzer/report/units.h"
@@ -105,6 +106,96 @@ std::string topologyText(const format::FileHeader& h) {
   return text;
 }
 
+// A PyTorch-profiler trace, as the importer read it.
+struct KinetoInfo {
+  std::string path;
+  model::RankTrace rank;
+  load::KinetoImportStats stats;
+  std::vector<std::string> warnings;
+};
+
+KinetoInfo readKinetoInfo(const std::string& path) {
+  KinetoInfo info;
+  info.path = path;
+  info.rank = load::importKinetoTrace(path, info.warnings, &info.stats);
+  if (info.rank.rank < 0) info.warnings.push_back(path + ": no rank in the trace (no distributedInfo): analyze picks one");
+  return info;
+}
+
+// What the model got from the trace, by kind.
+std::vector<std::pair<std::string, uint64_t>> importedCounts(const model::RankTrace& rank) {
+  uint64_t kernels = 0, copies = 0, syncs = 0;
+  for (const auto& a : rank.activities) {
+    switch (a.kind) {
+      case model::ActivityKind::kCompute:
+      case model::ActivityKind::kCommunication: ++kernels; break;
+      case model::ActivityKind::kMemcpy:
+      case model::ActivityKind::kMemset: ++copies; break;
+      case model::ActivityKind::kSync:
+      case model::ActivityKind::kHostOp: ++syncs; break;
+    }
+  }
+  return {{"kernels", kernels}, {"copies_and_memsets", copies}, {"synchronizations_and_host_ops", syncs},
+          {"launches", rank.host_calls.size()}, {"ranges", rank.nvtx.size()}, {"nccl_operations", rank.nccl_ops.size()},
+          {"communicators", rank.communicators.size()}, {"memory_events", rank.memory.size()}};
+}
+
+void printKineto(const KinetoInfo& info) {
+  const auto& h = info.rank.header;
+  const auto& s = info.stats;
+  fmt::print("{}\n", info.path);
+  fmt::print("  format    {}, {} of JSON{}\n", h.tool_version,
+             report::formatBytes(s.json_bytes),
+             s.file_bytes != s.json_bytes ? fmt::format(", {} compressed", report::formatBytes(s.file_bytes)) : "");
+  fmt::print("  run       {} (from the {})\n", h.run_id, h.run_id_source);
+  fmt::print("  rank      {}\n", h.rank < 0 ? std::string("unknown (no distributedInfo)") : rankText(h));
+  if (!h.nccl_version.empty()) fmt::print("  nccl      {}\n", h.nccl_version);
+  for (const auto& device : h.devices) fmt::print("  device    {}\n", deviceText(device));
+  std::string events;
+  for (size_t c = 0; c < s.by_category.size(); ++c) {
+    if (s.by_category[c] == 0) continue;
+    events += fmt::format("{}{} {}", events.empty() ? "" : ", ", load::kinetoCategoryName(static_cast<load::KinetoCategory>(c)),
+                          report::formatCount(s.by_category[c]));
+  }
+  fmt::print("  events    {} ({})\n", report::formatCount(s.events), events.empty() ? "none" : events);
+  std::string imported;
+  for (const auto& [name, count] : importedCounts(info.rank)) {
+    if (count > 0) imported += fmt::format("{}{} {}", imported.empty() ? "" : ", ", name, report::formatCount(count));
+  }
+  fmt::print("  imported  {}\n", imported.empty() ? "nothing" : imported);
+  for (const auto& warning : info.warnings) fmt::print("  warning: {}\n", warning);
+}
+
+void writeKinetoJson(report::JsonWriter& json, const KinetoInfo& info) {
+  const auto& h = info.rank.header;
+  json.beginObject()
+      .field("path", info.path)
+      .field("format", "pytorch-profiler")
+      .field("tool_version", h.tool_version)
+      .field("run_id", h.run_id)
+      .field("run_id_source", h.run_id_source)
+      .field("rank", h.rank)
+      .field("world_size", h.world_size)
+      .field("rank_source", h.rank_source)
+      .field("nccl_version", h.nccl_version)
+      .field("file_bytes", info.stats.file_bytes)
+      .field("json_bytes", info.stats.json_bytes)
+      .field("truncated", info.stats.truncated)
+      .field("malformed_events", info.stats.malformed)
+      .field("events_missing_fields", info.stats.missing_fields);
+  json.key("events").beginObject();
+  for (size_t c = 0; c < info.stats.by_category.size(); ++c)
+    json.field(load::kinetoCategoryName(static_cast<load::KinetoCategory>(c)), info.stats.by_category[c]);
+  json.endObject();
+  json.key("imported").beginObject();
+  for (const auto& [name, count] : importedCounts(info.rank)) json.field(name, count);
+  json.endObject();
+  json.key("warnings").beginArray();
+  for (const auto& warning : info.warnings) json.value(warning);
+  json.endArray();
+  json.endObject();
+}
+
 void printText(const std::vector<FileInfo>& files) {
   for (const FileInfo& info : files) {
     const auto& h = info.header;
@@ -150,11 +241,12 @@ void printText(const std::vector<FileInfo>& files) {
   }
 }
 
-void writeJson(const std::vector<FileInfo>& files, const load::RunProblems& run,
+void writeJson(const std::vector<FileInfo>& files, const std::vector<KinetoInfo>& kineto, const load::RunProblems& run,
                const std::vector<std::string>& errors) {
   std::string out;
   report::JsonWriter json(out);
   json.beginObject().field("schema", "gpuxray.info").field("schema_version", 1).key("files").beginArray();
+  for (const KinetoInfo& info : kineto) writeKinetoJson(json, info);
   for (const FileInfo& info : files) {
     const auto& h = info.header;
     json.beginObject()
@@ -232,22 +324,34 @@ ExitCode runInfo(const InfoOptions& options) {
   load::TraceFileSet inputs = load::discoverTraceFiles(options.paths);
 
   std::vector<FileInfo> files;
+  std::vector<KinetoInfo> kineto;
   std::vector<std::string> errors;
   for (const auto& path : inputs.files) {
     try {
-      files.push_back(readFileInfo(path));
+      if (load::traceFileFormat(path) == model::SourceFormat::kKineto) {
+        kineto.push_back(readKinetoInfo(path));
+      } else {
+        files.push_back(readFileInfo(path));
+      }
     } catch (const format::FormatError& e) {
+      errors.push_back(e.what());
+    } catch (const InputError& e) {
       errors.push_back(e.what());
     }
   }
   std::vector<load::RankedFile> ranked;
   for (const auto& info : files) ranked.push_back({info.path, &info.header});
+  // PyTorch-profiler traces without a rank get one when analyzed; they are not checked here.
+  for (const auto& info : kineto) {
+    if (info.rank.rank >= 0) ranked.push_back({info.path, &info.rank.header});
+  }
   load::RunProblems run = load::checkRunMembership(ranked, options.allow_mixed_runs, inputs.from_directory);
   errors.insert(errors.end(), run.errors.begin(), run.errors.end());
 
   if (options.output_format == "json") {
-    writeJson(files, run, errors);
+    writeJson(files, kineto, run, errors);
   } else {
+    for (const KinetoInfo& info : kineto) printKineto(info);
     printText(files);
     for (const auto& warning : run.warnings) fmt::print(stderr, "gpuxray: warning: {}\n", warning);
     for (const auto& error : errors) fmt::print(stderr, "gpuxray: error: {}\n", error);
@@ -259,7 +363,8 @@ ExitCode runInfo(const InfoOptions& options) {
 
 CommandAction addInfoCommand(CLI::App& app) {
   auto options = std::make_shared<InfoOptions>();
-  CLI::App* command = app.add_subcommand("info", "Show what trace files hold: header, event counts, drops, damage");
+  CLI::App* command = app.add_subcommand(
+      "info", "Show what trace files hold: header, event counts, drops, damage (gpuxray or PyTorch-profiler traces)");
   command->add_option("paths", options->paths, "Trace files or directories of them")->required();
   command->add_option("--format", options->output_format, "text (default) or json");
   command->add_flag("--allow-mixed", options->allow_mixed_runs, "Accept files from different runs together");

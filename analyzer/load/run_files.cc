@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "analyzer/errors.h"
+#include "analyzer/load/kineto_importer.h"
 #include "proto/file_layout.h"
 
 namespace gpuxray::load {
@@ -23,17 +26,32 @@ TraceFileSet discoverTraceFiles(const std::vector<std::string>& paths) {
       files.push_back(path);
       continue;
     }
-    std::vector<std::string> found;
+    std::vector<std::string> found, kineto;
     for (const auto& entry : fs::directory_iterator(path, error)) {
-      if (entry.path().extension() == format::kTraceFileExtension && entry.is_regular_file()) found.push_back(entry.path().string());
+      if (!entry.is_regular_file()) continue;
+      if (entry.path().extension() == format::kTraceFileExtension) found.push_back(entry.path().string());
+      else if (isKinetoTraceName(entry.path().string())) kineto.push_back(entry.path().string());
     }
     if (error) throw InputError(fmt::format("{}: cannot list directory: {}", path, error.message()));
-    if (found.empty()) throw InputError(fmt::format("{}: no gpuxray trace files (*.gpuxray) in this directory", path));
+    if (found.empty()) found = std::move(kineto);
+    if (found.empty()) {
+      throw InputError(fmt::format("{}: no trace files in this directory (gpuxray's *.gpuxray, or PyTorch-profiler "
+                                   "*.json / *.json.gz)", path));
+    }
     std::sort(found.begin(), found.end());
     files.insert(files.end(), found.begin(), found.end());
     inputs.from_directory = true;
   }
   return inputs;
+}
+
+model::SourceFormat traceFileFormat(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::array<char, format::kFileMagic.size()> start{};
+  file.read(start.data(), static_cast<std::streamsize>(start.size()));
+  bool native = file.gcount() == static_cast<std::streamsize>(start.size()) &&
+                std::equal(start.begin(), start.end(), format::kFileMagic.begin());
+  return !native && isKinetoTraceName(path) ? model::SourceFormat::kKineto : model::SourceFormat::kNative;
 }
 
 namespace {

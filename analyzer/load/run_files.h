@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/model/run_trace.h"
 #include "proto/records.h"
 
 namespace gpuxray::load {
@@ -14,9 +15,14 @@ struct TraceFileSet {
   bool from_directory = false;
 };
 
-// Files as given; directories contribute their *.gpuxray files (not recursively), sorted by name.
-// Throws InputError for a path that does not exist or a directory without trace files.
+// Files as given; directories contribute their *.gpuxray files (not recursively), sorted by name, or
+// when they hold none, their PyTorch-profiler traces (*.json, *.json.gz). Throws InputError for a path
+// that does not exist or a directory without trace files.
 TraceFileSet discoverTraceFiles(const std::vector<std::string>& paths);
+
+// What a file holds: a gpuxray trace (it starts with the format's magic), else a PyTorch-profiler
+// trace when its name says so (*.json, *.json.gz). Anything else is taken as a (damaged) gpuxray file.
+model::SourceFormat traceFileFormat(const std::string& path);
 
 struct RankedFile {
   std::string path;

@@ -12,6 +12,8 @@
 #include <unordered_map>
 
 #include "analyzer/errors.h"
+#include "analyzer/load/kineto_importer.h"
+#include "analyzer/load/kineto_run.h"
 #include "analyzer/load/run_files.h"
 #include "proto/trace_reader.h"
 
@@ -75,8 +77,22 @@ class RankBuilder {
     for (const auto& c : batch.api_calls) {
       rank_.host_calls.push_back({static_cast<int64_t>(c.start_ns), static_cast<int64_t>(c.end_ns), c.correlation_id});
     }
+    for (const auto& s : batch.synchronizations) {
+      if (s.stream == kNoSynchronizationStream) continue;
+      model::GpuActivity a = activity(s.start_ns, s.end_ns, s.device, s.stream, s.correlation_id);
+      a.kind = ActivityKind::kSync;
+      a.name_id = localText(synchronizationName(s.kind));
+      copies_.push_back(a);
+    }
     for (const auto& n : batch.nvtx_events) {
       if (n.kind != format::NvtxEventKind::kRange) continue;
+      if (const format::PayloadField* stream = streamOfHostOp(n)) {
+        model::GpuActivity a = activity(n.start_ns, n.end_ns, n.device, static_cast<uint32_t>(stream->uint_value), 0);
+        a.kind = ActivityKind::kHostOp;
+        a.name_id = local(n.name_id);
+        copies_.push_back(a);
+        continue;
+      }
       rank_.nvtx.push_back({static_cast<int64_t>(n.start_ns), static_cast<int64_t>(n.end_ns), local(n.name_id),
                             local(n.domain_id), n.thread_id, n.depth});
     }
@@ -127,8 +143,8 @@ class RankBuilder {
     if (std::find(rank_.links.begin(), rank_.links.end(), link) == rank_.links.end()) rank_.links.push_back(link);
   }
 
-  // Kernels and copies each arrive nearly in order; each is sorted (when it is not already) and
-  // the few copies are merged into the kernels.
+  // Kernels and the rest (copies, memsets, synchronizations) each arrive nearly in order; each is
+  // sorted (when it is not already) and the few others are merged into the kernels.
   void finish() {
     auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
     sortIfNeeded(rank_.activities, by_start);
@@ -168,11 +184,31 @@ class RankBuilder {
     return mapped;
   }
 
+  // A string of our own (not from the file's table), interned once per rank.
+  uint32_t localText(std::string_view text) {
+    auto [it, inserted] = own_strings_.try_emplace(std::string(text), 0);
+    if (inserted) {
+      it->second = static_cast<uint32_t>(rank_.strings.size());
+      rank_.strings.emplace_back(text);
+      kinds_.push_back(-1);
+    }
+    return it->second;
+  }
+
+  // A cpu_op range that names a stream (see model::kCpuOpDomain): its "stream" payload field.
+  const format::PayloadField* streamOfHostOp(const format::NvtxEventRecord& n) {
+    if (n.payload.empty() || file_strings_.get(n.domain_id) != model::kCpuOpDomain) return nullptr;
+    for (const auto& field : n.payload) {
+      if (field.type == format::PayloadField::Type::kUint && file_strings_.get(field.name_id) == "stream") return &field;
+    }
+    return nullptr;
+  }
+
   ActivityKind kernelKind(uint32_t name_id) {
     if (name_id == 0) return ActivityKind::kCompute;
     if (kinds_.size() < rank_.strings.size()) kinds_.resize(rank_.strings.size(), -1);
     int8_t& kind = kinds_[name_id];
-    if (kind < 0) kind = static_cast<int8_t>(isCommunicationKernel(rank_.strings[name_id]) ? ActivityKind::kCommunication
+    if (kind < 0) kind = static_cast<int8_t>(model::isCommunicationKernel(rank_.strings[name_id]) ? ActivityKind::kCommunication
                                                                                           : ActivityKind::kCompute);
     return static_cast<ActivityKind>(kind);
   }
@@ -204,6 +240,7 @@ class RankBuilder {
   std::vector<uint32_t> to_local_;
   std::vector<int8_t> kinds_{-1};
   std::unordered_map<model::LaunchConfig, uint32_t, LaunchConfigHash> configs_;
+  std::unordered_map<std::string, uint32_t> own_strings_;
   uint16_t last_stream_ = 0;
 };
 
@@ -214,9 +251,23 @@ unsigned workerCount(unsigned requested, size_t files) {
 
 }  // namespace
 
-bool isCommunicationKernel(std::string_view name) {
-  return name.starts_with("nccl") || name.find("ncclKernel") != std::string_view::npos ||
-         name.find("ncclDevKernel") != std::string_view::npos;
+std::string_view synchronizationName(format::SynchronizationKind kind) {
+  switch (kind) {
+    case format::SynchronizationKind::kEventSynchronize: return "Event Sync";
+    case format::SynchronizationKind::kStreamWaitEvent: return "Stream Wait Event";
+    case format::SynchronizationKind::kStreamSynchronize: return "Stream Sync";
+    case format::SynchronizationKind::kContextSynchronize: return "Context Sync";
+    case format::SynchronizationKind::kUnknown: break;
+  }
+  return "Unknown Sync";
+}
+
+format::SynchronizationKind synchronizationKindNamed(std::string_view name) {
+  for (auto kind : {format::SynchronizationKind::kEventSynchronize, format::SynchronizationKind::kStreamWaitEvent,
+                    format::SynchronizationKind::kStreamSynchronize, format::SynchronizationKind::kContextSynchronize}) {
+    if (name == synchronizationName(kind)) return kind;
+  }
+  return format::SynchronizationKind::kUnknown;
 }
 
 model::RankTrace loadRankTrace(const std::string& path, std::vector<std::string>& warnings) {
@@ -225,6 +276,7 @@ model::RankTrace loadRankTrace(const std::string& path, std::vector<std::string>
   rank.path = path;
   rank.header = reader.header();
   rank.rank = rank.header.rank;
+  rank.whole_microsecond_times = rank.header.time_base == model::kKinetoWholeMicrosecondsTimeBase;
   RankBuilder builder(rank, reader.strings());
   for (const auto& link : rank.header.links) builder.addLink(link);
   format::EventBatch batch;
@@ -264,8 +316,12 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
   auto work = [&] {
     for (size_t i = next++; i < set.files.size(); i = next++) {
       try {
-        model::RankTrace rank = loadRankTrace(set.files[i], loaded[i].warnings);
-        if (wanted.empty() || wanted.contains(rank.rank)) loaded[i].rank = std::move(rank);
+        const std::string& path = set.files[i];
+        model::RankTrace rank = traceFileFormat(path) == model::SourceFormat::kKineto
+                                    ? importKinetoTrace(path, loaded[i].warnings)
+                                    : loadRankTrace(path, loaded[i].warnings);
+        // A PyTorch-profiler trace without a rank gets one below, once all are read.
+        if (wanted.empty() || wanted.contains(rank.rank) || rank.rank < 0) loaded[i].rank = std::move(rank);
       } catch (const std::exception& e) {
         loaded[i].error = e.what();
       }
@@ -289,6 +345,8 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
     if (file.rank) run.ranks.push_back(std::move(*file.rank));
   }
   if (run.ranks.empty() && !first_error.empty()) throw InputError(first_error);
+  settleKinetoRanks(run.ranks, run.warnings);
+  if (!wanted.empty()) std::erase_if(run.ranks, [&](const auto& rank) { return !wanted.contains(rank.rank); });
   std::vector<RankedFile> ranked;
   for (const auto& rank : run.ranks) ranked.push_back({rank.path, &rank.header});
   RunProblems problems = checkRunMembership(ranked, options.allow_mixed_runs, set.from_directory && wanted.empty());

@@ -20,16 +20,21 @@ struct LoadOptions {
   std::function<void(size_t, size_t)> progress;
 };
 
-// Reads every trace file under `paths` (files, or directories of *.gpuxray). A file that is not a
-// readable trace is skipped with a warning naming it; damage inside a file (torn tail, bad chunks)
-// and missing ranks are warnings, and whatever is intact is used. Files of different runs (unless
-// allowed), a rank in two files, or nothing usable at all make an InputError.
+// Reads every trace file under `paths` (files, or directories of *.gpuxray files or of PyTorch-profiler
+// traces). A file that is not a readable trace is skipped with a warning naming it; damage inside a
+// file (torn tail, bad chunks, malformed JSON) and missing ranks are warnings, and whatever is intact
+// is used. Files of different runs (unless allowed), a rank in two gpuxray files, or nothing usable at
+// all make an InputError (of two PyTorch-profiler traces of one rank, the first is used).
 model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions& options);
 
 // One file, on its own clock. Throws format::FormatError when it is not a readable trace.
 model::RankTrace loadRankTrace(const std::string& path, std::vector<std::string>& warnings);
 
-// Whether a kernel of this name is communication (NCCL's kernels, as HTA and gpuxray count them).
-bool isCommunicationKernel(std::string_view name);
+// CUPTI's synchronization kinds by the names the PyTorch profiler gives its cuda_sync events
+// ("Stream Sync", "Event Sync", "Stream Wait Event", "Context Sync"), and back.
+std::string_view synchronizationName(format::SynchronizationKind kind);
+format::SynchronizationKind synchronizationKindNamed(std::string_view name);
+// CUPTI's stream id for a synchronization that waits on no stream (event or context).
+inline constexpr uint32_t kNoSynchronizationStream = 0xffffffffu;
 
 }  // namespace gpuxray::load

@@ -10,8 +10,15 @@ std::string_view activityKindName(ActivityKind kind) {
     case ActivityKind::kCommunication: return "communication";
     case ActivityKind::kMemcpy: return "memcpy";
     case ActivityKind::kMemset: return "memset";
+    case ActivityKind::kSync: return "sync";
+    case ActivityKind::kHostOp: return "host op";
   }
   return "unknown";
+}
+
+bool isCommunicationKernel(std::string_view name) {
+  return name.starts_with("nccl") || name.find("ncclKernel") != std::string_view::npos ||
+         name.find("ncclDevKernel") != std::string_view::npos;
 }
 
 const HostCall* RankTrace::launchOf(uint32_t correlation_id) const {

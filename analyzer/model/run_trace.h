@@ -13,10 +13,19 @@
 
 namespace gpuxray::model {
 
-// What a GPU activity does, decided once at load time from its record type and name.
-enum class ActivityKind : uint8_t { kCompute, kCommunication, kMemcpy, kMemset };
+// What a GPU activity does, decided once at load time from its record type and name. kSync (a
+// host thread blocked in cudaStreamSynchronize & co. until a stream drained) and kHostOp (a
+// PyTorch-profiler cpu_op that names a stream, such as Inductor's Triton launches) are not GPU
+// work: they are kept on their stream because Holistic Trace Analysis counts them as GPU busy time
+// and `--compat hta` reproduces that. gpuxray's own analyses skip them (isGpuWork).
+enum class ActivityKind : uint8_t { kCompute, kCommunication, kMemcpy, kMemset, kSync, kHostOp };
 
 std::string_view activityKindName(ActivityKind kind);
+inline bool isGpuWork(ActivityKind kind) { return kind != ActivityKind::kSync && kind != ActivityKind::kHostOp; }
+
+// Whether a kernel of this name is communication: NCCL's and RCCL's kernels, old names
+// (ncclKernel_*) and new (ncclDevKernel_*).
+bool isCommunicationKernel(std::string_view name);
 
 struct LaunchConfig {
   uint32_t grid_x = 0, grid_y = 0, grid_z = 0;
@@ -29,7 +38,7 @@ struct LaunchConfig {
   uint32_t threadsPerBlock() const { return block_x * block_y * block_z; }
 };
 
-// A kernel, copy or memset on a GPU stream (32 bytes).
+// A kernel, copy, memset (or synchronization, host op: see ActivityKind) on a GPU stream (32 bytes).
 struct GpuActivity {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
@@ -58,6 +67,19 @@ struct HostCall {
   int64_t end_ns = 0;
   uint32_t correlation_id = 0;
 };
+
+// Domains of the ranges imported from PyTorch-profiler traces: record_function ranges and
+// ProfilerStep#N on the host and their GPU-side copies, and the few cpu_ops kept (ProfilerStep#N of
+// older PyTorch; ops that name a stream travel as kHostOp activities, and as ranges of this domain
+// with a "stream" payload field in converted files).
+inline constexpr std::string_view kUserAnnotationDomain = "user_annotation";
+inline constexpr std::string_view kGpuUserAnnotationDomain = "gpu_user_annotation";
+inline constexpr std::string_view kCpuOpDomain = "cpu_op";
+
+// FileHeader::time_base of ranks from PyTorch-profiler traces (and of their converted files): the
+// second says that every timestamp was a whole number of microseconds (whole_microsecond_times).
+inline constexpr std::string_view kKinetoTimeBase = "PyTorch profiler (microseconds)";
+inline constexpr std::string_view kKinetoWholeMicrosecondsTimeBase = "PyTorch profiler (whole microseconds)";
 
 struct NvtxRange {
   int64_t start_ns = 0;
@@ -121,9 +143,16 @@ struct NetTransfer {
   uint64_t wait_network_ns = 0;
 };
 
+// Where a rank's records came from.
+enum class SourceFormat : uint8_t { kNative, kKineto };
+
 struct RankTrace {
   int32_t rank = -1;
   std::string path;
+  SourceFormat source = SourceFormat::kNative;
+  // Every timestamp in the source was a whole number of microseconds (older PyTorch-profiler traces;
+  // HTA then leaves them unrounded).
+  bool whole_microsecond_times = false;
   // The file's header, with the links, devices and clock anchors its later batches added appended.
   format::FileHeader header;
   std::vector<std::string> strings{""};  // id 0 is ""

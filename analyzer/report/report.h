@@ -28,7 +28,9 @@ struct Cell {
 
   static Cell of(std::string text) { return Cell{false, 0, Unit::kNone, std::move(text)}; }
   static Cell of(double number, Unit unit) { return Cell{true, number, unit, {}}; }
-  std::string display() const { return is_number ? formatValue(number, unit) : text; }
+  // A number shown in text and Markdown as `shown` (figures that must appear exactly as computed).
+  static Cell shownAs(double number, Unit unit, std::string shown) { return Cell{true, number, unit, std::move(shown)}; }
+  std::string display() const { return is_number && text.empty() ? formatValue(number, unit) : text; }
 };
 
 struct Column {

@@ -1,0 +1,70 @@
+// `gpuxray convert PATH... -o DIR`: reads a run (PyTorch-profiler traces, or gpuxray files) and writes
+// one gpuxray trace file per rank into DIR, which `gpuxray analyze DIR` then loads many times faster.
+
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analyzer/cli/commands.h"
+#include "analyzer/errors.h"
+#include "analyzer/load/rank_writer.h"
+#include "analyzer/load/run_loader.h"
+#include "analyzer/report/units.h"
+#include "proto/file_layout.h"
+
+namespace gpuxray::cli {
+namespace {
+
+struct ConvertOptions {
+  std::vector<std::string> paths;
+  std::string output;
+  bool allow_mixed_runs = false;
+  unsigned jobs = 0;
+};
+
+ExitCode runConvert(const ConvertOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::create_directories(options.output, error);
+  if (error) throw InputError(fmt::format("{}: cannot create the directory: {}", options.output, error.message()));
+  for (const auto& entry : fs::directory_iterator(options.output, error)) {
+    if (entry.path().extension() == format::kTraceFileExtension)
+      throw UsageError(fmt::format("{}: already holds gpuxray traces; give an empty directory", options.output));
+  }
+  load::LoadOptions load_options;
+  load_options.allow_mixed_runs = options.allow_mixed_runs;
+  load_options.threads = options.jobs;
+  model::RunTrace run = load::loadRun(options.paths, load_options);
+  for (const auto& warning : run.warnings) fmt::print(stderr, "gpuxray: warning: {}\n", warning);
+  uint64_t read = 0, written = 0;
+  for (const auto& rank : run.ranks) {
+    std::string path = (fs::path(options.output) / format::traceFileName(rank.rank, rank.header.hostname, rank.header.pid)).string();
+    load::WrittenFile file = load::writeRankTrace(rank, path, rank.path);
+    std::error_code ignored;
+    uint64_t source = fs::file_size(rank.path, ignored);
+    read += ignored ? 0 : source;
+    written += file.bytes;
+    fmt::print("{} -> {} ({} records, {} from {})\n", rank.path, path, report::formatCount(file.records),
+               report::formatBytes(file.bytes), report::formatBytes(ignored ? 0 : source));
+  }
+  fmt::print("{} rank{} converted: {} from {}\n", run.ranks.size(), run.ranks.size() == 1 ? "" : "s",
+             report::formatBytes(written), report::formatBytes(read));
+  return ExitCode::kOk;
+}
+
+}  // namespace
+
+CommandAction addConvertCommand(CLI::App& app) {
+  auto options = std::make_shared<ConvertOptions>();
+  CLI::App* command = app.add_subcommand("convert", "Write a run (PyTorch-profiler traces) as gpuxray trace files, one per rank");
+  command->add_option("paths", options->paths, "Trace files or directories of them (one run)")->required();
+  command->add_option("-o,--output", options->output, "Directory for the gpuxray files (created; must hold none yet)")->required();
+  command->add_flag("--allow-mixed", options->allow_mixed_runs, "Accept files from different runs together");
+  command->add_option("-j,--jobs", options->jobs, "Files read at once (default: one per core)");
+  return [options] { return runConvert(*options); };
+}
+
+}  // namespace gpuxray::cli
