@@ -4,6 +4,8 @@
 
 namespace gpuxray::model {
 
+static_assert(sizeof(HostCall) == 24, "a run holds one HostCall per API call: keep it small");
+
 std::string_view activityKindName(ActivityKind kind) {
   switch (kind) {
     case ActivityKind::kCompute: return "compute";
