@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   commands.emplace_back("info", gpuxray::cli::addInfoCommand(app));
   commands.emplace_back("analyze", gpuxray::cli::addAnalyzeCommand(app));
   commands.emplace_back("run", gpuxray::cli::addRunCommand(app));
+  commands.emplace_back("export", gpuxray::cli::addExportCommand(app));
 
   try {
     app.parse(argc, argv);

@@ -1,5 +1,6 @@
 // `gpuxray analyze DIR...`: loads the ranks of a run, finds its steps, runs every analysis and
 // prints the report (text, JSON or Markdown). --fail-on thresholds turn findings into exit code 3.
+// --perfetto / --chrome-json also write the run's timeline with the findings drawn in.
 
 #include <fmt/core.h>
 #include <unistd.h>
@@ -13,6 +14,8 @@
 #include "analyzer/analysis/steps.h"
 #include "analyzer/analysis/thresholds.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/number_list.h"
+#include "analyzer/cli/timeline_output.h"
 #include "analyzer/errors.h"
 #include "analyzer/load/run_loader.h"
 
@@ -29,32 +32,8 @@ struct AnalyzeOptions {
   std::vector<std::string> step_markers;
   std::vector<std::string> fail_on;
   size_t top = 10;
+  TimelineOutput timeline;
 };
-
-// "0,2,4-7" -> {0, 2, 4, 5, 6, 7}
-std::vector<int64_t> parseNumberList(const std::vector<std::string>& items, const char* option) {
-  std::vector<int64_t> numbers;
-  for (const auto& item : items) {
-    size_t start = 0;
-    while (start <= item.size()) {
-      size_t comma = item.find(',', start);
-      std::string part = item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      start = comma == std::string::npos ? item.size() + 1 : comma + 1;
-      if (part.empty()) continue;
-      try {
-        size_t dash = part.find('-', 1);
-        size_t used = 0;
-        int64_t first = std::stoll(part.substr(0, dash), &used);
-        int64_t last = dash == std::string::npos ? first : std::stoll(part.substr(dash + 1));
-        if (last < first || last - first > 1'000'000) throw std::invalid_argument(part);
-        for (int64_t n = first; n <= last; ++n) numbers.push_back(n);
-      } catch (const std::exception&) {
-        throw UsageError(fmt::format("{} '{}': expected numbers and ranges such as 0,2,4-7", option, part));
-      }
-    }
-  }
-  return numbers;
-}
 
 report::RunSummary summarize(const analysis::AnalysisInput& input) {
   report::RunSummary summary;
@@ -86,6 +65,8 @@ report::RunSummary summarize(const analysis::AnalysisInput& input) {
 ExitCode runAnalyze(const AnalyzeOptions& options) {
   if (options.output_format != "text" && options.output_format != "json" && options.output_format != "markdown")
     throw UsageError(fmt::format("--format '{}': expected text, json or markdown", options.output_format));
+  if (!options.timeline.window.empty() && !options.timeline.wanted())
+    throw UsageError("--window limits the timeline: give --perfetto FILE or --chrome-json FILE too");
   std::vector<analysis::Threshold> thresholds;
   for (const auto& text : options.fail_on) thresholds.push_back(analysis::parseThreshold(text));
 
@@ -112,6 +93,7 @@ ExitCode runAnalyze(const AnalyzeOptions& options) {
   report.warnings = run.warnings;
   analysis::runAnalyses(input, report);
   analysis::applyThresholds(thresholds, analysis::knownMetrics(), report);
+  if (options.timeline.wanted()) writeTimelines(input, report, options.timeline, input.options.steps, stderr);
 
   std::string rendered = options.output_format == "json"       ? report::renderJson(report)
                          : options.output_format == "markdown" ? report::renderMarkdown(report)
@@ -141,6 +123,12 @@ CommandAction addAnalyzeCommand(CLI::App& app) {
   command->add_option("--fail-on", options->fail_on,
                       "Exit with 3 when a metric crosses a threshold, e.g. exposed_comm_pct>20 (repeatable)");
   command->add_option("--top", options->top, "Rows in the top-N tables (default 10)");
+  command->add_option("--perfetto", options->timeline.perfetto_path,
+                      "Also write the run's timeline, findings drawn in, as a Perfetto trace (open in ui.perfetto.dev)");
+  command->add_option("--chrome-json", options->timeline.chrome_json_path,
+                      "Also write the timeline as Chrome trace-event JSON (for tools that read only that)");
+  command->add_option("--window", options->timeline.window,
+                      "Write only this part of the timeline, from the run's start, e.g. 2s:2.5s (--steps limits it too)");
   return [options] { return runAnalyze(*options); };
 }
 

@@ -16,5 +16,6 @@ using CommandAction = std::function<ExitCode()>;
 CommandAction addInfoCommand(CLI::App& app);
 CommandAction addAnalyzeCommand(CLI::App& app);
 CommandAction addRunCommand(CLI::App& app);
+CommandAction addExportCommand(CLI::App& app);
 
 }  // namespace gpuxray::cli
