@@ -19,7 +19,8 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -n "$build_dir" ]] || build_dir=$([[ $sanitize == ON ]] && echo build-asan || echo build)
 
-packages=(cmake ninja-build g++ libprotobuf-dev protobuf-compiler libcli11-dev libfmt-dev catch2 libzstd-dev)
+packages=(cmake ninja-build g++ libprotobuf-dev protobuf-compiler libcli11-dev libfmt-dev catch2 libzstd-dev
+          nlohmann-json3-dev)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -28,6 +28,8 @@ inline constexpr uint32_t kCommStream = 13;
 struct RankBuilder {
   format::FileHeader header;
   int64_t clock_skew_us = 0;
+  // The CPU thread that launches the kernels (cudaLaunchKernel) and opens the NVTX ranges.
+  uint64_t thread_id = 0;
   std::vector<std::string> strings;  // interned at write time, by name
   struct Kernel {
     std::string name;
@@ -50,6 +52,11 @@ struct RankBuilder {
     std::string name;
     double start_us, end_us;
   };
+  struct Metric {
+    std::string name;
+    double time_us;
+    double value;
+  };
   std::vector<Kernel> kernels;
   std::vector<Launch> launches;
   std::vector<Op> ops;
@@ -57,6 +64,7 @@ struct RankBuilder {
   std::vector<format::NcclCommunicatorRecord> communicators;
   std::vector<format::NetTransferRecord> transfers;
   std::vector<format::MemoryEventRecord> memory;
+  std::vector<Metric> metrics;
   uint32_t next_correlation = 1;
 
   uint64_t ns(double us) const {
@@ -129,6 +137,35 @@ struct RankBuilder {
     return *this;
   }
 
+  // Device memory allocated (positive) or released at `time_us`.
+  RankBuilder& memoryChange(double time_us, int64_t bytes) {
+    format::MemoryEventRecord m;
+    m.timestamp_ns = ns(time_us);
+    m.operation = bytes >= 0 ? format::MemoryOperation::kAllocate : format::MemoryOperation::kRelease;
+    m.bytes = static_cast<uint64_t>(bytes >= 0 ? bytes : -bytes);
+    m.memory_kind = format::MemoryKind::kDevice;
+    memory.push_back(m);
+    return *this;
+  }
+
+  // A network transfer of NCCL's proxy to communicator rank `peer`.
+  RankBuilder& netTransfer(uint64_t comm, int peer, bool send, double start_us, double end_us, uint64_t bytes) {
+    format::NetTransferRecord t;
+    t.comm_hash = comm;
+    t.peer = peer;
+    t.is_send = send;
+    t.bytes = bytes;
+    t.start_ns = ns(start_us);
+    t.end_ns = ns(end_us);
+    transfers.push_back(t);
+    return *this;
+  }
+
+  RankBuilder& metric(const std::string& name, double time_us, double value) {
+    metrics.push_back({name, time_us, value});
+    return *this;
+  }
+
   void write(const std::filesystem::path& dir) const {
     auto sink = std::make_unique<format::FileSink>((dir / format::traceFileName(header.rank, "", 0)).string());
     format::TraceWriter writer(std::move(sink));
@@ -146,8 +183,10 @@ struct RankBuilder {
       r.name_id = writer.intern(k.name);
       writer.add(r);
     }
+    if (!launches.empty()) writer.defineApiFunction(format::ApiDomain::kRuntime, 211, "cudaLaunchKernel");
     for (const auto& l : launches) {
       format::ApiCallRecord call;
+      call.thread_id = thread_id;
       call.start_ns = ns(l.start_us);
       call.end_ns = ns(l.end_us);
       call.domain = format::ApiDomain::kRuntime;
@@ -173,6 +212,14 @@ struct RankBuilder {
       r.end_ns = ns(range.end_us);
       r.name_id = writer.intern(range.name);
       r.domain_id = writer.intern("PyTorch");
+      r.thread_id = thread_id;
+      writer.add(r);
+    }
+    for (const auto& m : metrics) {
+      format::MetricSampleRecord r;
+      r.timestamp_ns = ns(m.time_us);
+      r.metric_id = writer.intern(m.name);
+      r.value = m.value;
       writer.add(r);
     }
     format::Trailer trailer;
@@ -194,6 +241,7 @@ class RunBuilder {
     r.header.hostname = host;
     r.header.time_base = "generated";
     r.header.simulated = true;
+    r.thread_id = 7000 + static_cast<uint64_t>(rank);
     return r;
   }
 
