@@ -453,6 +453,27 @@ TEST_CASE("perfetto export: the CLI writes traces from analyze and export, proto
         std::string::npos);
 }
 
+TEST_CASE("perfetto export: the example data-parallel run passes the checks in both formats") {
+  TempDir dir;
+  auto written = gpuxray::testing::runCommand(std::string(GPUXRAY_EXAMPLE_WRITER) + " " + (dir / "run"));
+  REQUIRE(written.exit_code == 0);
+  auto e = exportRun(dir / "run");
+  requireNoErrors(e->trace.errors);
+  CHECK(e->trace.processes().size() == e->run.ranks.size());
+  size_t kernels = 0, stream_slices = 0;
+  for (const auto& rank : e->run.ranks) kernels += rank.activities.size();
+  for (const auto& slice : e->trace.slices) {
+    const DecodedTrack* track = e->trace.track(slice.track);
+    const DecodedTrack* parent = track != nullptr ? e->trace.track(track->parent) : nullptr;
+    if (parent != nullptr && parent->name.starts_with("GPU ")) ++stream_slices;
+  }
+  CHECK(stream_slices == kernels);
+  auto json = gpuxray::testing::checkChromeJson(e->json);
+  requireNoErrors(json.errors);
+  CHECK(json.slices == e->trace.sliceCount());
+  CHECK(json.flows == e->trace.flows.size());
+}
+
 TEST_CASE("perfetto trace check: catches what trace_processor would drop") {
   using gpuxray::timeline::PerfettoWriter;
   using gpuxray::timeline::TrackSpec;

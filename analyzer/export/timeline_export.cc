@@ -30,6 +30,7 @@ constexpr size_t kMaxLanes = 32;
 // A flow's target must end at least this long after its source begins (viewers order by time).
 constexpr int64_t kMinFlowNs = 2;
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+constexpr int32_t kThreadsPerProcess = 10'000;
 // Track order within a process, by section; flat orders leave room for items and their lanes.
 enum Section : int32_t { kFindings = 0, kGpu = 1, kNccl = 2, kThreads = 3, kCounters = 4 };
 int32_t flatOrder(Section section, size_t item) { return section * 10'000'000 + static_cast<int32_t>(item % 99'999) * 100; }
@@ -658,8 +659,12 @@ class Exporter {
     for (size_t t = 0; t < threads.size(); ++t) {
       size_t slot = threads[t].slot;
       std::string name = slot == unknown_thread ? "CPU thread (unknown)" : threadLabel(thread_ids[slot]);
-      TrackSpec spec = childSpec(process_id, pid, TrackKind::kThread, name, order++, flatOrder(kThreads, t));
-      spec.tid = pid * 1000 + static_cast<int32_t>(t % 1000) + 1;
+      // Viewers know a thread by (pid, tid): tids are made up, unique within the process; beyond
+      // what they can number, a thread is a plain track.
+      bool numbered = t < kThreadsPerProcess - 1;
+      TrackSpec spec = childSpec(process_id, pid, numbered ? TrackKind::kThread : TrackKind::kSlices, name, order++,
+                                 flatOrder(kThreads, t));
+      spec.tid = pid * kThreadsPerProcess + static_cast<int32_t>(t) + 1;
       thread_lanes.push_back(lanesFor(spec));
     }
 
