@@ -83,11 +83,14 @@ void writeRun(const std::filesystem::path& dir) {
   r0.kernel("side_kernel", 300, 500);
   r0.memoryChange(1, 1024 * kMiB).memoryChange(300, 512 * kMiB).memoryChange(900, -512 * static_cast<int64_t>(kMiB));
   r0.netTransfer(kPipeline[0], 1, true, 600, 700, 16 * kMiB);
-  r0.metric("sm__throughput.avg.pct_of_peak_sustained_elapsed", 100, 55.0).metric("sm__throughput.avg.pct_of_peak_sustained_elapsed", 200, 60.0);
+  r0.metric("sm__throughput.avg.pct_of_peak_sustained_elapsed", 100, 55.0)
+      .metric("sm__throughput.avg.pct_of_peak_sustained_elapsed", 200, 60.0);
   run.write(dir);
 }
 
-int64_t at(double us) { return static_cast<int64_t>(kRunStartNs) + static_cast<int64_t>(us * 1000); }
+int64_t at(double us) {
+  return static_cast<int64_t>(kRunStartNs) + static_cast<int64_t>(us * 1000);
+}
 
 struct Exported {
   gpuxray::model::RunTrace run;
@@ -179,7 +182,8 @@ TEST_CASE("perfetto export: one process per rank, in rank order, named with host
       const DecodedTrack* gpu = e->trace.child(process.uuid, "GPU " + std::to_string(stream.device));
       REQUIRE(gpu != nullptr);
       bool found = false;
-      for (const auto* track : e->trace.children(gpu->uuid)) found |= track->name.starts_with("stream " + std::to_string(stream.stream));
+      for (const auto* track : e->trace.children(gpu->uuid))
+        found |= track->name.starts_with("stream " + std::to_string(stream.stream));
       CHECK(found);
     }
   }
@@ -412,7 +416,8 @@ TEST_CASE("perfetto export: the CLI writes traces from analyze and export, proto
   auto trace = gpuxray::testing::decodePerfettoTrace(gpuxray::testing::readWholeFile(dir / "a.pftrace"));
   requireNoErrors(trace.errors);
   CHECK(trace.processes().size() == 4);
-  CHECK(gpuxray::testing::checkChromeJson(gpuxray::testing::readWholeFile(dir / "a.json")).slices == trace.sliceCount());
+  CHECK(gpuxray::testing::checkChromeJson(gpuxray::testing::readWholeFile(dir / "a.json")).slices ==
+        trace.sliceCount());
 
   auto exported = gpuxray::testing::runCommand(gpuxray + " export perfetto " + run + " -o " + (dir / "b.pftrace") +
                                                " --ranks 0,2 --steps 1 --window 500us:");
@@ -446,8 +451,8 @@ TEST_CASE("perfetto export: the CLI writes traces from analyze and export, proto
                                                  " --window 2:3");
   CHECK(bad_window.exit_code == 1);
   CHECK(bad_window.err.find("--window '2:3': expected START:END") != std::string::npos);
-  auto no_steps = gpuxray::testing::runCommand(gpuxray + " export perfetto " + run + " -o " + (dir / "d.pftrace") +
-                                               " --steps 7");
+  auto no_steps =
+      gpuxray::testing::runCommand(gpuxray + " export perfetto " + run + " -o " + (dir / "d.pftrace") + " --steps 7");
   CHECK(no_steps.exit_code == 1);
   CHECK(no_steps.err.find("--steps: the run has no step with these numbers (steps from NVTX ranges ProfilerStep#N)") !=
         std::string::npos);
@@ -532,7 +537,7 @@ TEST_CASE("perfetto trace check: catches what trace_processor would drop") {
       packet->set_timestamp(time);
       packet->mutable_track_event()->set_track_uuid(1);
       packet->mutable_track_event()->set_type(time == 300 ? perfetto::protos::TrackEvent::TYPE_SLICE_BEGIN
-                                                           : perfetto::protos::TrackEvent::TYPE_SLICE_END);
+                                                          : perfetto::protos::TrackEvent::TYPE_SLICE_END);
     }
     CHECK(has(gpuxray::testing::decodePerfettoTrace(trace.SerializeAsString()).errors, "time goes back"));
   }
@@ -548,5 +553,6 @@ TEST_CASE("perfetto trace check: catches what trace_processor would drop") {
               w.event(1, pf::kTypeSliceBegin, 100, 0, {}, {}, {});
             }),
             "never end"));
-  CHECK(has(check([&](PerfettoWriter& w) { w.event(9, pf::kTypeSliceBegin, 100, 0, {}, {}, {}); }), "undeclared track"));
+  CHECK(
+      has(check([&](PerfettoWriter& w) { w.event(9, pf::kTypeSliceBegin, 100, 0, {}, {}, {}); }), "undeclared track"));
 }

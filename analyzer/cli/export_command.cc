@@ -46,7 +46,8 @@ ExitCode runExport(const ExportOptions& options, bool perfetto) {
   load::LoadOptions load_options;
   load_options.allow_mixed_runs = options.allow_mixed_runs;
   load_options.threads = options.jobs;
-  for (int64_t rank : parseNumberList(options.ranks, "--ranks")) load_options.ranks.push_back(static_cast<int32_t>(rank));
+  for (int64_t rank : parseNumberList(options.ranks, "--ranks"))
+    load_options.ranks.push_back(static_cast<int32_t>(rank));
   if (isatty(STDERR_FILENO)) {
     load_options.progress = [](size_t done, size_t total) {
       if (total >= 4) fmt::print(stderr, "\rloading trace files: {}/{}{}", done, total, done == total ? "\n" : "");
@@ -69,8 +70,10 @@ ExitCode runExport(const ExportOptions& options, bool perfetto) {
 
 void addExportOptions(CLI::App* command, ExportOptions& options, bool perfetto) {
   command->add_option("paths", options.paths, "Trace files or directories of them (one run)")->required();
-  command->add_option("-o,--output", options.output, perfetto ? "The Perfetto trace to write (e.g. run.pftrace)"
-                                                              : "The JSON file to write (e.g. run.json)")
+  command
+      ->add_option(
+          "-o,--output", options.output,
+          perfetto ? "The Perfetto trace to write (e.g. run.pftrace)" : "The JSON file to write (e.g. run.json)")
       ->required();
   if (perfetto)
     command->add_option("--chrome-json", options.also_chrome_json, "Also write the same timeline as Chrome JSON");
@@ -95,9 +98,7 @@ CommandAction addExportCommand(CLI::App& app) {
   addExportOptions(perfetto, *perfetto_options, true);
   CLI::App* json = command->add_subcommand("chrome-json", "Chrome trace-event JSON, for tools that read only that");
   addExportOptions(json, *json_options, false);
-  return [=] {
-    return perfetto->parsed() ? runExport(*perfetto_options, true) : runExport(*json_options, false);
-  };
+  return [=] { return perfetto->parsed() ? runExport(*perfetto_options, true) : runExport(*json_options, false); };
 }
 
 }  // namespace gpuxray::cli

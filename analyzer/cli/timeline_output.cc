@@ -34,13 +34,16 @@ int64_t parseDuration(const std::string& text, const std::string& option_text) {
   std::string unit = text.substr(number_end);
   double scale = unit == "ns" ? 1 : unit == "us" || unit == "µs" ? 1e3 : unit == "ms" ? 1e6 : unit == "s" ? 1e9 : 0;
   if (number_end == 0 || scale == 0 || !std::isfinite(value) || value < 0)
-    throw UsageError(fmt::format("--window '{}': expected START:END from the run's start with units, e.g. 2s:2.5s "
-                                 "or 1500ms: (ns, us, ms, s)",
-                                 option_text));
+    throw UsageError(
+        fmt::format("--window '{}': expected START:END from the run's start with units, e.g. 2s:2.5s "
+                    "or 1500ms: (ns, us, ms, s)",
+                    option_text));
   return static_cast<int64_t>(std::llround(value * scale));
 }
 
-std::string count(uint64_t n) { return report::formatValue(static_cast<double>(n), Unit::kCount); }
+std::string count(uint64_t n) {
+  return report::formatValue(static_cast<double>(n), Unit::kCount);
+}
 
 }  // namespace
 
@@ -68,7 +71,8 @@ std::optional<analysis::Interval> timelineWindow(const analysis::AnalysisInput& 
       }
     }
     if (span.start > span.end)
-      throw UsageError(fmt::format("--steps: the run has no step with these numbers (steps from {})", input.step_source));
+      throw UsageError(
+          fmt::format("--steps: the run has no step with these numbers (steps from {})", input.step_source));
     if (result) {
       span = {std::max(span.start, result->start), std::min(span.end, result->end)};
       if (span.end <= span.start) throw UsageError("--window and --steps: the window holds none of the steps");
@@ -117,7 +121,9 @@ void writeTimelines(const analysis::AnalysisInput& input, const report::Report& 
                                 report::formatValue(static_cast<double>(json->bytesWritten()), Unit::kBytes)));
   }
   const auto& run = input.run;
-  fmt::print(out, "gpuxray: wrote {}: {} of {} ranks, {} tracks, {} slices, {} instants, {} counter values, {} flows, {} findings\n",
+  fmt::print(out,
+             "gpuxray: wrote {}: {} of {} ranks, {} tracks, {} slices, {} instants, {} counter values, {} flows, {} "
+             "findings\n",
              files.size() == 2 ? files[0] + " and " + files[1] : files[0], summary.ranks,
              std::max<size_t>(static_cast<size_t>(run.world_size), summary.ranks), count(summary.tracks),
              count(summary.slices), count(summary.instants), count(summary.counter_values), count(summary.flows),
@@ -139,19 +145,22 @@ void writeTimelines(const analysis::AnalysisInput& input, const report::Report& 
   if (summary.flows_unmatched > 0)
     left_out.push_back(fmt::format("{} flows whose other end was not written", count(summary.flows_unmatched)));
   if (summary.flows_backwards > 0)
-    left_out.push_back(fmt::format("{} flows whose target ended before the source began", count(summary.flows_backwards)));
+    left_out.push_back(
+        fmt::format("{} flows whose target ended before the source began", count(summary.flows_backwards)));
   if (summary.too_many_overlaps > 0)
-    left_out.push_back(fmt::format("{} slices overlapping more than 31 others on one track", count(summary.too_many_overlaps)));
+    left_out.push_back(
+        fmt::format("{} slices overlapping more than 31 others on one track", count(summary.too_many_overlaps)));
   if (!left_out.empty()) {
     std::string line;
     for (const auto& item : left_out) line += (line.empty() ? "" : "; ") + item;
     fmt::print(out, "gpuxray: left out: {}\n", line);
   }
   if (perfetto && perfetto->bytesWritten() > kLargeForTheUi) {
-    fmt::print(out,
-               "gpuxray: {} is large for the Perfetto UI in a browser: open it through `trace_processor_shell --httpd {}`, "
-               "or write less with --ranks, --window or --steps\n",
-               output.perfetto_path, output.perfetto_path);
+    fmt::print(
+        out,
+        "gpuxray: {} is large for the Perfetto UI in a browser: open it through `trace_processor_shell --httpd {}`, "
+        "or write less with --ranks, --window or --steps\n",
+        output.perfetto_path, output.perfetto_path);
   }
 }
 

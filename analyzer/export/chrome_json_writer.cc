@@ -28,11 +28,21 @@ void appendJsonEscaped(std::string& out, std::string_view text) {
   }
   for (char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
@@ -105,9 +115,15 @@ void ChromeJsonSink::appendArgs(const SliceEvent& slice) {
     appendJsonEscaped(buffer_, arg.name);
     buffer_ += "\":";
     switch (arg.type) {
-      case Arg::Type::kUint: fmt::format_to(std::back_inserter(buffer_), "{}", arg.uint_value); break;
-      case Arg::Type::kInt: fmt::format_to(std::back_inserter(buffer_), "{}", arg.int_value); break;
-      case Arg::Type::kDouble: appendNumber(buffer_, arg.double_value); break;
+      case Arg::Type::kUint:
+        fmt::format_to(std::back_inserter(buffer_), "{}", arg.uint_value);
+        break;
+      case Arg::Type::kInt:
+        fmt::format_to(std::back_inserter(buffer_), "{}", arg.int_value);
+        break;
+      case Arg::Type::kDouble:
+        appendNumber(buffer_, arg.double_value);
+        break;
       case Arg::Type::kString:
         buffer_ += '"';
         appendJsonEscaped(buffer_, arg.string_value);
@@ -151,8 +167,8 @@ void ChromeJsonSink::track(const TrackSpec& spec) {
       buffer_ += "\"}}";
       startEvent();
       fmt::format_to(std::back_inserter(buffer_),
-                     R"("ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
-                     spec.pid, track.tid, spec.flat_order);
+                     R"("ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})", spec.pid,
+                     track.tid, spec.flat_order);
       break;
     }
     case TrackKind::kCounter:
@@ -163,7 +179,8 @@ void ChromeJsonSink::track(const TrackSpec& spec) {
         track.counter_key = spec.unit == CounterUnit::kBytes ? "bytes" : "value";
       }
       break;
-    case TrackKind::kGroup: break;
+    case TrackKind::kGroup:
+      break;
   }
   maybeFlush();
 }
@@ -206,7 +223,8 @@ void ChromeJsonSink::sliceBegin(const SliceEvent& slice) {
   }
   buffer_ += '}';
   if (unbound_out) flowEvent('s', group, track, slice.start_ns);
-  if (slice.flow_in != nullptr && !slice.flow_in->bind) flowEvent('f', slice.flow_in->group, track, slice.flow_in->enter_ns);
+  if (slice.flow_in != nullptr && !slice.flow_in->bind)
+    flowEvent('f', slice.flow_in->group, track, slice.flow_in->enter_ns);
   maybeFlush();
 }
 

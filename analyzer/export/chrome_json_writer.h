@@ -51,9 +51,9 @@ class ChromeJsonSink final : public TimelineSink {
   uint64_t written_ = 0;
   int64_t origin_ns_ = 0;
   bool first_event_ = true;
-  std::vector<JsonTrack> tracks_;           // by track id
-  std::vector<int32_t> next_tid_;           // by pid: the next tid to hand out
-  std::vector<std::string> escaped_by_key_; // names of the current rank
+  std::vector<JsonTrack> tracks_;            // by track id
+  std::vector<int32_t> next_tid_;            // by pid: the next tid to hand out
+  std::vector<std::string> escaped_by_key_;  // names of the current rank
   std::vector<bool> escaped_known_;
 };
 

@@ -78,7 +78,9 @@ void PerfettoWriter::trackDescriptor(const TrackSpec& spec) {
           });
           break;
         case TrackKind::kGroup:
-        case TrackKind::kSlices: track.stringField(pf::kName, spec.name); break;
+        case TrackKind::kSlices:
+          track.stringField(pf::kName, spec.name);
+          break;
       }
       track.stringField(pf::kDescription, spec.description);
       if (spec.children_in_order) track.uintField(pf::kChildOrdering, pf::kChildOrderingExplicit);
@@ -196,10 +198,18 @@ void PerfettoWriter::event(uint64_t track, uint32_t type, uint64_t timestamp, ui
         event.message(pf::kDebugAnnotations, [&](WireEncoder& annotation) {
           annotation.uintField(pf::kAnnotationNameIid, arg_names[i]);
           switch (arg.type) {
-            case Arg::Type::kUint: varintAlways(annotation, pf::kUintValue, arg.uint_value); break;
-            case Arg::Type::kInt: varintAlways(annotation, pf::kIntValue, static_cast<uint64_t>(arg.int_value)); break;
-            case Arg::Type::kDouble: fixed64Always(annotation, pf::kDoubleValue, doubleBits(arg.double_value)); break;
-            case Arg::Type::kString: annotation.repeatedStringElement(pf::kStringValue, arg.string_value); break;
+            case Arg::Type::kUint:
+              varintAlways(annotation, pf::kUintValue, arg.uint_value);
+              break;
+            case Arg::Type::kInt:
+              varintAlways(annotation, pf::kIntValue, static_cast<uint64_t>(arg.int_value));
+              break;
+            case Arg::Type::kDouble:
+              fixed64Always(annotation, pf::kDoubleValue, doubleBits(arg.double_value));
+              break;
+            case Arg::Type::kString:
+              annotation.repeatedStringElement(pf::kStringValue, arg.string_value);
+              break;
           }
         });
       }
@@ -249,7 +259,9 @@ void PerfettoSink::begin(const TraceInfo& info) {
 }
 
 // Every track of earlier ranks is complete.
-void PerfettoSink::beginRank(int32_t) { writer_.closeSequences(); }
+void PerfettoSink::beginRank(int32_t) {
+  writer_.closeSequences();
+}
 
 void PerfettoSink::sliceBegin(const SliceEvent& slice) {
   uint64_t iid = slice.name.key != 0 ? writer_.internEventName(slice.track, slice.name.key, slice.name.text)
@@ -257,8 +269,9 @@ void PerfettoSink::sliceBegin(const SliceEvent& slice) {
   flow_ids_.clear();
   for (const Flow& flow : slice.flows_out) flow_ids_.push_back(flow.id);
   uint64_t terminating = slice.flow_in != nullptr ? slice.flow_in->id : 0;
-  std::span<const uint64_t> ends = slice.instant && slice.flow_in != nullptr ? std::span<const uint64_t>(&terminating, 1)
-                                                                             : std::span<const uint64_t>();
+  std::span<const uint64_t> ends = slice.instant && slice.flow_in != nullptr
+                                       ? std::span<const uint64_t>(&terminating, 1)
+                                       : std::span<const uint64_t>();
   writer_.event(slice.track, slice.instant ? pf::kTypeInstant : pf::kTypeSliceBegin, timestamp(slice.start_ns), iid,
                 slice.args, flow_ids_, ends);
 }

@@ -33,7 +33,9 @@ constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 constexpr int32_t kThreadsPerProcess = 10'000;
 // Track order within a process, by section; flat orders leave room for items and their lanes.
 enum Section : int32_t { kFindings = 0, kGpu = 1, kNccl = 2, kThreads = 3, kCounters = 4 };
-int32_t flatOrder(Section section, size_t item) { return section * 10'000'000 + static_cast<int32_t>(item % 99'999) * 100; }
+int32_t flatOrder(Section section, size_t item) {
+  return section * 10'000'000 + static_cast<int32_t>(item % 99'999) * 100;
+}
 
 enum class FlowKind : uint64_t { kLaunch = 1, kPointToPoint = 2, kCollective = 3 };
 
@@ -85,8 +87,8 @@ class RankNames {
   }
 
   Name fixed(Fixed which) const {
-    static constexpr std::string_view kTexts[kFixedCount] = {"kernel",           "Memcpy", "Memset", "CUDA API call",
-                                                             "NCCL operation", "range"};
+    static constexpr std::string_view kTexts[kFixedCount] = {"kernel",        "Memcpy",         "Memset",
+                                                             "CUDA API call", "NCCL operation", "range"};
     return {kTexts[which], static_cast<uint32_t>(rank_.strings.size()) + which + 1};
   }
 
@@ -520,37 +522,82 @@ class Exporter {
     closeAll(lanes);
   }
 
+  // One rank's tracks while it is written.
+  struct RankTracks {
+    size_t index = 0;
+    const model::RankTrace* rank = nullptr;
+    int32_t pid = 0;
+    uint64_t process = 0;
+    int32_t next_order = 0;  // among the process's children
+    std::optional<LaneSet> findings;
+    std::vector<LaneSet> streams;                                          // by stream index
+    std::vector<std::pair<LaneSet, std::vector<uint32_t>>> communicators;  // with their operations
+    struct Thread {
+      LaneSet lanes;
+      std::vector<uint32_t> calls;   // host_calls indices, by start
+      std::vector<uint32_t> ranges;  // nvtx indices, by start
+    };
+    std::vector<Thread> threads;
+    uint64_t counters_group = 0;
+    int32_t counter_items = 0;
+    std::map<uint32_t, CounterTrack> memory;                              // by device
+    std::map<uint32_t, OccupancyTrack> occupancy;                         // by device
+    std::vector<std::pair<CounterTrack, std::vector<uint32_t>>> links;    // with their transfers
+    std::vector<std::pair<CounterTrack, std::vector<uint32_t>>> metrics;  // with their samples
+  };
+
   void exportRank(size_t r) {
     const model::RankTrace& rank = run_.ranks[r];
     sink_.beginRank(rank.rank);
     RankNames names(rank);
-    const int32_t pid = processIdOf(rank.rank, r);
+    RankTracks tracks;
+    tracks.index = r;
+    tracks.rank = &rank;
+    tracks.pid = processIdOf(rank.rank, r);
 
     TrackSpec process;
     process.kind = TrackKind::kProcess;
     process.name = processName(rank);
     process.description = rank.path;
-    process.pid = pid;
+    process.pid = tracks.pid;
     process.order = static_cast<int32_t>(r) + 1;
-    const uint64_t process_id = declare(process);
-    int32_t order = 0;
-
-    std::optional<LaneSet> findings;
+    tracks.process = declare(process);
     auto marks = marks_by_rank_.find(rank.rank);
-    if (rank.rank >= 0 && marks != marks_by_rank_.end())
-      findings = lanesFor(childSpec(process_id, pid, TrackKind::kSlices, "findings", order++, flatOrder(kFindings, 0)));
+    if (rank.rank >= 0 && marks != marks_by_rank_.end()) {
+      tracks.findings = lanesFor(childSpec(tracks.process, tracks.pid, TrackKind::kSlices, "findings",
+                                           tracks.next_order++, flatOrder(kFindings, 0)));
+    }
+    declareStreams(tracks);
+    declareCommunicators(tracks);
+    declareThreads(tracks);
+    declareCounters(tracks);
 
-    // GPU streams, one group per device, streams by id.
+    if (tracks.findings) writeFindings(*tracks.findings, marks->second);
+    std::vector<uint32_t> launch_first_sink(rank.host_calls.size(), kNone);
+    std::unordered_map<uint32_t, std::vector<uint32_t>> launch_more_sinks;
+    writeStreams(r, names, tracks.streams, tracks.occupancy, launch_first_sink, launch_more_sinks);
+    for (auto& [lanes, ops] : tracks.communicators) writeCommunicator(r, names, lanes, ops);
+    for (auto& thread : tracks.threads)
+      writeThread(r, names, thread.lanes, thread.calls, thread.ranges, launch_first_sink, launch_more_sinks);
+    writeMemory(rank, tracks.memory);
+    for (auto& [counter, transfers] : tracks.links) writeLink(rank, counter, transfers);
+    for (auto& [counter, samples] : tracks.metrics) writeMetric(rank, counter, samples);
+  }
+
+  // One group per device, its streams by id.
+  void declareStreams(RankTracks& tracks) {
+    const model::RankTrace& rank = *tracks.rank;
     std::vector<size_t> stream_order(rank.streams.size());
     for (size_t i = 0; i < stream_order.size(); ++i) stream_order[i] = i;
     std::sort(stream_order.begin(), stream_order.end(), [&](size_t a, size_t b) {
-      return std::tie(rank.streams[a].device, rank.streams[a].stream) < std::tie(rank.streams[b].device, rank.streams[b].stream);
+      return std::tie(rank.streams[a].device, rank.streams[a].stream) <
+             std::tie(rank.streams[b].device, rank.streams[b].stream);
     });
     std::vector<std::array<uint64_t, 4>> kinds_per_stream(rank.streams.size(), {0, 0, 0, 0});
     for (const auto& a : rank.activities) {
       if (a.stream < kinds_per_stream.size()) ++kinds_per_stream[a.stream][static_cast<size_t>(a.kind)];
     }
-    std::vector<LaneSet> streams(rank.streams.size());
+    tracks.streams.resize(rank.streams.size());
     uint64_t group = 0;
     uint32_t group_device = 0;
     int32_t in_group = 0;
@@ -558,53 +605,61 @@ class Exporter {
       size_t s = stream_order[k];
       const model::StreamKey& key = rank.streams[s];
       if (group == 0 || key.device != group_device) {
-        TrackSpec spec = childSpec(process_id, pid, TrackKind::kGroup, fmt::format("GPU {}", key.device), order++,
-                                   flatOrder(kGpu, k));
+        TrackSpec spec = childSpec(tracks.process, tracks.pid, TrackKind::kGroup, fmt::format("GPU {}", key.device),
+                                   tracks.next_order++, flatOrder(kGpu, k));
         spec.children_in_order = true;
         group = declare(spec);
         group_device = key.device;
         in_group = 0;
       }
       const auto& kinds = kinds_per_stream[s];
-      uint64_t copies = kinds[static_cast<size_t>(ActivityKind::kMemcpy)] + kinds[static_cast<size_t>(ActivityKind::kMemset)];
+      uint64_t copies =
+          kinds[static_cast<size_t>(ActivityKind::kMemcpy)] + kinds[static_cast<size_t>(ActivityKind::kMemset)];
       uint64_t communication = kinds[static_cast<size_t>(ActivityKind::kCommunication)];
       uint64_t compute = kinds[static_cast<size_t>(ActivityKind::kCompute)];
       std::string name = fmt::format("stream {}", key.stream);
       if (communication > compute && communication >= copies) name += " · NCCL";
       if (copies > compute && copies > communication) name += " · copies";
-      streams[s] = lanesFor(childSpec(group, pid, TrackKind::kSlices, name, in_group++, flatOrder(kGpu, k + 1)));
+      tracks.streams[s] =
+          lanesFor(childSpec(group, tracks.pid, TrackKind::kSlices, name, in_group++, flatOrder(kGpu, k + 1)));
     }
+  }
 
-    // NCCL: one track per communicator, pipeline groups first.
+  // One track per communicator, pipeline groups first, then tensor, data and other.
+  void declareCommunicators(RankTracks& tracks) {
+    const model::RankTrace& rank = *tracks.rank;
     std::map<std::tuple<int, uint64_t>, std::vector<uint32_t>> ops_by_comm;
     for (uint32_t i = 0; i < rank.nccl_ops.size(); ++i) {
       uint64_t hash = rank.nccl_ops[i].comm_hash;
       auto info = communicators_.find(hash);
-      int role = info == communicators_.end() ? 9 : static_cast<int>(info->second.role);
-      int rank_of_role = role == static_cast<int>(CommunicatorRole::kPipeline) ? 0
-                         : role == static_cast<int>(CommunicatorRole::kTensor) ? 1
-                         : role == static_cast<int>(CommunicatorRole::kData)   ? 2
-                                                                               : 3;
-      ops_by_comm[{rank_of_role, hash}].push_back(i);
+      CommunicatorRole role = info == communicators_.end() ? CommunicatorRole::kOther : info->second.role;
+      int position = role == CommunicatorRole::kPipeline ? 0
+                     : role == CommunicatorRole::kTensor ? 1
+                     : role == CommunicatorRole::kData   ? 2
+                                                         : 3;
+      ops_by_comm[{position, hash}].push_back(i);
     }
-    std::vector<std::pair<LaneSet, std::vector<uint32_t>>> comms;
-    if (!ops_by_comm.empty()) {
-      TrackSpec spec = childSpec(process_id, pid, TrackKind::kGroup, "NCCL", order++, flatOrder(kNccl, 0));
-      spec.children_in_order = true;
-      uint64_t nccl = declare(spec);
-      int32_t item = 0;
-      for (auto& [key, ops] : ops_by_comm) {
-        uint64_t hash = std::get<1>(key);
-        auto info = communicators_.find(hash);
-        std::string label = info != communicators_.end() ? info->second.label() : fmt::format("{:#018x}", hash);
-        comms.emplace_back(lanesFor(childSpec(nccl, pid, TrackKind::kSlices, label, item, flatOrder(kNccl, static_cast<size_t>(item) + 1))),
-                           std::move(ops));
-        ++item;
-      }
+    if (ops_by_comm.empty()) return;
+    TrackSpec spec =
+        childSpec(tracks.process, tracks.pid, TrackKind::kGroup, "NCCL", tracks.next_order++, flatOrder(kNccl, 0));
+    spec.children_in_order = true;
+    uint64_t nccl = declare(spec);
+    int32_t item = 0;
+    for (auto& [key, ops] : ops_by_comm) {
+      uint64_t hash = std::get<1>(key);
+      auto info = communicators_.find(hash);
+      std::string label = info != communicators_.end() ? info->second.label() : fmt::format("{:#018x}", hash);
+      tracks.communicators.emplace_back(lanesFor(childSpec(nccl, tracks.pid, TrackKind::kSlices, label, item,
+                                                           flatOrder(kNccl, static_cast<size_t>(item) + 1))),
+                                        std::move(ops));
+      ++item;
     }
+  }
 
-    // CPU threads: API calls and NVTX ranges, by thread, threads in order of their first event.
-    // Slots: the rank's API threads, one for calls of an unknown thread, then threads with NVTX only.
+  // API calls and NVTX ranges by thread, threads in order of their first event. Slots: the rank's
+  // API threads, one for calls of an unknown thread, then threads with NVTX ranges only.
+  void declareThreads(RankTracks& tracks) {
+    const model::RankTrace& rank = *tracks.rank;
     std::vector<uint64_t> thread_ids = rank.threads;
     const size_t unknown_thread = thread_ids.size();
     std::unordered_map<uint64_t, uint32_t> thread_index;
@@ -636,11 +691,7 @@ class Exporter {
     auto starts_first = [](const auto& a, const auto& b) {
       return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
     };
-    struct ThreadTrack {
-      size_t slot;
-      int64_t first;
-    };
-    std::vector<ThreadTrack> threads;
+    std::vector<std::pair<int64_t, size_t>> first_event;  // (time, slot)
     for (size_t slot = 0; slot < calls_of_thread.size(); ++slot) {
       auto& calls = calls_of_thread[slot];
       auto& ranges = ranges_of_thread[slot];
@@ -648,108 +699,103 @@ class Exporter {
       auto call_before = [&](uint32_t a, uint32_t b) { return starts_first(rank.host_calls[a], rank.host_calls[b]); };
       if (!std::is_sorted(calls.begin(), calls.end(), call_before)) std::sort(calls.begin(), calls.end(), call_before);
       auto range_before = [&](uint32_t a, uint32_t b) { return starts_first(rank.nvtx[a], rank.nvtx[b]); };
-      if (!std::is_sorted(ranges.begin(), ranges.end(), range_before)) std::sort(ranges.begin(), ranges.end(), range_before);
+      if (!std::is_sorted(ranges.begin(), ranges.end(), range_before))
+        std::sort(ranges.begin(), ranges.end(), range_before);
       int64_t first = std::numeric_limits<int64_t>::max();
       if (!calls.empty()) first = rank.host_calls[calls.front()].start_ns;
       if (!ranges.empty()) first = std::min(first, rank.nvtx[ranges.front()].start_ns);
-      threads.push_back({slot, first});
+      first_event.emplace_back(first, slot);
     }
-    std::stable_sort(threads.begin(), threads.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<LaneSet> thread_lanes;
-    for (size_t t = 0; t < threads.size(); ++t) {
-      size_t slot = threads[t].slot;
+    std::stable_sort(first_event.begin(), first_event.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t t = 0; t < first_event.size(); ++t) {
+      size_t slot = first_event[t].second;
       std::string name = slot == unknown_thread ? "CPU thread (unknown)" : threadLabel(thread_ids[slot]);
       // Viewers know a thread by (pid, tid): tids are made up, unique within the process; beyond
       // what they can number, a thread is a plain track.
-      bool numbered = t < kThreadsPerProcess - 1;
-      TrackSpec spec = childSpec(process_id, pid, numbered ? TrackKind::kThread : TrackKind::kSlices, name, order++,
-                                 flatOrder(kThreads, t));
-      spec.tid = pid * kThreadsPerProcess + static_cast<int32_t>(t) + 1;
-      thread_lanes.push_back(lanesFor(spec));
+      bool numbered = t + 1 < static_cast<size_t>(kThreadsPerProcess);
+      TrackSpec spec = childSpec(tracks.process, tracks.pid, numbered ? TrackKind::kThread : TrackKind::kSlices, name,
+                                 tracks.next_order++, flatOrder(kThreads, t));
+      spec.tid = tracks.pid * kThreadsPerProcess + static_cast<int32_t>(t) + 1;
+      tracks.threads.push_back({lanesFor(spec), std::move(calls_of_thread[slot]), std::move(ranges_of_thread[slot])});
     }
+  }
 
-    // Counters.
-    uint64_t counters_group = 0;
-    int32_t counter_item = 0;
-    auto counterTrack = [&](std::string name, CounterUnit unit, std::string unit_name, bool integer) {
-      if (counters_group == 0) {
-        TrackSpec spec = childSpec(process_id, pid, TrackKind::kGroup, "counters", order++, flatOrder(kCounters, 0));
-        spec.children_in_order = true;
-        counters_group = declare(spec);
-      }
-      TrackSpec spec = childSpec(counters_group, pid, TrackKind::kCounter, std::move(name), counter_item,
-                                 flatOrder(kCounters, static_cast<size_t>(counter_item) + 1));
-      ++counter_item;
-      spec.unit = unit;
-      spec.unit_name = std::move(unit_name);
-      return CounterTrack(sink_, summary_, declare(spec), integer);
-    };
-    std::map<uint32_t, CounterTrack> memory;
-    for (const auto& change : rank.memory) {
-      if (!memory.contains(change.device))
-        memory.emplace(change.device, counterTrack(fmt::format("GPU {} memory in use", change.device),
-                                                   CounterUnit::kBytes, "", true));
+  CounterTrack counterTrack(RankTracks& tracks, std::string name, CounterUnit unit, std::string unit_name,
+                            bool integer) {
+    if (tracks.counters_group == 0) {
+      TrackSpec spec = childSpec(tracks.process, tracks.pid, TrackKind::kGroup, "counters", tracks.next_order++,
+                                 flatOrder(kCounters, 0));
+      spec.children_in_order = true;
+      tracks.counters_group = declare(spec);
     }
-    std::map<uint32_t, OccupancyTrack> occupancy;
+    TrackSpec spec =
+        childSpec(tracks.counters_group, tracks.pid, TrackKind::kCounter, std::move(name), tracks.counter_items,
+                  flatOrder(kCounters, static_cast<size_t>(tracks.counter_items) + 1));
+    ++tracks.counter_items;
+    spec.unit = unit;
+    spec.unit_name = std::move(unit_name);
+    return CounterTrack(sink_, summary_, declare(spec), integer);
+  }
+
+  // Memory in use and estimated occupancy per device, network throughput per peer and direction
+  // (NCCL's proxy transfers), sampled metrics per device.
+  void declareCounters(RankTracks& tracks) {
+    const model::RankTrace& rank = *tracks.rank;
+    for (const auto& change : rank.memory) {
+      if (!tracks.memory.contains(change.device))
+        tracks.memory.emplace(change.device, counterTrack(tracks, fmt::format("GPU {} memory in use", change.device),
+                                                          CounterUnit::kBytes, "", true));
+    }
     for (const auto& key : rank.streams) {
       const format::DeviceProperties* device = deviceOf(rank, key.device);
-      if (device != nullptr && device->sm_count > 0 && !occupancy.contains(key.device))
-        occupancy.emplace(key.device, OccupancyTrack(counterTrack(fmt::format("GPU {} estimated SM occupancy", key.device),
-                                                                  CounterUnit::kNone, "%", true)));
+      if (device != nullptr && device->sm_count > 0 && !tracks.occupancy.contains(key.device))
+        tracks.occupancy.emplace(
+            key.device, OccupancyTrack(counterTrack(tracks, fmt::format("GPU {} estimated SM occupancy", key.device),
+                                                    CounterUnit::kNone, "%", true)));
     }
-    // Network throughput per peer and direction, from NCCL's proxy transfers.
-    std::map<std::tuple<bool, int32_t, int32_t, uint64_t>, std::vector<uint32_t>> links;  // (recv, peer, comm peer, comm)
+    std::map<std::tuple<bool, int32_t, int32_t, uint64_t>, std::vector<uint32_t>>
+        links;  // (recv, peer, comm peer, comm)
     for (uint32_t i = 0; i < rank.transfers.size(); ++i) {
       const auto& t = rank.transfers[i];
       if (t.end_ns <= t.start_ns) continue;
       int32_t peer = globalRankOf(t.comm_hash, t.peer);
       links[{!t.is_send, peer, peer < 0 ? t.peer : 0, peer < 0 ? t.comm_hash : 0}].push_back(i);
     }
-    std::vector<std::pair<CounterTrack, std::vector<uint32_t>>> link_tracks;
     for (auto& [key, transfers] : links) {
       const auto& [receive, peer, comm_peer, comm] = key;
       std::string who = peer >= 0 ? fmt::format("rank {}", peer) : fmt::format("peer {} of {:#x}", comm_peer, comm);
-      link_tracks.emplace_back(counterTrack(fmt::format("network {} {}", receive ? "receive from" : "send to", who),
-                                            CounterUnit::kNone, "GB/s", false),
-                               std::move(transfers));
+      tracks.links.emplace_back(
+          counterTrack(tracks, fmt::format("network {} {}", receive ? "receive from" : "send to", who),
+                       CounterUnit::kNone, "GB/s", false),
+          std::move(transfers));
     }
     std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> metrics;  // (device, name) -> samples
     for (uint32_t i = 0; i < rank.metric_samples.size(); ++i)
       metrics[{rank.metric_samples[i].device, rank.metric_samples[i].name_id}].push_back(i);
-    std::vector<std::pair<CounterTrack, std::vector<uint32_t>>> metric_tracks;
     for (auto& [key, samples] : metrics) {
       std::string_view metric = rank.name(key.second);
-      metric_tracks.emplace_back(counterTrack(fmt::format("GPU {} {}", key.first, metric.empty() ? "metric" : metric),
-                                              CounterUnit::kNone, "", false),
-                                 std::move(samples));
-    }
-
-    // Events, track by track.
-    if (findings) writeFindings(*findings, marks->second);
-    std::vector<uint32_t> launch_first_sink(rank.host_calls.size(), kNone);
-    std::unordered_map<uint32_t, std::vector<uint32_t>> launch_more_sinks;
-    writeStreams(r, names, streams, occupancy, launch_first_sink, launch_more_sinks);
-    for (auto& [lanes, ops] : comms) writeCommunicator(r, names, lanes, ops);
-    for (size_t t = 0; t < threads.size(); ++t)
-      writeThread(r, names, thread_lanes[t], calls_of_thread[threads[t].slot], ranges_of_thread[threads[t].slot],
-                  launch_first_sink, launch_more_sinks);
-    writeMemory(rank, memory);
-    for (auto& [counter, transfers] : link_tracks) writeLink(rank, counter, transfers);
-    for (auto& [counter, samples] : metric_tracks) {
-      for (uint32_t i : samples) {
-        const auto& sample = rank.metric_samples[i];
-        if (!window_.covers(sample.time_ns, sample.time_ns)) {
-          ++summary_.outside_window;
-          continue;
-        }
-        counter.set(sample.time_ns, sample.value);
-      }
-      counter.flush();
+      tracks.metrics.emplace_back(
+          counterTrack(tracks, fmt::format("GPU {} {}", key.first, metric.empty() ? "metric" : metric),
+                       CounterUnit::kNone, "", false),
+          std::move(samples));
     }
   }
 
-  void writeStreams(size_t r, RankNames& names, std::vector<LaneSet>& streams, std::map<uint32_t, OccupancyTrack>& occupancy,
-                    std::vector<uint32_t>& launch_first_sink,
+  void writeMetric(const model::RankTrace& rank, CounterTrack& counter, const std::vector<uint32_t>& samples) {
+    for (uint32_t i : samples) {
+      const auto& sample = rank.metric_samples[i];
+      if (!window_.covers(sample.time_ns, sample.time_ns)) {
+        ++summary_.outside_window;
+        continue;
+      }
+      counter.set(sample.time_ns, sample.value);
+    }
+    counter.flush();
+  }
+
+  void writeStreams(size_t r, RankNames& names, std::vector<LaneSet>& streams,
+                    std::map<uint32_t, OccupancyTrack>& occupancy, std::vector<uint32_t>& launch_first_sink,
                     std::unordered_map<uint32_t, std::vector<uint32_t>>& launch_more_sinks) {
     const model::RankTrace& rank = run_.ranks[r];
     // Per device: the share of the GPU each launch configuration fills (NaN: not yet computed).
@@ -824,11 +870,14 @@ class Exporter {
 
   void writeCommunicator(size_t r, RankNames& names, LaneSet& lanes, std::vector<uint32_t>& ops) {
     const model::RankTrace& rank = run_.ranks[r];
-    auto start = [&](uint32_t i) { return rank.nccl_ops[i].hasGpuTimes() ? rank.nccl_ops[i].gpu_start_ns : rank.nccl_ops[i].enqueue_ns; };
-    auto end = [&](uint32_t i) { return rank.nccl_ops[i].hasGpuTimes() ? rank.nccl_ops[i].gpu_end_ns : rank.nccl_ops[i].enqueue_ns; };
-    std::sort(ops.begin(), ops.end(), [&](uint32_t a, uint32_t b) {
-      return start(a) != start(b) ? start(a) < start(b) : end(a) > end(b);
-    });
+    auto start = [&](uint32_t i) {
+      return rank.nccl_ops[i].hasGpuTimes() ? rank.nccl_ops[i].gpu_start_ns : rank.nccl_ops[i].enqueue_ns;
+    };
+    auto end = [&](uint32_t i) {
+      return rank.nccl_ops[i].hasGpuTimes() ? rank.nccl_ops[i].gpu_end_ns : rank.nccl_ops[i].enqueue_ns;
+    };
+    std::sort(ops.begin(), ops.end(),
+              [&](uint32_t a, uint32_t b) { return start(a) != start(b) ? start(a) < start(b) : end(a) > end(b); });
     for (uint32_t i : ops) {
       const model::NcclOp& op = rank.nccl_ops[i];
       if (!window_.covers(start(i), end(i))) {

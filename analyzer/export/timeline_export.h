@@ -32,10 +32,10 @@ struct ExportSummary {
   uint64_t flows = 0;
   uint64_t findings = 0;  // timeline marks drawn (counted in slices and instants too)
   // What was left out, and why.
-  uint64_t outside_window = 0;    // records outside the window
-  uint64_t flows_unmatched = 0;   // the other end is on a rank or at a time not written, or unknown
-  uint64_t flows_backwards = 0;   // the target ended before its source began (clocks disagree)
-  uint64_t too_many_overlaps = 0; // slices overlapping too many others on one track
+  uint64_t outside_window = 0;     // records outside the window
+  uint64_t flows_unmatched = 0;    // the other end is on a rank or at a time not written, or unknown
+  uint64_t flows_backwards = 0;    // the target ended before its source began (clocks disagree)
+  uint64_t too_many_overlaps = 0;  // slices overlapping too many others on one track
 
   uint64_t events() const { return slices + instants + counter_values; }
 };

@@ -34,10 +34,10 @@ struct TrackSpec {
   TrackKind kind = TrackKind::kSlices;
   std::string name;
   std::string description;
-  int32_t order = 0;       // among its siblings, >= 0
-  int32_t flat_order = 0;  // among all tracks of its process (formats that have no nesting)
-  int32_t pid = 0;         // its process, for every track
-  int32_t tid = 0;         // thread tracks
+  int32_t order = 0;               // among its siblings, >= 0
+  int32_t flat_order = 0;          // among all tracks of its process (formats that have no nesting)
+  int32_t pid = 0;                 // its process, for every track
+  int32_t tid = 0;                 // thread tracks
   bool children_in_order = false;  // children are shown by `order` (else by the viewer's choice)
   CounterUnit unit = CounterUnit::kNone;
   std::string unit_name;

@@ -39,20 +39,31 @@ constexpr double kTargetRatio = 0.2;
 // Kernel names as CUPTI reports them, from a bf16 transformer training step.
 constexpr const char* kKernelNames[] = {
     "ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_stages_64x3_tn",
-    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
-    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_"
+    "cublas",
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_"
+    "cublas",
     "triton_poi_fused_add_0",
     "triton_red_fused_native_layer_norm_1",
-    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIN3c108BFloat16EEENS_6detail5ArrayIPcLi3EEEEEviT0_T1_",
-    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13BinaryFunctorIfffNS0_15binary_internal10MulFunctorIfEEEENS_6detail5ArrayIPcLi3EEEEEviT0_T1_",
-    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15GeluCUDAFunctorIN3c108BFloat16EEENS_6detail5ArrayIPcLi2EEEEEviT0_T1_",
+    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIN3c108BFloat16EEENS_"
+    "6detail5ArrayIPcLi3EEEEEviT0_T1_",
+    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13BinaryFunctorIfffNS0_15binary_internal10MulFunctorIfEEEENS_"
+    "6detail5ArrayIPcLi3EEEEEviT0_T1_",
+    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15GeluCUDAFunctorIN3c108BFloat16EEENS_"
+    "6detail5ArrayIPcLi2EEEEEviT0_T1_",
     "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_11sum_functorIfffEEjfLi4EEEEEvT1_",
     "_ZN2at6native12_GLOBAL__N_128vectorized_layer_norm_kernelIN3c108BFloat16EfEEviT0_PKT_S8_S8_PS5_S9_PS6_",
-    "_ZN2at6native43_GLOBAL__N__2b6e8dbf_13_SoftMax_cu_9f978f6323cunn_SoftMaxForwardSmemILi8EN3c108BFloat16EffNS1_22SoftMaxForwardEpilogueEEEvPT2_PKT0_l",
-    "_ZN13pytorch_flash16flash_fwd_kernelINS_23Flash_fwd_kernel_traitsILi128ELi128ELi64ELi4ELb0ELb0EN7cutlass10bfloat16_tENS_19Flash_kernel_traitsILi128ELi128ELi64ELi4ES3_EEEELb0ELb1ELb0ELb0ELb0ELb1ELb0ELb0EEEvNS_16Flash_fwd_paramsE",
-    "_ZN2at6native12_GLOBAL__N_124fused_dropout_kernel_vecIN3c108BFloat16EfjLi1ELi4EhEEvNS_4cuda6detail10TensorInfoIKT_T1_EENS6_IS7_S9_EENS6_IT4_S9_EES9_T0_NS_15PhiloxCudaStateE",
-    "_ZN2at6native12_GLOBAL__N_125multi_tensor_apply_kernelINS1_18TensorListMetadataILi4EEENS1_20FusedAdamMathFunctorIfLi4ELNS1_9ADAM_MODEE0ELb0EEEJPfddddddbPKfS9_EEEvT_T0_DpT1_",
-    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_12copy_functorIfN3c108BFloat16EEENS_6detail5ArrayIPcLi2EEEEEviT0_T1_",
+    "_ZN2at6native43_GLOBAL__N__2b6e8dbf_13_SoftMax_cu_9f978f6323cunn_SoftMaxForwardSmemILi8EN3c108BFloat16EffNS1_"
+    "22SoftMaxForwardEpilogueEEEvPT2_PKT0_l",
+    "_ZN13pytorch_flash16flash_fwd_kernelINS_23Flash_fwd_kernel_"
+    "traitsILi128ELi128ELi64ELi4ELb0ELb0EN7cutlass10bfloat16_tENS_19Flash_kernel_traitsILi128ELi128ELi64ELi4ES3_"
+    "EEEELb0ELb1ELb0ELb0ELb0ELb1ELb0ELb0EEEvNS_16Flash_fwd_paramsE",
+    "_ZN2at6native12_GLOBAL__N_124fused_dropout_kernel_vecIN3c108BFloat16EfjLi1ELi4EhEEvNS_4cuda6detail10TensorInfoIKT_"
+    "T1_EENS6_IS7_S9_EENS6_IT4_S9_EES9_T0_NS_15PhiloxCudaStateE",
+    "_ZN2at6native12_GLOBAL__N_125multi_tensor_apply_kernelINS1_18TensorListMetadataILi4EEENS1_"
+    "20FusedAdamMathFunctorIfLi4ELNS1_9ADAM_MODEE0ELb0EEEJPfddddddbPKfS9_EEEvT_T0_DpT1_",
+    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_12copy_functorIfN3c108BFloat16EEENS_"
+    "6detail5ArrayIPcLi2EEEEEviT0_T1_",
 };
 constexpr const char* kNcclKernel = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
 
@@ -112,7 +123,8 @@ model::RankTrace makeRank(int rank, int world, uint64_t kernels, bool kernels_on
   r.api_functions.push_back(launch);
   r.threads.push_back(140'000 + static_cast<uint64_t>(rank));
   for (uint32_t grid : {132u, 264u, 1056u, 4096u, 16u}) {
-    for (uint32_t block : {128u, 256u, 512u}) r.launch_configs.push_back({grid, 1, 1, block, 1, 1, 32 + grid % 64, 0, 0});
+    for (uint32_t block : {128u, 256u, 512u})
+      r.launch_configs.push_back({grid, 1, 1, block, 1, 1, 32 + grid % 64, 0, 0});
   }
   r.streams = {{d.device_id, 7}, {d.device_id, 13}};
   if (!kernels_only) r.communicators.push_back({kComm, "dp", rank, world, std::max(1, world / 8), rank, d.device_id});
@@ -155,8 +167,8 @@ model::RankTrace makeRank(int rank, int world, uint64_t kernels, bool kernels_on
         r.nccl_ops.push_back(op);
         r.memory.push_back({a.start_ns, 1 << 30, d.device_id});
         r.memory.push_back({a.end_ns, -(1 << 30), d.device_id});
-        r.nvtx.push_back({step_start, a.end_ns, intern(fmt::format("ProfilerStep#{}", step).c_str()), domain,
-                          r.threads.front(), 0});
+        r.nvtx.push_back(
+            {step_start, a.end_ns, intern(fmt::format("ProfilerStep#{}", step).c_str()), domain, r.threads.front(), 0});
         ++step;
         step_start = a.end_ns + 1'000;
       }
@@ -202,7 +214,8 @@ model::RunTrace makeRun(const Options& options, bool kernels_only) {
   model::RunTrace run;
   run.run_id = "export-benchmark";
   run.world_size = options.ranks;
-  for (int r = 0; r < options.ranks; ++r) run.ranks.push_back(makeRank(r, options.ranks, options.kernels, kernels_only));
+  for (int r = 0; r < options.ranks; ++r)
+    run.ranks.push_back(makeRank(r, options.ranks, options.kernels, kernels_only));
   return run;
 }
 

@@ -218,7 +218,8 @@ DecodedTrace decodePerfettoTrace(const std::string& bytes) {
         out.root_orders_explicitly = d.process_ordering() == pp::TrackDescriptor::PROCESS_ORDERING_EXPLICIT;
         continue;
       }
-      if (out.track(d.uuid()) != nullptr) out.errors.push_back(where + ": track " + std::to_string(d.uuid()) + " declared twice");
+      if (out.track(d.uuid()) != nullptr)
+        out.errors.push_back(where + ": track " + std::to_string(d.uuid()) + " declared twice");
       if (d.parent_uuid() != 0 && out.track(d.parent_uuid()) == nullptr)
         out.errors.push_back(where + ": track " + std::to_string(d.uuid()) + " has an undeclared parent");
       if (d.sibling_order_rank() < 0) out.errors.push_back(where + ": negative sibling order");
@@ -275,8 +276,9 @@ DecodedTrace decodePerfettoTrace(const std::string& bytes) {
     }
     if (!packet.has_timestamp()) out.errors.push_back(where + ": track event without timestamp");
     uint32_t clock_id = packet.has_timestamp_clock_id() ? packet.timestamp_clock_id()
-                        : state.defaults && state.defaults->has_timestamp_clock_id() ? state.defaults->timestamp_clock_id()
-                                                                                    : kBoottime;
+                        : state.defaults && state.defaults->has_timestamp_clock_id()
+                            ? state.defaults->timestamp_clock_id()
+                            : kBoottime;
     if (clock_id == kBoottime) {
       event.ts = static_cast<int64_t>(packet.timestamp());
     } else if (auto clock = state.clocks.find(clock_id); clock != state.clocks.end()) {
@@ -290,7 +292,8 @@ DecodedTrace decodePerfettoTrace(const std::string& bytes) {
     if (e.has_name_iid()) {
       auto it = state.event_names.find(e.name_iid());
       if (it == state.event_names.end()) {
-        out.errors.push_back(where + ": event name iid " + std::to_string(e.name_iid()) + " used before it was defined");
+        out.errors.push_back(where + ": event name iid " + std::to_string(e.name_iid()) +
+                             " used before it was defined");
       } else {
         event.name = it->second;
       }
@@ -303,7 +306,8 @@ DecodedTrace decodePerfettoTrace(const std::string& bytes) {
         uses_interning = true;
         auto it = state.annotation_names.find(a.name_iid());
         if (it == state.annotation_names.end()) {
-          out.errors.push_back(where + ": annotation name iid " + std::to_string(a.name_iid()) + " used before it was defined");
+          out.errors.push_back(where + ": annotation name iid " + std::to_string(a.name_iid()) +
+                               " used before it was defined");
         } else {
           name = it->second;
         }
@@ -323,8 +327,9 @@ DecodedTrace decodePerfettoTrace(const std::string& bytes) {
     }
     bool counter = event.type == pp::TrackEvent::TYPE_COUNTER;
     if (counter != (track->kind == DecodedTrack::Kind::kCounter))
-      out.errors.push_back(where + ": " + (counter ? "counter value on a non-counter track" : "slice on a counter track") +
-                           " '" + track->name + "'");
+      out.errors.push_back(where + ": " +
+                           (counter ? "counter value on a non-counter track" : "slice on a counter track") + " '" +
+                           track->name + "'");
     if (counter && !e.has_counter_value() && !e.has_double_counter_value())
       out.errors.push_back(where + ": counter event without a value");
     auto [last, first] = last_time.try_emplace(event.track, event.ts);
@@ -341,7 +346,8 @@ DecodedTrace decodePerfettoTrace(const std::string& bytes) {
   auto startFlows = [&](const Event& e, size_t slice) {
     for (uint64_t id : e.flow_ids) {
       if (!active_flows.emplace(id, slice).second)
-        out.errors.push_back("flow " + std::to_string(id) + " started twice (packet " + std::to_string(e.position) + ")");
+        out.errors.push_back("flow " + std::to_string(id) + " started twice (packet " + std::to_string(e.position) +
+                             ")");
     }
   };
   auto endFlows = [&](const Event& e, size_t slice) {
@@ -381,8 +387,11 @@ DecodedTrace decodePerfettoTrace(const std::string& bytes) {
         startFlows(e, out.slices.size() - 1);
         endFlows(e, out.slices.size() - 1);
         break;
-      case pp::TrackEvent::TYPE_COUNTER: out.counters.push_back({e.track, e.ts, e.counter}); break;
-      default: out.errors.push_back("track event of unknown type (packet " + std::to_string(e.position) + ")");
+      case pp::TrackEvent::TYPE_COUNTER:
+        out.counters.push_back({e.track, e.ts, e.counter});
+        break;
+      default:
+        out.errors.push_back("track event of unknown type (packet " + std::to_string(e.position) + ")");
     }
   }
   for (const auto& [track, stack] : open) {
@@ -477,13 +486,14 @@ JsonTraceSummary checkChromeJson(const std::string& text) {
   }
   for (const auto& [id, starts] : flow_starts) {
     for (const auto& [ts, pid, tid] : starts) {
-      if (!starts_slice(pid, tid, ts)) summary.errors.push_back("flow start " + std::to_string(id) + " is not at a slice");
+      if (!starts_slice(pid, tid, ts))
+        summary.errors.push_back("flow start " + std::to_string(id) + " is not at a slice");
     }
   }
   for (const auto& [id, ts, pid, tid] : flow_ends) {
     auto starts = flow_starts.find(id);
-    bool started = starts != flow_starts.end() &&
-                   std::any_of(starts->second.begin(), starts->second.end(), [&](const auto& s) { return std::get<0>(s) < ts; });
+    bool started = starts != flow_starts.end() && std::any_of(starts->second.begin(), starts->second.end(),
+                                                              [&](const auto& s) { return std::get<0>(s) < ts; });
     if (!started) {
       summary.errors.push_back("flow end " + std::to_string(id) + " has no start before it");
     } else if (!inside_slice(pid, tid, ts)) {

@@ -76,10 +76,10 @@ struct DecodedTrace {
 DecodedTrace decodePerfettoTrace(const std::string& bytes);
 
 struct JsonTraceSummary {
-  size_t slices = 0;          // ph X and ph i
-  size_t counter_values = 0;  // ph C
-  size_t flows = 0;           // arrows that Perfetto's JSON importer would draw
-  std::map<int64_t, std::string> process_names;                    // pid -> name
+  size_t slices = 0;                                                // ph X and ph i
+  size_t counter_values = 0;                                        // ph C
+  size_t flows = 0;                                                 // arrows that Perfetto's JSON importer would draw
+  std::map<int64_t, std::string> process_names;                     // pid -> name
   std::map<std::pair<int64_t, int64_t>, std::string> thread_names;  // (pid, tid) -> name
   std::map<int64_t, int64_t> process_sort_index;
   std::map<std::pair<int64_t, int64_t>, int64_t> thread_sort_index;
