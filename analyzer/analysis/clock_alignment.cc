@@ -347,6 +347,7 @@ class Aligner {
     for (auto& m : rank.memory) m.time_ns = shift(m.time_ns);
     for (auto& op : rank.nccl_ops) nonzero(op.enqueue_ns), nonzero(op.gpu_start_ns), nonzero(op.gpu_end_ns);
     for (auto& t : rank.transfers) nonzero(t.start_ns), nonzero(t.end_ns);
+    for (auto& m : rank.metric_samples) m.time_ns = shift(m.time_ns);
   }
 
   void apply() {
@@ -400,7 +401,7 @@ void analyzeClock(const AnalysisInput& input, report::Report& report) {
   auto& section = report.addSection("clock", "Clock alignment across hosts");
   const ClockAlignment* clock = input.clock;
   if (clock == nullptr) {
-    section.notes.push_back("Not aligned (--no-align): every rank's times are compared as recorded.");
+    section.notes.push_back("Not aligned (--no-align, or --compat hta as HTA does): every rank's times are compared as recorded.");
     return;
   }
   if (clock->anchors_applied)

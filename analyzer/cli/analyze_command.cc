@@ -1,7 +1,7 @@
 // `gpuxray analyze DIR...`: loads the ranks of a run (gpuxray traces or PyTorch-profiler traces),
 // puts them on one clock, finds its steps, runs every analysis and prints the report (text, JSON or
 // Markdown). --fail-on thresholds turn findings into exit code 3; --compat hta gives Holistic Trace
-// Analysis's figures.
+// Analysis's figures; --perfetto / --chrome-json also write the run's timeline with the findings drawn in.
 
 #include <fmt/core.h>
 #include <unistd.h>
@@ -19,6 +19,8 @@
 #include "analyzer/analysis/steps.h"
 #include "analyzer/analysis/thresholds.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/number_list.h"
+#include "analyzer/cli/timeline_output.h"
 #include "analyzer/errors.h"
 #include "analyzer/load/run_loader.h"
 
@@ -39,53 +41,33 @@ struct AnalyzeOptions {
   size_t top = 10;
   std::string compat;
   bool include_last_step = false;
+  TimelineOutput timeline;
 };
 
-// "1.5:4" -> seconds from the run's first GPU activity, as [start, end) in ns. Either side may be
-// empty ("2:" = from 2 s on).
+// "1.5:4", "200ms:1.2s" -> [start, end) in ns from the run's first GPU activity; a number without a
+// unit is seconds, and either side may be empty ("2:" = from 2 s on).
 std::pair<int64_t, int64_t> parseWindow(const std::string& text) {
-  size_t colon = text.find(':');
-  auto seconds = [&](const std::string& part, double fallback) {
+  auto nanoseconds = [](const std::string& part, double fallback) {
     if (part.empty()) return fallback;
     size_t used = 0;
     double value = std::stod(part, &used);
-    if (used != part.size() || value < 0) throw std::invalid_argument(part);
-    return value;
+    std::string unit = part.substr(used);
+    double scale = unit.empty() || unit == "s" ? 1e9 : unit == "ms" ? 1e6 : unit == "us" ? 1e3 : unit == "ns" ? 1.0 : -1.0;
+    if (scale < 0 || value < 0) throw std::invalid_argument(part);
+    return value * scale;
   };
   try {
+    size_t colon = text.find(':');
     if (colon == std::string::npos) throw std::invalid_argument(text);
-    double start = seconds(text.substr(0, colon), 0);
-    double end = seconds(text.substr(colon + 1), 1e9);
+    double start = nanoseconds(text.substr(0, colon), 0);
+    double end = nanoseconds(text.substr(colon + 1), 9e18);
     if (end <= start) throw std::invalid_argument(text);
-    return {static_cast<int64_t>(start * 1e9), static_cast<int64_t>(std::min(end * 1e9, 9e18))};
+    return {static_cast<int64_t>(start), static_cast<int64_t>(std::min(end, 9e18))};
   } catch (const std::exception&) {
-    throw UsageError(fmt::format("--window '{}': expected START:END in seconds from the first GPU activity, e.g. 10:20", text));
+    throw UsageError(fmt::format(
+        "--window '{}': expected START:END from the first GPU activity, in s (default), ms, us or ns, e.g. 10:20 or 200ms:1.2s",
+        text));
   }
-}
-
-// "0,2,4-7" -> {0, 2, 4, 5, 6, 7}
-std::vector<int64_t> parseNumberList(const std::vector<std::string>& items, const char* option) {
-  std::vector<int64_t> numbers;
-  for (const auto& item : items) {
-    size_t start = 0;
-    while (start <= item.size()) {
-      size_t comma = item.find(',', start);
-      std::string part = item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      start = comma == std::string::npos ? item.size() + 1 : comma + 1;
-      if (part.empty()) continue;
-      try {
-        size_t dash = part.find('-', 1);
-        size_t used = 0;
-        int64_t first = std::stoll(part.substr(0, dash), &used);
-        int64_t last = dash == std::string::npos ? first : std::stoll(part.substr(dash + 1));
-        if (last < first || last - first > 1'000'000) throw std::invalid_argument(part);
-        for (int64_t n = first; n <= last; ++n) numbers.push_back(n);
-      } catch (const std::exception&) {
-        throw UsageError(fmt::format("{} '{}': expected numbers and ranges such as 0,2,4-7", option, part));
-      }
-    }
-  }
-  return numbers;
 }
 
 report::RunSummary summarize(const analysis::AnalysisInput& input) {
@@ -164,6 +146,7 @@ ExitCode runAnalyze(const AnalyzeOptions& options) {
   report.warnings = run.warnings;
   analysis::runAnalyses(input, report);
   analysis::applyThresholds(thresholds, analysis::knownMetrics(), report);
+  if (options.timeline.wanted()) writeTimelines(input, report, options.timeline, input.options.steps, stderr);
 
   std::string rendered = options.output_format == "json"       ? report::renderJson(report)
                          : options.output_format == "markdown" ? report::renderMarkdown(report)
@@ -195,13 +178,18 @@ CommandAction addAnalyzeCommand(CLI::App& app) {
   command->add_option("--fail-on", options->fail_on,
                       "Exit with 3 when a metric crosses a threshold, e.g. exposed_comm_pct>20 (repeatable)");
   command->add_option("--window", options->window,
-                      "Analyze only START:END, in seconds from the run's first GPU activity (e.g. 10:20)");
+                      "Analyze (and draw) only START:END from the run's first GPU activity, e.g. 10:20 (seconds) or "
+                      "200ms:1.2s");
   command->add_option("--top", options->top, "Rows in the top-N tables (default 10)");
   command->add_option("--compat", options->compat,
                       "hta: the time breakdown, overlap and idle time exactly as Holistic Trace Analysis 0.6.1 "
                       "computes them (whole-microsecond times, last ProfilerStep dropped, cuda_sync counted as busy)");
   command->add_flag("--include-last-step", options->include_last_step,
                     "With --compat hta: keep the last ProfilerStep (HTA's include_last_profiler_step=True)");
+  command->add_option("--perfetto", options->timeline.perfetto_path,
+                      "Also write the run's timeline, findings drawn in, as a Perfetto trace (open in ui.perfetto.dev)");
+  command->add_option("--chrome-json", options->timeline.chrome_json_path,
+                      "Also write the timeline as Chrome trace-event JSON (for tools that read only that)");
   return [options] { return runAnalyze(*options); };
 }
 

@@ -19,5 +19,6 @@ CommandAction addRunCommand(CLI::App& app);
 CommandAction addSimulateCommand(CLI::App& app);
 CommandAction addPlanCommand(CLI::App& app);
 CommandAction addConvertCommand(CLI::App& app);
+CommandAction addExportCommand(CLI::App& app);
 
 }  // namespace gpuxray::cli

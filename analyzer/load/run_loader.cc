@@ -74,8 +74,17 @@ class RankBuilder {
       a.detail = saturated32(m.bytes);
       copies_.push_back(a);
     }
+    for (const auto& f : batch.api_functions) {
+      uint64_t key = (uint64_t{static_cast<uint32_t>(f.domain)} << 32) | f.cbid;
+      auto [it, inserted] = functions_.try_emplace(key, 0);
+      if (inserted && rank_.api_functions.size() <= std::numeric_limits<uint16_t>::max()) {
+        it->second = static_cast<uint16_t>(rank_.api_functions.size());
+        rank_.api_functions.push_back(local(f.name_id));
+      }
+    }
     for (const auto& c : batch.api_calls) {
-      rank_.host_calls.push_back({static_cast<int64_t>(c.start_ns), static_cast<int64_t>(c.end_ns), c.correlation_id});
+      rank_.host_calls.push_back({static_cast<int64_t>(c.start_ns), static_cast<int64_t>(c.end_ns), c.correlation_id,
+                                  threadIndex(c.thread_id), functionIndex(c.domain, c.cbid)});
     }
     for (const auto& s : batch.synchronizations) {
       if (s.stream == kNoSynchronizationStream) continue;
@@ -131,6 +140,9 @@ class RankBuilder {
     header.clock_anchors.insert(header.clock_anchors.end(), batch.clock_anchors.begin(), batch.clock_anchors.end());
     header.devices.insert(header.devices.end(), batch.devices.begin(), batch.devices.end());
     header.links.insert(header.links.end(), batch.links.begin(), batch.links.end());
+    for (const auto& m : batch.metric_samples) {
+      rank_.metric_samples.push_back({static_cast<int64_t>(m.timestamp_ns), m.value, local(m.metric_id), m.device});
+    }
     for (const auto& t : batch.net_transfers) {
       rank_.transfers.push_back({t.operation_id, t.comm_hash, t.peer, t.channel, t.is_send, t.bytes,
                                  static_cast<int64_t>(t.start_ns), static_cast<int64_t>(t.end_ns), t.wait_gpu_ns,
@@ -159,6 +171,7 @@ class RankBuilder {
     sortIfNeeded(rank_.host_calls, [](const auto& a, const auto& b) { return a.correlation_id < b.correlation_id; });
     rank_.host_calls.shrink_to_fit();
     sortIfNeeded(rank_.nccl_ops, [](const auto& a, const auto& b) { return a.enqueue_ns < b.enqueue_ns; });
+    sortIfNeeded(rank_.metric_samples, [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
   }
 
  private:
@@ -221,6 +234,32 @@ class RankBuilder {
     return it->second;
   }
 
+  uint16_t functionIndex(format::ApiDomain domain, uint32_t cbid) {
+    uint64_t key = (uint64_t{static_cast<uint32_t>(domain)} << 32) | cbid;
+    if (key == last_function_key_) return last_function_;
+    auto it = functions_.find(key);
+    if (it == functions_.end()) return 0;
+    last_function_key_ = key;
+    last_function_ = it->second;
+    return last_function_;
+  }
+
+  // Threads beyond 2^16 share the last index.
+  uint16_t threadIndex(uint64_t thread_id) {
+    if (last_thread_ < rank_.threads.size() && rank_.threads[last_thread_] == thread_id) return last_thread_;
+    auto [it, inserted] = threads_.try_emplace(thread_id, 0);
+    if (inserted) {
+      if (rank_.threads.size() <= std::numeric_limits<uint16_t>::max()) {
+        it->second = static_cast<uint16_t>(rank_.threads.size());
+        rank_.threads.push_back(thread_id);
+      } else {
+        it->second = std::numeric_limits<uint16_t>::max();
+      }
+    }
+    last_thread_ = it->second;
+    return last_thread_;
+  }
+
   uint16_t streamIndex(uint32_t device, uint32_t stream) {
     model::StreamKey key{device, stream};
     if (last_stream_ < rank_.streams.size() && rank_.streams[last_stream_] == key) return last_stream_;
@@ -241,7 +280,12 @@ class RankBuilder {
   std::vector<int8_t> kinds_{-1};
   std::unordered_map<model::LaunchConfig, uint32_t, LaunchConfigHash> configs_;
   std::unordered_map<std::string, uint32_t> own_strings_;
+  std::unordered_map<uint64_t, uint16_t> functions_;  // (domain, cbid) -> index into api_functions
+  std::unordered_map<uint64_t, uint16_t> threads_;    // OS thread id -> index into threads
   uint16_t last_stream_ = 0;
+  uint16_t last_thread_ = 0;
+  uint64_t last_function_key_ = ~uint64_t{0};
+  uint16_t last_function_ = 0;
 };
 
 unsigned workerCount(unsigned requested, size_t files) {

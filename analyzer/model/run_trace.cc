@@ -4,6 +4,8 @@
 
 namespace gpuxray::model {
 
+static_assert(sizeof(HostCall) == 24, "a run holds one HostCall per API call: keep it small");
+
 std::string_view activityKindName(ActivityKind kind) {
   switch (kind) {
     case ActivityKind::kCompute: return "compute";
@@ -78,6 +80,7 @@ uint64_t RunTrace::keepWindow(int64_t start_ns, int64_t end_ns) {
     drop(rank.nccl_ops, [](const auto& o) { return o.enqueue_ns; },
          [](const auto& o) { return std::max(o.enqueue_ns, o.gpu_end_ns); });
     drop(rank.transfers, [](const auto& t) { return t.start_ns; }, [](const auto& t) { return t.end_ns; });
+    drop(rank.metric_samples, [](const auto& m) { return m.time_ns; }, [](const auto& m) { return m.time_ns; });
     // Memory changes before the window still set the level inside it: only later ones go.
     size_t before = rank.memory.size();
     std::erase_if(rank.memory, [&](const auto& m) { return m.time_ns >= end_ns; });

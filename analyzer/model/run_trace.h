@@ -61,11 +61,13 @@ struct StreamKey {
 };
 
 // A runtime or driver call on the host, as far as the analyses need it: when the CPU issued the
-// work with this correlation id.
+// work with this correlation id, on which thread, and which function it was (24 bytes).
 struct HostCall {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   uint32_t correlation_id = 0;
+  uint16_t thread = 0;    // index into RankTrace::threads
+  uint16_t function = 0;  // index into RankTrace::api_functions
 };
 
 // Domains of the ranges imported from PyTorch-profiler traces: record_function ranges and
@@ -94,6 +96,14 @@ struct NvtxRange {
 struct MemoryChange {
   int64_t time_ns = 0;
   int64_t delta_bytes = 0;
+  uint32_t device = 0;
+};
+
+// A GPU metric sampled during the run (CUPTI PM sampling), e.g. SM throughput in %.
+struct MetricSample {
+  int64_t time_ns = 0;
+  double value = 0;
+  uint32_t name_id = 0;
   uint32_t device = 0;
 };
 
@@ -160,6 +170,8 @@ struct RankTrace {
   std::vector<StreamKey> streams;
   std::vector<GpuActivity> activities;  // by start time
   std::vector<HostCall> host_calls;     // by correlation id
+  std::vector<uint64_t> threads;        // the OS thread ids HostCall::thread indexes
+  std::vector<uint32_t> api_functions{0};  // HostCall::function -> string id of its name; 0: unknown
   std::vector<NvtxRange> nvtx;          // by start time
   std::vector<MemoryChange> memory;     // by time
   std::vector<Communicator> communicators;
@@ -168,6 +180,7 @@ struct RankTrace {
   // The header's links and those written during capture (CUPTI reports NVLink and PCIe links as
   // activity records), each once.
   std::vector<format::Link> links;
+  std::vector<MetricSample> metric_samples;  // by time
   uint64_t records_read = 0;
   // Added to every time of this rank to put it on the run's clock (0 until aligned).
   int64_t clock_offset_ns = 0;

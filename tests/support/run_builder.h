@@ -32,6 +32,8 @@ struct RankBuilder {
   double clock_drift_ppm = 0;
   // What the file's clock anchor says: CLOCK_REALTIME = capture clock + this.
   int64_t anchor_realtime_minus_capture_us = 0;
+  // The CPU thread that launches the kernels (cudaLaunchKernel) and opens the NVTX ranges.
+  uint64_t thread_id = 0;
   std::vector<std::string> strings;  // interned at write time, by name
   struct Kernel {
     std::string name;
@@ -58,6 +60,11 @@ struct RankBuilder {
     format::NetTransferRecord record;
     double start_us, end_us;
   };
+  struct Metric {
+    std::string name;
+    double time_us;
+    double value;
+  };
   std::vector<Kernel> kernels;
   std::vector<Launch> launches;
   std::vector<Op> ops;
@@ -67,6 +74,7 @@ struct RankBuilder {
   std::vector<format::MemoryEventRecord> memory;
   // Links reported during capture (as CUPTI's NVLink and PCIe records are), besides header.links.
   std::vector<format::Link> link_records;
+  std::vector<Metric> metrics;
   uint32_t next_correlation = 1;
 
   uint64_t ns(double us) const {
@@ -171,6 +179,27 @@ struct RankBuilder {
     return *this;
   }
 
+  // Device memory allocated (positive) or released at `time_us`.
+  RankBuilder& memoryChange(double time_us, int64_t bytes) {
+    format::MemoryEventRecord m;
+    m.timestamp_ns = ns(time_us);
+    m.operation = bytes >= 0 ? format::MemoryOperation::kAllocate : format::MemoryOperation::kRelease;
+    m.bytes = static_cast<uint64_t>(bytes >= 0 ? bytes : -bytes);
+    m.memory_kind = format::MemoryKind::kDevice;
+    memory.push_back(m);
+    return *this;
+  }
+
+  // A network transfer of NCCL's proxy to communicator rank `peer`, of no operation in particular.
+  RankBuilder& netTransfer(uint64_t comm, int peer, bool send, double start_us, double end_us, uint64_t bytes) {
+    return netTransfer(comm, 0, send, peer, 0, start_us, end_us, bytes);
+  }
+
+  RankBuilder& metric(const std::string& name, double time_us, double value) {
+    metrics.push_back({name, time_us, value});
+    return *this;
+  }
+
   void write(const std::filesystem::path& dir) const {
     auto sink = std::make_unique<format::FileSink>((dir / format::traceFileName(header.rank, "", 0)).string());
     format::TraceWriter writer(std::move(sink));
@@ -191,8 +220,10 @@ struct RankBuilder {
       writer.add(r);
     }
     writer.flush();
+    if (!launches.empty()) writer.defineApiFunction(format::ApiDomain::kRuntime, 211, "cudaLaunchKernel");
     for (const auto& l : launches) {
       format::ApiCallRecord call;
+      call.thread_id = thread_id;
       call.start_ns = ns(l.start_us);
       call.end_ns = ns(l.end_us);
       call.domain = format::ApiDomain::kRuntime;
@@ -226,6 +257,14 @@ struct RankBuilder {
       r.end_ns = ns(range.end_us);
       r.name_id = writer.intern(range.name);
       r.domain_id = writer.intern("PyTorch");
+      r.thread_id = thread_id;
+      writer.add(r);
+    }
+    for (const auto& m : metrics) {
+      format::MetricSampleRecord r;
+      r.timestamp_ns = ns(m.time_us);
+      r.metric_id = writer.intern(m.name);
+      r.value = m.value;
       writer.add(r);
     }
     format::Trailer trailer;
@@ -247,6 +286,7 @@ class RunBuilder {
     r.header.hostname = host;
     r.header.time_base = "generated";
     r.header.simulated = true;
+    r.thread_id = 7000 + static_cast<uint64_t>(rank);
     return r;
   }
 
