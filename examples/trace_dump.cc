@@ -7,7 +7,8 @@
 // always comes last as name=<rest of the line>. Durations are end - start in ns. Lines:
 //
 //   file path=P
-//   header pid= rank= world_size= run_id= tool_version= cupti_api= driver= devices= links= nics=
+//   header pid= rank= world_size= run_id= tool_version= cupti_api= driver= devices= links= nics= nccl=
+//          nccl_capture=profiler-plugin|nvtx|none|unknown   (one line)
 //   device source=header|batch id= cc=M.m sms= memory_bytes= bandwidth_bytes_per_s= pci= name=
 //   link source=header|batch kind=nvlink|pcie|network|unknown a=KIND:ID:DEV b=KIND:ID:DEV version= width= bandwidth_bytes_per_s=
 //   kernel start_ns= end_ns= dur_ns= device= stream= correlation= grid=x,y,z block=x,y,z name=
@@ -287,9 +288,10 @@ int dumpFile(const std::string& path, bool api) {
     TraceReader reader(path);
     const FileHeader& h = reader.header();
     std::printf("header pid=%u rank=%d world_size=%d run_id=%s tool_version=%s cupti_api=%u driver=%u devices=%zu "
-                "links=%zu nics=%zu\n",
+                "links=%zu nics=%zu nccl=%s nccl_capture=%s\n",
                 h.pid, h.rank, h.world_size, noSpaces(h.run_id).c_str(), noSpaces(h.tool_version).c_str(),
-                h.cupti_api_version, h.cuda_driver_version, h.devices.size(), h.links.size(), h.nics.size());
+                h.cupti_api_version, h.cuda_driver_version, h.devices.size(), h.links.size(), h.nics.size(),
+                noSpaces(h.nccl_version).c_str(), ncclCaptureSourceName(h.nccl_capture_source));
     for (const auto& d : h.devices) printDevice("header", d);
     for (const auto& l : h.links) printLink("header", l);
     CategoryCounts read{};
