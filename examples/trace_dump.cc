@@ -16,6 +16,8 @@
 //   memset bytes= value= memory=device start_ns= end_ns= dur_ns= device= stream=
 //   memory op=allocate|release kind= bytes= device= stream= async=0|1 timestamp_ns=
 //   nvtx kind=range|mark start_ns= end_ns= dur_ns= depth= thread= domain=D name=
+//   nvtx_field schema=0xS type=int|uint|double|string value=V name=   (after its nvtx line, one per
+//           payload field; a string value has its spaces replaced)
 //   sync kind= start_ns= end_ns= dur_ns= device= stream=
 //   stream id= device= priority= flags=
 //   resource kind= id= device= name=
@@ -222,6 +224,18 @@ void printBatch(const EventBatch& b, const StringTable& strings, bool api, ApiNa
                 static_cast<unsigned long long>(duration(n.start_ns, n.end_ns)), n.depth,
                 static_cast<unsigned long long>(n.thread_id), noSpaces(strings.get(n.domain_id)).c_str(),
                 std::string(strings.get(n.name_id)).c_str());
+    for (const auto& field : n.payload) {
+      std::string type, value;
+      switch (field.type) {
+        case PayloadField::Type::kInt: type = "int", value = std::to_string(field.int_value); break;
+        case PayloadField::Type::kUint: type = "uint", value = std::to_string(field.uint_value); break;
+        case PayloadField::Type::kDouble: type = "double", value = std::to_string(field.double_value); break;
+        case PayloadField::Type::kString: type = "string", value = noSpaces(strings.get(field.string_id)); break;
+      }
+      std::printf("nvtx_field schema=0x%llx type=%s value=%s name=%s\n",
+                  static_cast<unsigned long long>(n.payload_schema), type.c_str(), value.c_str(),
+                  std::string(strings.get(field.name_id)).c_str());
+    }
   }
   for (const auto& s : b.synchronizations) {
     std::printf("sync kind=%s start_ns=%llu end_ns=%llu dur_ns=%llu device=%u stream=%u\n", syncKindName(s.kind),

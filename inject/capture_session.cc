@@ -297,9 +297,11 @@ bool CaptureSession::openTraceFile() {
       const char* name = nullptr;
       return deps_.cupti.getCallbackName(domain, cbid, &name) == CUPTI_SUCCESS ? name : nullptr;
     };
-    // CUDA 13.0 leaves device names, overhead details and NVTX extended payloads to the client to free.
+    // CUDA 13.0 leaves device names, overhead details, NVTX extended payloads and payload schema
+    // descriptions to the client to free.
     translator_ = std::make_unique<ActivityTranslator>(*writer_, api_name,
-                                                       TranslatorOptions{.free_cupti_allocations = true});
+                                                       TranslatorOptions{.free_cupti_allocations = true},
+                                                       cuptiPayloadTypeSource(deps_.cupti, true));
     return true;
   }
   log("every trace file name for this process already exists in " + config_.output_dir + "; no trace written");
@@ -506,6 +508,15 @@ format::Trailer CaptureSession::makeTrailer() const {
       trailer.warnings.push_back(std::to_string(stats.unknown_kind) + " CUPTI records of kinds gpuxray does not read");
     if (stats.unmatched_nvtx > 0)
       trailer.warnings.push_back(std::to_string(stats.unmatched_nvtx) + " NVTX ranges without a start or an end");
+    if (stats.nvtx_payloads.undecoded_payloads > 0) {
+      trailer.warnings.push_back(std::to_string(stats.nvtx_payloads.undecoded_payloads) +
+                                 " NVTX extended payloads kept undecoded (schema id only): CUPTI did not describe "
+                                 "their schema, or it is one gpuxray does not read");
+    }
+    if (stats.nvtx_payloads.skipped_entries > 0) {
+      trailer.warnings.push_back(std::to_string(stats.nvtx_payloads.skipped_entries) +
+                                 " NVTX payload entries skipped (types gpuxray does not decode, or outside the payload)");
+    }
   }
   if (nccl_ != nullptr) {
     NcclProfilerStats nccl = nccl_->stats();

@@ -17,6 +17,7 @@
 #include "inject/device_query.h"
 #include "proto/trace_reader.h"
 #include "tests/support/fake_cupti.h"
+#include "tests/support/nccl_nvtx_schemas.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
@@ -247,6 +248,50 @@ TEST_CASE("when another tool holds CUPTI, one line says so, the file records why
   CHECK(ops[0].bytes == 256);
   CHECK(reader.strings().get(ops[0].func_id) == "AllReduce");
   CHECK(reader.strings().get(ops[0].protocol_id) == "LL");
+}
+
+TEST_CASE("NCCL's NVTX ranges reach the file with their payloads decoded by the schemas CUPTI describes") {
+  using namespace gpuxray::testing::nccl_nvtx;
+  CaptureFixture fixture;
+  auto& fake = FakeCupti::instance();
+  registerSchemas(fake, 2);
+  auto session = fixture.session();
+  REQUIRE(session->start());
+  CUpti_ActivityMarker2 start{};
+  start.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  start.flags = CUPTI_ACTIVITY_FLAG_MARKER_START;
+  start.timestamp = 5000;
+  start.id = 1;
+  start.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  start.objectId.pt.threadId = 99;
+  start.name = "ncclAllReduce";
+  start.domain = "NCCL";
+  CUpti_ActivityMarker2 end = start;
+  end.flags = CUPTI_ACTIVITY_FLAG_MARKER_END;
+  end.timestamp = 6000;
+  end.name = nullptr;
+  fake.queue(start);
+  fake.queue(extendedPayloadData(1, kAllReduceSchema, AllReduce{0x77, 1u << 20, RedOp::kAvg}, 2));
+  fake.queue(end);
+  session->stop(format::CaptureEnd::kProcessExit, "exit");
+
+  format::TraceReader reader(session->tracePath());
+  format::EventBatch batch;
+  std::vector<format::NvtxEventRecord> ranges;
+  while (reader.next(batch)) ranges.insert(ranges.end(), batch.nvtx_events.begin(), batch.nvtx_events.end());
+  REQUIRE(ranges.size() == 1);
+  CHECK(reader.strings().get(ranges[0].domain_id) == "NCCL");
+  CHECK(reader.strings().get(ranges[0].name_id) == "ncclAllReduce");
+  CHECK(ranges[0].end_ns - ranges[0].start_ns == 1000);
+  REQUIRE(ranges[0].payload.size() == 3);
+  CHECK(reader.strings().get(ranges[0].payload[0].name_id) == "NCCL communicator ID");
+  CHECK(ranges[0].payload[0].uint_value == 0x77);
+  CHECK(reader.strings().get(ranges[0].payload[1].name_id) == "Message size [bytes]");
+  CHECK(ranges[0].payload[1].uint_value == 1u << 20);
+  CHECK(reader.strings().get(ranges[0].payload[2].name_id) == "Reduction operation");
+  CHECK(reader.strings().get(ranges[0].payload[2].string_id) == "Avg");
+  REQUIRE(reader.trailer());
+  CHECK(reader.trailer()->warnings.empty());
 }
 
 TEST_CASE("an existing trace file is never overwritten") {

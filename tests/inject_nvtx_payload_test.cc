@@ -15,6 +15,7 @@
 #include "inject/cupti_api.h"
 #include "inject/nvtx_payload_decoder.h"
 #include "tests/support/fake_cupti.h"
+#include "tests/support/nccl_nvtx_schemas.h"
 
 namespace {
 
@@ -28,81 +29,7 @@ using gpuxray::inject::NvtxTypeLayout;
 using gpuxray::testing::FakeCupti;
 
 constexpr uint32_t kNcclDomain = 3;
-constexpr uint64_t kStaticStart = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START;
-
-// ncclRedOp_t is an enum (4 bytes); NCCL registers its names as a payload enum. The enum's schema id
-// moved from 11 (up to 2.26) to 24 (2.28): found by the registry either way.
-enum class RedOp : int32_t { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
-constexpr nvtxPayloadEnum_t kRedOpNames[] = {
-    {"Sum", 0, 0}, {"Product", 1, 0}, {"Max", 2, 0}, {"Min", 3, 0}, {"Avg", 4, 0}};
-constexpr uint64_t kRedOpEnum = kStaticStart + 24;
-constexpr uint64_t kOldRedOpEnum = kStaticStart + 11;
-
-// NCCL 2.25+ (nvtx_payload_schemas.h): structs with the communicator first, explicit offsets.
-struct NcclAllReduce {
-  uint64_t comm;
-  size_t bytes;
-  RedOp op;
-};
-const nvtxPayloadSchemaEntry_t kAllReduceEntries[] = {
-    {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", nullptr, 0, offsetof(NcclAllReduce, comm), nullptr, nullptr},
-    {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", nullptr, 0, offsetof(NcclAllReduce, bytes), nullptr, nullptr},
-    {0, kRedOpEnum, "Reduction operation", nullptr, 0, offsetof(NcclAllReduce, op), nullptr, nullptr},
-};
-struct NcclSendRecv {
-  uint64_t comm;
-  size_t bytes;
-  int peer;
-};
-const nvtxPayloadSchemaEntry_t kSendRecvEntries[] = {
-    {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", nullptr, 0, offsetof(NcclSendRecv, comm), nullptr, nullptr},
-    {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", nullptr, 0, offsetof(NcclSendRecv, bytes), nullptr, nullptr},
-    {0, NVTX_PAYLOAD_ENTRY_TYPE_INT, "Peer rank", nullptr, 0, offsetof(NcclSendRecv, peer), nullptr, nullptr},
-};
-
-// Before 2.25 (collectives.cc): no communicator; the first entry's offset left at 0, later ones
-// either given (AllReduce's op) or left to natural alignment (Broadcast's root).
-struct OldNcclAllReduce {
-  size_t bytes;
-  RedOp op;
-};
-const nvtxPayloadSchemaEntry_t kOldAllReduceEntries[] = {
-    {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", nullptr, 0, 0, nullptr, nullptr},
-    {0, kOldRedOpEnum, "Reduction operation", nullptr, 0, offsetof(OldNcclAllReduce, op), nullptr, nullptr},
-};
-struct OldNcclBroadcast {
-  size_t bytes;
-  int root;
-};
-const nvtxPayloadSchemaEntry_t kOldBroadcastEntries[] = {
-    {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", nullptr, 0, 0, nullptr, nullptr},
-    {0, NVTX_PAYLOAD_ENTRY_TYPE_INT, "Root", nullptr, 0, 0, nullptr, nullptr},
-};
-
-template <size_t N>
-nvtxPayloadSchemaAttr_t schemaOf(const nvtxPayloadSchemaEntry_t (&entries)[N], uint64_t id, size_t static_size = 0) {
-  nvtxPayloadSchemaAttr_t attributes{};
-  attributes.fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_TYPE | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
-                         NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE |
-                         NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID;
-  attributes.type = NVTX_PAYLOAD_SCHEMA_TYPE_STATIC;
-  attributes.entries = entries;
-  attributes.numEntries = N;
-  attributes.payloadStaticSize = static_size;
-  attributes.schemaId = id;
-  return attributes;
-}
-
-nvtxPayloadEnumAttr_t redOpEnum(uint64_t id) {
-  nvtxPayloadEnumAttr_t attributes{};
-  attributes.fieldMask = NVTX_PAYLOAD_ENUM_ATTR_FIELD_ENTRIES | NVTX_PAYLOAD_ENUM_ATTR_FIELD_NUM_ENTRIES |
-                         NVTX_PAYLOAD_ENUM_ATTR_FIELD_SIZE | NVTX_PAYLOAD_ENUM_ATTR_FIELD_SCHEMA_ID;
-  attributes.entries = kRedOpNames;
-  attributes.numEntries = std::size(kRedOpNames);
-  attributes.sizeOfEnum = sizeof(RedOp);
-  attributes.schemaId = id;
-  return attributes;
-}
+using namespace gpuxray::testing::nccl_nvtx;
 
 // A field as text: "name=value", with "u", "i", "d" or "s" before the value for its type.
 class Decoding {
@@ -145,15 +72,11 @@ class Decoding {
   NvtxPayloadDecoder decoder_;
 };
 
-// The fake CUPTI with NCCL's schemas of both generations registered in kNcclDomain.
+// The fake CUPTI with NCCL 2.28's schemas registered in kNcclDomain.
 NvtxPayloadTypeSource ncclRegistry() {
   auto& fake = FakeCupti::instance();
   fake.reset();
-  static const auto all_reduce = schemaOf(kAllReduceEntries, kStaticStart + 5, sizeof(NcclAllReduce));
-  static const auto send = schemaOf(kSendRecvEntries, kStaticStart + 9, sizeof(NcclSendRecv));
-  fake.registerPayloadSchema(kNcclDomain, kStaticStart + 5, all_reduce);
-  fake.registerPayloadSchema(kNcclDomain, kStaticStart + 9, send);
-  fake.registerPayloadEnum(kNcclDomain, kRedOpEnum, redOpEnum(kRedOpEnum));
+  registerSchemas(fake, kNcclDomain);
   return gpuxray::inject::cuptiPayloadTypeSource(fake.api(), /*free_cupti_allocations=*/true);
 }
 
@@ -192,19 +115,19 @@ NvtxSchemaEntry entry(uint64_t type, const char* name, uint64_t offset = 0, uint
 
 TEST_CASE("nvtx payload: NCCL 2.25+ collectives and p2p decode into named fields, the op by its registered enum") {
   Decoding decoding(ncclRegistry());
-  NcclAllReduce all_reduce{0x5eed'0000'0000'0042ull, 4u << 20, RedOp::kMax};
-  CHECK(decoding.decode(kStaticStart + 5, all_reduce) ==
+  AllReduce all_reduce{0x5eed'0000'0000'0042ull, 4u << 20, RedOp::kMax};
+  CHECK(decoding.decode(kAllReduceSchema, all_reduce) ==
         std::vector<std::string>{"NCCL communicator ID=u" + std::to_string(0x5eed'0000'0000'0042ull),
                                  "Message size [bytes]=u4194304", "Reduction operation=sMax"});
-  NcclSendRecv send{7, 1024, -1};
-  CHECK(decoding.decode(kStaticStart + 9, send) ==
+  SendRecv send{7, 1024, -1};
+  CHECK(decoding.decode(kSendSchema, send) ==
         std::vector<std::string>{"NCCL communicator ID=u7", "Message size [bytes]=u1024", "Peer rank=i-1"});
   // An op the enum does not name keeps its number.
   all_reduce.op = static_cast<RedOp>(17);
-  CHECK(decoding.decode(kStaticStart + 5, all_reduce).back() == "Reduction operation=u17");
+  CHECK(decoding.decode(kAllReduceSchema, all_reduce).back() == "Reduction operation=u17");
 
   // Each schema and the enum are asked for once.
-  decoding.decode(kStaticStart + 9, send);
+  decoding.decode(kSendSchema, send);
   CHECK(FakeCupti::instance().payload_descriptions == 3);
   CHECK(decoding.stats().decoded_fields == 12);
   CHECK(decoding.stats().skipped_entries == 0);
@@ -214,24 +137,20 @@ TEST_CASE("nvtx payload: NCCL 2.25+ collectives and p2p decode into named fields
 TEST_CASE("nvtx payload: pre-2.25 NCCL payloads without the communicator decode by their own schemas") {
   auto& fake = FakeCupti::instance();
   fake.reset();
-  // Registered under the same schema ids as 2.25+'s, in another process's domain numbering.
+  // Registered under the same schema ids as 2.25+'s.
   const uint32_t domain = 1;
-  static const auto all_reduce = schemaOf(kOldAllReduceEntries, kStaticStart + 5);
-  static const auto broadcast = schemaOf(kOldBroadcastEntries, kStaticStart + 6);
-  fake.registerPayloadSchema(domain, kStaticStart + 5, all_reduce);
-  fake.registerPayloadSchema(domain, kStaticStart + 6, broadcast);
-  fake.registerPayloadEnum(domain, kOldRedOpEnum, redOpEnum(kOldRedOpEnum));
+  registerOldSchemas(fake, domain);
   Decoding decoding(gpuxray::inject::cuptiPayloadTypeSource(fake.api(), true));
 
-  OldNcclAllReduce old_all_reduce{65536, RedOp::kSum};
-  CHECK(decoding.decode(kStaticStart + 5, old_all_reduce, domain) ==
+  OldAllReduce old_all_reduce{65536, RedOp::kSum};
+  CHECK(decoding.decode(kAllReduceSchema, old_all_reduce, domain) ==
         std::vector<std::string>{"Message size [bytes]=u65536", "Reduction operation=sSum"});
   // root's offset is not given: it follows bytes at int's natural alignment (offset 8).
-  OldNcclBroadcast old_broadcast{};
+  OldBroadcast old_broadcast{};
   std::memset(&old_broadcast, 0xee, sizeof old_broadcast);  // padding bytes must not matter
   old_broadcast.bytes = 3;
   old_broadcast.root = 2;
-  CHECK(decoding.decode(kStaticStart + 6, old_broadcast, domain) ==
+  CHECK(decoding.decode(kBroadcastSchema, old_broadcast, domain) ==
         std::vector<std::string>{"Message size [bytes]=u3", "Root=i2"});
   CHECK(decoding.stats().skipped_entries == 0);
 }
@@ -276,19 +195,19 @@ TEST_CASE("nvtx payload: offsets left out follow natural alignment, or the schem
 
 TEST_CASE("nvtx payload: a truncated payload gives the entries inside it and never reads past its end") {
   Decoding decoding(ncclRegistry());
-  NcclAllReduce full{42, 1000, RedOp::kMin};
+  AllReduce full{42, 1000, RedOp::kMin};
   // A heap copy of exactly the first 12 bytes (under AddressSanitizer any read beyond fails the test).
   std::vector<uint8_t> cut(reinterpret_cast<const uint8_t*>(&full), reinterpret_cast<const uint8_t*>(&full) + 12);
   auto* exact = new uint8_t[cut.size()];
   std::memcpy(exact, cut.data(), cut.size());
-  CHECK(decoding.decodeBytes(kStaticStart + 5, exact, cut.size()) == std::vector<std::string>{"NCCL communicator ID=u42"});
+  CHECK(decoding.decodeBytes(kAllReduceSchema, exact, cut.size()) == std::vector<std::string>{"NCCL communicator ID=u42"});
   delete[] exact;
   CHECK(decoding.stats().skipped_entries == 2);
 
   // Nothing at all, or a size NVTX calls unknown: nothing decoded.
-  CHECK(decoding.decodeBytes(kStaticStart + 5, &full, 0).empty());
-  CHECK(decoding.decodeBytes(kStaticStart + 5, &full, SIZE_MAX).empty());
-  CHECK(decoding.decodeBytes(kStaticStart + 5, nullptr, sizeof full).empty());
+  CHECK(decoding.decodeBytes(kAllReduceSchema, &full, 0).empty());
+  CHECK(decoding.decodeBytes(kAllReduceSchema, &full, SIZE_MAX).empty());
+  CHECK(decoding.decodeBytes(kAllReduceSchema, nullptr, sizeof full).empty());
   CHECK(decoding.stats().skipped_entries == 5);
   CHECK(decoding.stats().undecoded_payloads == 2);
 }
@@ -407,6 +326,6 @@ TEST_CASE("nvtx payload: the real libcupti exports the two undeclared functions,
   REQUIRE(cupti.api.activityGetNvtxExtPayloadEntryTypeInfo != nullptr);
   // No NVTX client has registered anything: no description, no type table, nothing to free.
   auto source = gpuxray::inject::cuptiPayloadTypeSource(cupti.api, true);
-  CHECK(!source.describe(1, kStaticStart + 5).has_value());
+  CHECK(!source.describe(1, kAllReduceSchema).has_value());
   CHECK(source.predefined_layouts().empty());
 }
