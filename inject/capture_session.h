@@ -24,6 +24,7 @@
 #include "inject/cupti_api.h"
 #include "inject/device_query.h"
 #include "inject/metric_sampler.h"
+#include "inject/nccl_capture_source.h"
 #include "inject/nccl_profiler.h"
 #include "inject/process_identity.h"
 #include "proto/trace_writer.h"
@@ -40,6 +41,8 @@ struct CaptureDependencies {
   EnvironmentLookup environment;
   // The injection library's own path (to tell whether NCCL_PROFILER_PLUGIN names it).
   std::string library_path;
+  // ncclGetVersion() of the NCCL loaded when the capture starts (loadedNcclVersion()); 0 if none.
+  int nccl_version = 0;
   // Writes one line for the user (the session adds nothing; the default prefixes "gpuxray: ").
   std::function<void(const std::string&)> log;
 };
@@ -94,7 +97,7 @@ class CaptureSession {
   void writeNcclRecords();
   void finishFile();
   format::Trailer makeTrailer() const;
-  void noteForeignNcclPlugin();
+  void chooseNcclCapture();
   void log(const std::string& line) const;
   uint64_t captureNow() const;
 
@@ -109,6 +112,7 @@ class CaptureSession {
   std::unique_ptr<ActivityTranslator> translator_;
   std::unique_ptr<NcclProfiler> nccl_;
   bool cupti_active_ = false;
+  NcclCaptureChoice nccl_capture_;
   std::string trace_path_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<std::string> capture_warnings_;

@@ -41,4 +41,8 @@ constexpr nccl_abi::ProfilerV4 profilerV4Table() {
           nccl_plugin::recordEventState, nccl_plugin::finalize};
 }
 
+// The oldest NCCL that finds one of these tables (v4 came with 2.27), as ncclGetVersion() codes it.
+// Older NCCL cannot use the plugin: the capture falls back to NCCL's NVTX ranges.
+inline constexpr int kOldestNcclForPlugin = 22700;
+
 }  // namespace gpuxray::inject
