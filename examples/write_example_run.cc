@@ -78,6 +78,10 @@ FileHeader headerFor(int rank, const std::vector<std::string>& command_line) {
   h.links.push_back({LinkKind::kPcie, gpu, {EndpointKind::kPcieBridge, "0000:17:00.0", -1}, 5, 16, 64'000'000'000ull, {}, {}});
   h.nics.push_back({"mlx5_" + std::to_string(h.local_rank), 1, 50'000'000'000ull, "0000:1a:00.0", "IB", 0});
   h.capture_config.activities = {"kernel", "memcpy", "runtime", "nvtx", "nccl"};
+  // Its NCCL operations are the kind the profiler plugin records.
+  h.capture_config.nccl_profiler = true;
+  h.nccl_version = "2.28.9";
+  h.nccl_capture_source = NcclCaptureSource::kProfilerPlugin;
   h.simulated = true;
   h.simulation_inputs = R"({"generator": "examples/write_example_run", "hosts": 2, "gpus_per_host": 2, "parallelism": "DP4"})";
   return h;
