@@ -7,7 +7,8 @@
 // always comes last as name=<rest of the line>. Durations are end - start in ns. Lines:
 //
 //   file path=P
-//   header pid= rank= world_size= run_id= tool_version= cupti_api= driver= devices= links= nics=
+//   header pid= rank= world_size= run_id= tool_version= cupti_api= driver= devices= links= nics= nccl=
+//          nccl_capture=profiler-plugin|nvtx|none|unknown   (one line)
 //   device source=header|batch id= cc=M.m sms= memory_bytes= bandwidth_bytes_per_s= pci= name=
 //   link source=header|batch kind=nvlink|pcie|network|unknown a=KIND:ID:DEV b=KIND:ID:DEV version= width= bandwidth_bytes_per_s=
 //   kernel start_ns= end_ns= dur_ns= device= stream= correlation= grid=x,y,z block=x,y,z name=
@@ -15,6 +16,8 @@
 //   memset bytes= value= memory=device start_ns= end_ns= dur_ns= device= stream=
 //   memory op=allocate|release kind= bytes= device= stream= async=0|1 timestamp_ns=
 //   nvtx kind=range|mark start_ns= end_ns= dur_ns= depth= thread= domain=D name=
+//   nvtx_field schema=0xS type=int|uint|double|string value=V name=   (after its nvtx line, one per
+//           payload field; a string value has its spaces replaced)
 //   sync kind= start_ns= end_ns= dur_ns= device= stream=
 //   stream id= device= priority= flags=
 //   resource kind= id= device= name=
@@ -223,6 +226,18 @@ void printBatch(const EventBatch& b, const StringTable& strings, bool api, ApiNa
                 static_cast<unsigned long long>(duration(n.start_ns, n.end_ns)), n.depth,
                 static_cast<unsigned long long>(n.thread_id), noSpaces(strings.get(n.domain_id)).c_str(),
                 std::string(strings.get(n.name_id)).c_str());
+    for (const auto& field : n.payload) {
+      std::string type, value;
+      switch (field.type) {
+        case PayloadField::Type::kInt: type = "int", value = std::to_string(field.int_value); break;
+        case PayloadField::Type::kUint: type = "uint", value = std::to_string(field.uint_value); break;
+        case PayloadField::Type::kDouble: type = "double", value = std::to_string(field.double_value); break;
+        case PayloadField::Type::kString: type = "string", value = noSpaces(strings.get(field.string_id)); break;
+      }
+      std::printf("nvtx_field schema=0x%llx type=%s value=%s name=%s\n",
+                  static_cast<unsigned long long>(n.payload_schema), type.c_str(), value.c_str(),
+                  std::string(strings.get(field.name_id)).c_str());
+    }
   }
   for (const auto& s : b.synchronizations) {
     std::printf("sync kind=%s start_ns=%llu end_ns=%llu dur_ns=%llu device=%u stream=%u\n", syncKindName(s.kind),
@@ -290,9 +305,10 @@ int dumpFile(const std::string& path, bool api) {
     TraceReader reader(path);
     const FileHeader& h = reader.header();
     std::printf("header pid=%u rank=%d world_size=%d run_id=%s tool_version=%s cupti_api=%u driver=%u devices=%zu "
-                "links=%zu nics=%zu\n",
+                "links=%zu nics=%zu nccl=%s nccl_capture=%s\n",
                 h.pid, h.rank, h.world_size, noSpaces(h.run_id).c_str(), noSpaces(h.tool_version).c_str(),
-                h.cupti_api_version, h.cuda_driver_version, h.devices.size(), h.links.size(), h.nics.size());
+                h.cupti_api_version, h.cuda_driver_version, h.devices.size(), h.links.size(), h.nics.size(),
+                noSpaces(h.nccl_version).c_str(), ncclCaptureSourceName(h.nccl_capture_source));
     for (const auto& d : h.devices) printDevice("header", d);
     for (const auto& l : h.links) printLink("header", l);
     CategoryCounts read{};

@@ -130,8 +130,12 @@ void freeCuptiAllocation(const void* pointer) { std::free(const_cast<void*>(poin
 
 }  // namespace
 
-ActivityTranslator::ActivityTranslator(format::TraceWriter& writer, ApiNameLookup api_names, TranslatorOptions options)
-    : writer_(writer), api_names_(std::move(api_names)), options_(options) {}
+ActivityTranslator::ActivityTranslator(format::TraceWriter& writer, ApiNameLookup api_names, TranslatorOptions options,
+                                       NvtxPayloadTypeSource payload_types)
+    : writer_(writer),
+      api_names_(std::move(api_names)),
+      options_(options),
+      payload_decoder_(std::move(payload_types), [&writer](std::string_view text) { return writer.intern(text); }) {}
 
 void ActivityTranslator::translate(const CUpti_Activity& record) {
   auto kind = static_cast<uint32_t>(record.kind);
@@ -445,14 +449,16 @@ void ActivityTranslator::translateMarkerData(const CUpti_Activity& record) {
       field.uint_value = static_cast<uint64_t>(d.payload.metricValueUtilizationLevel);
       break;
     case CUPTI_METRIC_VALUE_KIND_NVTX_EXTENDED_PAYLOAD: {
-      // A pointer to an nvtxPayloadData_t that CUPTI malloc'ed for us. Its schema (per domain:
-      // cuptiDomainId) names the layout; decoding it needs the schema registry, so only the id is kept.
+      // A pointer to an nvtxPayloadData_t that CUPTI malloc'ed for us; its schema, registered in the
+      // domain CUPTI numbers cuptiDomainId, gives the layout of its bytes.
       has_field = false;
       ++stats_.extended_payloads;
       auto* payload = reinterpret_cast<const nvtxPayloadData_t*>(
           static_cast<uintptr_t>(d.payload.metricValueNvtxExtendedPayload));
       if (payload != nullptr) {
         data.payload_schema = payload->schemaId;
+        data.payload = payload_decoder_.decode(d.cuptiDomainId, payload->schemaId, payload->payload, payload->size);
+        stats_.nvtx_payloads = payload_decoder_.stats();
         if (options_.free_cupti_allocations) {
           freeCuptiAllocation(payload->payload);
           freeCuptiAllocation(payload);

@@ -15,6 +15,9 @@
 // - MARKER_DATA whose marker has not been seen is kept for the same time, then dropped and counted.
 // Call flushPending() once per completed CUPTI buffer: an event then waits at most until the end of
 // the next buffer for data that was cut off into it. finish() writes everything still held.
+//
+// An NVTX extended payload (NCCL's ranges carry one) becomes named payload fields, decoded by the
+// schema its client registered (NvtxPayloadDecoder), learned from `payload_types`.
 #pragma once
 
 #include <cupti.h>
@@ -28,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "inject/nvtx_payload_decoder.h"
 #include "proto/trace_writer.h"
 
 namespace gpuxray::inject {
@@ -44,8 +48,9 @@ struct TranslationStats {
   uint64_t unmatched_nvtx = 0;
   // MARKER_DATA records whose marker never arrived (dropped).
   uint64_t orphan_marker_data = 0;
-  // MARKER_DATA records carrying an NVTX extended payload (only its schema id is kept).
+  // MARKER_DATA records carrying an NVTX extended payload, and how decoding them went.
   uint64_t extended_payloads = 0;
+  NvtxPayloadStats nvtx_payloads;
 };
 
 struct TranslatorOptions {
@@ -68,7 +73,9 @@ class ActivityTranslator {
   // return nullptr.
   using ApiNameLookup = std::function<const char*(CUpti_CallbackDomain domain, uint32_t cbid)>;
 
-  ActivityTranslator(format::TraceWriter& writer, ApiNameLookup api_names, TranslatorOptions options = {});
+  // Without `payload_types` (no describe function) extended payloads keep only their schema id.
+  ActivityTranslator(format::TraceWriter& writer, ApiNameLookup api_names, TranslatorOptions options = {},
+                     NvtxPayloadTypeSource payload_types = {});
 
   void translate(const CUpti_Activity& record);
 
@@ -148,6 +155,7 @@ class ActivityTranslator {
   ApiNameLookup api_names_;
   TranslatorOptions options_;
   TranslationStats stats_;
+  NvtxPayloadDecoder payload_decoder_;
   std::unordered_map<uint32_t, format::DeviceProperties> devices_;
   std::unordered_map<uint32_t, uint32_t> context_devices_;
   std::unordered_map<uint32_t, OpenRange> open_ranges_;

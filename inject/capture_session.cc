@@ -136,7 +136,6 @@ bool CaptureSession::start() {
   start_realtime_ns_ = realtimeNs();
   identity_ = detectProcessIdentity(deps_.environment);
   for (const auto& warning : config_.warnings) log(warning);
-  noteForeignNcclPlugin();
 
   std::string failure;
   cupti_active_ = claimCupti(failure);
@@ -144,6 +143,7 @@ bool CaptureSession::start() {
     log(failure);
     capture_warnings_.push_back(failure);
   }
+  chooseNcclCapture();
   buffers_ = std::make_unique<ActivityBuffers>(config_.buffer_limit_bytes, kActivityBufferBytes);
   if (!openTraceFile()) {
     if (cupti_active_) deps_.cupti.unsubscribe(subscriber_);
@@ -177,14 +177,20 @@ bool CaptureSession::start() {
   return true;
 }
 
-// NCCL loads a single profiler plugin; when the user named another one, NCCL's operations are not ours.
-void CaptureSession::noteForeignNcclPlugin() {
-  const char* plugin = deps_.environment("NCCL_PROFILER_PLUGIN");
-  if (plugin == nullptr || *plugin == '\0' || deps_.library_path.empty() || deps_.library_path == plugin) return;
-  std::string note = std::string("NCCL capture is off: NCCL_PROFILER_PLUGIN=") + plugin +
-                     " names another profiler plugin, and NCCL loads only one";
-  log(note);
-  capture_warnings_.push_back(note);
+void CaptureSession::chooseNcclCapture() {
+  NcclCaptureInputs inputs;
+  inputs.profiler_plugin = deps_.environment("NCCL_PROFILER_PLUGIN");
+  inputs.nvtx_injection = deps_.environment("NVTX_INJECTION64_PATH");
+  inputs.nccl_nvtx_disable = deps_.environment("NCCL_NVTX_DISABLE");
+  inputs.library_path = deps_.library_path;
+  inputs.nccl_version = deps_.nccl_version;
+  inputs.nvtx_configured = config_.categories.nvtx;
+  inputs.cupti_active = cupti_active_;
+  nccl_capture_ = chooseNcclCaptureSource(inputs);
+  if (!nccl_capture_.note.empty()) {
+    log(nccl_capture_.note);
+    capture_warnings_.push_back(nccl_capture_.note);
+  }
 }
 
 bool CaptureSession::claimCupti(std::string& failure) {
@@ -259,6 +265,7 @@ format::FileHeader CaptureSession::makeHeader() const {
   header.capture_config.max_buffer_memory_bytes = config_.buffer_limit_bytes;
   header.capture_config.flush_period_ms = config_.flush_interval_ms;
   header.capture_config.nvtx = config_.categories.nvtx;
+  header.capture_config.nccl_profiler = nccl_capture_.source == format::NcclCaptureSource::kProfilerPlugin;
   header.capture_config.metric_sampling = config_.metrics;
   header.capture_config.metric_interval_us = config_.metric_interval_us;
   header.capture_config.options = config_.optionLines();
@@ -267,6 +274,8 @@ format::FileHeader CaptureSession::makeHeader() const {
   int driver_version = 0;
   if (deps_.driver.driverGetVersion != nullptr && deps_.driver.driverGetVersion(&driver_version) == CUDA_SUCCESS)
     header.cuda_driver_version = static_cast<uint32_t>(driver_version);
+  header.nccl_version = ncclVersionText(deps_.nccl_version);
+  header.nccl_capture_source = nccl_capture_.source;
   return header;
 }
 
@@ -300,13 +309,15 @@ bool CaptureSession::openTraceFile() {
       const char* name = nullptr;
       return deps_.cupti.getCallbackName(domain, cbid, &name) == CUPTI_SUCCESS ? name : nullptr;
     };
-    // CUDA 13.0 leaves device names, overhead details and NVTX extended payloads to the client to free.
+    // CUDA 13.0 leaves device names, overhead details, NVTX extended payloads and payload schema
+    // descriptions to the client to free.
     TranslatorOptions options;
     options.free_cupti_allocations = true;
     options.on_kernel = [this](const format::KernelRecord& kernel, const char* name) {
       if (isNcclKernelName(name)) nccl_clock_.addKernel(kernel.device, kernel.start_ns, kernel.end_ns, kernel.correlation_id);
     };
-    translator_ = std::make_unique<ActivityTranslator>(*writer_, api_name, std::move(options));
+    translator_ = std::make_unique<ActivityTranslator>(*writer_, api_name, std::move(options),
+                                                       cuptiPayloadTypeSource(deps_.cupti, true));
     return true;
   }
   log("every trace file name for this process already exists in " + config_.output_dir + "; no trace written");
@@ -528,6 +539,15 @@ format::Trailer CaptureSession::makeTrailer() const {
       trailer.warnings.push_back(std::to_string(stats.unknown_kind) + " CUPTI records of kinds gpuxray does not read");
     if (stats.unmatched_nvtx > 0)
       trailer.warnings.push_back(std::to_string(stats.unmatched_nvtx) + " NVTX ranges without a start or an end");
+    if (stats.nvtx_payloads.undecoded_payloads > 0) {
+      trailer.warnings.push_back(std::to_string(stats.nvtx_payloads.undecoded_payloads) +
+                                 " NVTX extended payloads kept undecoded (schema id only): CUPTI did not describe "
+                                 "their schema, or it is one gpuxray does not read");
+    }
+    if (stats.nvtx_payloads.skipped_entries > 0) {
+      trailer.warnings.push_back(std::to_string(stats.nvtx_payloads.skipped_entries) +
+                                 " NVTX payload entries skipped (types gpuxray does not decode, or outside the payload)");
+    }
   }
   if (nccl_ != nullptr) {
     NcclProfilerStats nccl = nccl_->stats();

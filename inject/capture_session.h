@@ -25,6 +25,7 @@
 #include "inject/device_query.h"
 #include "inject/metric_sampler.h"
 #include "inject/nccl_clock_mapping.h"
+#include "inject/nccl_capture_source.h"
 #include "inject/nccl_profiler.h"
 #include "inject/process_identity.h"
 #include "proto/trace_writer.h"
@@ -41,6 +42,8 @@ struct CaptureDependencies {
   EnvironmentLookup environment;
   // The injection library's own path (to tell whether NCCL_PROFILER_PLUGIN names it).
   std::string library_path;
+  // ncclGetVersion() of the NCCL loaded when the capture starts (loadedNcclVersion()); 0 if none.
+  int nccl_version = 0;
   // Writes one line for the user (the session adds nothing; the default prefixes "gpuxray: ").
   std::function<void(const std::string&)> log;
 };
@@ -95,7 +98,7 @@ class CaptureSession {
   void writeNcclRecords(bool final);
   void finishFile();
   format::Trailer makeTrailer() const;
-  void noteForeignNcclPlugin();
+  void chooseNcclCapture();
   void log(const std::string& line) const;
   uint64_t captureNow() const;
 
@@ -112,6 +115,7 @@ class CaptureSession {
   NcclClockMapper nccl_clock_;
   std::vector<CompletedNcclOperation> nccl_waiting_;
   bool cupti_active_ = false;
+  NcclCaptureChoice nccl_capture_;
   std::string trace_path_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<std::string> capture_warnings_;

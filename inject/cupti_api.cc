@@ -38,6 +38,14 @@ std::string bindAll(void* library, CuptiApi& api) {
   return missing;
 }
 
+// Functions the capture does without when a libcupti lacks them.
+void bindOptional(void* library, CuptiApi& api) {
+  std::string absent;
+  bindSymbol(library, "cuptiActivityGetNvtxExtPayloadAttr", api.activityGetNvtxExtPayloadAttr, absent);
+  bindSymbol(library, "cuptiActivityGetNvtxExtPayloadEntryTypeInfo", api.activityGetNvtxExtPayloadEntryTypeInfo,
+             absent);
+}
+
 // Python environments keep CUDA libraries in site-packages/nvidia/<package>/lib: look beside
 // every loaded library that lives in a site-packages folder (PyTorch's, typically).
 std::vector<std::string> wheelCandidates() {
@@ -87,6 +95,7 @@ std::string tryLoad(const std::string& path, int flags, LoadedCupti& loaded) {
   CuptiApi api;
   std::string missing = bindAll(library, api);
   if (!missing.empty()) return "lacks " + missing;
+  bindOptional(library, api);
   uint32_t version = 0;
   if (api.getVersion(&version) != CUPTI_SUCCESS) return "cuptiGetVersion failed";
   if (version < kFirstKnownCuptiApi || version > kLastKnownCuptiApi) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cupti.h>
+#include <nvtx3/nvToolsExtPayload.h>
 
 #include <string>
 
@@ -34,6 +35,13 @@ struct CuptiApi {
   // libcupti's own NVTX injection entry points, to which ours forward.
   int (*nvtxInitialize2)(const void* get_export_table) = nullptr;
   int (*nvtxExtensionInitialize)(const void* get_export_table) = nullptr;
+  // Exported by libcupti 13 but not declared in its headers; optional (null when absent: NVTX
+  // extended payloads are then kept undecoded). The layout of a payload schema or enum registered
+  // in an NVTX domain (CUPTI mallocs `attributes` and the entries array; the caller frees them),
+  // and the sizes and alignments of NVTX's predefined entry types.
+  CUptiResult (*activityGetNvtxExtPayloadAttr)(uint32_t cupti_domain_id, uint64_t schema_id,
+                                               CUpti_NvtxExtPayloadAttr* attributes) = nullptr;
+  const nvtxPayloadEntryTypeInfo_t* (*activityGetNvtxExtPayloadEntryTypeInfo)() = nullptr;
 
   // The name CUPTI gives a result code, or its number.
   std::string describe(CUptiResult result) const;

@@ -23,6 +23,7 @@
 #include "inject/cupti_api.h"
 #include "inject/device_query.h"
 #include "inject/metric_sampler.h"
+#include "inject/nccl_capture_source.h"
 #include "inject/nccl_plugin.h"
 
 #define GPUXRAY_EXPORT extern "C" __attribute__((visibility("default")))
@@ -124,6 +125,7 @@ void startCapture() {
   }
   dependencies.environment = fromEnvironment;
   dependencies.library_path = libraryPath();
+  dependencies.nccl_version = loadedNcclVersion();
   auto* session = new CaptureSession(std::move(dependencies), std::move(config));
   g_session = session;
   if (!session->start()) return;

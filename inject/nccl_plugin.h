@@ -68,4 +68,8 @@ constexpr nccl_abi::ProfilerV1 profilerV1Table() {
           nccl_plugin::recordEventStateV1, nccl_plugin::finalize};
 }
 
+// The oldest NCCL that finds one of these tables (v1 came with 2.23), as ncclGetVersion() codes it.
+// Older NCCL cannot use the plugin: the capture falls back to NCCL's NVTX ranges.
+inline constexpr int kOldestNcclForPlugin = 22300;
+
 }  // namespace gpuxray::inject

@@ -43,6 +43,16 @@ void countRecords(const EventBatch& b, CategoryCounts& counts) {
   add(Category::kStream, b.streams.size());
 }
 
+const char* ncclCaptureSourceName(NcclCaptureSource source) {
+  switch (source) {
+    case NcclCaptureSource::kNone: return "none";
+    case NcclCaptureSource::kProfilerPlugin: return "profiler-plugin";
+    case NcclCaptureSource::kNvtx: return "nvtx";
+    case NcclCaptureSource::kUnknown: break;
+  }
+  return "unknown";
+}
+
 const char* captureEndName(CaptureEnd end) {
   switch (end) {
     case CaptureEnd::kProcessExit: return "process exit";

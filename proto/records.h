@@ -106,6 +106,12 @@ struct CaptureConfig {
   bool operator==(const CaptureConfig&) const = default;
 };
 
+// Where NCCL's operations come from (see gpuxray.proto).
+enum class NcclCaptureSource : uint32_t { kUnknown = 0, kNone = 1, kProfilerPlugin = 2, kNvtx = 3 };
+
+// "profiler-plugin", "nvtx", "none", "unknown": the name used in reports and JSON.
+const char* ncclCaptureSourceName(NcclCaptureSource source);
+
 struct FileHeader {
   uint32_t format_major = kFormatMajor;
   uint32_t format_minor = kFormatMinor;
@@ -132,6 +138,7 @@ struct FileHeader {
   uint32_t cupti_api_version = 0;
   uint32_t cuda_driver_version = 0;
   std::string nccl_version;
+  NcclCaptureSource nccl_capture_source = NcclCaptureSource::kUnknown;
   bool operator==(const FileHeader&) const = default;
 };
 

@@ -165,6 +165,7 @@ FileHeader fromPb(const pb::FileHeader& p) {
   h.cupti_api_version = p.cupti_api_version();
   h.cuda_driver_version = p.cuda_driver_version();
   h.nccl_version = p.nccl_version();
+  h.nccl_capture_source = static_cast<NcclCaptureSource>(p.nccl_capture_source());
   return h;
 }
 

@@ -121,6 +121,7 @@ void encodeHeader(E& e, const FileHeader& h) {
   e.uintField(23, h.cupti_api_version);
   e.uintField(24, h.cuda_driver_version);
   e.stringField(25, h.nccl_version);
+  e.uintField(26, static_cast<uint32_t>(h.nccl_capture_source));
 }
 
 void encodeTrailer(E& e, const Trailer& t) {

@@ -21,6 +21,8 @@ struct RankFile {
   int world_size = 2;
   int kernels = 10;
   bool finish = true;
+  std::string nccl_version = "";
+  NcclCaptureSource nccl_capture_source = NcclCaptureSource::kUnknown;
 };
 
 void writeRankFile(const std::string& path, const RankFile& spec) {
@@ -37,6 +39,8 @@ void writeRankFile(const std::string& path, const RankFile& spec) {
   header.devices.push_back({});
   header.devices.back().name = "NVIDIA H200";
   header.devices.back().sm_count = 132;
+  header.nccl_version = spec.nccl_version;
+  header.nccl_capture_source = spec.nccl_capture_source;
   REQUIRE(writer.writeHeader(header));
   StringId name = writer.intern("gemm_kernel");
   for (int i = 0; i < spec.kernels; ++i) {
@@ -109,6 +113,33 @@ TEST_CASE("info --format json holds the same numbers") {
   auto bad = runGpuxray("info --format yaml " + dir.path().string());
   CHECK(bad.exit_code == 1);
   CHECK(bad.err == "gpuxray: --format must be text or json, not 'yaml'\n");
+}
+
+TEST_CASE("info says which source NCCL's operations come from, and nothing for files without one") {
+  TempDir dir;
+  writeRankFile(dir / "rank-00000.gpuxray",
+                {.rank = 0, .nccl_version = "2.21.5", .nccl_capture_source = NcclCaptureSource::kNvtx});
+  writeRankFile(dir / "rank-00001.gpuxray", {.rank = 1, .nccl_capture_source = NcclCaptureSource::kProfilerPlugin});
+
+  auto text = runGpuxray("info " + (dir / "rank-00000.gpuxray"));
+  INFO(text.out << text.err);
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.find("  nccl      2.21.5, captured through nvtx\n") != std::string::npos);
+  auto plugin = runGpuxray("info " + (dir / "rank-00001.gpuxray"));
+  CHECK(plugin.out.find("  nccl      captured through profiler-plugin\n") != std::string::npos);
+
+  auto json = runGpuxray("info --format json " + dir.path().string());
+  INFO(json.out);
+  CHECK(json.out.find("\"nccl_version\": \"2.21.5\"") != std::string::npos);
+  CHECK(json.out.find("\"nccl_capture_source\": \"nvtx\"") != std::string::npos);
+  CHECK(json.out.find("\"nccl_capture_source\": \"profiler-plugin\"") != std::string::npos);
+
+  TempDir older;
+  writeRankFile(older / "rank-00000.gpuxray", {.rank = 0});
+  auto without = runGpuxray("info " + older.path().string());
+  CHECK(without.out.find("  nccl") == std::string::npos);
+  auto without_json = runGpuxray("info --format json " + older.path().string());
+  CHECK(without_json.out.find("\"nccl_capture_source\": \"unknown\"") != std::string::npos);
 }
 
 TEST_CASE("files of different runs in one directory are an error unless --allow-mixed") {

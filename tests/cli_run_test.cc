@@ -157,14 +157,15 @@ TEST_CASE("the child's environment adds the library, output, run id and only the
   CHECK(child.variables.size() == 3 + 5 + 5);
 }
 
-TEST_CASE("a profiler plugin the user chose for NCCL is kept, with a warning that NCCL capture is off", "[run]") {
+TEST_CASE("a profiler plugin the user chose for NCCL is kept, with a warning that NCCL capture falls back to NVTX", "[run]") {
   Environment current = {"NCCL_PROFILER_PLUGIN=/opt/other/libnccl-profiler.so"};
   ChildEnvironment child = buildChildEnvironment(setupFor(), current);
   CHECK(lookupVariable(child.variables, "NCCL_PROFILER_PLUGIN") == "/opt/other/libnccl-profiler.so");
   REQUIRE(child.warnings.size() == 1);
   CHECK(child.warnings[0] ==
-        "NCCL_PROFILER_PLUGIN is /opt/other/libnccl-profiler.so, so NCCL loads that plugin and gpuxray records no "
-        "NCCL operations; unset it to capture them");
+        "NCCL_PROFILER_PLUGIN is /opt/other/libnccl-profiler.so, so NCCL loads that plugin and gpuxray takes NCCL's "
+        "operations from its NVTX ranges (no algorithm, protocol or channels; none if NVTX is not captured); unset it "
+        "for full NCCL capture");
 }
 
 TEST_CASE("injection paths that pointed elsewhere are replaced, with one warning each", "[run]") {

@@ -127,6 +127,11 @@ SAME_VALUE(CaptureEnd::kLimitReached, pb::END_LIMIT_REACHED);
 SAME_VALUE(CaptureEnd::kRequested, pb::END_REQUESTED);
 SAME_VALUE(CaptureEnd::kGenerated, pb::END_GENERATED);
 
+SAME_VALUE(NcclCaptureSource::kUnknown, pb::NCCL_CAPTURE_UNKNOWN);
+SAME_VALUE(NcclCaptureSource::kNone, pb::NCCL_CAPTURE_NONE);
+SAME_VALUE(NcclCaptureSource::kProfilerPlugin, pb::NCCL_CAPTURE_PROFILER_PLUGIN);
+SAME_VALUE(NcclCaptureSource::kNvtx, pb::NCCL_CAPTURE_NVTX);
+
 #undef SAME_VALUE
 
 TEST_CASE("every proto enum has exactly the values its C++ enum lists", "[format][compat]") {
@@ -143,6 +148,7 @@ TEST_CASE("every proto enum has exactly the values its C++ enum lists", "[format
       {pb::NvtxEventKind_descriptor(), 3},      {pb::SynchronizationKind_descriptor(), 5},
       {pb::NcclOperationKind_descriptor(), 4},  {pb::ResourceKind_descriptor(), 6},
       {pb::EventCategory_descriptor(), 16},     {pb::CaptureEnd_descriptor(), 6},
+      {pb::NcclCaptureSource_descriptor(), 4},
   };
   for (const Expected& e : enums) {
     INFO(e.proto->full_name());
@@ -260,6 +266,7 @@ void toPb(const FileHeader& h, pb::FileHeader* p) {
   p->set_cupti_api_version(h.cupti_api_version);
   p->set_cuda_driver_version(h.cuda_driver_version);
   p->set_nccl_version(h.nccl_version);
+  p->set_nccl_capture_source(static_cast<pb::NcclCaptureSource>(h.nccl_capture_source));
 }
 
 int64_t duration(uint64_t start, uint64_t end) { return static_cast<int64_t>(end - start); }

@@ -17,6 +17,7 @@
 #include "inject/device_query.h"
 #include "proto/trace_reader.h"
 #include "tests/support/fake_cupti.h"
+#include "tests/support/nccl_nvtx_schemas.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
@@ -39,6 +40,9 @@ struct CaptureFixture {
   TempDir dir;
   std::vector<std::string> logged;
   inject::CaptureConfig config;
+  std::map<std::string, std::string> environment = {{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"GPUXRAY_RUN_ID", "test-run"}};
+  std::string library_path;
+  int nccl_version = 0;
 
   CaptureFixture() {
     FakeCupti::instance().reset();
@@ -51,7 +55,9 @@ struct CaptureFixture {
     deps.cupti = FakeCupti::instance().api();
     deps.cupti_path = "/fake/libcupti.so.13";
     deps.cupti_api_version = 130001;
-    deps.environment = environmentOf({{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"GPUXRAY_RUN_ID", "test-run"}});
+    deps.environment = environmentOf(environment);
+    deps.library_path = library_path;
+    deps.nccl_version = nccl_version;
     deps.log = [this](const std::string& line) { logged.push_back(line); };
     return std::make_unique<inject::CaptureSession>(std::move(deps), config);
   }
@@ -114,6 +120,10 @@ TEST_CASE("a capture writes the header, the records CUPTI delivers and a trailer
   CHECK(file.header.cupti_api_version == 130001);
   CHECK(file.header.time_base == "cupti");
   CHECK(file.header.clock_anchors.size() == 1);
+  // No NCCL loaded yet, and NCCL_PROFILER_PLUGIN unset: NCCL will find this library as its plugin.
+  CHECK(file.header.nccl_capture_source == format::NcclCaptureSource::kProfilerPlugin);
+  CHECK(file.header.capture_config.nccl_profiler);
+  CHECK(file.header.nccl_version.empty());
   REQUIRE(file.all.kernels.size() == 1000);
   CHECK(file.all.kernels[999].correlation_id == 1000);
   CHECK(file.all.kernels[999].grid_x == 132);
@@ -247,6 +257,92 @@ TEST_CASE("when another tool holds CUPTI, one line says so, the file records why
   CHECK(ops[0].bytes == 256);
   CHECK(reader.strings().get(ops[0].func_id) == "AllReduce");
   CHECK(reader.strings().get(ops[0].protocol_id) == "LL");
+}
+
+TEST_CASE("NCCL's NVTX ranges reach the file with their payloads decoded by the schemas CUPTI describes") {
+  using namespace gpuxray::testing::nccl_nvtx;
+  CaptureFixture fixture;
+  auto& fake = FakeCupti::instance();
+  registerSchemas(fake, 2);
+  auto session = fixture.session();
+  REQUIRE(session->start());
+  CUpti_ActivityMarker2 start{};
+  start.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  start.flags = CUPTI_ACTIVITY_FLAG_MARKER_START;
+  start.timestamp = 5000;
+  start.id = 1;
+  start.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  start.objectId.pt.threadId = 99;
+  start.name = "ncclAllReduce";
+  start.domain = "NCCL";
+  CUpti_ActivityMarker2 end = start;
+  end.flags = CUPTI_ACTIVITY_FLAG_MARKER_END;
+  end.timestamp = 6000;
+  end.name = nullptr;
+  fake.queue(start);
+  fake.queue(extendedPayloadData(1, kAllReduceSchema, AllReduce{0x77, 1u << 20, RedOp::kAvg}, 2));
+  fake.queue(end);
+  session->stop(format::CaptureEnd::kProcessExit, "exit");
+
+  format::TraceReader reader(session->tracePath());
+  format::EventBatch batch;
+  std::vector<format::NvtxEventRecord> ranges;
+  while (reader.next(batch)) ranges.insert(ranges.end(), batch.nvtx_events.begin(), batch.nvtx_events.end());
+  REQUIRE(ranges.size() == 1);
+  CHECK(reader.strings().get(ranges[0].domain_id) == "NCCL");
+  CHECK(reader.strings().get(ranges[0].name_id) == "ncclAllReduce");
+  CHECK(ranges[0].end_ns - ranges[0].start_ns == 1000);
+  REQUIRE(ranges[0].payload.size() == 3);
+  CHECK(reader.strings().get(ranges[0].payload[0].name_id) == "NCCL communicator ID");
+  CHECK(ranges[0].payload[0].uint_value == 0x77);
+  CHECK(reader.strings().get(ranges[0].payload[1].name_id) == "Message size [bytes]");
+  CHECK(ranges[0].payload[1].uint_value == 1u << 20);
+  CHECK(reader.strings().get(ranges[0].payload[2].name_id) == "Reduction operation");
+  CHECK(reader.strings().get(ranges[0].payload[2].string_id) == "Avg");
+  REQUIRE(reader.trailer());
+  CHECK(reader.trailer()->warnings.empty());
+}
+
+TEST_CASE("when NCCL cannot use the plugin, the header says NCCL's NVTX ranges stand in, and one line says why") {
+  CaptureFixture fixture;
+  fixture.library_path = "/opt/gpuxray/libgpuxray_inject.so";
+  fixture.environment["NCCL_PROFILER_PLUGIN"] = fixture.library_path;
+  fixture.nccl_version = 22105;  // NCCL 2.21.5, older than any profiler interface the plugin serves
+  auto session = fixture.session();
+  REQUIRE(session->start());
+  session->stop(format::CaptureEnd::kProcessExit, "exit");
+
+  format::TraceReader reader(session->tracePath());
+  CHECK(reader.header().nccl_capture_source == format::NcclCaptureSource::kNvtx);
+  CHECK(reader.header().nccl_version == "2.21.5");
+  CHECK_FALSE(reader.header().capture_config.nccl_profiler);
+  const std::string note =
+      "NCCL 2.21.5 is older than 2.23.0, the oldest that can load gpuxray's profiler plugin: NCCL's operations are "
+      "taken from its NVTX ranges instead (operation, bytes, root or peer, communicator; no algorithm, protocol or "
+      "channels)";
+  CHECK(fixture.logged == std::vector<std::string>{note});
+  format::EventBatch batch;
+  while (reader.next(batch)) {
+  }
+  REQUIRE(reader.trailer());
+  CHECK(reader.trailer()->warnings == std::vector<std::string>{note});
+}
+
+TEST_CASE("with another profiler plugin and NVTX left out of the capture, the header says NCCL is not captured") {
+  CaptureFixture fixture;
+  fixture.library_path = "/opt/gpuxray/libgpuxray_inject.so";
+  fixture.environment["NCCL_PROFILER_PLUGIN"] = "/opt/other/libnccl-profiler.so";
+  fixture.config.categories.nvtx = false;
+  auto session = fixture.session();
+  REQUIRE(session->start());
+  session->stop(format::CaptureEnd::kProcessExit, "exit");
+
+  format::TraceReader reader(session->tracePath());
+  CHECK(reader.header().nccl_capture_source == format::NcclCaptureSource::kNone);
+  REQUIRE(fixture.logged.size() == 1);
+  CHECK(fixture.logged[0] ==
+        "NCCL_PROFILER_PLUGIN=/opt/other/libnccl-profiler.so names another profiler plugin, and NCCL loads only one, "
+        "and NVTX is not captured (GPUXRAY_CAPTURE leaves it out): NCCL's operations are not captured");
 }
 
 TEST_CASE("an existing trace file is never overwritten") {

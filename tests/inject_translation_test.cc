@@ -12,8 +12,11 @@
 #include <vector>
 
 #include "inject/activity_translator.h"
+#include "inject/nvtx_payload_decoder.h"
 #include "proto/trace_reader.h"
 #include "proto/trace_writer.h"
+#include "tests/support/fake_cupti.h"
+#include "tests/support/nccl_nvtx_schemas.h"
 #include "tests/support/record_printing.h"
 #include "tests/support/trace_files.h"
 
@@ -21,7 +24,9 @@ namespace {
 
 using namespace gpuxray::format;
 using gpuxray::inject::ActivityTranslator;
+using gpuxray::inject::NvtxPayloadTypeSource;
 using gpuxray::inject::TranslatorOptions;
+using gpuxray::testing::FakeCupti;
 using gpuxray::testing::MemoryTrace;
 
 // CUPTI_INVALID_STREAM_ID, whose macro is an old-style cast.
@@ -44,7 +49,7 @@ void append(std::vector<T>& to, std::vector<T>& from) {
 // A translator writing into memory, with a fake cuptiGetCallbackName that knows two functions.
 class Harness {
  public:
-  explicit Harness(TranslatorOptions options = {})
+  explicit Harness(TranslatorOptions options = {}, NvtxPayloadTypeSource payload_types = {})
       : translator_(trace_.writer(),
                     [this](CUpti_CallbackDomain domain, uint32_t cbid) -> const char* {
                       ++lookups[{domain, cbid}];
@@ -52,7 +57,7 @@ class Harness {
                       if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == 307) return "cuLaunchKernel";
                       return nullptr;
                     },
-                    options) {
+                    options, std::move(payload_types)) {
     REQUIRE(trace_.writer().writeHeader(FileHeader{}));
   }
 
@@ -590,6 +595,64 @@ TEST_CASE("translator: an NVTX range gets its data whether it comes before the s
 
   CHECK(h.translator().stats().unmatched_nvtx == 0);
   CHECK(h.translator().stats().orphan_marker_data == 0);
+}
+
+TEST_CASE("translator: NCCL's extended payloads become named fields of its ranges, by the schemas CUPTI describes") {
+  using namespace gpuxray::testing::nccl_nvtx;
+  constexpr uint32_t kNcclCuptiDomain = 4;
+  FakeCupti::instance().reset();
+  registerSchemas(FakeCupti::instance(), kNcclCuptiDomain);
+  TranslatorOptions options;
+  options.free_cupti_allocations = true;
+  Harness h(options, gpuxray::inject::cuptiPayloadTypeSource(FakeCupti::instance().api(), true));
+
+  h.feed(marker(7, CUPTI_ACTIVITY_FLAG_MARKER_START, 1000, 21, "ncclAllReduce", "NCCL"));
+  h.feed(extendedPayloadData(7, kAllReduceSchema, AllReduce{0xabcdef0123456789ull, 8u << 20, RedOp::kSum},
+                             kNcclCuptiDomain));
+  h.feed(marker(7, CUPTI_ACTIVITY_FLAG_MARKER_END, 1900, 21, nullptr, "NCCL"));
+  // Data before its range, as CUPTI may deliver it.
+  h.feed(extendedPayloadData(8, kSendSchema, SendRecv{0xabcdef0123456789ull, 4096, 3}, kNcclCuptiDomain));
+  h.feed(marker(8, CUPTI_ACTIVITY_FLAG_MARKER_START, 2000, 21, "ncclSend", "NCCL"));
+  h.feed(marker(8, CUPTI_ACTIVITY_FLAG_MARKER_END, 2100, 21, nullptr, "NCCL"));
+  // The same schema id in another domain, which registered nothing: kept undecoded.
+  h.feed(marker(9, CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, 2200, 21, "someone else's", "other"));
+  h.feed(extendedPayloadData(9, kAllReduceSchema, AllReduce{1, 2, RedOp::kMax}, kNcclCuptiDomain + 1));
+  auto file = h.read();
+
+  auto fields = [&](const char* name) {
+    const NvtxEventRecord* event = findNvtx(file, name);
+    REQUIRE(event != nullptr);
+    std::vector<std::string> text;
+    for (const PayloadField& field : event->payload) {
+      std::string value = field.type == PayloadField::Type::kString ? file.name(field.string_id)
+                          : field.type == PayloadField::Type::kUint ? std::to_string(field.uint_value)
+                          : field.type == PayloadField::Type::kInt  ? std::to_string(field.int_value)
+                                                                    : std::to_string(field.double_value);
+      text.push_back(file.name(field.name_id) + "=" + value);
+    }
+    return text;
+  };
+  const NvtxEventRecord* all_reduce = findNvtx(file, "ncclAllReduce");
+  REQUIRE(all_reduce != nullptr);
+  CHECK(all_reduce->kind == NvtxEventKind::kRange);
+  CHECK(file.name(all_reduce->domain_id) == "NCCL");
+  CHECK(all_reduce->start_ns == 1000);
+  CHECK(all_reduce->end_ns == 1900);
+  CHECK(all_reduce->payload_schema == kAllReduceSchema);
+  CHECK(fields("ncclAllReduce") == std::vector<std::string>{"NCCL communicator ID=" + std::to_string(0xabcdef0123456789ull),
+                                                            "Message size [bytes]=8388608", "Reduction operation=Sum"});
+  CHECK(all_reduce->payload[0].type == PayloadField::Type::kUint);
+  CHECK(fields("ncclSend") == std::vector<std::string>{"NCCL communicator ID=" + std::to_string(0xabcdef0123456789ull),
+                                                       "Message size [bytes]=4096", "Peer rank=3"});
+  CHECK(findNvtx(file, "ncclSend")->payload[2].type == PayloadField::Type::kInt);
+  CHECK(fields("someone else's").empty());
+  CHECK(findNvtx(file, "someone else's")->payload_schema == kAllReduceSchema);
+
+  const auto& stats = h.translator().stats();
+  CHECK(stats.extended_payloads == 3);
+  CHECK(stats.nvtx_payloads.decoded_fields == 6);
+  CHECK(stats.nvtx_payloads.undecoded_payloads == 1);
+  CHECK(stats.nvtx_payloads.skipped_entries == 0);
 }
 
 TEST_CASE("translator: NVTX marks pair with data in either order and are written without it after a full period") {

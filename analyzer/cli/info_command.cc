@@ -217,6 +217,10 @@ void printText(const std::vector<FileInfo>& files) {
                  h.time_base.empty() ? "?" : h.time_base);
     }
     for (const auto& device : h.devices) fmt::print("  device    {}\n", deviceText(device));
+    if (!h.nccl_version.empty() || h.nccl_capture_source != format::NcclCaptureSource::kUnknown) {
+      fmt::print("  nccl      {}captured through {}\n", h.nccl_version.empty() ? "" : h.nccl_version + ", ",
+                 format::ncclCaptureSourceName(h.nccl_capture_source));
+    }
     if (!h.links.empty() || !h.nics.empty()) fmt::print("  topology  {}\n", topologyText(h));
     if (info.trailer) {
       fmt::print("  ended     {}{}\n", format::captureEndName(info.trailer->end),
@@ -264,7 +268,9 @@ void writeJson(const std::vector<FileInfo>& files, const std::vector<KinetoInfo>
         .field("pid", h.pid)
         .field("start_time_ns", h.start_time_ns)
         .field("time_base", h.time_base)
-        .field("simulated", h.simulated);
+        .field("simulated", h.simulated)
+        .field("nccl_version", h.nccl_version)
+        .field("nccl_capture_source", format::ncclCaptureSourceName(h.nccl_capture_source));
     json.key("command_line").beginArray();
     for (const auto& arg : h.command_line) json.value(arg);
     json.endArray();

@@ -160,14 +160,15 @@ ChildEnvironment buildChildEnvironment(const RunSetup& setup, const Environment&
     }
     setVariable(child.variables, name, setup.injection_library);
   }
-  // NCCL loads one profiler plugin: a user's own choice is kept, and NCCL capture is then off.
+  // NCCL loads one profiler plugin: a user's own choice is kept, and the capture then falls back to
+  // NCCL's NVTX ranges.
   auto nccl_plugin = lookupVariable(current, "NCCL_PROFILER_PLUGIN");
   if (!nccl_plugin || nccl_plugin->empty()) {
     setVariable(child.variables, "NCCL_PROFILER_PLUGIN", setup.injection_library);
   } else if (*nccl_plugin != setup.injection_library) {
     child.warnings.push_back(fmt::format(
-        "NCCL_PROFILER_PLUGIN is {}, so NCCL loads that plugin and gpuxray records no NCCL operations; unset it "
-        "to capture them",
+        "NCCL_PROFILER_PLUGIN is {}, so NCCL loads that plugin and gpuxray takes NCCL's operations from its NVTX "
+        "ranges (no algorithm, protocol or channels; none if NVTX is not captured); unset it for full NCCL capture",
         *nccl_plugin));
   }
   setVariable(child.variables, "GPUXRAY_OUTPUT_DIR", setup.output_dir);

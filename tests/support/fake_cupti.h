@@ -4,11 +4,15 @@
 #pragma once
 
 #include <cupti.h>
+#include <nvtx3/nvToolsExtPayload.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "inject/cupti_api.h"
@@ -34,6 +38,21 @@ class FakeCupti {
     queued_.clear();
     request_ = nullptr;
     complete_ = nullptr;
+    payload_schemas_.clear();
+    payload_enums_.clear();
+    describes_payloads = true;
+    payload_descriptions = 0;
+  }
+
+  // An NVTX payload schema or enum registered in a CUPTI domain, as an NVTX client registers it.
+  // The attributes and their entries must outlive the fake's use (static arrays in the tests).
+  void registerPayloadSchema(uint32_t cupti_domain, uint64_t schema_id, const nvtxPayloadSchemaAttr_t& attributes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    payload_schemas_[{cupti_domain, schema_id}] = attributes;
+  }
+  void registerPayloadEnum(uint32_t cupti_domain, uint64_t schema_id, const nvtxPayloadEnumAttr_t& attributes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    payload_enums_[{cupti_domain, schema_id}] = attributes;
   }
 
   // A record CUPTI will deliver at the next flush.
@@ -56,6 +75,10 @@ class FakeCupti {
   int flushes = 0;
   int forced_flushes = 0;
   int buffers_refused = 0;
+  // false: a libcupti without cuptiActivityGetNvtxExtPayloadAttr and ...EntryTypeInfo.
+  bool describes_payloads = true;
+  // Calls of activityGetNvtxExtPayloadAttr.
+  int payload_descriptions = 0;
 
   inject::CuptiApi api() const {
     inject::CuptiApi api;
@@ -123,6 +146,13 @@ class FakeCupti {
     };
     api.activitySetAttribute = [](CUpti_ActivityAttribute, size_t*, void*) { return CUPTI_SUCCESS; };
     api.finalize = [] { return CUPTI_SUCCESS; };
+    if (describes_payloads) {
+      api.activityGetNvtxExtPayloadAttr = [](uint32_t cupti_domain, uint64_t schema_id,
+                                             CUpti_NvtxExtPayloadAttr* attributes) {
+        return instance().describePayload(cupti_domain, schema_id, attributes);
+      };
+      api.activityGetNvtxExtPayloadEntryTypeInfo = [] { return entryTypeInfo(); };
+    }
     return api;
   }
 
@@ -144,6 +174,8 @@ class FakeCupti {
       case CUPTI_ACTIVITY_KIND_RUNTIME:
       case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
       case CUPTI_ACTIVITY_KIND_DEVICE: return sizeof(CUpti_ActivityDevice5);
+      case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
+      case CUPTI_ACTIVITY_KIND_MARKER_DATA: return sizeof(CUpti_ActivityMarkerData2);
       default: return sizeof(CUpti_Activity);
     }
   }
@@ -183,7 +215,81 @@ class FakeCupti {
     }
   }
 
+  // Like libcupti: the description and its entries in malloc'ed copies, which the caller frees.
+  CUptiResult describePayload(uint32_t cupti_domain, uint64_t schema_id, CUpti_NvtxExtPayloadAttr* attributes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++payload_descriptions;
+    if (attributes == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+    if (auto schema = payload_schemas_.find({cupti_domain, schema_id}); schema != payload_schemas_.end()) {
+      auto* copy = static_cast<nvtxPayloadSchemaAttr_t*>(std::malloc(sizeof(nvtxPayloadSchemaAttr_t)));
+      *copy = schema->second;
+      copy->entries = copied(schema->second.entries, schema->second.numEntries);
+      attributes->type = CUPTI_NVTX_EXT_PAYLOAD_TYPE_SCHEMA;
+      attributes->attributes = copy;
+      return CUPTI_SUCCESS;
+    }
+    if (auto values = payload_enums_.find({cupti_domain, schema_id}); values != payload_enums_.end()) {
+      auto* copy = static_cast<nvtxPayloadEnumAttr_t*>(std::malloc(sizeof(nvtxPayloadEnumAttr_t)));
+      *copy = values->second;
+      copy->entries = copied(values->second.entries, values->second.numEntries);
+      attributes->type = CUPTI_NVTX_EXT_PAYLOAD_TYPE_ENUM;
+      attributes->attributes = copy;
+      return CUPTI_SUCCESS;
+    }
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+
+  template <typename Entry>
+  static Entry* copied(const Entry* entries, size_t count) {
+    if (entries == nullptr || count == 0) return nullptr;
+    auto* copy = static_cast<Entry*>(std::malloc(count * sizeof(Entry)));
+    std::memcpy(static_cast<void*>(copy), entries, count * sizeof(Entry));
+    return copy;
+  }
+
+  // NVTX's own table for this platform, as a client reports it: element 0 holds the length.
+  static const nvtxPayloadEntryTypeInfo_t* entryTypeInfo() {
+    static const auto table = [] {
+      std::vector<nvtxPayloadEntryTypeInfo_t> info(NVTX_PAYLOAD_ENTRY_TYPE_INFO_ARRAY_SIZE);
+      info[0] = {NVTX_PAYLOAD_ENTRY_TYPE_INFO_ARRAY_SIZE, sizeof(nvtxPayloadEntryTypeInfo_t)};
+      auto set = [&](int type, size_t size, size_t align) {
+        info[static_cast<size_t>(type)] = {static_cast<uint16_t>(size), static_cast<uint16_t>(align)};
+      };
+      set(NVTX_PAYLOAD_ENTRY_TYPE_CHAR, 1, 1);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_UCHAR, 1, 1);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_SHORT, 2, 2);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_USHORT, 2, 2);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_INT, 4, 4);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_UINT, 4, 4);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_LONG, 8, 8);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_ULONG, 8, 8);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_LONGLONG, 8, 8);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_ULONGLONG, 8, 8);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_INT8, 1, 1);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_UINT8, 1, 1);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_INT16, 2, 2);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_UINT16, 2, 2);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_INT32, 4, 4);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_UINT32, 4, 4);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_INT64, 8, 8);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_UINT64, 8, 8);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_FLOAT, 4, 4);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_DOUBLE, 8, 8);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_LONGDOUBLE, 16, 16);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_SIZE, 8, 8);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_ADDRESS, 8, 8);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_WCHAR, 4, 4);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_CHAR8, 1, 1);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_CHAR16, 2, 2);
+      set(NVTX_PAYLOAD_ENTRY_TYPE_CHAR32, 4, 4);
+      return info;
+    }();
+    return table.data();
+  }
+
   std::mutex mutex_;
+  std::map<std::pair<uint32_t, uint64_t>, nvtxPayloadSchemaAttr_t> payload_schemas_;
+  std::map<std::pair<uint32_t, uint64_t>, nvtxPayloadEnumAttr_t> payload_enums_;
   std::vector<std::vector<uint8_t>> queued_;
   CUpti_BuffersCallbackRequestFunc request_ = nullptr;
   CUpti_BuffersCallbackCompleteFunc complete_ = nullptr;

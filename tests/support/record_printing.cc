@@ -136,7 +136,7 @@ std::string describe(const FileHeader& v) {
              "devices", v.devices)("links", v.links)("nics", v.nics)("capture_config", v.capture_config)(
              "simulated", v.simulated)("simulation_inputs", v.simulation_inputs)(
              "cupti_api_version", v.cupti_api_version)("cuda_driver_version", v.cuda_driver_version)(
-             "nccl_version", v.nccl_version)
+             "nccl_version", v.nccl_version)("nccl_capture_source", std::string(ncclCaptureSourceName(v.nccl_capture_source)))
       .str();
 }
 

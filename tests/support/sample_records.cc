@@ -128,6 +128,7 @@ FileHeader sampleHeader(uint32_t variant) {
   h.cupti_api_version = 24;
   h.cuda_driver_version = 12'080;
   h.nccl_version = "2.27.3";
+  h.nccl_capture_source = variant == 1 ? NcclCaptureSource::kProfilerPlugin : NcclCaptureSource::kNvtx;
   return h;
 }
 
