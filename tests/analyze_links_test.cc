@@ -177,3 +177,27 @@ TEST_CASE("analyze: the CLI names the hot NIC in text and JSON") {
   CHECK(json.out.find("\"summary\": \"node-1's NIC mlx5_1 carries 1.33x the mean of its host's NICs\"") !=
         std::string::npos);
 }
+
+TEST_CASE("analyze: the simulated demo's half-speed NIC is named as a slow link, and the bubbles as the pipeline's") {
+  TempDir dir;
+  std::string run = dir / "demo";
+  auto simulated = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " simulate --preset demo -o " + run);
+  INFO(simulated.err);
+  REQUIRE(simulated.exit_code == 0);
+  auto a = gpuxray::testing::analyzeRun(run);
+  const auto& nics = table(a.report, "link_hotspots", "nic_bandwidth");
+  REQUIRE(nics.rows.size() >= 2);
+  // The planted NIC (node-00's fourth) moves data at half the others' speed.
+  CHECK(nics.rows[0][0].text == "node-00 NIC mlx5_3");
+  CHECK(cell(nics, 0, "vs_median") == Approx(0.5).margin(0.02));
+  CHECK(cell(nics, 1, "vs_median") == Approx(1.0).margin(0.02));
+  REQUIRE(a.report.metric("slow_link_ratio") != nullptr);
+  CHECK(a.report.metric("slow_link_ratio")->value == Approx(2.0).margin(0.05));
+  bool named_nic = false, named_bubbles = false;
+  for (const auto& f : a.report.findings) {
+    named_nic = named_nic || f.summary.starts_with("slow link: node-00's NIC mlx5_3 moves data at");
+    named_bubbles = named_bubbles || (f.analysis == "pipeline_bubbles" && f.summary.find("pipeline stage") == 0);
+  }
+  CHECK(named_nic);
+  CHECK(named_bubbles);
+}

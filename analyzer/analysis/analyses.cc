@@ -6,7 +6,7 @@ const std::vector<std::string>& knownMetrics() {
   static const std::vector<std::string> names = {
       "idle_pct", "host_bound_pct", "exposed_comm_pct", "overlap_pct",
       "collective_skew_ms", "busbw_pct_of_link", "straggler_wait_ms",
-      "bubble_pct", "link_imbalance", "link_utilization_pct",
+      "bubble_pct", "link_imbalance", "link_utilization_pct", "slow_link_ratio",
       "low_occupancy_kernel_pct", "spilling_kernel_pct", "small_grid_kernel_pct",
       "peak_memory_bytes", "peak_memory_pct",
   };

@@ -13,6 +13,7 @@
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/communicators.h"
+#include "analyzer/analysis/statistics.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -35,6 +36,12 @@ struct LinkLoad {
   uint64_t backward = 0;  // bytes b→a (NIC: received)
   uint8_t sources = 0;
   std::vector<Interval> busy;
+  // NICs: what NCCL's proxy moved through it and how long it waited for the network to do so.
+  uint64_t network_bytes = 0;
+  uint64_t network_wait_ns = 0;
+  double achievedBandwidth() const {
+    return network_wait_ns > 0 ? static_cast<double>(network_bytes) / (static_cast<double>(network_wait_ns) * 1e-9) : 0.0;
+  }
 
   uint64_t bytes() const { return forward + backward; }
   std::string label() const { return host + " " + name; }
@@ -315,6 +322,9 @@ void loadLinks(const AnalysisInput& input, Topology& topology) {
       if (!inWindows(windows, t.start_ns)) continue;
       carry(topology, {{topology.nicOf(r), t.is_send}}, static_cast<double>(t.bytes), {t.start_ns, t.end_ns},
             kMeasured);
+      LinkLoad& nic = topology.links()[topology.nicOf(r)];
+      nic.network_bytes += t.bytes;
+      nic.network_wait_ns += t.wait_network_ns;
     }
     std::sort(on_network.begin(), on_network.end());
     auto measuredOnNetwork = [&](uint64_t id) { return std::binary_search(on_network.begin(), on_network.end(), id); };
@@ -361,6 +371,60 @@ struct LinkFigures {
 std::string sourceName(uint8_t sources) {
   if (sources == (kMeasured | kEstimated)) return "measured + estimated";
   return sources == kEstimated ? "estimated" : "measured";
+}
+
+// NICs that move data slower than the run's other NICs: bytes NCCL's proxy moved / the time it waited
+// for the network. Equal bytes, longer network waits: a slow NIC (or cable, or switch port), not a
+// slow rank (whose peers would wait on the peer instead).
+void reportSlowNics(const AnalysisInput& input, const std::vector<LinkLoad>& links, size_t steps, report::Report& report,
+                    report::Section& section) {
+  std::vector<size_t> nics;
+  for (size_t l = 0; l < links.size(); ++l) {
+    if (links[l].network_wait_ns > 0 && links[l].network_bytes > 0) nics.push_back(l);
+  }
+  if (nics.size() < 2) return;
+  std::vector<double> achieved;
+  for (size_t l : nics) achieved.push_back(links[l].achievedBandwidth());
+  double typical = median(achieved);
+  std::sort(nics.begin(), nics.end(),
+            [&](size_t a, size_t b) { return links[a].achievedBandwidth() < links[b].achievedBandwidth(); });
+  report::Table table{"nic_bandwidth", "NICs by the bandwidth they achieved (NCCL's proxy: bytes / time waiting for the network)",
+                      {{"link", "link"}, {"bytes_per_step", "bytes/step"}, {"network_time_per_step", "network time/step"},
+                       {"achieved", "achieved"}, {"vs_median", "vs median NIC"}, {"capacity", "capacity"}},
+                      {}};
+  for (size_t i = 0; i < nics.size() && i < input.options.top; ++i) {
+    const LinkLoad& nic = links[nics[i]];
+    table.rows.push_back({Cell::of(nic.label()),
+                          Cell::of(static_cast<double>(nic.network_bytes) / static_cast<double>(steps), Unit::kBytes),
+                          Cell::of(static_cast<double>(nic.network_wait_ns) / static_cast<double>(steps), Unit::kNanoseconds),
+                          Cell::of(nic.achievedBandwidth(), Unit::kBytesPerSecond),
+                          Cell::of(typical > 0 ? nic.achievedBandwidth() / typical : 0.0, Unit::kRatio),
+                          Cell::of(nic.capacity > 0 ? nic.capacity : std::numeric_limits<double>::quiet_NaN(),
+                                   Unit::kBytesPerSecond)});
+  }
+  section.tables.push_back(std::move(table));
+
+  const LinkLoad& slowest = links[nics.front()];
+  double ratio = slowest.achievedBandwidth() > 0 ? typical / slowest.achievedBandwidth() : 0.0;
+  report.addMetric("slow_link_ratio", ratio, Unit::kRatio,
+                   "median NIC bandwidth achieved / that of the slowest NIC (1 = all alike)");
+  if (ratio < 1.33) return;
+  report::Finding finding;
+  finding.analysis = "link_hotspots";
+  finding.severity = ratio >= 1.8 ? report::Severity::kCritical : report::Severity::kWarning;
+  double expected_wait = static_cast<double>(slowest.network_bytes) / typical * 1e9;
+  finding.cost_ns = (static_cast<double>(slowest.network_wait_ns) - expected_wait) / static_cast<double>(steps);
+  finding.summary = fmt::format("slow link: {}'s {} moves data at {}, {:.2f}x slower than the run's median NIC ({})",
+                                slowest.host, slowest.name,
+                                report::formatValue(slowest.achievedBandwidth(), Unit::kBytesPerSecond), ratio,
+                                report::formatValue(typical, Unit::kBytesPerSecond));
+  finding.evidence.push_back(fmt::format(
+      "{} per step through it, {} of it waiting for the network ({} at the median NIC's speed); its peers wait on it",
+      report::formatValue(static_cast<double>(slowest.network_bytes) / static_cast<double>(steps), Unit::kBytes),
+      report::formatValue(static_cast<double>(slowest.network_wait_ns) / static_cast<double>(steps), Unit::kNanoseconds),
+      report::formatValue(expected_wait / static_cast<double>(steps), Unit::kNanoseconds)));
+  if (slowest.assumed) finding.evidence.push_back("which NIC a rank uses is assumed from its local rank");
+  report.findings.push_back(std::move(finding));
 }
 
 }  // namespace
@@ -486,6 +550,8 @@ void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report) {
     }
   }
   section.tables.push_back(std::move(balance));
+
+  reportSlowNics(input, links, steps, report, section);
 
   if (worst_imbalance > 0) {
     report.addMetric("link_imbalance", worst_imbalance, Unit::kRatio,

@@ -46,7 +46,8 @@ void analyzeMemory(const AnalysisInput& input, report::Report& report) {
                        {"peak_at", "at (from start)"}, {"phase", "during"}, {"allocations", "allocations"},
                        {"end", "in use at end"}},
                       {}};
-  report::Table phases{"phases", "Peak per NVTX range name (highest over its instances)",
+  std::map<int32_t, std::map<std::string, int64_t>> phase_peaks;
+  report::Table phases{"phases", "Peak per NVTX range name on the rank with the highest peak (highest over its instances)",
                        {{"rank", "rank"}, {"phase", "range"}, {"peak", "peak"}}, {}};
   double worst_pct = -1;
   uint64_t worst_bytes = 0;
@@ -118,10 +119,14 @@ void analyzeMemory(const AnalysisInput& input, report::Report& report) {
         worst_phase = phase_name;
       }
     }
-    std::vector<std::pair<std::string, int64_t>> ranked(phase_peak.begin(), phase_peak.end());
+    phase_peaks[rank.rank] = std::move(phase_peak);
+  }
+  // Phases of the rank with the highest peak only: where memory peaks is what matters.
+  if (auto it = phase_peaks.find(worst_rank); it != phase_peaks.end()) {
+    std::vector<std::pair<std::string, int64_t>> ranked(it->second.begin(), it->second.end());
     std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
     for (size_t i = 0; i < ranked.size() && i < input.options.top; ++i) {
-      phases.rows.push_back({Cell::of(rank.rank, Unit::kNone), Cell::of(ranked[i].first),
+      phases.rows.push_back({Cell::of(worst_rank, Unit::kNone), Cell::of(ranked[i].first),
                              Cell::of(static_cast<double>(ranked[i].second), Unit::kBytes)});
     }
   }
