@@ -42,6 +42,9 @@ if [[ ! -f "$cuda_root/include/cupti.h" || ! -f "$cuda_root/include/nccl.h" ]]; 
 fi
 
 mkdir -p "$build_dir"
+# Benchmarks measure the normal build; the sanitizer build leaves them out.
+benchmarks=$([[ $sanitize == ON ]] && echo OFF || echo ON)
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUXRAY_SANITIZE="$sanitize" \
-      -DCUDAToolkit_ROOT="$cuda_root" > "$build_dir/configure.log" || { cat "$build_dir/configure.log"; exit 1; }
+      -DGPUXRAY_BUILD_BENCHMARKS="$benchmarks" -DCUDAToolkit_ROOT="$cuda_root" > "$build_dir/configure.log" ||
+  { cat "$build_dir/configure.log"; exit 1; }
 cmake --build "$build_dir"

@@ -1,5 +1,6 @@
 // `gpuxray convert PATH... -o DIR`: reads a run (PyTorch-profiler traces, or gpuxray files) and writes
 // one gpuxray trace file per rank into DIR, which `gpuxray analyze DIR` then loads many times faster.
+// `-o FILE.pftrace` (or `FILE.json`) writes the run's merged timeline instead, as `gpuxray export` does.
 
 #include <fmt/core.h>
 
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/timeline_output.h"
 #include "analyzer/errors.h"
 #include "analyzer/load/rank_writer.h"
 #include "analyzer/load/run_loader.h"
@@ -25,8 +27,22 @@ struct ConvertOptions {
   unsigned jobs = 0;
 };
 
+bool endsWith(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 ExitCode runConvert(const ConvertOptions& options) {
   namespace fs = std::filesystem;
+  if (endsWith(options.output, ".pftrace") || endsWith(options.output, ".perfetto-trace") ||
+      endsWith(options.output, ".json")) {
+    TimelineRequest request;
+    request.paths = options.paths;
+    request.allow_mixed_runs = options.allow_mixed_runs;
+    request.jobs = options.jobs;
+    (endsWith(options.output, ".json") ? request.output.chrome_json_path : request.output.perfetto_path) = options.output;
+    exportRunTimeline(request, stdout);
+    return ExitCode::kOk;
+  }
   std::error_code error;
   fs::create_directories(options.output, error);
   if (error) throw InputError(fmt::format("{}: cannot create the directory: {}", options.output, error.message()));
@@ -59,9 +75,10 @@ ExitCode runConvert(const ConvertOptions& options) {
 
 CommandAction addConvertCommand(CLI::App& app) {
   auto options = std::make_shared<ConvertOptions>();
-  CLI::App* command = app.add_subcommand("convert", "Write a run (PyTorch-profiler traces) as gpuxray trace files, one per rank");
+  CLI::App* command = app.add_subcommand("convert", "Write a run (PyTorch-profiler traces) as gpuxray trace files, one per rank, or as one Perfetto "
+                                      "timeline (-o FILE.pftrace; FILE.json for Chrome JSON)");
   command->add_option("paths", options->paths, "Trace files or directories of them (one run)")->required();
-  command->add_option("-o,--output", options->output, "Directory for the gpuxray files (created; must hold none yet)")->required();
+  command->add_option("-o,--output", options->output, "Directory for the gpuxray files (created; must hold none yet), or FILE.pftrace / FILE.json for the timeline")->required();
   command->add_flag("--allow-mixed", options->allow_mixed_runs, "Accept files from different runs together");
   command->add_option("-j,--jobs", options->jobs, "Files read at once (default: one per core)");
   return [options] { return runConvert(*options); };

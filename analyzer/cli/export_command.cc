@@ -1,75 +1,39 @@
 // `gpuxray export perfetto DIR -o out.pftrace` and `gpuxray export chrome-json DIR -o out.json`: the
-// run's timeline without the report. The analyses still run, silently, so that what they found is
-// drawn in (the findings tracks).
+// run's timeline, on one clock, without the report. The analyses still run, silently, so that what
+// they found is drawn in (the findings tracks).
 
-#include <fmt/core.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "analyzer/analysis/analyses.h"
-#include "analyzer/analysis/steps.h"
 #include "analyzer/cli/commands.h"
-#include "analyzer/cli/number_list.h"
 #include "analyzer/cli/timeline_output.h"
-#include "analyzer/errors.h"
-#include "analyzer/load/run_loader.h"
 
 namespace gpuxray::cli {
 namespace {
 
 struct ExportOptions {
-  std::vector<std::string> paths;
+  TimelineRequest request;
   std::string output;
   std::string also_chrome_json;
-  bool allow_mixed_runs = false;
-  unsigned jobs = 0;
-  std::vector<std::string> ranks;
-  std::vector<std::string> steps;
-  std::vector<std::string> step_markers;
-  std::string window;
 };
 
 ExitCode runExport(const ExportOptions& options, bool perfetto) {
-  TimelineOutput output;
-  output.window = options.window;
+  TimelineRequest request = options.request;
   if (perfetto) {
-    output.perfetto_path = options.output;
-    output.chrome_json_path = options.also_chrome_json;
+    request.output.perfetto_path = options.output;
+    request.output.chrome_json_path = options.also_chrome_json;
   } else {
-    output.chrome_json_path = options.output;
+    request.output.chrome_json_path = options.output;
   }
-
-  load::LoadOptions load_options;
-  load_options.allow_mixed_runs = options.allow_mixed_runs;
-  load_options.threads = options.jobs;
-  for (int64_t rank : parseNumberList(options.ranks, "--ranks"))
-    load_options.ranks.push_back(static_cast<int32_t>(rank));
-  if (isatty(STDERR_FILENO)) {
-    load_options.progress = [](size_t done, size_t total) {
-      if (total >= 4) fmt::print(stderr, "\rloading trace files: {}/{}{}", done, total, done == total ? "\n" : "");
-    };
-  }
-  model::RunTrace run = load::loadRun(options.paths, load_options);
-  for (const auto& warning : run.warnings) fmt::print(stderr, "gpuxray: warning: {}\n", warning);
-
-  analysis::AnalysisInput input{run, {}, {}, "none", {}};
-  input.options.step_markers = options.step_markers;
-  input.options.steps = parseNumberList(options.steps, "--steps");
-  analysis::findSteps(input);
-  for (const auto& rank : run.ranks) input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
-  report::Report report;
-  analysis::runAnalyses(input, report);
-
-  writeTimelines(input, report, output, input.options.steps, stdout);
+  exportRunTimeline(request, stdout);
   return ExitCode::kOk;
 }
 
 void addExportOptions(CLI::App* command, ExportOptions& options, bool perfetto) {
-  command->add_option("paths", options.paths, "Trace files or directories of them (one run)")->required();
+  command->add_option("paths", options.request.paths, "Trace files or directories of them (one run)")->required();
   command
       ->add_option(
           "-o,--output", options.output,
@@ -77,12 +41,14 @@ void addExportOptions(CLI::App* command, ExportOptions& options, bool perfetto) 
       ->required();
   if (perfetto)
     command->add_option("--chrome-json", options.also_chrome_json, "Also write the same timeline as Chrome JSON");
-  command->add_flag("--allow-mixed", options.allow_mixed_runs, "Accept files from different runs together");
-  command->add_option("-j,--jobs", options.jobs, "Files loaded at once (default: one per core)");
-  command->add_option("--ranks", options.ranks, "Write only these ranks, e.g. 0-7,12");
-  command->add_option("--window", options.window, "Write only this part of the run, from its start, e.g. 2s:2.5s");
-  command->add_option("--steps", options.steps, "Write only these training steps, e.g. 10-12");
-  command->add_option("--step-marker", options.step_markers,
+  command->add_flag("--allow-mixed", options.request.allow_mixed_runs, "Accept files from different runs together");
+  command->add_option("-j,--jobs", options.request.jobs, "Files loaded at once (default: one per core)");
+  command->add_option("--ranks", options.request.ranks, "Write only these ranks, e.g. 0-7,12");
+  command->add_option("--window", options.request.output.window,
+                      "Write only this part of the run, from its start, e.g. 2s:2.5s");
+  command->add_option("--steps", options.request.steps, "Write only these training steps, e.g. 10-12");
+  command->add_flag("--no-align", options.request.no_align, "Leave every rank on its own clock");
+  command->add_option("--step-marker", options.request.step_markers,
                       "Regular expression for NVTX ranges that mark a step (besides ProfilerStep#N)");
 }
 

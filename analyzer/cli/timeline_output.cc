@@ -7,7 +7,14 @@
 #include <limits>
 #include <memory>
 
+#include <unistd.h>
+
+#include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/clock_alignment.h"
+#include "analyzer/analysis/steps.h"
+#include "analyzer/cli/number_list.h"
 #include "analyzer/errors.h"
+#include "analyzer/load/run_loader.h"
 #include "analyzer/export/chrome_json_writer.h"
 #include "analyzer/export/perfetto_writer.h"
 #include "analyzer/export/timeline_export.h"
@@ -162,6 +169,35 @@ void writeTimelines(const analysis::AnalysisInput& input, const report::Report& 
         "or write less with --ranks, --window or --steps\n",
         output.perfetto_path, output.perfetto_path);
   }
+}
+
+void exportRunTimeline(const TimelineRequest& request, std::FILE* out) {
+  load::LoadOptions load_options;
+  load_options.allow_mixed_runs = request.allow_mixed_runs;
+  load_options.threads = request.jobs;
+  for (int64_t rank : parseNumberList(request.ranks, "--ranks")) load_options.ranks.push_back(static_cast<int32_t>(rank));
+  if (isatty(STDERR_FILENO)) {
+    load_options.progress = [](size_t done, size_t total) {
+      if (total >= 4) fmt::print(stderr, "\rloading trace files: {}/{}{}", done, total, done == total ? "\n" : "");
+    };
+  }
+  model::RunTrace run = load::loadRun(request.paths, load_options);
+  for (const auto& warning : run.warnings) fmt::print(stderr, "gpuxray: warning: {}\n", warning);
+  std::optional<analysis::ClockAlignment> clock;
+  if (!request.no_align) clock = analysis::alignClocks(run);
+
+  analysis::AnalysisInput input{run, {}, {}, "none", {}};
+  if (clock) {
+    input.clock = &*clock;
+    input.collective_index = clock->matches;
+  }
+  input.options.step_markers = request.step_markers;
+  input.options.steps = parseNumberList(request.steps, "--steps");
+  analysis::findSteps(input);
+  for (const auto& rank : run.ranks) input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
+  report::Report report;
+  analysis::runAnalyses(input, report);
+  writeTimelines(input, report, request.output, input.options.steps, out);
 }
 
 }  // namespace gpuxray::cli

@@ -25,6 +25,22 @@ struct TimelineOutput {
 std::optional<analysis::Interval> timelineWindow(const analysis::AnalysisInput& input, const std::string& window,
                                                  const std::vector<int64_t>& steps);
 
+// What `gpuxray export` (and `convert -o FILE.pftrace`) is asked for: a run to load and a timeline.
+struct TimelineRequest {
+  std::vector<std::string> paths;
+  bool allow_mixed_runs = false;
+  unsigned jobs = 0;
+  std::vector<std::string> ranks;
+  std::vector<std::string> steps;
+  std::vector<std::string> step_markers;
+  bool no_align = false;
+  TimelineOutput output;
+};
+
+// Loads the run, puts it on one clock, runs the analyses silently (their findings are drawn in)
+// and writes the timeline; progress and warnings on stderr, the summary to `out`.
+void exportRunTimeline(const TimelineRequest& request, std::FILE* out);
+
 // Writes the requested files in one walk of the model, then one summary line per topic to `out`.
 void writeTimelines(const analysis::AnalysisInput& input, const report::Report& report, const TimelineOutput& output,
                     const std::vector<int64_t>& steps, std::FILE* out);
