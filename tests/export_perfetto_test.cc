@@ -556,3 +556,21 @@ TEST_CASE("perfetto trace check: catches what trace_processor would drop") {
   CHECK(
       has(check([&](PerfettoWriter& w) { w.event(9, pf::kTypeSliceBegin, 100, 0, {}, {}, {}); }), "undeclared track"));
 }
+
+TEST_CASE("perfetto export: convert -o FILE.pftrace writes the merged timeline of a PyTorch-profiler run") {
+  std::string kineto = std::string(GPUXRAY_SOURCE_DIR) + "/../shared/traces/hta_sampled_2rank";
+  if (!std::filesystem::exists(kineto)) {
+    WARN("no shared traces at " << kineto << ": skipped");
+    return;
+  }
+  TempDir dir;
+  auto converted = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " convert " + kineto + " -o " +
+                                                (dir / "sampled.pftrace"));
+  INFO(converted.err);
+  REQUIRE(converted.exit_code == 0);
+  CHECK(converted.err.find("2 of 128 ranks") != std::string::npos);  // two ranks of a 128-rank job
+  auto trace = gpuxray::testing::decodePerfettoTrace(gpuxray::testing::readWholeFile(dir / "sampled.pftrace"));
+  requireNoErrors(trace.errors);
+  CHECK(trace.processes().size() == 2);
+  CHECK(trace.sliceCount() > 1000);
+}
