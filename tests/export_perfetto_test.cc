@@ -568,7 +568,7 @@ TEST_CASE("perfetto export: convert -o FILE.pftrace writes the merged timeline o
                                                 (dir / "sampled.pftrace"));
   INFO(converted.err);
   REQUIRE(converted.exit_code == 0);
-  CHECK(converted.err.find("2 of 128 ranks") != std::string::npos);  // two ranks of a 128-rank job
+  CHECK(converted.out.find("2 of 128 ranks") != std::string::npos);  // two ranks of a 128-rank job
   auto trace = gpuxray::testing::decodePerfettoTrace(gpuxray::testing::readWholeFile(dir / "sampled.pftrace"));
   requireNoErrors(trace.errors);
   CHECK(trace.processes().size() == 2);
