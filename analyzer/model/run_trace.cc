@@ -28,20 +28,23 @@ const HostCall* RankTrace::launchOf(uint32_t correlation_id) const {
   auto id_less = [](const HostCall& call, uint32_t id) { return call.correlation_id < id; };
   // Correlation ids are handed out densely, so the id says about where its call is (later ids
   // may be missing: copies without a call, calls not recorded). Search outwards from there.
+  // Interpolating between the first and the last id spreads the missing ones evenly.
   uint32_t first = host_calls.front().correlation_id;
-  size_t guess = correlation_id <= first ? 0 : std::min<size_t>(correlation_id - first, host_calls.size() - 1);
-  size_t low = 0, high = host_calls.size();
-  if (host_calls[guess].correlation_id > correlation_id) {
-    size_t step = 1;
-    high = guess;
-    while (high > 0 && host_calls[high - std::min(step, high)].correlation_id > correlation_id) {
-      high -= std::min(step, high);
-      step *= 2;
-    }
-    low = high - std::min(step, high);
-  } else {
-    low = guess;
+  uint32_t last = host_calls.back().correlation_id;
+  size_t n = host_calls.size();
+  size_t guess = 0;
+  if (correlation_id >= last) {
+    guess = n - 1;
+  } else if (correlation_id > first) {
+    guess = static_cast<size_t>(static_cast<double>(correlation_id - first) / static_cast<double>(last - first) *
+                                static_cast<double>(n - 1));
   }
+  // Gallop from the guess to a range that holds the id, then search it.
+  size_t low = guess, high = guess + 1;
+  for (size_t step = 1; low > 0 && host_calls[low].correlation_id > correlation_id; step *= 2)
+    low -= std::min(step, low);
+  for (size_t step = 1; high < n && host_calls[high - 1].correlation_id < correlation_id; step *= 2)
+    high = std::min(n, high + step);
   auto it = std::lower_bound(host_calls.begin() + static_cast<std::ptrdiff_t>(low),
                              host_calls.begin() + static_cast<std::ptrdiff_t>(high), correlation_id, id_less);
   return it != host_calls.end() && it->correlation_id == correlation_id ? &*it : nullptr;
