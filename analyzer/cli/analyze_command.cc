@@ -19,6 +19,7 @@
 #include "analyzer/analysis/steps.h"
 #include "analyzer/analysis/thresholds.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/load_progress.h"
 #include "analyzer/cli/number_list.h"
 #include "analyzer/cli/timeline_output.h"
 #include "analyzer/errors.h"
@@ -111,11 +112,7 @@ ExitCode runAnalyze(const AnalyzeOptions& options) {
   load_options.allow_mixed_runs = options.allow_mixed_runs;
   load_options.threads = options.jobs;
   for (int64_t rank : parseNumberList(options.ranks, "--ranks")) load_options.ranks.push_back(static_cast<int32_t>(rank));
-  if (isatty(STDERR_FILENO)) {
-    load_options.progress = [](size_t done, size_t total) {
-      if (total >= 4) fmt::print(stderr, "\rloading trace files: {}/{}{}", done, total, done == total ? "\n" : "");
-    };
-  }
+  showLoadProgressOnTerminal(load_options);
   model::RunTrace run = load::loadRun(options.paths, load_options);
   std::optional<analysis::ClockAlignment> clock;
   // HTA compares ranks on their own clocks; so does --compat hta.

@@ -12,6 +12,7 @@
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/clock_alignment.h"
 #include "analyzer/analysis/steps.h"
+#include "analyzer/cli/load_progress.h"
 #include "analyzer/cli/number_list.h"
 #include "analyzer/errors.h"
 #include "analyzer/load/run_loader.h"
@@ -176,11 +177,7 @@ void exportRunTimeline(const TimelineRequest& request, std::FILE* out) {
   load_options.allow_mixed_runs = request.allow_mixed_runs;
   load_options.threads = request.jobs;
   for (int64_t rank : parseNumberList(request.ranks, "--ranks")) load_options.ranks.push_back(static_cast<int32_t>(rank));
-  if (isatty(STDERR_FILENO)) {
-    load_options.progress = [](size_t done, size_t total) {
-      if (total >= 4) fmt::print(stderr, "\rloading trace files: {}/{}{}", done, total, done == total ? "\n" : "");
-    };
-  }
+  showLoadProgressOnTerminal(load_options);
   model::RunTrace run = load::loadRun(request.paths, load_options);
   for (const auto& warning : run.warnings) fmt::print(stderr, "gpuxray: warning: {}\n", warning);
   std::optional<analysis::ClockAlignment> clock;

@@ -308,18 +308,7 @@ class KinetoRankBuilder {
     return it->second;
   }
 
-  uint16_t streamIndex(uint32_t device, uint32_t stream) {
-    model::StreamKey key{device, stream};
-    if (last_stream_ < rank_.streams.size() && rank_.streams[last_stream_] == key) return last_stream_;
-    auto it = std::find(rank_.streams.begin(), rank_.streams.end(), key);
-    if (it == rank_.streams.end()) {
-      if (rank_.streams.size() >= std::numeric_limits<uint16_t>::max()) return 0;
-      rank_.streams.push_back(key);
-      it = rank_.streams.end() - 1;
-    }
-    last_stream_ = static_cast<uint16_t>(it - rank_.streams.begin());
-    return last_stream_;
-  }
+  uint16_t streamIndex(uint32_t device, uint32_t stream) { return rank_.streamIndex(device, stream, last_stream_); }
 
   // GPU events without a "correlation" argument take the id of the ac2g flow that ends on them.
   void matchFlows() {

@@ -260,18 +260,7 @@ class RankBuilder {
     return last_thread_;
   }
 
-  uint16_t streamIndex(uint32_t device, uint32_t stream) {
-    model::StreamKey key{device, stream};
-    if (last_stream_ < rank_.streams.size() && rank_.streams[last_stream_] == key) return last_stream_;
-    auto it = std::find(rank_.streams.begin(), rank_.streams.end(), key);
-    if (it == rank_.streams.end()) {
-      if (rank_.streams.size() >= std::numeric_limits<uint16_t>::max()) return 0;
-      rank_.streams.push_back(key);
-      it = rank_.streams.end() - 1;
-    }
-    last_stream_ = static_cast<uint16_t>(it - rank_.streams.begin());
-    return last_stream_;
-  }
+  uint16_t streamIndex(uint32_t device, uint32_t stream) { return rank_.streamIndex(device, stream, last_stream_); }
 
   model::RankTrace& rank_;
   const format::StringTable& file_strings_;

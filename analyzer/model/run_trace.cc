@@ -1,6 +1,7 @@
 #include "analyzer/model/run_trace.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace gpuxray::model {
 
@@ -21,6 +22,19 @@ std::string_view activityKindName(ActivityKind kind) {
 bool isCommunicationKernel(std::string_view name) {
   return name.starts_with("nccl") || name.find("ncclKernel") != std::string_view::npos ||
          name.find("ncclDevKernel") != std::string_view::npos;
+}
+
+uint16_t RankTrace::streamIndex(uint32_t device, uint32_t stream, uint16_t& hint) {
+  StreamKey key{device, stream};
+  if (hint < streams.size() && streams[hint] == key) return hint;
+  auto it = std::find(streams.begin(), streams.end(), key);
+  if (it == streams.end()) {
+    if (streams.size() >= std::numeric_limits<uint16_t>::max()) return 0;
+    streams.push_back(key);
+    it = streams.end() - 1;
+  }
+  hint = static_cast<uint16_t>(it - streams.begin());
+  return hint;
 }
 
 const HostCall* RankTrace::launchOf(uint32_t correlation_id) const {

@@ -186,6 +186,9 @@ struct RankTrace {
   int64_t clock_offset_ns = 0;
 
   std::string_view name(uint32_t id) const { return id < strings.size() ? std::string_view(strings[id]) : std::string_view(); }
+  // The index of (device, stream) in `streams`, added if new; `hint` (the last index returned)
+  // makes runs of one stream cheap. Past 65535 streams, 0.
+  uint16_t streamIndex(uint32_t device, uint32_t stream, uint16_t& hint);
   // The host call that launched the work with this correlation id, or nullptr.
   const HostCall* launchOf(uint32_t correlation_id) const;
 };
