@@ -318,28 +318,9 @@ class Attributor {
     while (next_activity_ < activities.size() && activities[next_activity_].start_ns < t) ++next_activity_;
     for (size_t i = next_activity_; i < activities.size() && activities[i].start_ns == t; ++i) {
       const model::GpuActivity& a = activities[i];
-      if (a.kind == model::ActivityKind::kCompute && a.correlation_id != 0) return launchOf(a.correlation_id);
+      if (a.kind == model::ActivityKind::kCompute && a.correlation_id != 0) return rank_.launchOf(a.correlation_id);
     }
     return nullptr;
-  }
-
-  // RankTrace::launchOf, galloping from the last call found: kernels launched later mostly have
-  // larger correlation ids.
-  const model::HostCall* launchOf(uint32_t id) {
-    const auto& calls = rank_.host_calls;
-    size_t low = next_call_ < calls.size() && calls[next_call_].correlation_id <= id ? next_call_ : 0;
-    size_t high = low, stride = 1;
-    while (high < calls.size() && calls[high].correlation_id < id) {
-      low = high;
-      high += stride;
-      stride *= 2;
-    }
-    auto first = calls.begin() + static_cast<std::ptrdiff_t>(low);
-    auto last = calls.begin() + static_cast<std::ptrdiff_t>(std::min(high + 1, calls.size()));
-    auto it =
-        std::lower_bound(first, last, id, [](const model::HostCall& c, uint32_t v) { return c.correlation_id < v; });
-    next_call_ = static_cast<size_t>(it - calls.begin());
-    return it != calls.end() && it->correlation_id == id ? &*it : nullptr;
   }
 
   const model::RankTrace& rank_;
@@ -348,7 +329,6 @@ class Attributor {
   size_t stage_index_;
   std::vector<report::TimelineMark>& marks_;
   size_t next_activity_ = 0;
-  size_t next_call_ = 0;
 };
 
 Stage stageOf(const AnalysisInput& input, size_t r, const std::vector<PeerOp>& ops, int32_t previous, int32_t next,
