@@ -425,7 +425,7 @@ void CaptureSession::writeNcclRecords(bool final) {
   }
   std::vector<NcclClockMapper::Operation> to_map;
   to_map.reserve(ready.size());
-  for (auto& op : ready) to_map.push_back({&op.record, op.kernel_stop_seen_ns});
+  for (auto& op : ready) to_map.push_back({&op.record, op.gpu_not_before_ns, op.max_clock_offset});
   nccl_clock_.map(to_map);
   for (auto& op : ready) {
     op.record.func_id = writer_->intern(op.func);
@@ -554,13 +554,36 @@ format::Trailer CaptureSession::makeTrailer() const {
     const NcclClockMappingStats& clock = nccl_clock_.stats();
     if (clock.unmapped > 0) {
       trailer.warnings.push_back(std::to_string(clock.unmapped) +
-                                 " NCCL operations' GPU times could not be put on the trace clock (no host bounds, no "
-                                 "NCCL kernel records): written as the GPU stamped them");
+                                 " NCCL operations' GPU times could not be put on the trace clock (no NCCL kernel "
+                                 "records, and their host bounds left the offset open on one side): flagged "
+                                 "gpu_clock_unmapped, their GPU stamps kept as the GPU's timer gave them");
+    }
+    if (clock.outliers > 0) {
+      trailer.warnings.push_back(std::to_string(clock.outliers) +
+                                 " NCCL operations had host bounds that disagreed with the rest of their batch "
+                                 "(outliers); they were mapped with the batch's offset");
     }
     if (nccl.dropped_events > 0) {
       trailer.counts.push_back({format::Category::kNcclOperation, 0, nccl.dropped_events});
       trailer.warnings.push_back(std::to_string(nccl.dropped_events) +
-                                 " NCCL profiler events dropped (event rings full)");
+                                 " NCCL profiler events dropped (a communicator's event pool at its bound)");
+    }
+    if (nccl.unlinked_transfers > 0) {
+      trailer.warnings.push_back(std::to_string(nccl.unlinked_transfers) +
+                                 " NCCL network transfers not linked to a recorded operation");
+    }
+    if (nccl.expired_operations > 0) {
+      trailer.warnings.push_back(std::to_string(nccl.expired_operations) +
+                                 " NCCL operations written before all their kernel channels reported (none for " +
+                                 std::to_string(NcclProfiler::kStuckOperationNs / 1'000'000'000) + " s)");
+    }
+    if (nccl.events_after_finalize > 0) {
+      trailer.warnings.push_back(std::to_string(nccl.events_after_finalize) +
+                                 " NCCL profiler events after their communicator's finalize, ignored");
+    }
+    if (nccl.internal_errors > 0) {
+      trailer.warnings.push_back("NCCL profiler plugin turned off after an internal error (" +
+                                 nccl.first_internal_error + "); NCCL ran on without it");
     }
   }
   if (uint64_t late = buffers_after_stop_.load(); late > 0)

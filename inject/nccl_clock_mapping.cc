@@ -60,56 +60,91 @@ void NcclClockMapper::map(const std::vector<Operation>& operations) {
   }
 }
 
-void NcclClockMapper::mapDevice(DeviceKernels* kernels, const std::vector<Operation>& operations) {
-  const uint32_t device = operations.front().record->device;
+namespace {
+
+struct Range {
   int64_t low = kNoLowerBound;
   int64_t high = kNoUpperBound;
+  bool bounded() const { return low != kNoLowerBound && high != kNoUpperBound; }
+  bool holds(int64_t offset) const { return low <= offset && offset <= high; }
+};
+
+// The offset range that the most of `ranges` hold: the intersection of those that agree.
+Range consensus(const std::vector<Range>& ranges) {
+  // +1 opens a range, -1 closes one; opens sort first at a tie, so ranges that touch overlap.
+  std::vector<std::pair<int64_t, int>> endpoints;
+  endpoints.reserve(2 * ranges.size());
+  for (const Range& r : ranges) {
+    if (r.low > r.high) continue;
+    endpoints.emplace_back(r.low, +1);
+    endpoints.emplace_back(r.high, -1);
+  }
+  if (endpoints.empty()) return {};
+  std::sort(endpoints.begin(), endpoints.end(),
+            [](const auto& a, const auto& b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
+  int depth = 0, best_depth = 0;
+  Range best;
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    depth += endpoints[i].second;
+    if (endpoints[i].second > 0 && depth > best_depth) {
+      best_depth = depth;
+      best = {endpoints[i].first, i + 1 < endpoints.size() ? endpoints[i + 1].first : endpoints[i].first};
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+void NcclClockMapper::mapDevice(DeviceKernels* kernels, const std::vector<Operation>& operations) {
+  const uint32_t device = operations.front().record->device;
+  std::vector<Range> bounds;
+  bounds.reserve(operations.size());
   for (const Operation& op : operations) {
     const auto& r = *op.record;
-    if (r.enqueue_ns != 0) low = std::max(low, difference(r.enqueue_ns, r.gpu_start_ns));
-    if (op.kernel_stop_seen_ns != 0) high = std::min(high, difference(op.kernel_stop_seen_ns, r.gpu_end_ns));
+    Range range;
+    if (op.gpu_not_before_ns != 0) range.low = difference(op.gpu_not_before_ns, r.gpu_start_ns);
+    range.high = op.max_clock_offset;
+    bounds.push_back(range);
   }
-  // Bounds that contradict each other say nothing (the clocks drifted within the batch, or an
-  // operation's host times are not what they seem): leave it to the kernels.
-  if (low > high) low = kNoLowerBound, high = kNoUpperBound;
+  const Range agreed = consensus(bounds);
 
   std::optional<Estimate> estimate;
-  bool by_kernels = false;
+  bool by_kernels = false, by_earlier = false;
   if (kernels != nullptr && !kernels->kernels.empty()) {
-    estimate = estimateFromKernels(*kernels, operations, low, high);
+    estimate = estimateFromKernels(*kernels, operations, agreed.low, agreed.high);
     by_kernels = estimate.has_value();
   }
-  if (!estimate && low != kNoLowerBound && high != kNoUpperBound) {
-    estimate = Estimate{low + (high - low) / 2, static_cast<uint64_t>(high - low) / 2};
+  if (!estimate && agreed.bounded()) {
+    estimate = Estimate{agreed.low + (agreed.high - agreed.low) / 2, static_cast<uint64_t>(agreed.high - agreed.low) / 2};
   }
-  bool unmapped = false;
   if (!estimate) {
-    if (auto last = last_estimate_.find(device); last != last_estimate_.end()) {
+    if (auto last = last_estimate_.find(device); last != last_estimate_.end() && agreed.holds(last->second.offset)) {
       estimate = last->second;
-    } else {
-      estimate = Estimate{};
-      unmapped = true;
+      by_earlier = true;
     }
   } else {
     last_estimate_[device] = *estimate;
   }
 
-  for (const Operation& op : operations) {
-    auto& r = *op.record;
+  uint64_t count = operations.size();
+  if (!estimate) {
+    for (const Operation& op : operations) op.record->gpu_clock_unmapped = true;
+    stats_.unmapped += count;
+    return;
+  }
+  for (size_t i = 0; i < operations.size(); ++i) {
+    auto& r = *operations[i].record;
     if (by_kernels) {
       if (const Kernel* kernel = containingKernel(*kernels, r, estimate->offset)) r.kernel_correlation_id = kernel->correlation_id;
     }
+    if (!bounds[i].holds(estimate->offset)) ++stats_.outliers;
     r.gpu_start_ns = shifted(r.gpu_start_ns, estimate->offset);
     r.gpu_end_ns = shifted(r.gpu_end_ns, estimate->offset);
     r.gpu_clock_error_ns = estimate->error;
   }
-  uint64_t count = operations.size();
-  if (unmapped) {
-    stats_.unmapped += count;
-  } else {
-    (by_kernels ? stats_.by_kernels : stats_.by_host_bounds) += count;
-    stats_.largest_error_ns = std::max(stats_.largest_error_ns, estimate->error);
-  }
+  (by_kernels ? stats_.by_kernels : by_earlier ? stats_.by_earlier_batch : stats_.by_host_bounds) += count;
+  stats_.largest_error_ns = std::max(stats_.largest_error_ns, estimate->error);
 }
 
 // The offset range that the kernel bounds of the most operations share, within [low, high].

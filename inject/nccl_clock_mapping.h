@@ -1,15 +1,22 @@
 // Puts NCCL's GPU times on the capture clock. NCCL stamps each channel's kernel work with the
 // GPU's %globaltimer, a clock of its own; every other record uses the capture clock (CUPTI's).
 //
-// The offset between the two is bounded from two sides for each operation:
-// - by the host: the GPU cannot start before the host began enqueuing the operation, nor stop
-//   after the host saw the channel's stop event, so offset ∈ [enqueue - gpu_start, stop_seen - gpu_end];
+// The offset between the two (capture - GPU) is bounded for each operation by what NCCL's order of
+// calls guarantees (see CompletedNcclOperation):
+// - from below, by a host time before the kernel could start: the operation's API call or kernel
+//   launch (v5+), or the start of the previous group on its communicator. Not the operation's own
+//   start event: NCCL launches the kernel first, so the GPU often starts before it;
+// - from above, by when the proxy thread saw each channel start and stop, which it reports only
+//   after the GPU stamped them;
 // - by CUPTI, when it recorded the NCCL kernel that ran the operation: the channels run inside the
 //   kernel, so offset ∈ [kernel_start - gpu_start, kernel_end - gpu_end].
-// A batch of operations of one device is mapped with one offset: the middle of the range that the
-// host bounds of all of them allow and that the kernel bounds of the most of them agree on. Half
-// that range's width is the mapping's error, written with each operation. Each batch gets its own
-// estimate, which follows a slow drift between the clocks.
+// A batch of operations of one device is mapped with one offset: inside the range that the host
+// bounds of the most of them share (an operation whose bounds disagree with the rest is an
+// outlier, counted, and does not move the estimate) and that the kernel bounds of the most of them
+// agree on. Half that range's width is the mapping's error, written with each operation. Each
+// batch gets its own estimate, which follows a slow drift between the clocks. Without a range
+// bounded on both sides, an earlier batch's estimate is used if the bounds allow it; otherwise the
+// operations keep their GPU stamps, flagged gpu_clock_unmapped, never passed off as mapped.
 #pragma once
 
 #include <cstdint>
@@ -29,23 +36,26 @@ bool isNcclKernelName(std::string_view name);
 struct NcclClockMappingStats {
   uint64_t by_kernels = 0;      // matched to CUPTI's records of NCCL kernels
   uint64_t by_host_bounds = 0;  // bounded by host times only (no NCCL kernel records)
-  uint64_t unmapped = 0;        // no consistent bounds: assumed to be on the capture clock already
+  uint64_t by_earlier_batch = 0;  // an earlier batch's estimate, within this batch's bounds
+  uint64_t unmapped = 0;        // no bounds on both sides: flagged gpu_clock_unmapped
+  uint64_t outliers = 0;        // mapped, though their own host bounds disagreed with the rest
   uint64_t largest_error_ns = 0;
 };
 
 class NcclClockMapper {
  public:
-  // An operation's GPU window (raw %globaltimer) and the host times around it (capture clock).
+  // An operation's GPU window (raw %globaltimer) and what bounds it (see CompletedNcclOperation).
   struct Operation {
     format::NcclOperationRecord* record = nullptr;
-    uint64_t kernel_stop_seen_ns = 0;  // when the host saw the last channel stop; 0 if never
+    uint64_t gpu_not_before_ns = 0;                               // capture clock; 0: none
+    int64_t max_clock_offset = std::numeric_limits<int64_t>::max();  // max: none
   };
 
   // A CUPTI record of an NCCL kernel (capture clock).
   void addKernel(uint32_t device, uint64_t start_ns, uint64_t end_ns, uint32_t correlation_id);
 
   // Rewrites the GPU times of each operation (those with any) onto the capture clock, and sets
-  // gpu_clock_error_ns and, when found, kernel_correlation_id.
+  // gpu_clock_error_ns and, when found, kernel_correlation_id; or flags them gpu_clock_unmapped.
   void map(const std::vector<Operation>& operations);
 
   // Forgets kernels that ended before `ns`: no operation still to map can lie in them.

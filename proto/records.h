@@ -13,7 +13,7 @@
 namespace gpuxray::format {
 
 inline constexpr uint32_t kFormatMajor = 1;
-inline constexpr uint32_t kFormatMinor = 0;
+inline constexpr uint32_t kFormatMinor = 1;
 
 // String ids index the file's string table; 0 is the empty string.
 using StringId = uint32_t;
@@ -337,6 +337,7 @@ struct NcclOperationRecord {
   uint64_t enqueue_end_ns = 0;
   uint64_t gpu_clock_error_ns = 0;
   uint32_t kernel_correlation_id = 0;
+  bool gpu_clock_unmapped = false;
   bool operator==(const NcclOperationRecord&) const = default;
 };
 

@@ -320,6 +320,7 @@ NcclOperationRecord fromPb(const pb::NcclOperation& p) {
   r.enqueue_end_ns = p.enqueue_end_ns();
   r.gpu_clock_error_ns = p.gpu_clock_error_ns();
   r.kernel_correlation_id = p.kernel_correlation_id();
+  r.gpu_clock_unmapped = p.gpu_clock_unmapped();
   return r;
 }
 

@@ -527,6 +527,7 @@ void TraceWriter::add(const NcclOperationRecord& r) {
     m.uintField(22, r.enqueue_end_ns);
     m.uintField(23, r.gpu_clock_error_ns);
     m.uintField(24, r.kernel_correlation_id);
+    m.uintField(25, r.gpu_clock_unmapped);
   });
   counted(Category::kNcclOperation);
 }

@@ -391,6 +391,7 @@ void toPb(const NcclOperationRecord& r, pb::NcclOperation* p) {
   p->set_enqueue_end_ns(r.enqueue_end_ns);
   p->set_gpu_clock_error_ns(r.gpu_clock_error_ns);
   p->set_kernel_correlation_id(r.kernel_correlation_id);
+  p->set_gpu_clock_unmapped(r.gpu_clock_unmapped);
 }
 
 void toPb(const NetTransferRecord& r, pb::NetTransfer* p) {

@@ -124,8 +124,9 @@ class RankBuilder {
       op.protocol_id = local(o.protocol_id);
       op.datatype_id = local(o.datatype_id);
       op.enqueue_ns = static_cast<int64_t>(o.enqueue_ns);
-      op.gpu_start_ns = static_cast<int64_t>(o.gpu_start_ns);
-      op.gpu_end_ns = static_cast<int64_t>(o.gpu_end_ns);
+      // GPU times still on the GPU's own timer cannot be placed among the other records.
+      op.gpu_start_ns = o.gpu_clock_unmapped ? 0 : static_cast<int64_t>(o.gpu_start_ns);
+      op.gpu_end_ns = o.gpu_clock_unmapped ? 0 : static_cast<int64_t>(o.gpu_end_ns);
       op.bytes = o.bytes;
       op.count = o.count;
       op.root = o.root;

@@ -225,7 +225,8 @@ std::string describe(const NcclOperationRecord& v) {
              "algorithm_id", v.algorithm_id)("protocol_id", v.protocol_id)("channels", v.channels)("warps", v.warps)(
              "graph_captured", v.graph_captured)("reduce_op_id", v.reduce_op_id)("stream", v.stream)(
              "device", v.device)("operation_id", v.operation_id)("enqueue_end_ns", v.enqueue_end_ns)(
-             "gpu_clock_error_ns", v.gpu_clock_error_ns)("kernel_correlation_id", v.kernel_correlation_id)
+             "gpu_clock_error_ns", v.gpu_clock_error_ns)("kernel_correlation_id", v.kernel_correlation_id)(
+             "gpu_clock_unmapped", v.gpu_clock_unmapped)
       .str();
 }
 
