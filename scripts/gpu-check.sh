@@ -22,7 +22,8 @@
 #      the GPU (NCCL_HOSTID makes NCCL take them for two hosts, joined by its socket transport),
 #      because NCCL tells the plugin nothing about a one-rank communicator's collectives; then
 #      examples/pytorch/ddp_single_rank.py under `gpuxray run` with world size 1 and 2 (PyTorch's own
-#      NCCL). Every NCCL run has NCCL_DEBUG=INFO into logs/<run>.nccl.<host>.<pid>; the lines about
+#      NCCL), and with world size 1 once more with only NCCL_PROFILER_PLUGIN naming the library (the
+#      ABI version NCCL chose is reported from the trace's communicator record). Every NCCL run has NCCL_DEBUG=INFO into logs/<run>.nccl.<host>.<pid>; the lines about
 #      the profiler plugin are repeated here.
 #
 # Every check prints PASS, FAIL or WARN with its figures; the last line counts them. Into $OUT:
@@ -678,6 +679,18 @@ section_nccl() {
   run_cmd ddp_run 120 env LD_LIBRARY_PATH="$B/lib${EX_LD:+:$EX_LD}" "$B/gpuxray" run -o "$TR/ddp_run" --log-level info \
     -- env LD_LIBRARY_PATH="$EX_LD" NCCL_DEBUG_FILE="$LOGS/ddp_run.nccl.%h.%p" python3 "$B/ddp_single_rank.py" --steps "$DDP_STEPS"
   check_ddp ddp_run 1
+
+  # The same, as a user who only names the library as NCCL's profiler plugin: no `gpuxray run`, no
+  # CUDA injection, so NCCL's first communicator starts the capture (NCCL-only) and the trace's
+  # communicator record says which ncclProfiler_vN NCCL chose.
+  section "NCCL: PyTorch DDP, world size 1, with only NCCL_PROFILER_PLUGIN set to the library"
+  if over_budget; then
+    result WARN "DDP with NCCL_PROFILER_PLUGIN" "skipped: past the time budget"
+  else
+    run_cmd ddp_plugin_run 120 env LD_LIBRARY_PATH="$EX_LD" NCCL_PROFILER_PLUGIN="$LIB" GPUXRAY_OUTPUT_DIR="$TR/ddp_plugin_run" \
+      NCCL_DEBUG_FILE="$LOGS/ddp_plugin_run.nccl.%h.%p" python3 "$B/ddp_single_rank.py" --steps "$DDP_STEPS"
+    check_ddp ddp_plugin_run 1
+  fi
 
   section "NCCL: PyTorch DDP under gpuxray run, world size 2 (both ranks on the GPU, as above)"
   if over_budget; then

@@ -128,15 +128,15 @@ TEST_CASE("a libcupti named by GPUXRAY_CUPTI_PATH that cannot be used is reporte
         "gpuxray: GPUXRAY_CUPTI_PATH=/nonexistent/libcupti.so.13 is not usable: not found; no GPU activity captured\n");
 }
 
-TEST_CASE("NCCL 2.23 to 2.28, played by a harness, load the library as their profiler plugin and its operations reach "
+TEST_CASE("NCCL 2.23 to 2.29, played by a harness, load the library as their profiler plugin and its operations reach "
           "the file") {
   namespace format = gpuxray::format;
-  const int version = GENERATE(1, 2, 3, 4, 5);
+  const int version = GENERATE(1, 2, 3, 4, 5, 6);
   INFO("profiler ABI v" << version);
   TempDir dir;
   std::string output = dir / "traces";
   auto result = runCommand("ASAN_OPTIONS=detect_leaks=0 GPUXRAY_OUTPUT_DIR=" + output + " RANK=0 WORLD_SIZE=4 " +
-                           GPUXRAY_NCCL_HARNESS + " " + kLibrary + " " + std::to_string(version));
+                           GPUXRAY_NCCL_HARNESS + " " + kLibrary + " " + std::to_string(version) + " --ops 1");
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   format::TraceReader reader(output + "/rank-00000.gpuxray");
@@ -174,13 +174,14 @@ TEST_CASE("NCCL 2.23 to 2.28, played by a harness, load the library as their pro
   };
   for (const auto& op : ops) CHECK(op.comm_hash == 0x5eed);
   auto all_reduce = find("AllReduce");
-  CHECK(all_reduce.bytes == 1u << 20);
+  CHECK(all_reduce.bytes == 2u << 20);
   CHECK(all_reduce.channels == 2);
   // GPU times come with v4's kernel-channel timers (v3's channels have none), put on the trace
-  // clock by the host's enqueue and stop times (no CUPTI kernels here).
+  // clock by the host bounds NCCL guarantees (no CUPTI kernels here); tests/inject_nccl_harness_test.cc
+  // checks them against the truth.
   if (version >= 4) {
-    CHECK(all_reduce.gpu_end_ns - all_reduce.gpu_start_ns == 1'000'001);
-    CHECK(all_reduce.gpu_start_ns >= all_reduce.enqueue_ns);
+    CHECK(all_reduce.gpu_end_ns - all_reduce.gpu_start_ns >= 30'000);
+    CHECK_FALSE(all_reduce.gpu_clock_unmapped);
     CHECK(all_reduce.gpu_clock_error_ns > 0);
   } else {
     CHECK(all_reduce.gpu_start_ns == 0);
@@ -202,7 +203,7 @@ TEST_CASE("NCCL 2.23 to 2.28, played by a harness, load the library as their pro
     if (t.operation_id == all_reduce.operation_id) all_reduce_bytes += t.bytes;
   }
   // v1-v3 report the bytes as a proxy operation's running total, v4+ per step.
-  CHECK(all_reduce_bytes == 1u << 20);
+  CHECK(all_reduce_bytes == 2u << 20);
   CHECK(std::count_if(transfers.begin(), transfers.end(), [](const auto& t) { return t.operation_id == 0; }) == 1);
 
   size_t expected_ops = 4;
@@ -228,8 +229,8 @@ TEST_CASE("NCCL 2.23 to 2.28, played by a harness, load the library as their pro
       CHECK(name(replays[i].func_id) == "AllReduce");
       CHECK(replays[i].seq == 2 + i);
       CHECK(replays[i].bytes == 4096);
-      // Each replay's own kernel times (50 µs), on the trace clock.
-      CHECK(replays[i].gpu_end_ns - replays[i].gpu_start_ns == 50'000);
+      // Each replay's own kernel times (30 µs at least), on the trace clock.
+      CHECK(replays[i].gpu_end_ns - replays[i].gpu_start_ns >= 30'000);
       CHECK(replays[i].gpu_start_ns >= replays[i].enqueue_ns);
     }
     expected_ops += all_to_all.size() + replays.size();

@@ -2,6 +2,7 @@
 // with operations enqueued on the user thread (or, for graph replays, a host-callback thread),
 // proxy work on the proxy thread and kernel channels on another thread.
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -78,10 +79,13 @@ nccl_abi::EventDescrV5 child(uint64_t type, void* parent) {
 
 TEST_CASE("nccl: the plugin asks for operations, proxy work and kernel channels, and records the communicator") {
   PluginFixture plugin;
-  CHECK(NcclProfiler::activationMask() == (nccl_abi::kColl | nccl_abi::kP2p | nccl_abi::kProxyOp |
+  // Groups too: through v4 NCCL starts Coll and P2p events only under a group handle.
+  CHECK(NcclProfiler::activationMask() == (nccl_abi::kGroup | nccl_abi::kColl | nccl_abi::kP2p | nccl_abi::kProxyOp |
                                            nccl_abi::kProxyStep | nccl_abi::kKernelCh));
-  // From v5 on, also the API calls, for whether an operation was captured into a CUDA graph.
-  CHECK(plugin.mask == (NcclProfiler::activationMask() | static_cast<int>(nccl_abi::kCollApi | nccl_abi::kP2pApi)));
+  // From v5 on, also the API calls and kernel launches: whether an operation was captured into a
+  // CUDA graph, and host times before its kernel.
+  CHECK(plugin.mask == (NcclProfiler::activationMask() | static_cast<int>(nccl_abi::kGroupApi | nccl_abi::kCollApi |
+                                                                          nccl_abi::kP2pApi | nccl_abi::kKernelLaunch)));
   auto comms = plugin.profiler.takeCommunicators();
   REQUIRE(comms.size() == 1);
   CHECK(comms[0].comm_hash == 0xC0FFEE);
@@ -211,7 +215,7 @@ TEST_CASE("nccl: a PXN proxy operation of another process never touches its pare
   CHECK(plugin.profiler.stats().foreign_proxy_ops == 1);
 }
 
-TEST_CASE("nccl: when the event ring is full, new events are dropped and counted, never blocking") {
+TEST_CASE("nccl: when the event pool is at its bound, new events are dropped and counted, never blocking") {
   PluginFixture plugin(4);
   std::vector<void*> handles;
   for (int i = 0; i < 5; ++i) handles.push_back(plugin.start(coll("AllReduce", static_cast<uint64_t>(i), 8, "ncclFloat32", 1)));
@@ -666,4 +670,168 @@ TEST_CASE("nccl: without a capture, the v1-v3 inits refuse too") {
   nccl_abi::EventStateArgsV1 args{};
   CHECK(v1.record_event_state(nullptr, nccl_abi::kProxyOpSendDone, &args) == nccl_abi::kSuccess);
   CHECK(v1.stop_event(nullptr) == nccl_abi::kSuccess);
+}
+
+TEST_CASE("nccl: group events get a handle that is never null, as v1-v4 need to start operations under it") {
+  for (int version : {1, 2, 3, 4, 5}) {
+    INFO("v" << version);
+    NcclProfiler profiler([] { return 5u; }, 0, [] { return 0u; });
+    setNcclProfiler(&profiler);
+    void* context = nullptr;
+    int mask = 0;
+    void* group = nullptr;
+    if (version == 1) {
+      REQUIRE(profilerV1Table().init(&context, &mask) == nccl_abi::kSuccess);
+      nccl_abi::EventDescrV1 d{};
+      d.type = nccl_abi::kGroup;
+      REQUIRE(profilerV1Table().start_event(context, &group, &d) == nccl_abi::kSuccess);
+    } else if (version <= 3) {
+      nccl_abi::EventDescrV3 d{};
+      d.type = nccl_abi::kGroup;
+      REQUIRE(profilerV3Table().init(&context, &mask) == nccl_abi::kSuccess);
+      REQUIRE(profilerV3Table().start_event(context, &group, &d) == nccl_abi::kSuccess);
+    } else if (version == 4) {
+      nccl_abi::EventDescrV4 d{};
+      d.type = nccl_abi::kGroup;
+      REQUIRE(kNcclProfilerV4.init(&context, &mask, "g", 1, 1, 1, 0, nullptr) == nccl_abi::kSuccess);
+      REQUIRE(kNcclProfilerV4.start_event(context, &group, &d) == nccl_abi::kSuccess);
+    } else {
+      nccl_abi::EventDescrV5 d{};
+      d.type = nccl_abi::kGroup;
+      REQUIRE(kNcclProfilerV5.init(&context, 1, &mask, "g", 1, 1, 0, nullptr) == nccl_abi::kSuccess);
+      REQUIRE(kNcclProfilerV5.start_event(context, &group, &d) == nccl_abi::kSuccess);
+    }
+    CHECK((static_cast<uint64_t>(mask) & nccl_abi::kGroup) != 0);
+    CHECK(group != nullptr);
+    CHECK(profilerV5Table().stop_event(group) == nccl_abi::kSuccess);
+    setNcclProfiler(nullptr);
+  }
+}
+
+TEST_CASE("nccl: a busy slot never costs a later event its place: free slots are used first, the pool grows") {
+  PluginFixture plugin(20'000);
+  // One operation whose kernel channel never reports keeps its slot...
+  void* stuck = plugin.start(coll("AllReduce", 0, 8, "ncclFloat32", 1));
+  plugin.stop(stuck);
+  void* channel = plugin.start(child(nccl_abi::kKernelCh, stuck));
+  REQUIRE(channel != nullptr);
+  // ...and a burst of 6,000 operations ahead of the GPU, then 10,000 fast ones, all fit.
+  std::vector<void*> burst;
+  for (int i = 0; i < 6000; ++i) burst.push_back(plugin.start(coll("AllReduce", 1u + static_cast<uint64_t>(i), 8, "ncclFloat32", 0)));
+  for (void* op : burst) plugin.stop(op);
+  for (int i = 0; i < 10'000; ++i) plugin.stop(plugin.start(coll("AllGather", static_cast<uint64_t>(i), 8, "ncclInt8", 0)));
+  CHECK(plugin.profiler.stats().dropped_events == 0);
+  CHECK(plugin.profiler.takeCompleted().size() == 16'000);
+  CHECK(plugin.failed_calls == 0);
+}
+
+TEST_CASE("nccl: an operation whose channel never reports is written after a while, and its late channel is ignored") {
+  PluginFixture plugin;
+  void* stuck = plugin.start(coll("AllReduce", 7, 8, "ncclFloat32", 2));
+  plugin.stop(stuck);
+  void* first = plugin.start(child(nccl_abi::kKernelCh, stuck));
+  plugin.ticks += NcclProfiler::kStuckOperationNs + 1;
+  // The proxy thread's next channel start looks for stuck operations.
+  void* other = plugin.start(coll("AllReduce", 8, 8, "ncclFloat32", 1));
+  plugin.stop(other);
+  void* second = plugin.start(child(nccl_abi::kKernelCh, other));
+  auto written = plugin.profiler.takeCompleted();
+  REQUIRE(written.size() == 1);
+  CHECK(written[0].record.seq == 7);
+  CHECK(plugin.profiler.stats().expired_operations == 1);
+  plugin.stop(first);  // too late: changes nothing
+  plugin.stop(second);
+  written = plugin.profiler.takeCompleted();
+  REQUIRE(written.size() == 1);
+  CHECK(written[0].record.seq == 8);
+}
+
+TEST_CASE("nccl: proxy events after the finalize never write a transfer twice") {
+  PluginFixture plugin;
+  void* op = plugin.start(coll("AllReduce", 1, 8, "ncclFloat32", 0));
+  plugin.stop(op);
+  auto descr = child(nccl_abi::kProxyOp, op);
+  descr.proxy_op = {getpid(), 0, 1, 1, 4096, 1};
+  void* proxy_op = plugin.start(descr);
+  auto step_descr = child(nccl_abi::kProxyStep, proxy_op);
+  void* step = plugin.start(step_descr);
+  REQUIRE(kNcclProfilerV5.finalize(plugin.context) == nccl_abi::kSuccess);
+  plugin.state(step, nccl_abi::kProxyStepSendWait);
+  plugin.stop(step);
+  plugin.stop(proxy_op);
+  plugin.stop(plugin.start(descr));
+  auto transfers = plugin.profiler.takeTransfers();
+  REQUIRE(transfers.size() == 1);
+  CHECK(transfers[0].operation_id != 0);
+  CHECK(plugin.profiler.stats().events_after_finalize == 1);
+}
+
+TEST_CASE("nccl: a proxy operation's network time counts its concurrent steps once: the union of their waits") {
+  PluginFixture plugin;
+  auto descr = child(nccl_abi::kProxyOp, nullptr);
+  descr.proxy_op = {getpid(), 0, 1, 8, 4096, 1};
+  void* proxy_op = plugin.start(descr);
+  // 8 steps posted at once (ticks advance 10 per clock read), completing one by one.
+  std::vector<void*> steps;
+  for (int s = 0; s < 8; ++s) {
+    auto step = child(nccl_abi::kProxyStep, proxy_op);
+    step.proxy_step = {s};
+    steps.push_back(plugin.start(step));
+  }
+  uint64_t first_wait = plugin.ticks + 10;
+  for (void* step : steps) plugin.state(step, nccl_abi::kProxyStepSendWait, {.proxy_step = {100}});
+  for (void* step : steps) {
+    plugin.ticks += 1000;
+    plugin.stop(step);
+  }
+  uint64_t last_stop = plugin.ticks;
+  plugin.stop(proxy_op);
+  auto transfers = plugin.profiler.takeTransfers();
+  REQUIRE(transfers.size() == 1);
+  CHECK(transfers[0].bytes == 800);
+  CHECK(transfers[0].steps == 8);
+  // From the first step entering the wait to the last leaving it, not the sum (about 4.5x more).
+  CHECK(transfers[0].wait_network_ns == last_stop - first_wait);
+  CHECK(plugin.profiler.stats().unlinked_transfers == 1);
+}
+
+TEST_CASE("nccl: the GPU bounds NCCL guarantees come with each operation: the previous group, the API call") {
+  PluginFixture plugin;
+  auto group = child(nccl_abi::kGroup, nullptr);
+  auto api = child(nccl_abi::kCollApi, nullptr);
+  plugin.stop(plugin.start(api));
+  uint64_t api_start = plugin.ticks;
+  plugin.start(group);
+  void* op = plugin.start(coll("AllReduce", 1, 8, "ncclFloat32", 1));
+  plugin.stop(op);
+  void* channel_descr_op = op;
+  nccl_abi::EventDescrV5 channel_descr = child(nccl_abi::kKernelCh, channel_descr_op);
+  channel_descr.kernel_ch = {0, 1'000'000};
+  void* channel = plugin.start(channel_descr);
+  uint64_t start_seen = plugin.ticks;
+  plugin.state(channel, nccl_abi::kKernelChStop, {.kernel_ch = {1'000'500}});
+  uint64_t stop_seen = plugin.ticks;
+  plugin.stop(channel);
+  auto written = plugin.profiler.takeCompleted();
+  REQUIRE(written.size() == 1);
+  CHECK(written[0].gpu_not_before_ns == api_start);
+  CHECK(written[0].max_clock_offset ==
+        std::min(static_cast<int64_t>(start_seen) - 1'000'000, static_cast<int64_t>(stop_seen) - 1'000'500));
+}
+
+TEST_CASE("nccl: a forked child never feeds the parent's capture") {
+  PluginFixture plugin;
+  pid_t child_pid = fork();
+  if (child_pid == 0) {
+    void* handle = reinterpret_cast<void*>(1);
+    nccl_abi::EventDescrV5 d = coll("AllReduce", 1, 8, "ncclFloat32", 0);
+    kNcclProfilerV5.start_event(plugin.context, &handle, &d);
+    _exit(handle == nullptr ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child_pid, &status, 0) == child_pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  void* op = plugin.start(coll("AllReduce", 1, 8, "ncclFloat32", 0));
+  CHECK(op != nullptr);
 }

@@ -36,9 +36,12 @@ struct LinkLoad {
   uint64_t backward = 0;  // bytes b→a (NIC: received)
   uint8_t sources = 0;
   std::vector<Interval> busy;
-  // NICs: what NCCL's proxy moved through it and how long it waited for the network to do so.
+  // NICs: what NCCL's proxy moved through it and how long the network was busy doing so: the
+  // transfers' network time (each the union of its concurrent steps' waits, one channel), summed,
+  // but never more than the union of the transfers' own spans (channels overlap in time).
   uint64_t network_bytes = 0;
   uint64_t network_wait_ns = 0;
+  std::vector<Interval> network_spans;
   double achievedBandwidth() const {
     return network_wait_ns > 0 ? static_cast<double>(network_bytes) / (static_cast<double>(network_wait_ns) * 1e-9) : 0.0;
   }
@@ -325,6 +328,7 @@ void loadLinks(const AnalysisInput& input, Topology& topology) {
       LinkLoad& nic = topology.links()[topology.nicOf(r)];
       nic.network_bytes += t.bytes;
       nic.network_wait_ns += t.wait_network_ns;
+      if (t.wait_network_ns > 0 && t.end_ns > t.start_ns) nic.network_spans.push_back({t.start_ns, t.end_ns});
     }
     std::sort(on_network.begin(), on_network.end());
     auto measuredOnNetwork = [&](uint64_t id) { return std::binary_search(on_network.begin(), on_network.end(), id); };
@@ -376,21 +380,32 @@ std::string sourceName(uint8_t sources) {
 // NICs that move data slower than the run's other NICs: bytes NCCL's proxy moved / the time it waited
 // for the network. Equal bytes, longer network waits: a slow NIC (or cable, or switch port), not a
 // slow rank (whose peers would wait on the peer instead).
-void reportSlowNics(const AnalysisInput& input, const std::vector<LinkLoad>& links, size_t steps, report::Report& report,
+// Each NIC is compared with the median of the other NICs (with two NICs, the other one), so that a
+// slow NIC is never its own yardstick.
+void reportSlowNics(const AnalysisInput& input, std::vector<LinkLoad>& links, size_t steps, report::Report& report,
                     report::Section& section) {
   std::vector<size_t> nics;
   for (size_t l = 0; l < links.size(); ++l) {
-    if (links[l].network_wait_ns > 0 && links[l].network_bytes > 0) nics.push_back(l);
+    LinkLoad& link = links[l];
+    if (link.network_wait_ns == 0 || link.network_bytes == 0) continue;
+    int64_t spanned = totalLength(unionOf(std::move(link.network_spans)));
+    if (spanned > 0) link.network_wait_ns = std::min(link.network_wait_ns, static_cast<uint64_t>(spanned));
+    nics.push_back(l);
   }
   if (nics.size() < 2) return;
-  std::vector<double> achieved;
-  for (size_t l : nics) achieved.push_back(links[l].achievedBandwidth());
-  double typical = median(achieved);
+  auto othersMedian = [&](size_t nic) {
+    std::vector<double> others;
+    for (size_t l : nics) {
+      if (l != nic) others.push_back(links[l].achievedBandwidth());
+    }
+    return median(others);
+  };
   std::sort(nics.begin(), nics.end(),
             [&](size_t a, size_t b) { return links[a].achievedBandwidth() < links[b].achievedBandwidth(); });
-  report::Table table{"nic_bandwidth", "NICs by the bandwidth they achieved (NCCL's proxy: bytes / time waiting for the network)",
+  const double typical = othersMedian(nics.front());
+  report::Table table{"nic_bandwidth", "NICs by the bandwidth they achieved (NCCL's proxy: bytes / time the network was busy with them)",
                       {{"link", "link"}, {"bytes_per_step", "bytes/step"}, {"network_time_per_step", "network time/step"},
-                       {"achieved", "achieved"}, {"vs_median", "vs median NIC"}, {"capacity", "capacity"}},
+                       {"achieved", "achieved"}, {"vs_median", "vs the other NICs' median"}, {"capacity", "capacity"}},
                       {}};
   for (size_t i = 0; i < nics.size() && i < input.options.top; ++i) {
     const LinkLoad& nic = links[nics[i]];
@@ -398,7 +413,8 @@ void reportSlowNics(const AnalysisInput& input, const std::vector<LinkLoad>& lin
                           Cell::of(static_cast<double>(nic.network_bytes) / static_cast<double>(steps), Unit::kBytes),
                           Cell::of(static_cast<double>(nic.network_wait_ns) / static_cast<double>(steps), Unit::kNanoseconds),
                           Cell::of(nic.achievedBandwidth(), Unit::kBytesPerSecond),
-                          Cell::of(typical > 0 ? nic.achievedBandwidth() / typical : 0.0, Unit::kRatio),
+                          Cell::of(othersMedian(nics[i]) > 0 ? nic.achievedBandwidth() / othersMedian(nics[i]) : 0.0,
+                                   Unit::kRatio),
                           Cell::of(nic.capacity > 0 ? nic.capacity : std::numeric_limits<double>::quiet_NaN(),
                                    Unit::kBytesPerSecond)});
   }
@@ -407,19 +423,19 @@ void reportSlowNics(const AnalysisInput& input, const std::vector<LinkLoad>& lin
   const LinkLoad& slowest = links[nics.front()];
   double ratio = slowest.achievedBandwidth() > 0 ? typical / slowest.achievedBandwidth() : 0.0;
   report.addMetric("slow_link_ratio", ratio, Unit::kRatio,
-                   "median NIC bandwidth achieved / that of the slowest NIC (1 = all alike)");
+                   "the other NICs' median bandwidth achieved / that of the slowest NIC (1 = all alike)");
   if (ratio < 1.33) return;
   report::Finding finding;
   finding.analysis = "link_hotspots";
   finding.severity = ratio >= 1.8 ? report::Severity::kCritical : report::Severity::kWarning;
   double expected_wait = static_cast<double>(slowest.network_bytes) / typical * 1e9;
   finding.cost_ns = (static_cast<double>(slowest.network_wait_ns) - expected_wait) / static_cast<double>(steps);
-  finding.summary = fmt::format("slow link: {}'s {} moves data at {}, {:.2f}x slower than the run's median NIC ({})",
+  finding.summary = fmt::format("slow link: {}'s {} moves data at {}, {:.2f}x slower than the median of the run's other NICs ({})",
                                 slowest.host, slowest.name,
                                 report::formatValue(slowest.achievedBandwidth(), Unit::kBytesPerSecond), ratio,
                                 report::formatValue(typical, Unit::kBytesPerSecond));
   finding.evidence.push_back(fmt::format(
-      "{} per step through it, {} of it waiting for the network ({} at the median NIC's speed); its peers wait on it",
+      "{} per step through it, the network busy {} with it ({} at the other NICs' median speed); its peers wait on it",
       report::formatValue(static_cast<double>(slowest.network_bytes) / static_cast<double>(steps), Unit::kBytes),
       report::formatValue(static_cast<double>(slowest.network_wait_ns) / static_cast<double>(steps), Unit::kNanoseconds),
       report::formatValue(expected_wait / static_cast<double>(steps), Unit::kNanoseconds)));

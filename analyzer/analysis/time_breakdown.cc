@@ -47,6 +47,14 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
 
   for (size_t r = 0; r < input.run.ranks.size(); ++r) {
     const auto& rank = input.run.ranks[r];
+    // Without CUPTI's records (an NCCL-only capture) the GPU's other work is unknown: so is its idle time.
+    if (rank.activities.empty()) {
+      section.notes.push_back(fmt::format(
+          "Rank {} ({}): its file holds no CUPTI activity records (NCCL-only capture): its GPU time split and idle "
+          "time are not recorded.",
+          rank.rank, rank.header.hostname));
+      continue;
+    }
     const GpuTimeSets& sets = input.time_sets[r];
     int64_t time = 0, compute = 0, communication = 0, memory = 0, idle = 0;
     IdleSplit split;
