@@ -10,7 +10,9 @@ constexpr int64_t kNoUpperBound = std::numeric_limits<int64_t>::max();
 // Without host bounds every kernel is a candidate for every operation; this many suffice.
 constexpr size_t kMaxUnboundedOperations = 256;
 
-int64_t difference(uint64_t a, uint64_t b) { return static_cast<int64_t>(a - b); }
+int64_t difference(uint64_t a, uint64_t b) {
+  return static_cast<int64_t>(a - b);
+}
 
 // a + b, held inside int64's range.
 int64_t saturatingAdd(int64_t a, int64_t b) {
@@ -19,7 +21,9 @@ int64_t saturatingAdd(int64_t a, int64_t b) {
   return sum;
 }
 
-uint64_t shifted(uint64_t ns, int64_t offset) { return static_cast<uint64_t>(static_cast<int64_t>(ns) + offset); }
+uint64_t shifted(uint64_t ns, int64_t offset) {
+  return static_cast<uint64_t>(static_cast<int64_t>(ns) + offset);
+}
 
 }  // namespace
 
@@ -32,7 +36,8 @@ void NcclClockMapper::addKernel(uint32_t device, uint64_t start_ns, uint64_t end
   DeviceKernels& device_kernels = devices_[device];
   auto& kernels = device_kernels.kernels;
   if (kernels.size() >= kMaxKernelsPerDevice) {
-    if (!device_kernels.sorted) std::sort(kernels.begin(), kernels.end(), [](auto& a, auto& b) { return a.start < b.start; });
+    if (!device_kernels.sorted)
+      std::sort(kernels.begin(), kernels.end(), [](auto& a, auto& b) { return a.start < b.start; });
     device_kernels.sorted = true;
     kernels.erase(kernels.begin(), kernels.begin() + static_cast<std::ptrdiff_t>(kernels.size() / 2));
   }
@@ -116,7 +121,8 @@ void NcclClockMapper::mapDevice(DeviceKernels* kernels, const std::vector<Operat
     by_kernels = estimate.has_value();
   }
   if (!estimate && agreed.bounded()) {
-    estimate = Estimate{agreed.low + (agreed.high - agreed.low) / 2, static_cast<uint64_t>(agreed.high - agreed.low) / 2};
+    estimate =
+        Estimate{agreed.low + (agreed.high - agreed.low) / 2, static_cast<uint64_t>(agreed.high - agreed.low) / 2};
   }
   if (!estimate) {
     if (auto last = last_estimate_.find(device); last != last_estimate_.end() && agreed.holds(last->second.offset)) {
@@ -136,7 +142,8 @@ void NcclClockMapper::mapDevice(DeviceKernels* kernels, const std::vector<Operat
   for (size_t i = 0; i < operations.size(); ++i) {
     auto& r = *operations[i].record;
     if (by_kernels) {
-      if (const Kernel* kernel = containingKernel(*kernels, r, estimate->offset)) r.kernel_correlation_id = kernel->correlation_id;
+      if (const Kernel* kernel = containingKernel(*kernels, r, estimate->offset))
+        r.kernel_correlation_id = kernel->correlation_id;
     }
     if (!bounds[i].holds(estimate->offset)) ++stats_.outliers;
     r.gpu_start_ns = shifted(r.gpu_start_ns, estimate->offset);
@@ -205,7 +212,8 @@ const NcclClockMapper::Kernel* NcclClockMapper::containingKernel(const DeviceKer
   uint64_t start = shifted(record.gpu_start_ns, offset);
   uint64_t end = shifted(record.gpu_end_ns, offset);
   const auto& kernels = device_kernels.kernels;
-  auto it = std::lower_bound(kernels.begin(), kernels.end(), start > device_kernels.longest ? start - device_kernels.longest : 0,
+  auto it = std::lower_bound(kernels.begin(), kernels.end(),
+                             start > device_kernels.longest ? start - device_kernels.longest : 0,
                              [](const Kernel& k, uint64_t value) { return k.start < value; });
   const Kernel* best = nullptr;
   for (; it != kernels.end() && it->start <= start; ++it) {

@@ -34,11 +34,11 @@ namespace gpuxray::inject {
 bool isNcclKernelName(std::string_view name);
 
 struct NcclClockMappingStats {
-  uint64_t by_kernels = 0;      // matched to CUPTI's records of NCCL kernels
-  uint64_t by_host_bounds = 0;  // bounded by host times only (no NCCL kernel records)
+  uint64_t by_kernels = 0;        // matched to CUPTI's records of NCCL kernels
+  uint64_t by_host_bounds = 0;    // bounded by host times only (no NCCL kernel records)
   uint64_t by_earlier_batch = 0;  // an earlier batch's estimate, within this batch's bounds
-  uint64_t unmapped = 0;        // no bounds on both sides: flagged gpu_clock_unmapped
-  uint64_t outliers = 0;        // mapped, though their own host bounds disagreed with the rest
+  uint64_t unmapped = 0;          // no bounds on both sides: flagged gpu_clock_unmapped
+  uint64_t outliers = 0;          // mapped, though their own host bounds disagreed with the rest
   uint64_t largest_error_ns = 0;
 };
 
@@ -47,7 +47,7 @@ class NcclClockMapper {
   // An operation's GPU window (raw %globaltimer) and what bounds it (see CompletedNcclOperation).
   struct Operation {
     format::NcclOperationRecord* record = nullptr;
-    uint64_t gpu_not_before_ns = 0;                               // capture clock; 0: none
+    uint64_t gpu_not_before_ns = 0;                                  // capture clock; 0: none
     int64_t max_clock_offset = std::numeric_limits<int64_t>::max();  // max: none
   };
 

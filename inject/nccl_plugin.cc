@@ -63,15 +63,15 @@ const char* ncclFuncName(uint8_t code) {
 }
 
 const char* ncclDatatypeName(uint8_t code) {
-  static constexpr const char* kNames[] = {"ncclInt8",    "ncclUint8",   "ncclInt32",   "ncclUint32",
-                                           "ncclInt64",   "ncclUint64",  "ncclFloat16", "ncclFloat32",
+  static constexpr const char* kNames[] = {"ncclInt8",    "ncclUint8",    "ncclInt32",      "ncclUint32",
+                                           "ncclInt64",   "ncclUint64",   "ncclFloat16",    "ncclFloat32",
                                            "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
   return named(kNames, code, "Unknown");
 }
 
 const char* ncclAlgorithmName(uint8_t code) {
-  static constexpr const char* kNames[] = {"TREE", "RING",      "COLLNET_DIRECT", "COLLNET_CHAIN",
-                                           "NVLS", "NVLS_TREE", "PAT"};
+  static constexpr const char* kNames[] = {"TREE",      "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS",
+                                           "NVLS_TREE", "PAT"};
   return named(kNames, code, "Unknown");
 }
 
@@ -110,16 +110,21 @@ namespace {
 template <typename Descr>
 nccl_abi::Result startCommon(NcclProfiler& profiler, void* context, void** handle, const Descr& descr) {
   switch (descr.type) {
-    case nccl_abi::kGroup: return profiler.startGroup(context, handle);
-    case nccl_abi::kProxyOp: return profiler.startProxyOp(context, handle, descr.parent, descr.proxy_op);
-    case nccl_abi::kProxyStep: return profiler.startProxyStep(context, handle, descr.parent, descr.proxy_step);
+    case nccl_abi::kGroup:
+      return profiler.startGroup(context, handle);
+    case nccl_abi::kProxyOp:
+      return profiler.startProxyOp(context, handle, descr.parent, descr.proxy_op);
+    case nccl_abi::kProxyStep:
+      return profiler.startProxyStep(context, handle, descr.parent, descr.proxy_step);
     case nccl_abi::kKernelCh:
       if constexpr (requires { descr.kernel_ch.gpu_timer; })
         return profiler.startKernelCh(context, handle, descr.parent, descr.kernel_ch);
       else if constexpr (requires { descr.kernel_ch; })
         return profiler.startKernelCh(context, handle, descr.parent, {descr.kernel_ch.channel_id, 0});
       [[fallthrough]];
-    default: *handle = nullptr; return kSuccess;
+    default:
+      *handle = nullptr;
+      return kSuccess;
   }
 }
 
@@ -134,13 +139,12 @@ nccl_abi::Result startEvent(void* context, void** handle, Descr* descr, Start&& 
   });
 }
 
-nccl_abi::Result initNamed(void** context, uint64_t comm_hash, int* mask, const char* name, int n_nodes,
-                           int n_ranks, int rank, uint32_t version) {
+nccl_abi::Result initNamed(void** context, uint64_t comm_hash, int* mask, const char* name, int n_nodes, int n_ranks,
+                           int rank, uint32_t version) {
   return guarded(nccl_abi::kInternalError, [&] {
     NcclProfiler* profiler = profilerStartingCapture();
     if (profiler == nullptr) return nccl_abi::kInternalError;
-    nccl_abi::Result result =
-        profiler->init(context, comm_hash, mask, name, n_nodes, n_ranks, rank, {version, true});
+    nccl_abi::Result result = profiler->init(context, comm_hash, mask, name, n_nodes, n_ranks, rank, {version, true});
     // From v5 on, the API events tell whether an operation was captured into a CUDA graph, and
     // they and the kernel launch come before the kernel: bounds for its GPU times.
     if (result == kSuccess && version >= 5)
@@ -205,14 +209,21 @@ nccl_abi::Result initV5(void** context, uint64_t comm_hash, int* mask, const cha
 nccl_abi::Result startEventV5(void* context, void** handle, nccl_abi::EventDescrV5* descr) {
   return startEvent(context, handle, descr, [&](NcclProfiler& profiler, const nccl_abi::EventDescrV5& d) {
     switch (d.type) {
-      case nccl_abi::kGroupApi: return profiler.startApi(context, handle, d.group_api.graph_captured);
-      case nccl_abi::kCollApi: return profiler.startApi(context, handle, d.coll_api.graph_captured);
-      case nccl_abi::kP2pApi: return profiler.startApi(context, handle, d.p2p_api.graph_captured);
-      case nccl_abi::kKernelLaunch: return profiler.startApi(context, handle, false);
+      case nccl_abi::kGroupApi:
+        return profiler.startApi(context, handle, d.group_api.graph_captured);
+      case nccl_abi::kCollApi:
+        return profiler.startApi(context, handle, d.coll_api.graph_captured);
+      case nccl_abi::kP2pApi:
+        return profiler.startApi(context, handle, d.p2p_api.graph_captured);
+      case nccl_abi::kKernelLaunch:
+        return profiler.startApi(context, handle, false);
       // An operation's parent is the API call that issued it (at capture time, for a graph replay).
-      case nccl_abi::kColl: return profiler.startColl(context, handle, d.coll.fields, capturedIf(d.parent));
-      case nccl_abi::kP2p: return profiler.startP2p(context, handle, d.p2p.fields, capturedIf(d.parent));
-      default: return startCommon(profiler, context, handle, d);
+      case nccl_abi::kColl:
+        return profiler.startColl(context, handle, d.coll.fields, capturedIf(d.parent));
+      case nccl_abi::kP2p:
+        return profiler.startP2p(context, handle, d.p2p.fields, capturedIf(d.parent));
+      default:
+        return startCommon(profiler, context, handle, d);
     }
   });
 }
@@ -230,7 +241,9 @@ nccl_abi::Result startEventV4(void* context, void** handle, nccl_abi::EventDescr
   });
 }
 
-nccl_abi::Result initV3(void** context, int* mask) { return initUnnamed(context, mask, 3); }
+nccl_abi::Result initV3(void** context, int* mask) {
+  return initUnnamed(context, mask, 3);
+}
 
 nccl_abi::Result startEventV3(void* context, void** handle, nccl_abi::EventDescrV3* descr) {
   return startEvent(context, handle, descr, [&](NcclProfiler& profiler, const nccl_abi::EventDescrV3& d) {
@@ -238,7 +251,9 @@ nccl_abi::Result startEventV3(void* context, void** handle, nccl_abi::EventDescr
   });
 }
 
-nccl_abi::Result initV2(void** context, int* mask) { return initUnnamed(context, mask, 2); }
+nccl_abi::Result initV2(void** context, int* mask) {
+  return initUnnamed(context, mask, 2);
+}
 
 nccl_abi::Result startEventV2(void* context, void** handle, nccl_abi::EventDescrV2* descr) {
   return startEvent(context, handle, descr, [&](NcclProfiler& profiler, const nccl_abi::EventDescrV2& d) {
@@ -246,17 +261,19 @@ nccl_abi::Result startEventV2(void* context, void** handle, nccl_abi::EventDescr
   });
 }
 
-nccl_abi::Result initV1(void** context, int* mask) { return initUnnamed(context, mask, 1); }
+nccl_abi::Result initV1(void** context, int* mask) {
+  return initUnnamed(context, mask, 1);
+}
 
 nccl_abi::Result startEventV1(void* context, void** handle, nccl_abi::EventDescrV1* descr) {
   return startEvent(context, handle, descr, [&](NcclProfiler& profiler, const nccl_abi::EventDescrV1& d) {
     if (d.type == nccl_abi::kColl) {
       const auto& c = d.coll;
-      return profiler.startColl(context, handle,
-                                {c.seq_number, ncclFuncName(c.func), c.send_buff, c.recv_buff, c.count, c.root,
-                                 ncclDatatypeName(c.datatype), c.n_max_channels, c.n_warps, ncclAlgorithmName(c.algo),
-                                 ncclProtocolName(c.proto)},
-                                namedBy(c.comm_name, c.comm_hash, d.rank));
+      return profiler.startColl(
+          context, handle,
+          {c.seq_number, ncclFuncName(c.func), c.send_buff, c.recv_buff, c.count, c.root, ncclDatatypeName(c.datatype),
+           c.n_max_channels, c.n_warps, ncclAlgorithmName(c.algo), ncclProtocolName(c.proto)},
+          namedBy(c.comm_name, c.comm_hash, d.rank));
     }
     if (d.type == nccl_abi::kP2p) {
       const auto& p = d.p2p;

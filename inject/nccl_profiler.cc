@@ -1,13 +1,13 @@
 #include "inject/nccl_profiler.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
 #include <type_traits>
-
-#include <pthread.h>
-#include <unistd.h>
 
 namespace gpuxray::inject {
 
@@ -31,8 +31,12 @@ struct EventHeader {
 
 EventHeader g_markers[] = {{Kind::kApiEager}, {Kind::kApiGraph}, {Kind::kGroup}};
 
-Kind kindOf(const void* handle) { return static_cast<const EventHeader*>(handle)->kind; }
-bool isMarker(const void* handle) { return kindOf(handle) <= Kind::kGroup; }
+Kind kindOf(const void* handle) {
+  return static_cast<const EventHeader*>(handle)->kind;
+}
+bool isMarker(const void* handle) {
+  return kindOf(handle) <= Kind::kGroup;
+}
 
 // A lock held for a few instructions: an uncontended lock and unlock cost two atomic operations
 // and never enter the kernel.
@@ -47,7 +51,9 @@ class SpinLock {
       }
     }
   }
-  void unlock() { locked_.store(false, std::memory_order_release); }
+  void unlock() {
+    locked_.store(false, std::memory_order_release);
+  }
 
  private:
   std::atomic<bool> locked_{false};
@@ -119,20 +125,26 @@ enum WaitKind { kWaitGpu, kWaitPeer, kWaitNetwork, kWaitKinds, kNoWait = kWaitKi
 WaitKind waitOf(int state) {
   switch (state) {
     case nccl_abi::kProxyStepSendGpuWait:
-    case nccl_abi::kProxyStepRecvGpuWait: return kWaitGpu;
-    case nccl_abi::kProxyStepSendPeerWait: return kWaitPeer;
+    case nccl_abi::kProxyStepRecvGpuWait:
+      return kWaitGpu;
+    case nccl_abi::kProxyStepSendPeerWait:
+      return kWaitPeer;
     case nccl_abi::kProxyStepSendWait:
     case nccl_abi::kProxyStepRecvWait:
-    case nccl_abi::kProxyStepRecvFlushWait: return kWaitNetwork;
-    default: return kNoWait;
+    case nccl_abi::kProxyStepRecvFlushWait:
+      return kWaitNetwork;
+    default:
+      return kNoWait;
   }
 }
 
 constexpr uint64_t format::NetTransferRecord::*kWaitFields[] = {&format::NetTransferRecord::wait_gpu_ns,
-                                                                  &format::NetTransferRecord::wait_peer_ns,
-                                                                  &format::NetTransferRecord::wait_network_ns};
+                                                                &format::NetTransferRecord::wait_peer_ns,
+                                                                &format::NetTransferRecord::wait_network_ns};
 
-int64_t difference(uint64_t a, uint64_t b) { return static_cast<int64_t>(a - b); }
+int64_t difference(uint64_t a, uint64_t b) {
+  return static_cast<int64_t>(a - b);
+}
 
 // This process's id, read once and again in a forked child: NCCL names the process of each proxy
 // operation, and a system call per operation would cost more than the rest of the event.
@@ -217,7 +229,10 @@ struct NcclProfiler::Context {
   // The operation pool and everything the capture thread takes.
   SpinLock shared;
   EventPool<OperationEvent> operations;
-  std::vector<CompletedNcclOperation> completed;
+  // Written operations, still in their slots until the capture thread copies them out (the hot
+  // path queues a pointer), and the capture thread's own vector it swaps in.
+  std::vector<OperationEvent*> completed;
+  std::vector<OperationEvent*> drained;
   std::vector<format::NetTransferRecord> transfers;
   std::vector<format::NcclCommunicatorRecord> communicators;
   std::vector<uint64_t> named_hashes;  // v1-v3: the hashes its operations named, each recorded once
@@ -228,6 +243,9 @@ struct NcclProfiler::Context {
   EventPool<KernelChannelEvent> channels;
   uint64_t last_expiry_scan_ns = 0;
 
+  // Operation ids: unique in the file, counted per communicator.
+  uint64_t id_base = 0;
+  std::atomic<uint64_t> next_id{1};
   std::atomic<uint64_t> operations_written{0};
   std::atomic<uint64_t> dropped{0};
   std::atomic<uint64_t> foreign{0};
@@ -235,6 +253,16 @@ struct NcclProfiler::Context {
   std::atomic<uint64_t> expired{0};
   std::atomic<uint64_t> after_finalize{0};
 };
+
+namespace {
+
+// A call on an event its communicator's finalize already wrote out: counted, nothing else.
+nccl_abi::Result ignoredAfterFinalize(NcclProfiler::Context& context) {
+  if (context.finalized.load(std::memory_order_relaxed)) context.after_finalize.fetch_add(1, std::memory_order_relaxed);
+  return kSuccess;
+}
+
+}  // namespace
 
 size_t ncclTypeSize(const char* datatype) {
   if (datatype == nullptr) return 1;
@@ -244,10 +272,22 @@ size_t ncclTypeSize(const char* datatype) {
   if (datatype == last_name) return last_size;
   std::string_view name(datatype);
   size_t size = 1;
-  for (auto [type, bytes] : {std::pair<std::string_view, size_t>{"ncclInt8", 1}, {"ncclChar", 1}, {"ncclUint8", 1},
-                             {"ncclInt32", 4}, {"ncclInt", 4}, {"ncclUint32", 4}, {"ncclInt64", 8}, {"ncclUint64", 8},
-                             {"ncclFloat16", 2}, {"ncclHalf", 2}, {"ncclFloat32", 4}, {"ncclFloat", 4},
-                             {"ncclFloat64", 8}, {"ncclDouble", 8}, {"ncclBfloat16", 2}, {"ncclFloat8e4m3", 1},
+  for (auto [type, bytes] : {std::pair<std::string_view, size_t>{"ncclInt8", 1},
+                             {"ncclChar", 1},
+                             {"ncclUint8", 1},
+                             {"ncclInt32", 4},
+                             {"ncclInt", 4},
+                             {"ncclUint32", 4},
+                             {"ncclInt64", 8},
+                             {"ncclUint64", 8},
+                             {"ncclFloat16", 2},
+                             {"ncclHalf", 2},
+                             {"ncclFloat32", 4},
+                             {"ncclFloat", 4},
+                             {"ncclFloat64", 8},
+                             {"ncclDouble", 8},
+                             {"ncclBfloat16", 2},
+                             {"ncclFloat8e4m3", 1},
                              {"ncclFloat8e5m2", 1}}) {
     if (name == type) {
       size = bytes;
@@ -259,8 +299,8 @@ size_t ncclTypeSize(const char* datatype) {
   return size;
 }
 
-NcclProfiler::NcclProfiler(std::function<uint64_t()> now, int32_t global_rank,
-                           std::function<uint32_t()> current_device, size_t max_events)
+NcclProfiler::NcclProfiler(std::function<uint64_t()> now, int32_t global_rank, std::function<uint32_t()> current_device,
+                           size_t max_events)
     : now_(std::move(now)),
       global_rank_(global_rank),
       current_device_(std::move(current_device)),
@@ -273,9 +313,13 @@ int NcclProfiler::activationMask() {
                           nccl_abi::kProxyStep | nccl_abi::kKernelCh);
 }
 
-void* NcclProfiler::apiEventHandle(bool graph_captured) { return &g_markers[graph_captured ? 1 : 0]; }
+void* NcclProfiler::apiEventHandle(bool graph_captured) {
+  return &g_markers[graph_captured ? 1 : 0];
+}
 
-bool NcclProfiler::isGraphCapturedApi(void* parent) { return parent == &g_markers[1]; }
+bool NcclProfiler::isGraphCapturedApi(void* parent) {
+  return parent == &g_markers[1];
+}
 
 // Called on the thread initializing the communicator, which has its device current.
 NcclProfiler::Context* NcclProfiler::newContext(NcclAbi abi, uint64_t comm_hash) {
@@ -286,6 +330,7 @@ NcclProfiler::Context* NcclProfiler::newContext(NcclAbi abi, uint64_t comm_hash)
   created->comm_hash.store(comm_hash, std::memory_order_relaxed);
   Context* context = created.get();
   std::lock_guard<std::mutex> lock(contexts_mutex_);
+  context->id_base = static_cast<uint64_t>(contexts_.size()) << 40;
   contexts_.push_back(std::move(created));
   return context;
 }
@@ -370,11 +415,10 @@ nccl_abi::Result NcclProfiler::startOperation(void* context, void** handle, cons
   r.graph_captured = source.graph_captured;
   r.enqueue_ns = now;
   r.device = owner.device;
-  r.operation_id = next_operation_id_.fetch_add(1, std::memory_order_relaxed);
+  r.operation_id = owner.id_base + owner.next_id.fetch_add(1, std::memory_order_relaxed);
   r.channels = channels;
   // A graph replay's events come from NCCL's host callback, which the replayed kernel waits for.
-  event->op.gpu_not_before_ns =
-      source.graph_captured ? now : owner.group_not_before_ns.load(std::memory_order_relaxed);
+  event->op.gpu_not_before_ns = source.graph_captured ? now : owner.group_not_before_ns.load(std::memory_order_relaxed);
   event->operation_id.store(r.operation_id, std::memory_order_relaxed);
   event->comm_hash.store(r.comm_hash, std::memory_order_relaxed);
   claimed = event;
@@ -528,7 +572,7 @@ nccl_abi::Result NcclProfiler::recordEventState(void* handle, int state, const n
     Context& owner = *proxy_op.context;
     uint64_t now = now_();
     Guard lock(owner.proxy);
-    if (!step.in_use || !proxy_op.in_use) return kSuccess;
+    if (!step.in_use || !proxy_op.in_use) return ignoredAfterFinalize(owner);
     WaitKind before = waitOf(step.state), after = waitOf(state);
     if (before != after) {
       if (before != kNoWait && --proxy_op.waits[before].open == 0) {
@@ -548,10 +592,11 @@ nccl_abi::Result NcclProfiler::recordEventState(void* handle, int state, const n
     if (!channel.in_use || channel.operation == nullptr || channel.gpu_start == 0) return kSuccess;
     CompletedNcclOperation& op = channel.operation->op;
     uint64_t stop = args->kernel_ch.gpu_timer;
-    op.record.gpu_start_ns = op.record.gpu_start_ns == 0 ? channel.gpu_start : std::min(op.record.gpu_start_ns, channel.gpu_start);
+    op.record.gpu_start_ns =
+        op.record.gpu_start_ns == 0 ? channel.gpu_start : std::min(op.record.gpu_start_ns, channel.gpu_start);
     op.record.gpu_end_ns = std::max(op.record.gpu_end_ns, stop);
-    op.max_clock_offset = std::min({op.max_clock_offset, difference(channel.start_seen_ns, channel.gpu_start),
-                                    difference(now, stop)});
+    op.max_clock_offset =
+        std::min({op.max_clock_offset, difference(channel.start_seen_ns, channel.gpu_start), difference(now, stop)});
   }
   return kSuccess;
 }
@@ -567,15 +612,15 @@ nccl_abi::Result NcclProfiler::recordProxyOpBytes(void* handle, uint64_t bytes_s
 // Called by the thread that took the operation's pending count to 0.
 void NcclProfiler::complete(Context& context, OperationEvent& op) {
   Guard lock(context.shared);
-  context.completed.push_back(std::move(op.op));
+  context.completed.push_back(&op);
   context.operations_written.fetch_add(1, std::memory_order_relaxed);
-  context.operations.release(&op);
 }
 
 // With the proxy lock held.
 void NcclProfiler::finishProxyOp(Context& context, ProxyOpEvent& proxy_op) {
   if (!proxy_op.stopped || proxy_op.open_steps > 0) return;
-  if (proxy_op.transfer.operation_id == 0 && !proxy_op.foreign) context.unlinked.fetch_add(1, std::memory_order_relaxed);
+  if (proxy_op.transfer.operation_id == 0 && !proxy_op.foreign)
+    context.unlinked.fetch_add(1, std::memory_order_relaxed);
   proxy_op.in_use = false;
   {
     Guard lock(context.shared);
@@ -602,7 +647,7 @@ nccl_abi::Result NcclProfiler::stopEvent(void* handle) {
       auto& event = *static_cast<ProxyOpEvent*>(handle);
       uint64_t now = now_();
       Guard lock(event.context->proxy);
-      if (!event.in_use || event.stopped) return kSuccess;
+      if (!event.in_use || event.stopped) return ignoredAfterFinalize(*event.context);
       event.stopped = true;
       event.transfer.end_ns = now;
       finishProxyOp(*event.context, event);
@@ -613,7 +658,7 @@ nccl_abi::Result NcclProfiler::stopEvent(void* handle) {
       ProxyOpEvent& proxy_op = *step.owner;
       uint64_t now = now_();
       Guard lock(proxy_op.context->proxy);
-      if (!step.in_use || !proxy_op.in_use) return kSuccess;
+      if (!step.in_use || !proxy_op.in_use) return ignoredAfterFinalize(*proxy_op.context);
       if (WaitKind wait = waitOf(step.state); wait != kNoWait && --proxy_op.waits[wait].open == 0) {
         proxy_op.transfer.*kWaitFields[wait] += now - proxy_op.waits[wait].since;
       }
@@ -628,7 +673,7 @@ nccl_abi::Result NcclProfiler::stopEvent(void* handle) {
       OperationEvent* operation = nullptr;
       {
         Guard lock(owner.proxy);
-        if (!channel.in_use) return kSuccess;
+        if (!channel.in_use) return ignoredAfterFinalize(owner);
         operation = channel.operation;
         channel.in_use = false;
         channel.operation = nullptr;
@@ -638,7 +683,8 @@ nccl_abi::Result NcclProfiler::stopEvent(void* handle) {
         complete(owner, *operation);
       break;
     }
-    default: break;
+    default:
+      break;
   }
   return kSuccess;
 }
@@ -684,11 +730,16 @@ void NcclProfiler::finalizeAll() {
 // Whatever is still open will not complete any more: write it as it is. The context stays
 // allocated (NCCL may still hold handles into it) and ignores what comes later.
 void NcclProfiler::finalizeContext(Context& finished) {
+  uint64_t now = now_();
   Guard proxy_lock(finished.proxy);
   finished.finalized.store(true, std::memory_order_relaxed);
   finished.proxy_ops.forEach([&](ProxyOpEvent& proxy_op) {
     if (!proxy_op.in_use) return;
-    for (WaitKind wait : {kWaitGpu, kWaitPeer, kWaitNetwork}) proxy_op.waits[wait] = {};
+    for (WaitKind wait : {kWaitGpu, kWaitPeer, kWaitNetwork}) {
+      if (proxy_op.waits[wait].open > 0) proxy_op.transfer.*kWaitFields[wait] += now - proxy_op.waits[wait].since;
+      proxy_op.waits[wait] = {};
+    }
+    if (proxy_op.transfer.end_ns == 0) proxy_op.transfer.end_ns = now;
     for (auto& step : proxy_op.steps) step.in_use = false;
     proxy_op.open_steps = 0;
     proxy_op.stopped = true;
@@ -745,8 +796,18 @@ std::vector<CompletedNcclOperation> NcclProfiler::takeCompleted() {
   std::vector<CompletedNcclOperation> taken;
   std::lock_guard<std::mutex> lock(contexts_mutex_);
   for (const auto& context : contexts_) {
-    Guard shared(context->shared);
-    moveInto(context->completed, taken);
+    std::vector<OperationEvent*>& grabbed = context->drained;
+    {
+      Guard shared(context->shared);
+      grabbed.swap(context->completed);
+    }
+    // The slots are nobody else's until released: copied out without the lock.
+    for (OperationEvent* op : grabbed) taken.push_back(std::move(op->op));
+    {
+      Guard shared(context->shared);
+      for (OperationEvent* op : grabbed) context->operations.release(op);
+    }
+    grabbed.clear();
   }
   return taken;
 }

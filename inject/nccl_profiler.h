@@ -10,7 +10,8 @@
 //
 // Threads and memory: every context (communicator) has its own pools, locks and queues, so
 // communicators never wait on each other. Operations come from one pool per context, claimed by
-// the user or host-callback thread and given back by whichever thread completes them; proxy
+// the user or host-callback thread; whichever thread completes one queues a pointer to it, and the
+// capture thread copies it out and gives the slot back; proxy
 // operations and kernel channels from pools that only the proxy thread (and finalize) touch, under
 // the context's proxy lock; a proxy operation carries its NCCL_STEPS step slots inline, so a step
 // costs no claim. Pools hand out free slots first-in first-out (a slot is reused as late as
@@ -112,8 +113,8 @@ class NcclProfiler {
   static int activationMask();
 
   // The plugin entry points, version-neutral; the exported v1-v6 tables adapt to these.
-  nccl_abi::Result init(void** context, uint64_t comm_hash, int* activation_mask, const char* comm_name,
-                        int n_nodes, int n_ranks, int rank, NcclAbi abi);
+  nccl_abi::Result init(void** context, uint64_t comm_hash, int* activation_mask, const char* comm_name, int n_nodes,
+                        int n_ranks, int rank, NcclAbi abi);
   // For ABIs whose init names no communicator (v1-v3): its operations name it.
   nccl_abi::Result initUnnamed(void** context, int* activation_mask, NcclAbi abi);
   // A group of operations NCCL is about to start (one kernel plan): Coll and P2p events come
@@ -164,8 +165,8 @@ class NcclProfiler {
   void finishProxyOp(Context& context, ProxyOpEvent& proxy_op);
   void expireStuckOperations(Context& context, uint64_t now);
   void finalizeContext(Context& context);
-  nccl_abi::Result startOperation(void* context, void** handle, const NcclOperationSource& source,
-                                  uint8_t channels, OperationEvent*& claimed, uint64_t& now);
+  nccl_abi::Result startOperation(void* context, void** handle, const NcclOperationSource& source, uint8_t channels,
+                                  OperationEvent*& claimed, uint64_t& now);
 
   std::function<uint64_t()> now_;
   int32_t global_rank_;
@@ -174,7 +175,6 @@ class NcclProfiler {
   // Guards the list of contexts (init, finalize and the capture thread's drains; no event).
   mutable std::mutex contexts_mutex_;
   std::vector<std::unique_ptr<Context>> contexts_;
-  std::atomic<uint64_t> next_operation_id_{1};
   std::atomic<uint64_t> internal_errors_{0};
   mutable std::mutex first_error_mutex_;
   std::string first_internal_error_;

@@ -52,7 +52,9 @@ uint64_t realtimeNs() {
   return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
 }
 
-double seconds(Clock::duration d) { return static_cast<double>(d.count()) * 1e-9; }
+double seconds(Clock::duration d) {
+  return static_cast<double>(d.count()) * 1e-9;
+}
 
 nccl_abi::EventDescrV5 event(uint64_t type, void* parent) {
   nccl_abi::EventDescrV5 d{};
@@ -103,8 +105,17 @@ double collectives(NcclProfiler& profiler, void* context, size_t events, bool dr
     auto begin = Clock::now();
     for (int i = 0; i < kBatch; ++i) {
       auto coll = event(nccl_abi::kColl, nullptr);
-      coll.coll.fields = {done + static_cast<size_t>(i), "AllReduce", nullptr, nullptr, 1 << 20, 0, "ncclFloat32", 0,
-                          16, "RING", "SIMPLE"};
+      coll.coll.fields = {done + static_cast<size_t>(i),
+                          "AllReduce",
+                          nullptr,
+                          nullptr,
+                          1 << 20,
+                          0,
+                          "ncclFloat32",
+                          0,
+                          16,
+                          "RING",
+                          "SIMPLE"};
       void* handle = nullptr;
       kV5.start_event(context, &handle, &coll);
       kV5.stop_event(handle);
@@ -150,13 +161,23 @@ int main(int argc, char** argv) {
     workers.emplace_back([&, t] {
       while (!go.load()) {
       }
-      // The capture thread drains all communicators; here each thread leaves its queue to the end.
       coll_mt[static_cast<size_t>(t)] = collectives(profiler, contexts[static_cast<size_t>(t)], events / 4, false);
       step_mt[static_cast<size_t>(t)] = proxySteps(contexts[static_cast<size_t>(t)], events / 4, false);
     });
   }
+  // The capture thread drains every communicator once a millisecond meanwhile.
+  std::atomic<bool> done{false};
+  std::thread capture([&] {
+    while (!done.load()) {
+      profiler.takeCompleted();
+      profiler.takeTransfers();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
   go.store(true);
   for (auto& worker : workers) worker.join();
+  done.store(true);
+  capture.join();
   double coll_worst = *std::max_element(coll_mt.begin(), coll_mt.end());
   double step_worst = *std::max_element(step_mt.begin(), step_mt.end());
   setNcclProfiler(nullptr);
@@ -166,8 +187,9 @@ int main(int argc, char** argv) {
               step / clock_ns);
   std::printf("ProxyStep start+SendWait+stop        %7.1f ns  (%.1fx)\n", step_state, step_state / clock_ns);
   std::printf("Coll start+stop                      %7.1f ns  (%.1fx; target <= 200 ns)\n", coll, coll / clock_ns);
-  std::printf("%d threads, %d communicators: Coll start+stop %7.1f ns, ProxyStep start+stop %7.1f ns (slowest thread)\n",
-              threads, threads, coll_worst, step_worst);
+  std::printf(
+      "%d threads, %d communicators: Coll start+stop %7.1f ns, ProxyStep start+stop %7.1f ns (slowest thread)\n",
+      threads, threads, coll_worst, step_worst);
   std::printf("(%zu events per case; dropped %llu; checksum %llu)\n", events,
               static_cast<unsigned long long>(profiler.stats().dropped_events),
               static_cast<unsigned long long>(sink % 7));

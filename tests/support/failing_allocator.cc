@@ -17,7 +17,9 @@ void failAllocationAfter(int64_t allocations) {
   g_left.store(allocations);
 }
 
-bool allocationFailed() { return g_failed.load(); }
+bool allocationFailed() {
+  return g_failed.load();
+}
 
 namespace {
 
@@ -36,9 +38,21 @@ void* allocate(std::size_t size) {
 }  // namespace
 }  // namespace gpuxray::testing
 
-void* operator new(std::size_t size) { return gpuxray::testing::allocate(size); }
-void* operator new[](std::size_t size) { return gpuxray::testing::allocate(size); }
-void operator delete(void* memory) noexcept { std::free(memory); }
-void operator delete[](void* memory) noexcept { std::free(memory); }
-void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
-void operator delete[](void* memory, std::size_t) noexcept { std::free(memory); }
+void* operator new(std::size_t size) {
+  return gpuxray::testing::allocate(size);
+}
+void* operator new[](std::size_t size) {
+  return gpuxray::testing::allocate(size);
+}
+void operator delete(void* memory) noexcept {
+  std::free(memory);
+}
+void operator delete[](void* memory) noexcept {
+  std::free(memory);
+}
+void operator delete(void* memory, std::size_t) noexcept {
+  std::free(memory);
+}
+void operator delete[](void* memory, std::size_t) noexcept {
+  std::free(memory);
+}

@@ -76,7 +76,9 @@ uint64_t hostClock() {
 }
 
 // The GPU's %globaltimer as the harness plays it: a clock of its own, seconds behind the host's.
-uint64_t gpuClock() { return hostClock() - g_options.gpu_behind_ns; }
+uint64_t gpuClock() {
+  return hostClock() - g_options.gpu_behind_ns;
+}
 
 void spinFor(uint64_t ns) {
   uint64_t until = hostClock() + ns;
@@ -112,11 +114,10 @@ struct P2p {
 };
 
 // v1 passes NCCL 2.23's enum values instead of names: their positions in these lists.
-constexpr const char* kFuncs[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
-                                  "AllReduce", "SendRecv", "Send",    "Recv"};
-constexpr const char* kTypes[] = {"ncclInt8",    "ncclUint8",   "ncclInt32",   "ncclUint32",
-                                  "ncclInt64",   "ncclUint64",  "ncclFloat16", "ncclFloat32",
-                                  "ncclFloat64", "ncclBfloat16"};
+constexpr const char* kFuncs[] = {"Broadcast", "Reduce",   "AllGather", "ReduceScatter",
+                                  "AllReduce", "SendRecv", "Send",      "Recv"};
+constexpr const char* kTypes[] = {"ncclInt8",   "ncclUint8",   "ncclInt32",   "ncclUint32",  "ncclInt64",
+                                  "ncclUint64", "ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16"};
 constexpr const char* kAlgos[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
 constexpr const char* kProtos[] = {"LL", "LL128", "SIMPLE"};
 
@@ -201,7 +202,13 @@ class Communicator {
     for (int i = 0; i < count; ++i) {
       uint64_t lead_ns = 1'000 + static_cast<uint64_t>(i % 6) * 1'000;
       if (i == count / 2) lead_ns = 204'000;  // the user thread preempted once
-      Coll c{static_cast<uint64_t>(i), "AllReduce", 2 * kNcclSteps * kStepBytes / 4, "ncclFloat32", 2, 16, "RING",
+      Coll c{static_cast<uint64_t>(i),
+             "AllReduce",
+             2 * kNcclSteps * kStepBytes / 4,
+             "ncclFloat32",
+             2,
+             16,
+             "RING",
              "SIMPLE"};
       Plan plan = enqueueColl(c, lead_ns, false);
       runOnProxy(plan, /*network=*/true);
@@ -247,9 +254,9 @@ class Communicator {
       std::thread host_callback([&] {
         plan.group = start(child(abi::kGroup, nullptr));
         if (plan.group != nullptr) {
-          plan.ops.push_back(start(coll({2u + static_cast<uint64_t>(replay), "AllReduce", 1024, "ncclFloat32", 1, 8,
-                                         "RING", "LL"},
-                                        call, plan.group)));
+          plan.ops.push_back(
+              start(coll({2u + static_cast<uint64_t>(replay), "AllReduce", 1024, "ncclFloat32", 1, 8, "RING", "LL"},
+                         call, plan.group)));
           plan.channels.push_back(1);
         }
         for (void* op : plan.ops) stop(op);
@@ -325,20 +332,20 @@ class Communicator {
   Descr coll(const Coll& c, void* api, void* group) {
     Descr d = child(abi::kColl, V >= 5 ? api : group);
     if constexpr (V == 1)
-      d.coll = {kCommName, comm_hash_, c.seq, code(kFuncs, c.func), nullptr, nullptr, c.count, 0,
-                code(kTypes, c.datatype), 0, 0, c.channels, c.warps, code(kAlgos, c.algo), code(kProtos, c.proto),
-                0, 0};
+      d.coll = {kCommName, comm_hash_, c.seq,   code(kFuncs, c.func),     nullptr,
+                nullptr,   c.count,    0,       code(kTypes, c.datatype), 0,
+                0,         c.channels, c.warps, code(kAlgos, c.algo),     code(kProtos, c.proto),
+                0,         0};
     else if constexpr (V == 2)
-      d.coll = {kCommName, comm_hash_, c.seq, c.func, nullptr, nullptr, c.count, 0, c.datatype, 0, c.channels, c.warps,
-                c.algo, c.proto};
+      d.coll = {kCommName, comm_hash_, c.seq, c.func,     nullptr, nullptr, c.count,
+                0,         c.datatype, 0,     c.channels, c.warps, c.algo,  c.proto};
     else if constexpr (V == 3)
-      d.coll = {kCommName, comm_hash_, c.seq, c.func, nullptr, nullptr, c.count, 0, c.datatype, c.channels, c.warps,
-                c.algo, c.proto};
+      d.coll = {kCommName, comm_hash_, c.seq,      c.func,  nullptr, nullptr, c.count,
+                0,         c.datatype, c.channels, c.warps, c.algo,  c.proto};
     else if constexpr (V == 4)
       d.coll = {c.seq, c.func, nullptr, nullptr, c.count, 0, c.datatype, c.channels, c.warps, c.algo, c.proto};
     else
-      d.coll = {{c.seq, c.func, nullptr, nullptr, c.count, 0, c.datatype, c.channels, c.warps, c.algo, c.proto},
-                group};
+      d.coll = {{c.seq, c.func, nullptr, nullptr, c.count, 0, c.datatype, c.channels, c.warps, c.algo, c.proto}, group};
     return d;
   }
 
@@ -405,8 +412,8 @@ class Communicator {
   Plan enqueueP2p(const std::vector<P2p>& ops, const char* api_func = nullptr) {
     void* group_api = apiEvent(abi::kGroupApi, nullptr, "", 0, "", false);
     std::vector<void*> calls;
-    for (const P2p& p : ops) calls.push_back(apiEvent(abi::kP2pApi, group_api, api_func ? api_func : p.func, p.count,
-                                                      p.datatype, false));
+    for (const P2p& p : ops)
+      calls.push_back(apiEvent(abi::kP2pApi, group_api, api_func ? api_func : p.func, p.count, p.datatype, false));
     for (void* call : calls) stop(call);
     Plan plan;
     plan.gpu_start = launchKernel(group_api);
@@ -430,7 +437,8 @@ class Communicator {
       waitForGpu(plan.gpu_start);
       std::vector<std::vector<void*>> channels(plan.ops.size());
       for (size_t o = 0; o < plan.ops.size(); ++o) {
-        for (uint8_t ch = 0; ch < plan.channels[o]; ++ch) channels[o].push_back(kernelChannelStart(plan.ops[o], ch, plan.gpu_start + ch));
+        for (uint8_t ch = 0; ch < plan.channels[o]; ++ch)
+          channels[o].push_back(kernelChannelStart(plan.ops[o], ch, plan.gpu_start + ch));
       }
       if (network) {
         for (size_t o = 0; o < plan.ops.size(); ++o) {
@@ -578,15 +586,24 @@ int main(int argc, char** argv) {
   for (int i = 3; i < argc; ++i) {
     std::string flag = argv[i];
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : ""; };
-    if (flag == "--host") g_options.host = value();
-    else if (flag == "--rank") g_options.rank = std::atoi(value());
-    else if (flag == "--ranks") g_options.ranks = std::atoi(value());
-    else if (flag == "--ops") g_options.ops = std::atoi(value());
-    else if (flag == "--step-us") g_options.step_us = std::atoi(value());
-    else if (flag == "--truth") g_options.truth = value();
-    else if (flag == "--recreate") g_options.recreate = true;
-    else if (flag == "--events-after-finalize") g_options.events_after_finalize = true;
-    else return 2;
+    if (flag == "--host")
+      g_options.host = value();
+    else if (flag == "--rank")
+      g_options.rank = std::atoi(value());
+    else if (flag == "--ranks")
+      g_options.ranks = std::atoi(value());
+    else if (flag == "--ops")
+      g_options.ops = std::atoi(value());
+    else if (flag == "--step-us")
+      g_options.step_us = std::atoi(value());
+    else if (flag == "--truth")
+      g_options.truth = value();
+    else if (flag == "--recreate")
+      g_options.recreate = true;
+    else if (flag == "--events-after-finalize")
+      g_options.events_after_finalize = true;
+    else
+      return 2;
   }
   if (!g_options.host.empty() && !becomeHost(g_options.host)) return 6;
   {
@@ -598,12 +615,19 @@ int main(int argc, char** argv) {
     dlclose(probe);
   }
   switch (g_options.version) {
-    case 1: return run<1>();
-    case 2: return run<2>();
-    case 3: return run<3>();
-    case 4: return run<4>();
-    case 5: return run<5>();
-    case 6: return run<6>();
-    default: return 2;
+    case 1:
+      return run<1>();
+    case 2:
+      return run<2>();
+    case 3:
+      return run<3>();
+    case 4:
+      return run<4>();
+    case 5:
+      return run<5>();
+    case 6:
+      return run<6>();
+    default:
+      return 2;
   }
 }
