@@ -135,12 +135,29 @@ void startCapture() {
   installSignalHandlers();
 }
 
-// The driver, NCCL's first communicator or both may start the capture; it starts once.
+// The driver, NCCL's first communicator or both may start the capture; it starts once. Nothing
+// may throw into the driver or NCCL: a failure to start leaves the program running uncaptured.
 std::once_flag g_capture_once;
-void startCaptureOnce() { std::call_once(g_capture_once, startCapture); }
+void startCaptureOnce() {
+  std::call_once(g_capture_once, startCapture);
+}
+
+void reportStartFailure() {
+  static constexpr char kLine[] = "gpuxray: the capture could not start; the program runs uncaptured\n";
+  ssize_t ignored = ::write(STDERR_FILENO, kLine, sizeof kLine - 1);
+  (void)ignored;
+}
+
+void startCaptureGuarded() {
+  try {
+    startCaptureOnce();
+  } catch (...) {
+    reportStartFailure();
+  }
+}
 
 __attribute__((constructor)) void pointLoadersAtThisLibrary() {
-  setNcclCaptureStarter(startCaptureOnce);
+  setNcclCaptureStarter(startCaptureGuarded);
   std::string self = libraryPath();
   if (self.empty()) return;
   setenv("CUDA_INJECTION64_PATH", self.c_str(), /*overwrite=*/0);
@@ -154,7 +171,11 @@ __attribute__((constructor)) void pointLoadersAtThisLibrary() {
 // Called by the CUDA driver during cuInit, and by NCCL's first communicator. Safe to call more than
 // once.
 GPUXRAY_EXPORT int InitializeInjection(void) {
-  gpuxray::inject::startCaptureOnce();
+  try {
+    gpuxray::inject::startCaptureOnce();
+  } catch (...) {
+    gpuxray::inject::reportStartFailure();
+  }
   return 1;
 }
 
@@ -170,11 +191,19 @@ GPUXRAY_EXPORT const gpuxray::inject::nccl_abi::ProfilerV1 ncclProfiler_v1 = gpu
 // Called by each NVTX client library (libtorch, libnccl) at its first NVTX call: CUPTI's own NVTX
 // support records the ranges, so these forward to libcupti.
 GPUXRAY_EXPORT int InitializeInjectionNvtx2(const void* get_export_table) {
-  auto& library = gpuxray::inject::cuptiLibrary();
-  return library.loaded ? library.cupti.api.nvtxInitialize2(get_export_table) : 0;
+  try {
+    auto& library = gpuxray::inject::cuptiLibrary();
+    return library.loaded ? library.cupti.api.nvtxInitialize2(get_export_table) : 0;
+  } catch (...) {
+    return 0;  // NVTX then stays off for that client
+  }
 }
 
 GPUXRAY_EXPORT int InitializeInjectionNvtxExtension(const void* get_export_table) {
-  auto& library = gpuxray::inject::cuptiLibrary();
-  return library.loaded ? library.cupti.api.nvtxExtensionInitialize(get_export_table) : 0;
+  try {
+    auto& library = gpuxray::inject::cuptiLibrary();
+    return library.loaded ? library.cupti.api.nvtxExtensionInitialize(get_export_table) : 0;
+  } catch (...) {
+    return 0;
+  }
 }

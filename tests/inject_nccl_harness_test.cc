@@ -64,7 +64,7 @@ gpuxray::testing::CommandResult playHosts(int version, const std::vector<Host>& 
                                           const std::string& truth_prefix, const std::string& extra = "") {
   std::string script;
   for (size_t r = 0; r < hosts.size(); ++r) {
-    script += "ASAN_OPTIONS=detect_leaks=0 GPUXRAY_OUTPUT_DIR=" + output + " RANK=" + std::to_string(r) +
+    script += "ASAN_OPTIONS=detect_leaks=0 GPUXRAY_RUN_ID=harness GPUXRAY_OUTPUT_DIR=" + output + " RANK=" + std::to_string(r) +
               " WORLD_SIZE=" + std::to_string(hosts.size()) + " " + GPUXRAY_NCCL_HARNESS + " " + kLibrary + " " +
               std::to_string(version) + " --host " + hosts[r].name + " --rank " + std::to_string(r) + " --ranks " +
               std::to_string(hosts.size()) + " --ops " + std::to_string(kOps) + " --step-us " +

@@ -84,8 +84,9 @@ TEST_CASE("nccl: the plugin asks for operations, proxy work and kernel channels,
                                            nccl_abi::kProxyStep | nccl_abi::kKernelCh));
   // From v5 on, also the API calls and kernel launches: whether an operation was captured into a
   // CUDA graph, and host times before its kernel.
-  CHECK(plugin.mask == (NcclProfiler::activationMask() | static_cast<int>(nccl_abi::kGroupApi | nccl_abi::kCollApi |
-                                                                          nccl_abi::kP2pApi | nccl_abi::kKernelLaunch)));
+  CHECK(plugin.mask ==
+        (NcclProfiler::activationMask() |
+         static_cast<int>(nccl_abi::kGroupApi | nccl_abi::kCollApi | nccl_abi::kP2pApi | nccl_abi::kKernelLaunch)));
   auto comms = plugin.profiler.takeCommunicators();
   REQUIRE(comms.size() == 1);
   CHECK(comms[0].comm_hash == 0xC0FFEE);
@@ -615,8 +616,10 @@ TEST_CASE("nccl: graph replays (NCCL 2.28) come from a host callback long after 
 
   // Each replay: the host callback starts and stops the coll, its parent still the API event of the
   // capture; its kernel channel follows on the proxy thread, after the coll's stop. More replays
-  // than ring slots, so slots are reused in between.
+  // than pool slots, so slots are reused in between (each given back when the capture thread
+  // takes what completed).
   constexpr int kReplays = 6;
+  std::vector<CompletedNcclOperation> done;
   for (int replay = 0; replay < kReplays; ++replay) {
     void* op = nullptr;
     std::thread host_callback([&] {
@@ -628,27 +631,28 @@ TEST_CASE("nccl: graph replays (NCCL 2.28) come from a host callback long after 
     host_callback.join();
     std::thread proxy([&] {
       auto descr = child(nccl_abi::kKernelCh, op);
-      descr.kernel_ch = {0, 1000u * static_cast<uint64_t>(replay)};
+      descr.kernel_ch = {0, 1000u * static_cast<uint64_t>(replay + 1)};
       void* channel = plugin.start(descr);
       nccl_abi::EventStateArgs stopped{};
-      stopped.kernel_ch.gpu_timer = 1000u * static_cast<uint64_t>(replay) + 500;
+      stopped.kernel_ch.gpu_timer = 1000u * static_cast<uint64_t>(replay + 1) + 500;
       plugin.state(channel, nccl_abi::kKernelChStop, stopped);
       plugin.stop(channel);
     });
     proxy.join();
+    for (auto& op : plugin.profiler.takeCompleted()) done.push_back(std::move(op));
   }
   auto eager = coll("AllReduce", 99, 256, "ncclFloat32", 0);
   eager.parent = eager_call;
   plugin.stop(plugin.start(eager));
   CHECK(plugin.failed_calls == 0);
 
-  auto done = plugin.profiler.takeCompleted();
+  for (auto& op : plugin.profiler.takeCompleted()) done.push_back(std::move(op));
   REQUIRE(done.size() == kReplays + 1);
   for (int replay = 0; replay < kReplays; ++replay) {
     const auto& r = done[static_cast<size_t>(replay)].record;
     CHECK(r.seq == static_cast<uint64_t>(replay));
     CHECK(r.graph_captured);
-    CHECK(r.gpu_start_ns == 1000u * static_cast<uint64_t>(replay));
+    CHECK(r.gpu_start_ns == 1000u * static_cast<uint64_t>(replay + 1));
     CHECK(r.gpu_end_ns == r.gpu_start_ns + 500);
   }
   CHECK(done.back().record.seq == 99);
@@ -717,9 +721,9 @@ TEST_CASE("nccl: a busy slot never costs a later event its place: free slots are
   REQUIRE(channel != nullptr);
   // ...and a burst of 6,000 operations ahead of the GPU, then 10,000 fast ones, all fit.
   std::vector<void*> burst;
-  for (int i = 0; i < 6000; ++i) burst.push_back(plugin.start(coll("AllReduce", 1u + static_cast<uint64_t>(i), 8, "ncclFloat32", 0)));
+  for (uint64_t i = 0; i < 6000; ++i) burst.push_back(plugin.start(coll("AllReduce", 1 + i, 8, "ncclFloat32", 0)));
   for (void* op : burst) plugin.stop(op);
-  for (int i = 0; i < 10'000; ++i) plugin.stop(plugin.start(coll("AllGather", static_cast<uint64_t>(i), 8, "ncclInt8", 0)));
+  for (uint64_t i = 0; i < 10'000; ++i) plugin.stop(plugin.start(coll("AllGather", i, 8, "ncclInt8", 0)));
   CHECK(plugin.profiler.stats().dropped_events == 0);
   CHECK(plugin.profiler.takeCompleted().size() == 16'000);
   CHECK(plugin.failed_calls == 0);
@@ -763,7 +767,8 @@ TEST_CASE("nccl: proxy events after the finalize never write a transfer twice") 
   auto transfers = plugin.profiler.takeTransfers();
   REQUIRE(transfers.size() == 1);
   CHECK(transfers[0].operation_id != 0);
-  CHECK(plugin.profiler.stats().events_after_finalize == 1);
+  // The step's state and stop, the operation's stop and a new operation's start.
+  CHECK(plugin.profiler.stats().events_after_finalize == 4);
 }
 
 TEST_CASE("nccl: a proxy operation's network time counts its concurrent steps once: the union of their waits") {
