@@ -82,8 +82,8 @@ TEST_CASE("nccl: an allocation failing anywhere in the plugin turns it off; noth
     setNcclProfiler(&profiler);
     testing::failAllocationAfter(after);
     playCommunicator();  // an exception out of an entry point would end the test program here
-    testing::failAllocationAfter(-1);
     bool failed = testing::allocationFailed();
+    testing::failAllocationAfter(-1);
     NcclProfilerStats stats = profiler.stats();
     setNcclProfiler(nullptr);
     if (!failed) {
