@@ -36,14 +36,17 @@ struct LinkLoad {
   uint64_t backward = 0;  // bytes b→a (NIC: received)
   uint8_t sources = 0;
   std::vector<Interval> busy;
-  // NICs: what NCCL's proxy moved through it and how long the network was busy doing so: the
-  // transfers' network time (each the union of its concurrent steps' waits, one channel), summed,
-  // but never more than the union of the transfers' own spans (channels overlap in time).
+  // NICs: what NCCL's proxy moved through it and how long the network was busy doing so: per
+  // direction, the transfers' network time (each the union of its concurrent steps' waits, one
+  // channel), summed, but never more than the union of the transfers' own spans (channels overlap
+  // in time); sends and receives add up (a NIC moves both at once).
   uint64_t network_bytes = 0;
   uint64_t network_wait_ns = 0;
-  std::vector<Interval> network_spans;
+  uint64_t direction_wait_ns[2] = {0, 0};
+  std::vector<Interval> direction_spans[2];
   double achievedBandwidth() const {
-    return network_wait_ns > 0 ? static_cast<double>(network_bytes) / (static_cast<double>(network_wait_ns) * 1e-9) : 0.0;
+    return network_wait_ns > 0 ? static_cast<double>(network_bytes) / (static_cast<double>(network_wait_ns) * 1e-9)
+                               : 0.0;
   }
 
   uint64_t bytes() const { return forward + backward; }
@@ -327,8 +330,9 @@ void loadLinks(const AnalysisInput& input, Topology& topology) {
             kMeasured);
       LinkLoad& nic = topology.links()[topology.nicOf(r)];
       nic.network_bytes += t.bytes;
-      nic.network_wait_ns += t.wait_network_ns;
-      if (t.wait_network_ns > 0 && t.end_ns > t.start_ns) nic.network_spans.push_back({t.start_ns, t.end_ns});
+      nic.direction_wait_ns[t.is_send ? 1 : 0] += t.wait_network_ns;
+      if (t.wait_network_ns > 0 && t.end_ns > t.start_ns)
+        nic.direction_spans[t.is_send ? 1 : 0].push_back({t.start_ns, t.end_ns});
     }
     std::sort(on_network.begin(), on_network.end());
     auto measuredOnNetwork = [&](uint64_t id) { return std::binary_search(on_network.begin(), on_network.end(), id); };
@@ -387,9 +391,13 @@ void reportSlowNics(const AnalysisInput& input, std::vector<LinkLoad>& links, si
   std::vector<size_t> nics;
   for (size_t l = 0; l < links.size(); ++l) {
     LinkLoad& link = links[l];
+    link.network_wait_ns = 0;
+    for (int direction : {0, 1}) {
+      auto spanned =
+          static_cast<uint64_t>(std::max<int64_t>(0, totalLength(unionOf(std::move(link.direction_spans[direction])))));
+      link.network_wait_ns += std::min(link.direction_wait_ns[direction], spanned);
+    }
     if (link.network_wait_ns == 0 || link.network_bytes == 0) continue;
-    int64_t spanned = totalLength(unionOf(std::move(link.network_spans)));
-    if (spanned > 0) link.network_wait_ns = std::min(link.network_wait_ns, static_cast<uint64_t>(spanned));
     nics.push_back(l);
   }
   if (nics.size() < 2) return;

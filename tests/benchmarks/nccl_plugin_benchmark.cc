@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
     workers.emplace_back([&, t] {
       while (!go.load()) {
       }
-      coll_mt[static_cast<size_t>(t)] = collectives(profiler, contexts[static_cast<size_t>(t)], events / 4, false);
+      coll_mt[static_cast<size_t>(t)] = collectives(profiler, contexts[static_cast<size_t>(t)], events / 4, true);
       step_mt[static_cast<size_t>(t)] = proxySteps(contexts[static_cast<size_t>(t)], events / 4, false);
     });
   }

@@ -367,7 +367,7 @@ NcclOperationRecord sampleNcclOperation(TraceWriter& writer, uint32_t variant) {
   r.enqueue_end_ns = r.enqueue_ns + 9'001;
   r.gpu_clock_error_ns = 250;
   r.kernel_correlation_id = correlationFor(123, variant);
-  r.gpu_clock_unmapped = variant % 2 == 1;
+  r.gpu_clock_unmapped = variant % 2 == 0;
   return r;
 }
 
