@@ -99,6 +99,7 @@ class TraceWriter {
   // Topology learned after the header was written.
   void add(const DeviceProperties& device);
   void add(const Link& link);
+  void add(const CaptureWindow& window);
 
   // Writes the pending batch as one chunk (nothing if it is empty).
   bool flush();
