@@ -734,6 +734,7 @@ bool TraceWriter::finish(Trailer trailer) {
   finished_ = true;
   chunk_.clear();
   chunk_.message(3, [&](E& m) { encodeTrailer(m, trailer); });
+  sink_->beforeTrailer();
   return writeChunk(chunk_);
 }
 
