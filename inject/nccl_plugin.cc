@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "inject/capture_window.h"
+
 namespace gpuxray::inject {
 namespace {
 
@@ -123,7 +125,8 @@ template <typename Descr>
 nccl_abi::Result startEventWithNames(void* context, void** handle, const Descr* descr) {
   *handle = nullptr;
   NcclProfiler* profiler = g_profiler.load(std::memory_order_acquire);
-  if (profiler == nullptr || descr == nullptr) return kSuccess;
+  // Outside every capture window NCCL's events are not assembled: a null handle, which NCCL passes back.
+  if (profiler == nullptr || descr == nullptr || !captureWindowOpen()) return kSuccess;
   if (descr->type == nccl_abi::kColl) {
     const auto& c = descr->coll;
     return profiler->startColl(context, handle,
@@ -154,7 +157,8 @@ nccl_abi::Result initV5(void** context, uint64_t comm_hash, int* mask, const cha
 nccl_abi::Result startEventV5(void* context, void** handle, nccl_abi::EventDescrV5* descr) {
   *handle = nullptr;
   NcclProfiler* profiler = g_profiler.load(std::memory_order_acquire);
-  if (profiler == nullptr || descr == nullptr) return kSuccess;
+  // Outside every capture window NCCL's events are not assembled: a null handle, which NCCL passes back.
+  if (profiler == nullptr || descr == nullptr || !captureWindowOpen()) return kSuccess;
   switch (descr->type) {
     case nccl_abi::kCollApi: *handle = NcclProfiler::apiEventHandle(descr->coll_api.graph_captured); return kSuccess;
     case nccl_abi::kP2pApi: *handle = NcclProfiler::apiEventHandle(descr->p2p_api.graph_captured); return kSuccess;
@@ -173,7 +177,8 @@ nccl_abi::Result initV4(void** context, int* mask, const char* name, uint64_t co
 nccl_abi::Result startEventV4(void* context, void** handle, nccl_abi::EventDescrV4* descr) {
   *handle = nullptr;
   NcclProfiler* profiler = g_profiler.load(std::memory_order_acquire);
-  if (profiler == nullptr || descr == nullptr) return kSuccess;
+  // Outside every capture window NCCL's events are not assembled: a null handle, which NCCL passes back.
+  if (profiler == nullptr || descr == nullptr || !captureWindowOpen()) return kSuccess;
   if (descr->type == nccl_abi::kColl) return profiler->startColl(context, handle, descr->coll);
   if (descr->type == nccl_abi::kP2p) return profiler->startP2p(context, handle, descr->p2p);
   return startChild(*profiler, context, handle, *descr);
@@ -196,7 +201,8 @@ nccl_abi::Result initV1(void** context, int* mask) { return initUnnamed(context,
 nccl_abi::Result startEventV1(void* context, void** handle, nccl_abi::EventDescrV1* descr) {
   *handle = nullptr;
   NcclProfiler* profiler = g_profiler.load(std::memory_order_acquire);
-  if (profiler == nullptr || descr == nullptr) return kSuccess;
+  // Outside every capture window NCCL's events are not assembled: a null handle, which NCCL passes back.
+  if (profiler == nullptr || descr == nullptr || !captureWindowOpen()) return kSuccess;
   if (descr->type == nccl_abi::kColl) {
     const auto& c = descr->coll;
     return profiler->startColl(context, handle,
