@@ -146,7 +146,7 @@ TEST_CASE("a process killed with -9 while it rotates its ring leaves a file that
   }
 }
 
-TEST_CASE("--max-size-mb through a capture: it stops near the bound and the trailer says so", "[size]") {
+TEST_CASE("a size bound (--max-size-mb) through a capture: it stops near the bound and the trailer says so", "[size]") {
   TempDir dir;
   FakeCupti::instance().reset();
   inject::CaptureConfig config;

@@ -2,6 +2,7 @@
 // capture session with the fake CUPTI and a trigger-only plan): the real binary opens a window in
 // it, and the file holds exactly what happened inside.
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>

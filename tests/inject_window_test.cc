@@ -262,7 +262,7 @@ TEST_CASE("an NVTX capture range in a named domain matches only that domain", "[
   CHECK_FALSE(windows.isOpen());
 }
 
-TEST_CASE("--steps A-B opens as step A begins and closes as step B ends", "[window]") {
+TEST_CASE("steps A-B (--steps) open as step A begins and closes as step B ends", "[window]") {
   inject::WindowPlan plan;
   plan.steps = std::pair<int64_t, int64_t>{2, 3};
   SECTION("ProfilerStep#N") {
@@ -388,7 +388,7 @@ TEST_CASE("an NVTX range through a capture, from CUPTI's NVTX callbacks", "[wind
   CHECK(file.windows[0].started_by == WindowEdge::kNvtxRange);
 }
 
-TEST_CASE("--delay and --duration through a capture; a window still open ends with the capture", "[window]") {
+TEST_CASE("delay and duration (--delay, --duration) through a capture; a window still open ends with the capture", "[window]") {
   WindowFixture fixture;
   uint64_t t0 = realtimeNow();
   fixture.config.window.delay_ns = 150'000'000;
