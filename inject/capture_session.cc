@@ -878,9 +878,12 @@ void CaptureSession::stop(format::CaptureEnd end, const std::string& detail, int
   if (stopped_ || abandoned_ || !thread_.joinable() || ::getpid() != pid_) return;
   stopped_ = true;
   {
+    // A capture stopped by its size bound ended there, whatever stops the process later.
     std::lock_guard<std::mutex> end_lock(end_mutex_);
-    end_ = end;
-    end_detail_ = detail;
+    if (end_ != format::CaptureEnd::kLimitReached) {
+      end_ = end;
+      end_detail_ = detail;
+    }
   }
   stop_requested_ = true;
   char wake = 's';
