@@ -130,6 +130,23 @@ void freeCuptiAllocation(const void* pointer) { std::free(const_cast<void*>(poin
 
 }  // namespace
 
+std::optional<uint64_t> activityTime(const CUpti_Activity& record) {
+  switch (record.kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return as<CUpti_ActivityKernel10>(record).start;
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return as<CUpti_ActivityMemcpy6>(record).start;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: return as<CUpti_ActivityMemcpyPtoP4>(record).start;
+    case CUPTI_ACTIVITY_KIND_MEMSET: return as<CUpti_ActivityMemset4>(record).start;
+    case CUPTI_ACTIVITY_KIND_MEMORY2: return as<CUpti_ActivityMemory4>(record).timestamp;
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: return as<CUpti_ActivityAPI>(record).start;
+    case CUPTI_ACTIVITY_KIND_MARKER: return as<CUpti_ActivityMarker2>(record).timestamp;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return as<CUpti_ActivitySynchronization2>(record).start;
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: return as<CUpti_ActivityOverhead3>(record).start;
+    default: return std::nullopt;
+  }
+}
+
 ActivityTranslator::ActivityTranslator(format::TraceWriter& writer, ApiNameLookup api_names, TranslatorOptions options,
                                        NvtxPayloadTypeSource payload_types)
     : writer_(writer),

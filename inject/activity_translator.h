@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -66,6 +67,10 @@ struct TranslatorOptions {
   // NCCL's operations with it).
   std::function<void(const format::KernelRecord&, const char* name)> on_kernel;
 };
+
+// When a record happened on the capture clock (a start, or an instant), for deciding whether it
+// falls in a capture window; nullopt for kinds without a time (names, devices, topology, ...).
+std::optional<uint64_t> activityTime(const CUpti_Activity& record);
 
 class ActivityTranslator {
  public:

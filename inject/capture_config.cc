@@ -1,7 +1,10 @@
 #include "inject/capture_config.h"
 
 #include <charconv>
+#include <regex>
 #include <string_view>
+
+#include "proto/capture_windows.h"
 
 namespace gpuxray::inject {
 namespace {
@@ -55,6 +58,54 @@ bool parsePositive(std::string_view text, Number& out) {
   if (error != std::errc() || end != text.data() + text.size() || value <= 0) return false;
   out = value;
   return true;
+}
+
+template <typename Bad>
+void readWindowPlan(const EnvironmentLookup& environment, WindowPlan& plan, Bad&& bad) {
+  for (auto [name, field] : {std::pair{"GPUXRAY_DELAY", &WindowPlan::delay_ns}, {"GPUXRAY_DURATION", &WindowPlan::duration_ns}}) {
+    const char* v = environment(name);
+    if (v == nullptr || *v == '\0') continue;
+    auto ns = format::parseDurationNs(v);
+    if (ns && (*ns > 0 || field == &WindowPlan::delay_ns)) {
+      plan.*field = *ns;
+    } else {
+      bad(name, v, "a duration such as 30s, 500ms or 2m", field == &WindowPlan::delay_ns ? "no delay" : "no limit");
+    }
+  }
+  if (const char* v = environment("GPUXRAY_CAPTURE_RANGE"); v != nullptr && *v != '\0') {
+    if (auto expected = format::parseCaptureRange(v, plan.range)) bad("GPUXRAY_CAPTURE_RANGE", v, *expected, "the whole run");
+  }
+  if (plan.range.kind == format::CaptureRange::Kind::kNvtx) plan.range_count = 1;
+  if (const char* v = environment("GPUXRAY_CAPTURE_RANGE_COUNT"); v != nullptr && *v != '\0') {
+    uint32_t count = 0;
+    if (std::string_view(v) == "all") {
+      plan.range_count = 0;
+    } else if (parsePositive(v, count)) {
+      plan.range_count = count;
+    } else {
+      bad("GPUXRAY_CAPTURE_RANGE_COUNT", v, "a number of ranges from 1 (or all)",
+          plan.range.kind == format::CaptureRange::Kind::kNvtx ? "1" : "all");
+    }
+  }
+  if (const char* v = environment("GPUXRAY_STEP_MARKER"); v != nullptr && *v != '\0') {
+    try {
+      std::regex check(v);
+      plan.step_marker = v;
+    } catch (const std::regex_error&) {
+      bad("GPUXRAY_STEP_MARKER", v, "a regular expression", "ProfilerStep#N");
+    }
+  }
+  if (const char* v = environment("GPUXRAY_STEPS"); v != nullptr && *v != '\0') {
+    int64_t first = 0;
+    int64_t last = 0;
+    if (auto wrong = format::parseStepRange(v, first, last)) {
+      bad("GPUXRAY_STEPS", v, *wrong, "the whole run");
+    } else if (plan.range.kind != format::CaptureRange::Kind::kNone) {
+      bad("GPUXRAY_STEPS", v, "usable with GPUXRAY_CAPTURE_RANGE", "the capture range alone");
+    } else {
+      plan.steps = std::pair{first, last};
+    }
+  }
 }
 
 }  // namespace
@@ -112,6 +163,27 @@ CaptureConfig readCaptureConfig(const EnvironmentLookup& environment) {
     }
   }
   if (const char* v = environment("GPUXRAY_CUPTI_PATH"); v != nullptr && *v != '\0') config.cupti_path = v;
+  readWindowPlan(environment, config.window, bad);
+  if (const char* v = environment("GPUXRAY_MAX_SIZE_MB"); v != nullptr && *v != '\0') {
+    uint64_t megabytes = 0;
+    if (parsePositive(v, megabytes) && megabytes <= (1u << 20)) {
+      config.max_file_bytes = megabytes << 20;
+    } else {
+      bad("GPUXRAY_MAX_SIZE_MB", v, "a number of MiB from 1 to 1048576", "no bound");
+    }
+  }
+  if (const char* v = environment("GPUXRAY_RING"); v != nullptr && *v != '\0') {
+    std::string_view flag(v);
+    if (flag == "1" || flag == "on" || flag == "true") {
+      if (config.max_file_bytes > 0) {
+        config.ring = true;
+      } else {
+        bad("GPUXRAY_RING", v, "usable without GPUXRAY_MAX_SIZE_MB", "no ring");
+      }
+    } else if (!(flag == "0" || flag == "off" || flag == "false")) {
+      bad("GPUXRAY_RING", v, "1 or 0", "0");
+    }
+  }
   return config;
 }
 
@@ -130,7 +202,9 @@ std::vector<std::string> CaptureConfig::optionLines() const {
           "flush_interval_ms=" + std::to_string(flush_interval_ms),
           std::string("log_level=") + kLevels[static_cast<int>(log_level)],
           "metrics=" + std::string(metrics ? "1" : "0"),
-          "metric_interval_us=" + std::to_string(metric_interval_us)};
+          "metric_interval_us=" + std::to_string(metric_interval_us),
+          "capture_windows=" + (window.wholeRun() ? std::string("whole run") : window.describe()),
+          "max_size_mb=" + std::to_string(max_file_bytes >> 20) + (ring ? " (ring)" : "")};
 }
 
 }  // namespace gpuxray::inject

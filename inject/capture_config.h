@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "inject/capture_window.h"
 #include "inject/process_identity.h"
 
 namespace gpuxray::inject {
@@ -39,6 +40,13 @@ struct CaptureConfig {
   uint32_t metric_interval_us = 1000;
   // GPUXRAY_CUPTI_PATH: a libcupti to use instead of searching.
   std::string cupti_path;
+  // GPUXRAY_DELAY, GPUXRAY_DURATION, GPUXRAY_CAPTURE_RANGE, GPUXRAY_CAPTURE_RANGE_COUNT,
+  // GPUXRAY_STEPS, GPUXRAY_STEP_MARKER: when to record (default: the whole run).
+  WindowPlan window;
+  // GPUXRAY_MAX_SIZE_MB: the most one trace file holds (0: no bound); past it the capture stops,
+  // or with GPUXRAY_RING=1 the oldest chunks are written over (a flight recorder).
+  uint64_t max_file_bytes = 0;
+  bool ring = false;
 
   // One line per value that was not understood (the default was used).
   std::vector<std::string> warnings;

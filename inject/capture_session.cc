@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -14,7 +15,10 @@
 #include "gpuxray/version.h"
 #include "inject/api_selection.h"
 #include "inject/clock_anchor.h"
+#include <generated_nvtx_meta.h>
+#include "proto/capture_windows.h"
 #include "proto/file_layout.h"
+#include "proto/ring_file_sink.h"
 
 namespace gpuxray::inject {
 namespace {
@@ -36,8 +40,29 @@ void CUPTIAPI bufferCompleted(CUcontext context, uint32_t stream, uint8_t* buffe
   }
 }
 
-// The subscription only claims CUPTI (one subscriber per process); no callback domain is enabled.
-void CUPTIAPI ignoreCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+// The subscription claims CUPTI (one subscriber per process); callbacks are enabled only for the
+// calls that open and close capture windows.
+void CUPTIAPI apiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (CaptureSession* session = g_active.load(std::memory_order_acquire)) session->onApiCallback(domain, cbid, data);
+}
+
+// NVTX calls that move a window following NVTX ranges or steps.
+constexpr CUpti_CallbackId kWindowNvtxCalls[] = {
+    CUPTI_CBID_NVTX_nvtxRangePushA,       CUPTI_CBID_NVTX_nvtxRangePushEx,     CUPTI_CBID_NVTX_nvtxRangePop,
+    CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxDomainCreateA};
+
+// The message of NVTX event attributes, when it is an ASCII string.
+const char* asciiMessage(const nvtxEventAttributes_t* attributes) {
+  if (attributes == nullptr || attributes->messageType != NVTX_MESSAGE_TYPE_ASCII) return nullptr;
+  return attributes->message.ascii;
+}
+
+// A window's kinds are switched off once it has been closed this long (a window that opens again
+// soon keeps them, and late records of the closed one still arrive).
+constexpr uint64_t kWindowKindsLingerNs = 200'000'000;
+// A timed window's kinds are switched on this long before it opens (the capture thread wakes every
+// 50 ms); records before the opening itself are then left out by time.
+constexpr uint64_t kWindowKindsLeadNs = 120'000'000;
 
 std::string signalName(int signal) {
   switch (signal) {
@@ -136,6 +161,8 @@ bool CaptureSession::start() {
   start_realtime_ns_ = realtimeNs();
   identity_ = detectProcessIdentity(deps_.environment);
   for (const auto& warning : config_.warnings) log(warning);
+  windows_ = std::make_unique<CaptureWindows>(config_.window, captureNow());
+  windowed_ = !config_.window.wholeRun();
 
   std::string failure;
   cupti_active_ = claimCupti(failure);
@@ -156,6 +183,7 @@ bool CaptureSession::start() {
     CUptiResult registered = deps_.cupti.activityRegisterCallbacks(bufferRequested, bufferCompleted);
     if (registered == CUPTI_SUCCESS) {
       enableActivities();
+      enableWindowCallbacks();
     } else {
       failure = "CUPTI refused the activity buffer callbacks: " + deps_.cupti.describe(registered) +
                 "; no GPU activity captured";
@@ -171,6 +199,7 @@ bool CaptureSession::start() {
     return false;
   }
   running_ = true;
+  writeLiveMarker();
   thread_ = std::thread([this] { run(); });
   if (config_.log_level >= LogLevel::kInfo)
     deps_.log("capturing to " + trace_path_ + (cupti_active_ ? " with " + deps_.cupti_path : " (NCCL only)"));
@@ -194,7 +223,7 @@ void CaptureSession::chooseNcclCapture() {
 }
 
 bool CaptureSession::claimCupti(std::string& failure) {
-  CUptiResult result = deps_.cupti.subscribe(&subscriber_, ignoreCallback, nullptr);
+  CUptiResult result = deps_.cupti.subscribe(&subscriber_, apiCallback, nullptr);
   if (result == CUPTI_SUCCESS) return true;
   if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     failure = "CUPTI is already in use by another tool (Nsight Systems, Nsight Compute, torch.profiler, ...): " +
@@ -213,34 +242,237 @@ void CaptureSession::enableActivities() {
                                   " not enabled: " + deps_.cupti.describe(result));
     }
   };
-  for (const auto& entry : kActivityKinds) {
-    if (config_.categories.*entry.category) {
-      for (auto kind : entry.kinds) enable(kind, false);
-    }
-  }
   for (auto kind : kAlwaysEnabled) enable(kind, false);
   for (auto kind : kTopologyKinds) enable(kind, true);
   if (config_.categories.api) selectApiCalls();
+  if (windows_->isOpen()) switchWindowKindsOn();
+}
+
+void CaptureSession::enableWindowCallbacks() {
+  auto follow = [&](CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+    CUptiResult result = deps_.cupti.enableCallback(1, subscriber_, domain, cbid);
+    if (result != CUPTI_SUCCESS) {
+      std::string why = "CUPTI refused the callback the capture windows follow (domain " +
+                        std::to_string(static_cast<int>(domain)) + ", call " + std::to_string(cbid) +
+                        "): " + deps_.cupti.describe(result) + "; those windows will not open";
+      log(why);
+      capture_warnings_.push_back(why);
+    }
+  };
+  if (windows_->followsProfilerApi()) {
+    follow(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
+    follow(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
+    follow(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+    follow(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+  }
+  if (windows_->followsNvtx()) {
+    for (CUpti_CallbackId cbid : kWindowNvtxCalls) follow(CUPTI_CB_DOMAIN_NVTX, cbid);
+  }
+}
+
+void CaptureSession::onApiCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (abandoned_ || !running_ || data == nullptr) return;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    const auto* call = static_cast<const CUpti_CallbackData*>(data);
+    bool start = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000
+                                                       : cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
+    // A window opens as the start call returns and closes as the stop call is entered, so neither
+    // call is inside; the runtime's call makes the driver's, which then changes nothing.
+    if (start && call->callbackSite == CUPTI_API_EXIT) {
+      windows_->profilerStart(captureNow());
+    } else if (!start && call->callbackSite == CUPTI_API_ENTER) {
+      windows_->profilerStop(captureNow());
+    }
+  } else if (domain == CUPTI_CB_DOMAIN_NVTX) {
+    const auto* call = static_cast<const CUpti_NvtxData*>(data);
+    // nvtxRangePop takes no arguments: its parameters may be absent.
+    const void* params = call->functionParams;
+    switch (cbid) {
+      case CUPTI_CBID_NVTX_nvtxRangePushA:
+        if (params != nullptr)
+          windows_->rangePush(nullptr, static_cast<const nvtxRangePushA_params*>(params)->message, captureNow());
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangePushEx:
+        if (params != nullptr) {
+          windows_->rangePush(nullptr, asciiMessage(static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib),
+                              captureNow());
+        }
+        break;
+      case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
+        if (const auto* push = static_cast<const nvtxDomainRangePushEx_params*>(params); push != nullptr)
+          windows_->rangePush(push->domain, asciiMessage(push->core.eventAttrib), captureNow());
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangePop: windows_->rangePop(nullptr, captureNow()); break;
+      case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+        if (params != nullptr)
+          windows_->rangePop(static_cast<const nvtxDomainRangePop_params*>(params)->domain, captureNow());
+        break;
+      case CUPTI_CBID_NVTX_nvtxDomainCreateA:
+        if (params != nullptr && call->functionReturnValue != nullptr) {
+          windows_->domainCreated(static_cast<const nvtxDomainCreateA_params*>(params)->name,
+                                  *static_cast<const nvtxDomainHandle_t*>(call->functionReturnValue));
+        }
+        break;
+      default: break;
+    }
+  }
+  if (windows_->isOpen()) switchWindowKindsOn();
+}
+
+namespace {
+
+// Writes `text` to `path` through a temporary file and a rename, so a reader never sees half of it.
+bool writeFileAtomically(const std::string& path, const std::string& text) {
+  std::string temporary = path + ".tmp";
+  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return written && ::rename(temporary.c_str(), path.c_str()) == 0;
+}
+
+std::string readSmallFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  char text[256];
+  ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  return n > 0 ? std::string(text, static_cast<size_t>(n)) : std::string();
+}
+
+}  // namespace
+
+void CaptureSession::writeLiveMarker() {
+  writeFileAtomically(config_.output_dir + "/" + format::liveMarkerName(identity_.pid),
+                      "rank=" + std::to_string(identity_.rank) + "\nhost=" + identity_.hostname + "\ntrace=" +
+                          trace_path_ + "\n");
+}
+
+void CaptureSession::removeLiveMarker() {
+  ::unlink((config_.output_dir + "/" + format::liveMarkerName(identity_.pid)).c_str());
+}
+
+void CaptureSession::pollTrigger() {
+  std::string request = config_.output_dir + "/" + format::triggerRequestName(identity_.pid);
+  if (::access(request.c_str(), F_OK) != 0) return;
+  std::string text = readSmallFile(request);
+  ::unlink(request.c_str());
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  uint64_t duration_ns = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), duration_ns);
+  std::string who = "rank " + std::to_string(identity_.rank) + " (pid " + std::to_string(identity_.pid) + ", " +
+                    identity_.hostname + ")";
+  std::string answer;
+  if (error != std::errc() || end != text.data() + text.size() || duration_ns == 0) {
+    answer = who + ": the request '" + text + "' is not a duration in ns; nothing changed";
+  } else if (!windowed_) {
+    answer = who + ": already capturing the whole run (no window plan); nothing changed";
+  } else if (size_limit_reached_ || !cupti_active_) {
+    answer = who + ": " + (cupti_active_ ? "the file reached its size bound" : "GPU capture is off") +
+             "; nothing changed";
+  } else if (triggerWindow(duration_ns)) {
+    answer = who + ": capture window open for " + std::to_string(duration_ns / 1'000'000) + " ms";
+  } else {
+    answer = who + ": a window of the plan is open until it ends by itself; nothing changed";
+  }
+  writeFileAtomically(config_.output_dir + "/" + format::triggerAckName(identity_.pid), answer + "\n");
+  if (config_.log_level >= LogLevel::kInfo) deps_.log(answer);
+}
+
+bool CaptureSession::triggerWindow(uint64_t duration_ns) {
+  if (windows_ == nullptr || !windows_->trigger(captureNow(), duration_ns)) return false;
+  switchWindowKindsOn();
+  return true;
+}
+
+void CaptureSession::switchWindowKindsOn() {
+  if (!cupti_active_ || window_kinds_on_.exchange(true)) return;
+  setWindowKinds(true);
+}
+
+// Another thread may open a window meanwhile: it finds the kinds still marked on and leaves them,
+// so they are switched on again here.
+void CaptureSession::switchWindowKindsOff() {
+  if (!cupti_active_ || !window_kinds_on_.exchange(false)) return;
+  setWindowKinds(false);
+  if (windows_->isOpen()) switchWindowKindsOn();
+}
+
+void CaptureSession::setWindowKinds(bool on) {
+  for (const auto& entry : kActivityKinds) {
+    if (!(config_.categories.*entry.category)) continue;
+    for (auto kind : entry.kinds) {
+      CUptiResult result = on ? deps_.cupti.activityEnable(kind) : deps_.cupti.activityDisable(kind);
+      if (result != CUPTI_SUCCESS && on && !windowed_) {
+        capture_warnings_.push_back("activity kind " + std::to_string(static_cast<int>(kind)) +
+                                    " not enabled: " + deps_.cupti.describe(result));
+      }
+    }
+  }
+  if (!config_.categories.api) return;
+  if (on) {
+    CUptiResult result = deps_.cupti.activityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    if (result != CUPTI_SUCCESS && !windowed_)
+      capture_warnings_.push_back("runtime API records not enabled: " + deps_.cupti.describe(result));
+    for (uint32_t cbid : runtime_calls_off_) deps_.cupti.activityEnableRuntimeApi(cbid, 0);
+  } else {
+    deps_.cupti.activityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+  }
+  for (uint32_t cbid : driver_calls_on_) deps_.cupti.activityEnableDriverApi(cbid, on ? 1 : 0);
+}
+
+// On the capture thread, each turn: timed edges, the kinds, and the windows that closed.
+void CaptureSession::followWindows() {
+  if (!windowed_) return;
+  uint64_t now = captureNow();
+  windows_->tick(now);
+  if (windows_->isOpen() || windows_->nextTimedEdge() <= now + kWindowKindsLeadNs) {
+    switchWindowKindsOn();
+    windows_closed_since_ns_ = 0;
+  } else if (window_kinds_on_.load()) {
+    if (windows_closed_since_ns_ == 0) windows_closed_since_ns_ = now;
+    if (now - windows_closed_since_ns_ >= kWindowKindsLingerNs) {
+      // What CUPTI still holds of the closed window comes out first.
+      deps_.cupti.activityFlushAll(0);
+      processFilledBuffers();
+      switchWindowKindsOff();
+      windows_closed_since_ns_ = 0;
+    }
+  }
+}
+
+bool CaptureSession::insideWindows(const CUpti_Activity& record) {
+  if (record.kind == CUPTI_ACTIVITY_KIND_MARKER) {
+    const auto& marker = reinterpret_cast<const CUpti_ActivityMarker2&>(record);
+    if (marker.flags & CUPTI_ACTIVITY_FLAG_MARKER_END) return ranges_inside_windows_.erase(marker.id) > 0;
+    bool inside = windows_->contains(marker.timestamp);
+    if (inside && (marker.flags & CUPTI_ACTIVITY_FLAG_MARKER_START)) ranges_inside_windows_.insert(marker.id);
+    return inside;
+  }
+  std::optional<uint64_t> time = activityTime(record);
+  return !time || windows_->contains(*time);
+}
+
+void CaptureSession::writeClosedWindows() {
+  if (!windowed_) return;
+  for (const auto& window : windows_->takeClosed()) writer_->add(window);
 }
 
 // The RUNTIME kind enables every runtime call; the hot queries are then switched off one by one.
 // Driver calls are switched on one by one, without the DRIVER kind (which would enable all).
+// This picks them; setWindowKinds() switches them.
 void CaptureSession::selectApiCalls() {
-  CUptiResult result = deps_.cupti.activityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
-  if (result != CUPTI_SUCCESS) {
-    capture_warnings_.push_back("runtime API records not enabled: " + deps_.cupti.describe(result));
-  }
   for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
     const char* name = nullptr;
     if (deps_.cupti.getCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS && name != nullptr &&
         !isTracedRuntimeApi(name))
-      deps_.cupti.activityEnableRuntimeApi(cbid, 0);
+      runtime_calls_off_.push_back(cbid);
   }
   for (uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
     const char* name = nullptr;
     if (deps_.cupti.getCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS && name != nullptr &&
         isTracedDriverApi(name))
-      deps_.cupti.activityEnableDriverApi(cbid, 1);
+      driver_calls_on_.push_back(cbid);
   }
 }
 
@@ -276,6 +508,7 @@ format::FileHeader CaptureSession::makeHeader() const {
     header.cuda_driver_version = static_cast<uint32_t>(driver_version);
   header.nccl_version = ncclVersionText(deps_.nccl_version);
   header.nccl_capture_source = nccl_capture_.source;
+  header.capture_window_plan = config_.window.describe();
   return header;
 }
 
@@ -293,14 +526,35 @@ bool CaptureSession::openTraceFile() {
                                        stem + "-" + pid + "-" + std::to_string(start_realtime_ns_) +
                                            std::string(format::kTraceFileExtension)}) {
     std::string path = config_.output_dir + "/" + file_name;
-    auto sink = std::make_unique<format::FileSink>(path, format::FileSink::Mode::kCreateNew);
-    if (!sink->ok()) {
-      if (sink->openErrno() == EEXIST) continue;
-      log(sink->error() + "; no trace written");
-      return false;
+    std::unique_ptr<format::ByteSink> sink;
+    format::WriterOptions writer_options;
+    if (config_.ring) {
+      // Slots of a sixteenth of the file (256 KiB to 4 MiB), batches of a quarter slot: a chunk
+      // always fits its slot.
+      auto slot = static_cast<uint32_t>(std::clamp<uint64_t>(config_.max_file_bytes / 16, 256u << 10, 4u << 20));
+      writer_options.max_batch_bytes = slot / 4;
+      auto ring = std::make_unique<format::RingFileSink>(path, config_.max_file_bytes, slot);
+      if (ring->openErrno() == EEXIST) continue;
+      if (!ring->ok()) {
+        log(ring->error() + "; no trace written");
+        return false;
+      }
+      ring_ = ring.get();
+      sink = std::move(ring);
+    } else {
+      auto file = std::make_unique<format::FileSink>(path, format::FileSink::Mode::kCreateNew);
+      if (!file->ok()) {
+        if (file->openErrno() == EEXIST) continue;
+        log(file->error() + "; no trace written");
+        return false;
+      }
+      // Small chunks keep a bounded file close to its bound.
+      if (config_.max_file_bytes > 0)
+        writer_options.max_batch_bytes = std::clamp<size_t>(config_.max_file_bytes / 16, 64u << 10, 4u << 20);
+      sink = std::move(file);
     }
     trace_path_ = path;
-    writer_ = std::make_unique<format::TraceWriter>(std::move(sink));
+    writer_ = std::make_unique<format::TraceWriter>(std::move(sink), writer_options);
     if (!writer_->writeHeader(makeHeader())) {
       log(writer_->error() + "; no trace written");
       return false;
@@ -346,10 +600,17 @@ void CaptureSession::onBufferCompleted(CUcontext context, uint32_t stream, uint8
 }
 
 void CaptureSession::processFilledBuffers() {
-  for (const auto& filled : buffers_->takeFilled()) {
+  std::vector<ActivityBuffers::Filled> filled_buffers = buffers_->takeFilled();
+  if (windowed_ && !filled_buffers.empty()) windows_->snapshot();
+  for (const auto& filled : filled_buffers) {
     CUpti_Activity* record = nullptr;
-    while (deps_.cupti.activityGetNextRecord(filled.buffer, filled.valid_bytes, &record) == CUPTI_SUCCESS)
+    while (deps_.cupti.activityGetNextRecord(filled.buffer, filled.valid_bytes, &record) == CUPTI_SUCCESS) {
+      if (windowed_ && !insideWindows(*record)) {
+        ++records_outside_windows_;
+        continue;
+      }
       translator_->translate(*record);
+    }
     translator_->flushPending();
     buffers_->release(filled.buffer);
   }
@@ -451,10 +712,35 @@ void CaptureSession::periodicFlush() {
   processFilledBuffers();
   collectMetricSamples();
   writeNcclRecords(/*final=*/false);
+  writeClosedWindows();
   writer_->add(takeClockAnchor([this] { return captureNow(); }));
+  if (config_.ring) {
+    // The devices are written again with every flush so that the ring never loses them.
+    for (uint32_t id : devices_written_) {
+      if (auto it = translator_->devices().find(id); it != translator_->devices().end()) writer_->add(it->second);
+    }
+    for (const auto& device : driver_devices_) writer_->add(device);
+  }
   if (!writer_->flush() && !writer_->failed()) return;
   if (writer_->failed()) {
     log(writer_->error() + "; capture stopped");
+    stop_requested_ = true;
+    return;
+  }
+  if (config_.max_file_bytes > 0 && !config_.ring && writer_->bytesWritten() >= config_.max_file_bytes) {
+    size_limit_reached_ = true;
+    std::string why = "the trace file reached its " + std::to_string(config_.max_file_bytes >> 20) +
+                      " MiB bound (GPUXRAY_MAX_SIZE_MB); capture stopped";
+    log(why);
+    {
+      std::lock_guard<std::mutex> end_lock(end_mutex_);
+      end_ = format::CaptureEnd::kLimitReached;
+      end_detail_ = why;
+    }
+    // Nothing more is recorded: the window (and NCCL's events) close, CUPTI's kinds go off.
+    windows_->finish(captureNow());
+    windowed_ = true;
+    switchWindowKindsOff();
     stop_requested_ = true;
   }
 }
@@ -475,6 +761,8 @@ void CaptureSession::run() {
     char drain[64];
     while (::read(wake_pipe_[0], drain, sizeof drain) > 0) {
     }
+    pollTrigger();
+    followWindows();
     processFilledBuffers();
     if (Clock::now() >= next_flush) {
       periodicFlush();
@@ -489,11 +777,20 @@ void CaptureSession::finishFile() {
     driver_devices_ = queryDevices(deps_.driver);
     devices_queried_ = true;
   }
+  if (windowed_) {
+    windows_->tick(captureNow());
+    windows_->finish(captureNow());
+  }
   if (cupti_active_) deps_.cupti.activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   processFilledBuffers();
   collectMetricSamples();
   nccl_->finalizeAll();
   writeNcclRecords(/*final=*/true);
+  writeClosedWindows();
+  if (windowed_ && config_.log_level >= LogLevel::kInfo) {
+    deps_.log(std::to_string(windows_->opened()) + " capture windows; " + std::to_string(records_outside_windows_) +
+              " CUPTI records outside them left out");
+  }
   for (const auto& sampler : samplers_) {
     if (sampler->overflows() > 0 || sampler->failedDecodes() > 0) {
       capture_warnings_.push_back("GPU metric sampling on device " + std::to_string(sampler->device()) + ": " +
@@ -506,6 +803,7 @@ void CaptureSession::finishFile() {
   running_ = false;
   writer_->add(takeClockAnchor([this] { return captureNow(); }));
   writer_->finish(makeTrailer());
+  removeLiveMarker();
   char done = 'd';
   ssize_t ignored = ::write(done_pipe_[1], &done, 1);
   (void)ignored;
@@ -588,6 +886,11 @@ format::Trailer CaptureSession::makeTrailer() const {
   }
   if (uint64_t late = buffers_after_stop_.load(); late > 0)
     trailer.warnings.push_back(std::to_string(late) + " CUPTI buffers arrived after the capture ended");
+  if (ring_ != nullptr && ring_->overwrittenChunks() > 0) {
+    trailer.warnings.push_back("the " + std::to_string(config_.max_file_bytes >> 20) + " MiB ring (GPUXRAY_RING) wrote over " +
+                               std::to_string(ring_->overwrittenChunks()) + " older chunks (" +
+                               std::to_string(ring_->overwrittenBytes() >> 10) + " KiB): the file holds the last part of the capture");
+  }
   if (writer_ != nullptr && writer_->lost() > 0)
     trailer.warnings.push_back(std::to_string(writer_->lost()) + " records lost to a write error");
   return trailer;
@@ -598,9 +901,12 @@ void CaptureSession::stop(format::CaptureEnd end, const std::string& detail, int
   if (stopped_ || abandoned_ || !thread_.joinable() || ::getpid() != pid_) return;
   stopped_ = true;
   {
+    // A capture stopped by its size bound ended there, whatever stops the process later.
     std::lock_guard<std::mutex> end_lock(end_mutex_);
-    end_ = end;
-    end_detail_ = detail;
+    if (end_ != format::CaptureEnd::kLimitReached) {
+      end_ = end;
+      end_detail_ = detail;
+    }
   }
   stop_requested_ = true;
   char wake = 's';

@@ -17,10 +17,12 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_set>
 
 #include "inject/activity_buffers.h"
 #include "inject/activity_translator.h"
 #include "inject/capture_config.h"
+#include "inject/capture_window.h"
 #include "inject/cupti_api.h"
 #include "inject/device_query.h"
 #include "inject/metric_sampler.h"
@@ -28,6 +30,7 @@
 #include "inject/nccl_capture_source.h"
 #include "inject/nccl_profiler.h"
 #include "inject/process_identity.h"
+#include "proto/ring_file_sink.h"
 #include "proto/trace_writer.h"
 
 namespace gpuxray::inject {
@@ -73,6 +76,12 @@ class CaptureSession {
   // CUPTI's buffer callbacks land here (through the static trampolines in the .cc).
   void onBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records);
   void onBufferCompleted(CUcontext context, uint32_t stream, uint8_t* buffer, size_t valid_bytes);
+  // CUPTI's API callbacks (enabled only for what the window plan follows: cudaProfilerStart/Stop,
+  // NVTX pushes and pops) land here, on the application's threads.
+  void onApiCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  // `gpuxray trigger`: opens a window for `duration_ns` from now.
+  bool triggerWindow(uint64_t duration_ns);
+  const CaptureWindows* windows() const { return windows_.get(); }
 
   const std::string& tracePath() const { return trace_path_; }
   bool cuptiActive() const { return cupti_active_; }
@@ -86,7 +95,21 @@ class CaptureSession {
  private:
   bool claimCupti(std::string& failure);
   void enableActivities();
+  void enableWindowCallbacks();
   void selectApiCalls();
+  // The activity kinds that follow the windows: switched on when a window opens (from whichever
+  // thread opens it) and off on the capture thread once it has been closed a while.
+  void switchWindowKindsOn();
+  void switchWindowKindsOff();
+  void setWindowKinds(bool on);
+  void followWindows();
+  // Whether a CUPTI record belongs in the file: inside a window, or timeless (names, devices).
+  bool insideWindows(const CUpti_Activity& record);
+  void writeClosedWindows();
+  // `gpuxray trigger` (proto/capture_windows.h): the live marker while capturing, and requests.
+  void writeLiveMarker();
+  void pollTrigger();
+  void removeLiveMarker();
   bool openTraceFile();
   format::FileHeader makeHeader() const;
   void run();
@@ -110,8 +133,22 @@ class CaptureSession {
 
   std::unique_ptr<ActivityBuffers> buffers_;
   std::unique_ptr<format::TraceWriter> writer_;
+  // The writer's sink when the file is a ring (GPUXRAY_RING); not owned.
+  const format::RingFileSink* ring_ = nullptr;
+  bool size_limit_reached_ = false;
   std::unique_ptr<ActivityTranslator> translator_;
   std::unique_ptr<NcclProfiler> nccl_;
+  std::unique_ptr<CaptureWindows> windows_;
+  // The window plan limits the capture (records are then checked against the windows).
+  std::atomic<bool> windowed_{false};
+  std::atomic<bool> window_kinds_on_{false};
+  uint64_t windows_closed_since_ns_ = 0;
+  uint64_t records_outside_windows_ = 0;
+  // NVTX ranges whose START was inside a window: their END is kept wherever it falls.
+  std::unordered_set<uint32_t> ranges_inside_windows_;
+  // The runtime calls switched off and the driver calls switched on (selectApiCalls).
+  std::vector<uint32_t> runtime_calls_off_;
+  std::vector<uint32_t> driver_calls_on_;
   NcclClockMapper nccl_clock_;
   std::vector<CompletedNcclOperation> nccl_waiting_;
   bool cupti_active_ = false;

@@ -22,6 +22,7 @@ std::string bindAll(void* library, CuptiApi& api) {
   bindSymbol(library, "cuptiGetCallbackName", api.getCallbackName, missing);
   bindSymbol(library, "cuptiSubscribe", api.subscribe, missing);
   bindSymbol(library, "cuptiUnsubscribe", api.unsubscribe, missing);
+  bindSymbol(library, "cuptiEnableCallback", api.enableCallback, missing);
   bindSymbol(library, "cuptiActivityEnable", api.activityEnable, missing);
   bindSymbol(library, "cuptiActivityEnableAndDump", api.activityEnableAndDump, missing);
   bindSymbol(library, "cuptiActivityDisable", api.activityDisable, missing);

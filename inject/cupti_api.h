@@ -20,6 +20,8 @@ struct CuptiApi {
   CUptiResult (*getCallbackName)(CUpti_CallbackDomain domain, uint32_t cbid, const char** name) = nullptr;
   CUptiResult (*subscribe)(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* data) = nullptr;
   CUptiResult (*unsubscribe)(CUpti_SubscriberHandle subscriber) = nullptr;
+  CUptiResult (*enableCallback)(uint32_t enable, CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain,
+                                CUpti_CallbackId cbid) = nullptr;
   CUptiResult (*activityEnable)(CUpti_ActivityKind kind) = nullptr;
   CUptiResult (*activityEnableAndDump)(CUpti_ActivityKind kind) = nullptr;
   CUptiResult (*activityDisable)(CUpti_ActivityKind kind) = nullptr;

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <exception>
 
+#include "inject/capture_window.h"
+
 namespace gpuxray::inject {
 namespace {
 
@@ -134,7 +136,8 @@ nccl_abi::Result startEvent(void* context, void** handle, Descr* descr, Start&& 
   *handle = nullptr;
   return guarded(kSuccess, [&] {
     NcclProfiler* profiler = g_profiler.load(std::memory_order_acquire);
-    if (profiler == nullptr || descr == nullptr || context == nullptr) return kSuccess;
+    // Outside every capture window NCCL's events are not assembled: a null handle, which NCCL passes back.
+    if (profiler == nullptr || descr == nullptr || context == nullptr || !captureWindowOpen()) return kSuccess;
     return start(*profiler, *descr);
   });
 }

@@ -65,4 +65,19 @@ const char* captureEndName(CaptureEnd end) {
   return "unknown";
 }
 
+const char* windowEdgeName(WindowEdge edge) {
+  switch (edge) {
+    case WindowEdge::kCaptureStart: return "capture start";
+    case WindowEdge::kCaptureEnd: return "capture end";
+    case WindowEdge::kDelay: return "delay";
+    case WindowEdge::kDuration: return "duration";
+    case WindowEdge::kProfilerApi: return "cudaProfilerStart/Stop";
+    case WindowEdge::kNvtxRange: return "NVTX range";
+    case WindowEdge::kStep: return "step";
+    case WindowEdge::kTrigger: return "trigger";
+    case WindowEdge::kUnknown: break;
+  }
+  return "unknown";
+}
+
 }  // namespace gpuxray::format

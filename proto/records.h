@@ -112,6 +112,27 @@ enum class NcclCaptureSource : uint32_t { kUnknown = 0, kNone = 1, kProfilerPlug
 // "profiler-plugin", "nvtx", "none", "unknown": the name used in reports and JSON.
 const char* ncclCaptureSourceName(NcclCaptureSource source);
 
+// What opened or closed a capture window (see gpuxray.proto's WindowEdge).
+enum class WindowEdge : uint32_t {
+  kUnknown = 0, kCaptureStart = 1, kCaptureEnd = 2, kDelay = 3, kDuration = 4, kProfilerApi = 5, kNvtxRange = 6,
+  kStep = 7, kTrigger = 8,
+};
+
+// "capture start", "cudaProfilerStart/Stop", ...: the name used in reports.
+const char* windowEdgeName(WindowEdge edge);
+
+// A stretch of time in which the capture recorded GPU activity; outside every window it recorded
+// none (a file written without windows captured all along).
+struct CaptureWindow {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  WindowEdge started_by = WindowEdge::kUnknown;
+  WindowEdge ended_by = WindowEdge::kUnknown;
+  // E.g. "ProfilerStep#100" or "trigger for 10 s".
+  std::string detail;
+  bool operator==(const CaptureWindow&) const = default;
+};
+
 struct FileHeader {
   uint32_t format_major = kFormatMajor;
   uint32_t format_minor = kFormatMinor;
@@ -139,6 +160,10 @@ struct FileHeader {
   uint32_t cuda_driver_version = 0;
   std::string nccl_version;
   NcclCaptureSource nccl_capture_source = NcclCaptureSource::kUnknown;
+  // The windows asked for ("" = the whole run), and those that closed (EventBatch.capture_windows
+  // carries the ones that close later; the loader appends them here).
+  std::string capture_window_plan;
+  std::vector<CaptureWindow> capture_windows;
   bool operator==(const FileHeader&) const = default;
 };
 
@@ -422,6 +447,7 @@ struct EventBatch {
   std::vector<ApiFunction> api_functions;
   std::vector<DeviceProperties> devices;
   std::vector<Link> links;
+  std::vector<CaptureWindow> capture_windows;
   bool operator==(const EventBatch&) const = default;
 };
 

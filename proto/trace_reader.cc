@@ -59,6 +59,11 @@ ClockAnchor fromPb(const pb::ClockAnchor& p) {
   return {p.capture_ns(), p.realtime_ns(), p.monotonic_ns(), p.uncertainty_ns()};
 }
 
+CaptureWindow fromPb(const pb::CaptureWindow& p) {
+  return {p.start_ns(), p.end_ns(), static_cast<WindowEdge>(p.started_by()), static_cast<WindowEdge>(p.ended_by()),
+          p.detail()};
+}
+
 template <typename T>
 std::vector<T> toVector(const google::protobuf::RepeatedField<T>& field) {
   return {field.begin(), field.end()};
@@ -166,6 +171,8 @@ FileHeader fromPb(const pb::FileHeader& p) {
   h.cuda_driver_version = p.cuda_driver_version();
   h.nccl_version = p.nccl_version();
   h.nccl_capture_source = static_cast<NcclCaptureSource>(p.nccl_capture_source());
+  h.capture_window_plan = p.capture_window_plan();
+  for (const auto& w : p.capture_windows()) h.capture_windows.push_back(fromPb(w));
   return h;
 }
 
@@ -680,6 +687,7 @@ bool TraceReader::decodeBatch(const void* message, EventBatch& batch) {
     batch.streams.push_back({m.stream(), m.device(), m.context(), m.priority(), m.flags(), m.correlation_id()});
   for (const auto& m : b.devices()) batch.devices.push_back(fromPb(m));
   for (const auto& m : b.links()) batch.links.push_back(fromPb(m));
+  for (const auto& m : b.capture_windows()) batch.capture_windows.push_back(fromPb(m));
   return true;
 }
 

@@ -95,6 +95,14 @@ void encodeCaptureConfig(E& e, const CaptureConfig& c) {
   for (const auto& o : c.options) e.repeatedStringElement(10, o);
 }
 
+void encodeCaptureWindow(E& e, const CaptureWindow& w) {
+  e.uintField(1, w.start_ns);
+  e.uintField(2, w.end_ns);
+  e.uintField(3, static_cast<uint32_t>(w.started_by));
+  e.uintField(4, static_cast<uint32_t>(w.ended_by));
+  e.stringField(5, w.detail);
+}
+
 void encodeHeader(E& e, const FileHeader& h) {
   e.uintField(1, h.format_major);
   e.uintField(2, h.format_minor);
@@ -122,6 +130,8 @@ void encodeHeader(E& e, const FileHeader& h) {
   e.uintField(24, h.cuda_driver_version);
   e.stringField(25, h.nccl_version);
   e.uintField(26, static_cast<uint32_t>(h.nccl_capture_source));
+  e.stringField(27, h.capture_window_plan);
+  for (const auto& w : h.capture_windows) e.message(28, [&](E& m) { encodeCaptureWindow(m, w); });
 }
 
 void encodeTrailer(E& e, const Trailer& t) {
@@ -146,7 +156,7 @@ enum BatchField : uint32_t {
   kMemoryEvents = 7, kNvtxEvents = 8, kSynchronizations = 9, kNcclCommunicators = 10,
   kNcclOperations = 11, kNetTransfers = 12, kMetricSamples = 13, kClockAnchors = 14,
   kExternalCorrelations = 15, kOverheads = 16, kResourceNames = 17, kStreams = 18, kApiFunctions = 19,
-  kDevices = 20, kLinks = 21,
+  kDevices = 20, kLinks = 21, kCaptureWindows = 22,
 };
 
 }  // namespace
@@ -628,6 +638,12 @@ void TraceWriter::add(const Link& link) {
   ++pending_records_;
 }
 
+void TraceWriter::add(const CaptureWindow& window) {
+  if (!accepting()) return;
+  rows_.message(kCaptureWindows, [&](E& m) { encodeCaptureWindow(m, window); });
+  ++pending_records_;
+}
+
 bool TraceWriter::flush() {
   if (!header_written_ || failed_) return false;
   if (pending_records_ == 0 && definitions_.empty()) return true;
@@ -719,6 +735,7 @@ bool TraceWriter::finish(Trailer trailer) {
   finished_ = true;
   chunk_.clear();
   chunk_.message(3, [&](E& m) { encodeTrailer(m, trailer); });
+  sink_->beforeTrailer();
   return writeChunk(chunk_);
 }
 

@@ -25,6 +25,8 @@ class ByteSink {
   virtual ~ByteSink() = default;
   // Appends both parts; false (with error()) if that failed.
   virtual bool append(std::span<const uint8_t> first, std::span<const uint8_t> second) = 0;
+  // The next append is the trailer (RingFileSink puts it after the ring).
+  virtual void beforeTrailer() {}
   virtual std::string error() const = 0;
 };
 
@@ -99,6 +101,7 @@ class TraceWriter {
   // Topology learned after the header was written.
   void add(const DeviceProperties& device);
   void add(const Link& link);
+  void add(const CaptureWindow& window);
 
   // Writes the pending batch as one chunk (nothing if it is empty).
   bool flush();

@@ -351,6 +351,45 @@ section_torch() {
       -- env LD_LIBRARY_PATH="$EX_LD" python3 "$B/train_transformer.py" --steps "$TORCH_STEPS"
     grep -E '^(steps|seconds|step_ms|first_step_ms|final_loss)=' "$LOGS/torch_run.out" | sed 's/^/  /'
     check_torch torch_run
+    # Capture windows: steps 5-9 by the example's own "step N" ranges, then the same steps between
+    # torch.cuda.profiler.start() and stop().
+    run_cmd torch_steps 120 env LD_LIBRARY_PATH="$B/lib${EX_LD:+:$EX_LD}" "$B/gpuxray" run -o "$TR/torch_steps" \
+      --log-level info --steps 5-9 --step-marker '^step (\d+)$' \
+      -- env LD_LIBRARY_PATH="$EX_LD" python3 "$B/train_transformer.py" --steps "$TORCH_STEPS"
+    check_torch_window torch_steps "--steps 5-9"
+    run_cmd torch_profiler_api 120 env LD_LIBRARY_PATH="$B/lib${EX_LD:+:$EX_LD}" "$B/gpuxray" run \
+      -o "$TR/torch_profiler_api" --log-level info --capture-range cudaProfilerApi \
+      -- env LD_LIBRARY_PATH="$EX_LD" python3 "$B/train_transformer.py" --steps "$TORCH_STEPS" --profiler-range 5-9
+    check_torch_window torch_profiler_api "--capture-range cudaProfilerApi"
+  fi
+}
+
+# check_torch_window NAME WHAT: a windowed train_transformer.py run holds steps 5-9 and nothing else:
+# five "step N" ranges, 5 to 9, and fewer kernels than the whole run.
+check_torch_window() {
+  local name=$1 what=$2
+  grep '^gpuxray' "$LOGS/$name.err" | head -5 | sed 's/^/  [capture] /'
+  if [[ $RC != 0 ]] || ! prepare_trace "$name"; then
+    result FAIL "PyTorch $what" "exit $RC, or no trace file in $TR/$name"
+    return
+  fi
+  local d=$LOGS/$name.dump steps numbers kernels all
+  steps=$(grep -cE '^nvtx kind=range .* name=step [0-9]+$' "$d")
+  numbers=$(sed -nE 's/^nvtx kind=range .* name=step ([0-9]+)$/\1/p' "$d" | sort -n | tr '\n' ' ')
+  kernels=$(grep -c '^kernel ' "$d")
+  all=$(grep -c '^kernel ' "$LOGS/torch_run.dump" 2> /dev/null || echo 0)
+  figure "torch.$name.step_ranges" "$steps"
+  figure "torch.$name.kernels" "$kernels"
+  figure "torch.$name.step_ms" "$(out_value "$name" step_ms)"
+  if [[ $numbers == "5 6 7 8 9 " ]]; then
+    result PASS "PyTorch $what: steps 5-9 only" "step ranges: $numbers; $kernels kernels of $all in the whole run"
+  else
+    result FAIL "PyTorch $what: steps 5-9 only" "step ranges: ${numbers:-none}; $kernels kernels of $all in the whole run"
+  fi
+  if [[ $all -gt 0 && $kernels -gt 0 && $kernels -lt $all ]]; then
+    result PASS "PyTorch $what: fewer kernels than the whole run" "$kernels of $all"
+  else
+    result FAIL "PyTorch $what: fewer kernels than the whole run" "$kernels of $all"
   fi
 }
 

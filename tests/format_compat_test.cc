@@ -240,6 +240,14 @@ void toPb(const CaptureConfig& c, pb::CaptureConfig* p) {
   for (const auto& s : c.options) p->add_options(s);
 }
 
+void toPb(const CaptureWindow& w, pb::CaptureWindow* p) {
+  p->set_start_ns(w.start_ns);
+  p->set_end_ns(w.end_ns);
+  p->set_started_by(static_cast<pb::WindowEdge>(w.started_by));
+  p->set_ended_by(static_cast<pb::WindowEdge>(w.ended_by));
+  p->set_detail(w.detail);
+}
+
 void toPb(const FileHeader& h, pb::FileHeader* p) {
   p->set_format_major(h.format_major);
   p->set_format_minor(h.format_minor);
@@ -267,6 +275,8 @@ void toPb(const FileHeader& h, pb::FileHeader* p) {
   p->set_cuda_driver_version(h.cuda_driver_version);
   p->set_nccl_version(h.nccl_version);
   p->set_nccl_capture_source(static_cast<pb::NcclCaptureSource>(h.nccl_capture_source));
+  p->set_capture_window_plan(h.capture_window_plan);
+  for (const auto& w : h.capture_windows) toPb(w, p->add_capture_windows());
 }
 
 int64_t duration(uint64_t start, uint64_t end) { return static_cast<int64_t>(end - start); }
@@ -581,6 +591,7 @@ void toPb(const EventBatch& b, KernelConfigs& configs, pb::EventBatch* p) {
   for (const auto& r : b.api_functions) toPb(r, p->add_api_functions());
   for (const auto& r : b.devices) toPb(r, p->add_devices());
   for (const auto& r : b.links) toPb(r, p->add_links());
+  for (const auto& r : b.capture_windows) toPb(r, p->add_capture_windows());
 }
 
 // ---------------------------------------------------------------------------------------------------

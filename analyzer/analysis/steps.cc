@@ -83,6 +83,22 @@ std::vector<std::vector<StepWindow>> stepsFromCollectives(const model::RunTrace&
   return steps;
 }
 
+// The capture windows of a rank (cudaProfilerStart/Stop ranges, triggers, ...), on the run clock,
+// one step each. Windows hold the steps someone chose to capture, so they bound steps when nothing
+// marks them; the clock offset is the rank's (its drift correction is small over a window).
+std::vector<StepWindow> stepsFromCaptureWindows(const model::RankTrace& rank) {
+  std::vector<StepWindow> steps;
+  for (const auto& window : rank.header.capture_windows) {
+    if (window.end_ns <= window.start_ns) continue;
+    int64_t start = static_cast<int64_t>(window.start_ns) + rank.clock_offset_ns;
+    int64_t end = static_cast<int64_t>(window.end_ns) + rank.clock_offset_ns;
+    steps.push_back({static_cast<int64_t>(steps.size()), {start, end}});
+  }
+  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.window.start < b.window.start; });
+  for (size_t i = 0; i < steps.size(); ++i) steps[i].number = static_cast<int64_t>(i);
+  return steps;
+}
+
 }  // namespace
 
 void findSteps(AnalysisInput& input) {
@@ -98,11 +114,24 @@ void findSteps(AnalysisInput& input) {
   }
   input.steps.assign(input.run.ranks.size(), {});
   for (size_t r = 0; r < input.run.ranks.size(); ++r) input.steps[r] = stepsFromNvtx(input.run.ranks[r], patterns);
+  auto from_windows = [&] {
+    for (size_t r = 0; r < input.run.ranks.size(); ++r) input.steps[r] = stepsFromCaptureWindows(input.run.ranks[r]);
+  };
+  size_t most_windows = 0;
+  for (const auto& rank : input.run.ranks) most_windows = std::max(most_windows, rank.header.capture_windows.size());
   if (input.hasSteps()) {
     input.step_source = source;
+  } else if (most_windows >= 2) {
+    // Repeated windows (one cudaProfilerStart/Stop range per step, say) are the steps.
+    from_windows();
+    input.step_source = "capture windows";
   } else {
     input.steps = stepsFromCollectives(input.run);
     input.step_source = input.hasSteps() ? "the repeating pattern of collectives" : "none";
+    if (!input.hasSteps() && most_windows == 1) {
+      from_windows();
+      input.step_source = "capture windows";
+    }
   }
   if (!input.options.steps.empty()) {
     std::set<int64_t> wanted(input.options.steps.begin(), input.options.steps.end());

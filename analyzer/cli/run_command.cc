@@ -330,6 +330,34 @@ CommandAction addRunCommand(CLI::App& app) {
       ->type_name("N");
   command->add_option("--log-level", options->log_level, "What the capture prints: quiet, warn, info or debug")
       ->type_name("LEVEL");
+  command->add_option("--delay", options->delay, "Start recording this long after CUDA starts (30s, 500ms, 2m)")
+      ->type_name("DURATION");
+  command
+      ->add_option("--duration", options->duration,
+                   "Record for this long (after --delay); with --capture-range or --steps, at most this long per "
+                   "window")
+      ->type_name("DURATION");
+  command
+      ->add_option("--capture-range", options->capture_range,
+                   "Record only between cudaProfilerStart and cudaProfilerStop (cudaProfilerApi, every range), or "
+                   "while an NVTX push/pop range of that name is open (nvtx:NAME[@DOMAIN], the first one)")
+      ->type_name("KIND");
+  command->add_option("--capture-range-count", options->capture_range_count, "How many ranges to record (N or all)")
+      ->type_name("N");
+  command
+      ->add_option("--steps", options->steps,
+                   "Record training steps A to B, as NVTX ranges ProfilerStep#N (or --step-marker) number them")
+      ->type_name("A-B");
+  command
+      ->add_option("--step-marker", options->step_marker,
+                   "A regular expression for step ranges' names; its first group, if any, is the step number")
+      ->type_name("REGEX");
+  command
+      ->add_option("--max-size-mb", options->max_size_mb,
+                   "The most one trace file holds, in MiB: the capture stops there (the trailer says so)")
+      ->type_name("N");
+  command->add_flag("--ring", options->ring,
+                    "With --max-size-mb: keep the most recent N MiB instead, writing over the oldest chunks");
   command->add_option("command", options->command, "The command to run and its arguments, after --")
       ->type_name("COMMAND");
   command->positionals_at_end();

@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <regex>
+#include <tuple>
 
 #include "analyzer/errors.h"
+#include "proto/capture_windows.h"
 
 namespace gpuxray::cli {
 namespace {
@@ -89,6 +92,52 @@ void setVariable(Environment& environment, std::string_view name, std::string_vi
                     environment.end());
 }
 
+// The grammar is proto/capture_windows.h's, which the injection library reads the variables with.
+void checkWindowOptions(const RunOptions& options, CaptureSettings& settings) {
+  for (auto [option, value] : {std::pair{"--delay", &options.delay}, {"--duration", &options.duration},
+                               {"--capture-range", &options.capture_range},
+                               {"--capture-range-count", &options.capture_range_count}, {"--steps", &options.steps},
+                               {"--step-marker", &options.step_marker}}) {
+    if (*value && ((*value)->empty() || **value == "--")) throw UsageError(fmt::format("{} needs a value", option));
+  }
+  for (auto [option, value, target] : {std::tuple{"--delay", &options.delay, &settings.delay},
+                                       {"--duration", &options.duration, &settings.duration}}) {
+    if (!*value) continue;
+    auto ns = format::parseDurationNs(**value);
+    if (!ns || (*ns == 0 && target == &settings.duration))
+      throw UsageError(fmt::format("{} '{}': expected a duration such as 30s, 500ms or 2m", option, **value));
+    *target = **value;
+  }
+  format::CaptureRange range;
+  if (options.capture_range) {
+    if (auto expected = format::parseCaptureRange(*options.capture_range, range))
+      throw UsageError(fmt::format("--capture-range '{}': expected {}", *options.capture_range, *expected));
+    settings.capture_range = options.capture_range;
+  }
+  if (options.capture_range_count) {
+    if (!options.capture_range) throw UsageError("--capture-range-count needs --capture-range");
+    if (*options.capture_range_count != "all") checkPositive("--capture-range-count", *options.capture_range_count);
+    settings.capture_range_count = options.capture_range_count;
+  }
+  if (options.steps) {
+    if (options.capture_range) throw UsageError("--steps and --capture-range cannot be combined: choose one");
+    int64_t first = 0;
+    int64_t last = 0;
+    if (auto wrong = format::parseStepRange(*options.steps, first, last))
+      throw UsageError(fmt::format("--steps '{}': expected {}", *options.steps, *wrong));
+    settings.steps = options.steps;
+  }
+  if (options.step_marker) {
+    if (!options.steps) throw UsageError("--step-marker needs --steps");
+    try {
+      std::regex check(*options.step_marker);
+    } catch (const std::regex_error& e) {
+      throw UsageError(fmt::format("--step-marker '{}': not a regular expression: {}", *options.step_marker, e.what()));
+    }
+    settings.step_marker = options.step_marker;
+  }
+}
+
 CaptureSettings checkCaptureOptions(const RunOptions& options) {
   // CLI11 takes the "--" after an option that lacks its value as the value.
   auto require_value = [](std::string_view option, const std::optional<std::string>& value) {
@@ -114,6 +163,15 @@ CaptureSettings checkCaptureOptions(const RunOptions& options) {
       throw UsageError(fmt::format("--log-level must be quiet, warn, info or debug, not '{}'", *options.log_level));
     settings.log_level = options.log_level;
   }
+  checkWindowOptions(options, settings);
+  if (options.max_size_mb) {
+    require_value("--max-size-mb", options.max_size_mb);
+    settings.max_size_mb = checkPositive("--max-size-mb", *options.max_size_mb);
+    if (*settings.max_size_mb > (1u << 20))
+      throw UsageError(fmt::format("--max-size-mb must be at most 1048576, not {}", *options.max_size_mb));
+  }
+  if (options.ring && !options.max_size_mb) throw UsageError("--ring needs --max-size-mb N (the ring's size)");
+  settings.ring = options.ring;
   return settings;
 }
 
@@ -188,6 +246,14 @@ ChildEnvironment buildChildEnvironment(const RunSetup& setup, const Environment&
       child.warnings.push_back("--metric-interval-us has no effect without --metrics");
   }
   if (capture.log_level) setVariable(child.variables, "GPUXRAY_LOG_LEVEL", *capture.log_level);
+  for (auto [name, value] : {std::pair{"GPUXRAY_DELAY", &capture.delay}, {"GPUXRAY_DURATION", &capture.duration},
+                             {"GPUXRAY_CAPTURE_RANGE", &capture.capture_range},
+                             {"GPUXRAY_CAPTURE_RANGE_COUNT", &capture.capture_range_count},
+                             {"GPUXRAY_STEPS", &capture.steps}, {"GPUXRAY_STEP_MARKER", &capture.step_marker}}) {
+    if (*value) setVariable(child.variables, name, **value);
+  }
+  if (capture.max_size_mb) setVariable(child.variables, "GPUXRAY_MAX_SIZE_MB", std::to_string(*capture.max_size_mb));
+  if (capture.ring) setVariable(child.variables, "GPUXRAY_RING", "1");
   return child;
 }
 

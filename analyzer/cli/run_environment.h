@@ -31,6 +31,14 @@ struct RunOptions {
   bool metrics = false;
   std::optional<std::string> metric_interval_us;
   std::optional<std::string> log_level;
+  std::optional<std::string> delay;
+  std::optional<std::string> duration;
+  std::optional<std::string> capture_range;
+  std::optional<std::string> capture_range_count;
+  std::optional<std::string> steps;
+  std::optional<std::string> step_marker;
+  std::optional<std::string> max_size_mb;
+  bool ring = false;
   std::vector<std::string> command;
 };
 
@@ -43,6 +51,15 @@ struct CaptureSettings {
   bool metrics = false;
   std::optional<uint64_t> metric_interval_us;
   std::optional<std::string> log_level;
+  // The capture windows, as checked text for GPUXRAY_DELAY ... GPUXRAY_STEP_MARKER.
+  std::optional<std::string> delay;
+  std::optional<std::string> duration;
+  std::optional<std::string> capture_range;
+  std::optional<std::string> capture_range_count;
+  std::optional<std::string> steps;
+  std::optional<std::string> step_marker;
+  std::optional<uint64_t> max_size_mb;
+  bool ring = false;
 };
 
 // Checks the option values (and that each given one has a value); throws UsageError naming the

@@ -141,6 +141,8 @@ class RankBuilder {
     header.clock_anchors.insert(header.clock_anchors.end(), batch.clock_anchors.begin(), batch.clock_anchors.end());
     header.devices.insert(header.devices.end(), batch.devices.begin(), batch.devices.end());
     header.links.insert(header.links.end(), batch.links.begin(), batch.links.end());
+    header.capture_windows.insert(header.capture_windows.end(), batch.capture_windows.begin(),
+                                  batch.capture_windows.end());
     for (const auto& m : batch.metric_samples) {
       rank_.metric_samples.push_back({static_cast<int64_t>(m.timestamp_ns), m.value, local(m.metric_id), m.device});
     }

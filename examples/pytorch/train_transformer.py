@@ -46,7 +46,10 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--vocab", type=int, default=8192)
     parser.add_argument("--no-nvtx", action="store_true", help="leave out emit_nvtx (the step ranges stay)")
+    parser.add_argument("--profiler-range", metavar="A-B",
+                        help="call torch.cuda.profiler.start() before step A and stop() after step B")
     args = parser.parse_args()
+    profiler_first, profiler_last = (int(x) for x in args.profiler_range.split("-")) if args.profiler_range else (-1, -1)
 
     if not torch.cuda.is_available():
         print("train_transformer: no CUDA device", file=sys.stderr)
@@ -79,7 +82,12 @@ def main() -> int:
     first_step_s = None
     with nvtx:
         for n in range(args.steps):
+            if n == profiler_first:
+                torch.cuda.profiler.start()
             loss = step(n)
+            if n == profiler_last:
+                torch.cuda.synchronize()
+                torch.cuda.profiler.stop()
             if n == 0:
                 torch.cuda.synchronize()
                 first_step_s = time.perf_counter() - start

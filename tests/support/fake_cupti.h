@@ -34,6 +34,8 @@ class FakeCupti {
     enabled_kinds.clear();
     runtime_disabled.clear();
     driver_enabled.clear();
+    enabled_callbacks.clear();
+    callback_ = nullptr;
     flushes = forced_flushes = buffers_refused = 0;
     queued_.clear();
     request_ = nullptr;
@@ -55,6 +57,29 @@ class FakeCupti {
     payload_enums_[{cupti_domain, schema_id}] = attributes;
   }
 
+  // CUPTI calling the subscriber for an API or NVTX call, if that callback is enabled.
+  void call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+    CUpti_CallbackFunc callback = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!enabled_callbacks.contains({domain, cbid})) return;
+      callback = callback_;
+    }
+    if (callback != nullptr) callback(nullptr, domain, cbid, data);
+  }
+  // A runtime or driver call's callbacks at its entry or exit.
+  void callApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, CUpti_ApiCallbackSite site) {
+    CUpti_CallbackData data{};
+    data.callbackSite = site;
+    call(domain, cbid, &data);
+  }
+
+  // Whether CUPTI would record activities of this kind now (safe while the capture switches kinds).
+  bool isEnabled(CUpti_ActivityKind kind) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return enabled_kinds.count(kind) == 1;
+  }
+
   // A record CUPTI will deliver at the next flush.
   template <typename Record>
   void queue(const Record& record) {
@@ -72,6 +97,7 @@ class FakeCupti {
   std::set<int> enabled_kinds;
   std::set<uint32_t> runtime_disabled;
   std::set<uint32_t> driver_enabled;
+  std::set<std::pair<int, uint32_t>> enabled_callbacks;
   int flushes = 0;
   int forced_flushes = 0;
   int buffers_refused = 0;
@@ -101,14 +127,28 @@ class FakeCupti {
       *name = callbackName(domain, cbid);
       return CUPTI_SUCCESS;
     };
-    api.subscribe = [](CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) { return instance().subscribe_result; };
+    api.subscribe = [](CUpti_SubscriberHandle*, CUpti_CallbackFunc callback, void*) {
+      if (instance().subscribe_result == CUPTI_SUCCESS) instance().callback_ = callback;
+      return instance().subscribe_result;
+    };
+    api.enableCallback = [](uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+      std::lock_guard<std::mutex> lock(instance().mutex_);
+      if (enable) {
+        instance().enabled_callbacks.insert({domain, cbid});
+      } else {
+        instance().enabled_callbacks.erase({domain, cbid});
+      }
+      return CUPTI_SUCCESS;
+    };
     api.unsubscribe = [](CUpti_SubscriberHandle) { return CUPTI_SUCCESS; };
     api.activityEnable = [](CUpti_ActivityKind kind) {
+      std::lock_guard<std::mutex> lock(instance().mutex_);
       instance().enabled_kinds.insert(kind);
       return CUPTI_SUCCESS;
     };
     api.activityEnableAndDump = api.activityEnable;
     api.activityDisable = [](CUpti_ActivityKind kind) {
+      std::lock_guard<std::mutex> lock(instance().mutex_);
       instance().enabled_kinds.erase(kind);
       return CUPTI_SUCCESS;
     };
@@ -117,7 +157,11 @@ class FakeCupti {
       return CUPTI_SUCCESS;
     };
     api.activityEnableDriverApi = [](CUpti_CallbackId cbid, uint8_t enable) {
-      if (enable) instance().driver_enabled.insert(cbid);
+      if (enable) {
+        instance().driver_enabled.insert(cbid);
+      } else {
+        instance().driver_enabled.erase(cbid);
+      }
       return CUPTI_SUCCESS;
     };
     api.activityRegisterCallbacks = [](CUpti_BuffersCallbackRequestFunc request,
@@ -202,16 +246,23 @@ class FakeCupti {
       }
       buffers.emplace_back(buffer, size);
     }
+    size_t next = 0;
     for (size_t b = 0; b < buffers.size(); ++b) {
       auto [buffer, size] = buffers[b];
       size_t used = 0;
       // Everything goes into the first buffer; the others come back empty.
-      while (b == 0 && !records.empty() && used + records.front().size() <= size) {
-        std::memcpy(buffer + used, records.front().data(), records.front().size());
-        used += records.front().size();
-        records.erase(records.begin());
+      while (b == 0 && next < records.size() && used + records[next].size() <= size) {
+        std::memcpy(buffer + used, records[next].data(), records[next].size());
+        used += records[next].size();
+        ++next;
       }
       complete_(nullptr, 0, buffer, size, used);
+    }
+    // What did not fit waits for the next flush, as CUPTI keeps records in its own buffers.
+    records.erase(records.begin(), records.begin() + static_cast<std::ptrdiff_t>(next));
+    if (!records.empty() && !buffers.empty()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queued_.insert(queued_.begin(), std::make_move_iterator(records.begin()), std::make_move_iterator(records.end()));
     }
   }
 
@@ -291,6 +342,7 @@ class FakeCupti {
   std::map<std::pair<uint32_t, uint64_t>, nvtxPayloadSchemaAttr_t> payload_schemas_;
   std::map<std::pair<uint32_t, uint64_t>, nvtxPayloadEnumAttr_t> payload_enums_;
   std::vector<std::vector<uint8_t>> queued_;
+  CUpti_CallbackFunc callback_ = nullptr;
   CUpti_BuffersCallbackRequestFunc request_ = nullptr;
   CUpti_BuffersCallbackCompleteFunc complete_ = nullptr;
 

@@ -129,6 +129,8 @@ FileHeader sampleHeader(uint32_t variant) {
   h.cuda_driver_version = 12'080;
   h.nccl_version = "2.27.3";
   h.nccl_capture_source = variant == 1 ? NcclCaptureSource::kProfilerPlugin : NcclCaptureSource::kNvtx;
+  h.capture_window_plan = "cudaProfilerStart/Stop, every range";
+  h.capture_windows = {{1'000 + variant, 90'000'000'000ull, WindowEdge::kProfilerApi, WindowEdge::kCaptureEnd, "w"}};
   return h;
 }
 
@@ -469,6 +471,9 @@ EventBatch addSampleBatch(TraceWriter& writer, uint32_t variant) {
   add(sampleStream(variant), b.streams);
   add(sampleDevice(variant + 2), b.devices);
   add(sampleLink(variant), b.links);
+  add(CaptureWindow{5'000'000 + variant, 7'000'000'000ull + variant, WindowEdge::kStep, WindowEdge::kTrigger,
+                    "ProfilerStep#" + std::to_string(variant)},
+      b.capture_windows);
   return b;
 }
 

@@ -1,0 +1,123 @@
+// When the capture records: the window state machine. A plan (from GPUXRAY_DELAY, _DURATION,
+// _CAPTURE_RANGE, _CAPTURE_RANGE_COUNT, _STEPS, _STEP_MARKER) says what opens and closes windows;
+// events feed it from the threads they happen on: the capture thread's clock ticks, CUPTI's
+// callbacks for cudaProfilerStart/Stop and NVTX pushes and pops on the application's threads, and
+// on-demand triggers. Every transition is stamped with the capture clock at the moment it happens,
+// so a record is inside a window exactly when its own timestamp falls in one (contains()), however
+// late CUPTI delivers it: a window that a record's time falls in has always opened before the
+// record is delivered.
+//
+// isOpen() is one atomic load, for the hot paths (NCCL's event starts); transitions and the
+// window list are under a short lock that nothing calls out of.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/capture_windows.h"
+#include "proto/records.h"
+
+namespace gpuxray::inject {
+
+struct WindowPlan {
+  // From capture start: the window opens after `delay_ns` and stays open `duration_ns`.
+  std::optional<uint64_t> delay_ns;
+  std::optional<uint64_t> duration_ns;
+  format::CaptureRange range;
+  // How many ranges open a window; 0 = every one (the default for cudaProfilerApi; nvtx: 1).
+  uint32_t range_count = 0;
+  std::optional<std::pair<int64_t, int64_t>> steps;
+  // An ECMAScript regular expression for step ranges' names (group 1, if any, numbers the step;
+  // else they are counted from 0); empty: ProfilerStep#N.
+  std::string step_marker;
+
+  // True when nothing limits the capture: one window, the whole run.
+  bool wholeRun() const;
+  // For the header: "" for the whole run, else e.g. "steps 100-110 (ProfilerStep#N)".
+  std::string describe() const;
+};
+
+class CaptureWindows {
+ public:
+  // The step marker must already be a valid expression (readCaptureConfig checks it).
+  CaptureWindows(WindowPlan plan, uint64_t capture_start_ns);
+
+  bool isOpen() const { return open_.load(std::memory_order_acquire); }
+  const WindowPlan& plan() const { return plan_; }
+  bool followsProfilerApi() const { return plan_.range.kind == format::CaptureRange::Kind::kProfilerApi; }
+  bool followsNvtx() const { return plan_.range.kind == format::CaptureRange::Kind::kNvtx || plan_.steps.has_value(); }
+
+  // The capture thread's clock: opens and closes timed windows (delay, duration, trigger).
+  void tick(uint64_t now);
+  // When tick() next has something to do (UINT64_MAX: never).
+  uint64_t nextTimedEdge() const;
+  // The application's threads, through CUPTI's callbacks.
+  void profilerStart(uint64_t now);
+  void profilerStop(uint64_t now);
+  // An NVTX push on this thread, in `domain` (nullptr: the default domain); name may be null.
+  void rangePush(const void* domain, const char* name, uint64_t now);
+  void rangePop(const void* domain, uint64_t now);
+  // nvtxDomainCreateA returned `handle` for `name`.
+  void domainCreated(const char* name, const void* handle);
+  // `gpuxray trigger`: a window from now for `duration_ns` (a window already open is extended to
+  // at least that). Returns false when the plan's own window is open and not extended.
+  bool trigger(uint64_t now, uint64_t duration_ns);
+  // Closes an open window at the capture's end.
+  void finish(uint64_t now);
+
+  // Whether time `t` (capture clock) is inside a window. Call from the capture thread only; it
+  // reads a copy of the windows refreshed by snapshot().
+  void snapshot();
+  bool contains(uint64_t t) const;
+
+  // Windows closed since the last call (to write as they close).
+  std::vector<format::CaptureWindow> takeClosed();
+  // How many windows have opened so far.
+  size_t opened() const;
+
+ private:
+  struct Interval {
+    uint64_t start;
+    uint64_t end;  // UINT64_MAX while open
+  };
+  void openLocked(uint64_t at, format::WindowEdge by, std::string detail);
+  void closeLocked(uint64_t at, format::WindowEdge by);
+  // Whether a range or step may open a window now (none open, past --delay, under the count).
+  bool mayOpenLocked(uint64_t now) const;
+  // The step number of an NVTX range name, or -1 when it does not mark a step.
+  int64_t stepNumber(const char* name);
+
+  const WindowPlan plan_;
+  const uint64_t capture_start_ns_;
+  std::optional<std::regex> step_pattern_;
+  std::atomic<bool> open_{false};
+  std::atomic<const void*> nvtx_domain_{nullptr};
+  // Which generation of CaptureWindows the threads' NVTX stacks belong to.
+  const uint64_t generation_;
+
+  mutable std::mutex mutex_;
+  std::vector<format::CaptureWindow> windows_;  // all, the last one open while open_
+  size_t closed_taken_ = 0;
+  format::WindowEdge opened_by_ = format::WindowEdge::kUnknown;
+  std::optional<uint64_t> timed_open_at_;
+  // When the open window closes by itself, and what closes it then.
+  std::optional<uint64_t> close_at_;
+  format::WindowEdge close_edge_ = format::WindowEdge::kDuration;
+  uint32_t ranges_opened_ = 0;
+  int64_t step_ordinal_ = 0;
+  std::atomic<bool> steps_done_{false};
+
+  std::vector<Interval> snapshot_;
+};
+
+// Whether the process's capture is inside a window now: true when no capture has a plan. For the
+// NCCL plugin's event starts (one atomic load).
+bool captureWindowOpen();
+
+}  // namespace gpuxray::inject

@@ -1,0 +1,58 @@
+// Capture windows as step boundaries: a file whose capture recorded only some windows (one
+// cudaProfilerStart/Stop range per step, say) and marks no steps gets one step per window.
+
+#include <catch2/catch.hpp>
+
+#include "analyzer/analysis/analysis_input.h"
+#include "analyzer/analysis/steps.h"
+#include "analyzer/load/run_loader.h"
+#include "tests/support/run_builder.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using namespace gpuxray;
+
+analysis::AnalysisInput stepsOf(model::RunTrace& run) {
+  analysis::AnalysisInput input{run, {}, {}, "none", {}};
+  analysis::findSteps(input);
+  return input;
+}
+
+}  // namespace
+
+TEST_CASE("repeated capture windows are the steps when nothing marks them", "[window]") {
+  testing::TempDir dir;
+  testing::RunBuilder builder("windows", 1);
+  auto& r0 = builder.rank(0, "node-0");
+  r0.kernel("gemm", 100, 900);
+  r0.kernel("gemm", 2100, 2900);
+  r0.header.capture_window_plan = "cudaProfilerStart/Stop, every range";
+  r0.header.capture_windows = {
+      {r0.ns(2000), r0.ns(3000), format::WindowEdge::kProfilerApi, format::WindowEdge::kProfilerApi, ""},
+      {r0.ns(0), r0.ns(1000), format::WindowEdge::kProfilerApi, format::WindowEdge::kProfilerApi, ""}};
+  builder.write(dir.path());
+  auto run = load::loadRun({dir.path().string()}, {});
+  auto input = stepsOf(run);
+  CHECK(input.step_source == "capture windows");
+  REQUIRE(input.steps[0].size() == 2);
+  CHECK(input.steps[0][0].number == 0);
+  CHECK(input.steps[0][0].window.start == static_cast<int64_t>(r0.ns(0)));
+  CHECK(input.steps[0][1].window.end == static_cast<int64_t>(r0.ns(3000)));
+}
+
+TEST_CASE("NVTX step ranges win over capture windows", "[window]") {
+  testing::TempDir dir;
+  testing::RunBuilder builder("windows", 1);
+  auto& r0 = builder.rank(0, "node-0");
+  r0.kernel("gemm", 100, 900);
+  r0.range("ProfilerStep#7", 0, 1000);
+  r0.header.capture_windows = {{r0.ns(0), r0.ns(500), format::WindowEdge::kStep, format::WindowEdge::kStep, ""},
+                               {r0.ns(500), r0.ns(1000), format::WindowEdge::kStep, format::WindowEdge::kStep, ""}};
+  builder.write(dir.path());
+  auto run = load::loadRun({dir.path().string()}, {});
+  auto input = stepsOf(run);
+  CHECK(input.step_source == "NVTX ranges ProfilerStep#N");
+  REQUIRE(input.steps[0].size() == 1);
+  CHECK(input.steps[0][0].number == 7);
+}

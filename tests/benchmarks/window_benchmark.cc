@@ -1,0 +1,163 @@
+// What a kernel launch costs the traced process inside a capture window and outside one, through
+// the real capture (CaptureSession, its CUPTI callbacks, translator and writer) with the fake CUPTI
+// standing in for libcupti. A simulated launch is what CUPTI does for cudaLaunchKernel: when the
+// RUNTIME and CONCURRENT_KERNEL kinds are enabled it writes an API record and a kernel record into
+// its buffers; the capture collects, translates and writes them. Process CPU time (every thread:
+// the launching one and the capture thread) per launch, from the first launch to the file's end,
+// minus the same loop without a capture (bare). Inside, most of it is the fake CUPTI making the
+// records (an allocation per record, far slower than a real CUPTI's buffer writes):
+//
+//   inside           the whole run is one window;
+//   outside          a cudaProfilerApi plan whose range has closed: the kinds are off;
+//   outside-dropped  the same, but the records are delivered anyway (CUPTI still held some, or
+//                    another tool keeps the kinds on): they are left out by time, before translation.
+//
+//   window_benchmark [--launches N] [--reps N]
+//
+// Target: outside <= 5 % of inside. Reported, not enforced.
+#include <fmt/format.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "inject/capture_session.h"
+#include "tests/support/fake_cupti.h"
+
+namespace {
+
+using namespace gpuxray;
+using gpuxray::testing::FakeCupti;
+
+uint64_t cpuNs() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+}
+
+uint64_t realtimeNs() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+}
+
+enum class Mode { kBare, kInside, kOutside, kOutsideDropped };
+
+// CUPTI's side of one cudaLaunchKernel.
+void launch(uint32_t correlation, bool deliver) {
+  if (!deliver) return;
+  auto& fake = FakeCupti::instance();
+  uint64_t now = realtimeNs();
+  CUpti_ActivityAPI call{};
+  call.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  call.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  call.start = now;
+  call.end = now + 2000;
+  call.correlationId = correlation;
+  fake.queue(call);
+  CUpti_ActivityKernel10 kernel{};
+  kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  kernel.start = now + 5000;
+  kernel.end = now + 9000;
+  kernel.streamId = 7;
+  kernel.correlationId = correlation;
+  kernel.gridX = 132;
+  kernel.gridY = kernel.gridZ = 1;
+  kernel.blockX = 256;
+  kernel.blockY = kernel.blockZ = 1;
+  kernel.registersPerThread = 64;
+  kernel.name = "gemm_kernel";
+  fake.queue(kernel);
+}
+
+double nsPerLaunch(Mode mode, uint32_t launches, const std::filesystem::path& dir) {
+  auto& fake = FakeCupti::instance();
+  fake.reset();
+  std::unique_ptr<inject::CaptureSession> session;
+  if (mode != Mode::kBare) {
+    inject::CaptureConfig config;
+    config.output_dir = dir.string();
+    config.flush_interval_ms = 10;
+    config.log_level = inject::LogLevel::kQuiet;
+    if (mode != Mode::kInside) config.window.range.kind = format::CaptureRange::Kind::kProfilerApi;
+    inject::CaptureDependencies deps;
+    deps.cupti = fake.api();
+    deps.cupti_path = "/fake/libcupti.so.13";
+    deps.cupti_api_version = 130001;
+    deps.environment = [](const char*) -> const char* { return nullptr; };
+    session = std::make_unique<inject::CaptureSession>(std::move(deps), config);
+    if (!session->start()) {
+      fmt::print(stderr, "window_benchmark: the capture did not start\n");
+      std::exit(1);
+    }
+    if (mode != Mode::kInside) {
+      fake.callApi(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000, CUPTI_API_EXIT);
+      fake.callApi(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000, CUPTI_API_ENTER);
+      // Outside means after the closed window's kinds went off (they linger 200 ms).
+      for (int i = 0; i < 200 && fake.isEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  uint64_t start = cpuNs();
+  for (uint32_t i = 1; i <= launches; ++i) {
+    // Without a capture no kind is enabled: the bare loop pays the same check.
+    launch(i, mode == Mode::kOutsideDropped || fake.isEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  }
+  if (session) session->stop(format::CaptureEnd::kProcessExit, "benchmark");
+  uint64_t spent = cpuNs() - start;
+  std::filesystem::remove_all(dir);
+  return static_cast<double>(spent) / launches;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  uint32_t launches = 200'000;
+  int reps = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string_view option = argv[i];
+    if (option == "--launches") {
+      launches = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
+    } else if (option == "--reps") {
+      reps = std::atoi(argv[i + 1]);
+    } else {
+      fmt::print(stderr, "usage: window_benchmark [--launches N] [--reps N]\n");
+      return 2;
+    }
+  }
+  if (launches == 0 || reps <= 0) return 2;
+  auto dir = std::filesystem::temp_directory_path() / fmt::format("gpuxray-window-benchmark-{}", ::getpid());
+  const std::pair<Mode, const char*> modes[] = {{Mode::kBare, "bare"},
+                                                {Mode::kInside, "inside"},
+                                                {Mode::kOutside, "outside"},
+                                                {Mode::kOutsideDropped, "outside-dropped"}};
+  std::map<Mode, std::vector<double>> samples;
+  // Alternate the modes so that drift in the machine's load spreads over all of them.
+  for (int rep = 0; rep < reps; ++rep) {
+    for (auto [mode, name] : modes) samples[mode].push_back(nsPerLaunch(mode, launches, dir));
+  }
+  std::map<Mode, double> median;
+  for (auto& [mode, values] : samples) {
+    std::sort(values.begin(), values.end());
+    median[mode] = values[values.size() / 2];
+  }
+  fmt::print("window_benchmark: {} launches x {} reps, process CPU ns per launch (median)\n", launches, reps);
+  for (auto [mode, name] : modes) fmt::print("  {:<16} {:9.1f} ns\n", name, median[mode]);
+  double inside = median[Mode::kInside] - median[Mode::kBare];
+  double outside = median[Mode::kOutside] - median[Mode::kBare];
+  double dropped = median[Mode::kOutsideDropped] - median[Mode::kBare];
+  fmt::print("overhead per launch over bare: inside {:.1f} ns, outside {:.1f} ns, outside-dropped {:.1f} ns\n", inside,
+             outside, dropped);
+  fmt::print("ratio outside/inside = {:.4f} (target <= 0.05); outside-dropped/inside = {:.4f}\n", outside / inside,
+             dropped / inside);
+  return 0;
+}
