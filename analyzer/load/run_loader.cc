@@ -6,6 +6,7 @@
 #include <atomic>
 #include <exception>
 #include <limits>
+#include <new>
 #include <optional>
 #include <set>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "analyzer/load/kineto_importer.h"
 #include "analyzer/load/kineto_run.h"
 #include "analyzer/load/run_files.h"
+#include "proto/id_map.h"
 #include "proto/trace_reader.h"
 
 namespace gpuxray::load {
@@ -32,6 +34,9 @@ struct LaunchConfigHash {
     return static_cast<size_t>(h);
   }
 };
+
+// No allocation or release is larger (2^44 bytes, 16 TiB): a larger one is dropped, not summed.
+constexpr uint64_t kMaxPlausibleAllocation = uint64_t{1} << 44;
 
 uint32_t saturated32(uint64_t value) {
   return static_cast<uint32_t>(std::min<uint64_t>(value, std::numeric_limits<uint32_t>::max()));
@@ -107,6 +112,10 @@ class RankBuilder {
     }
     for (const auto& m : batch.memory_events) {
       if (!isDeviceMemory(m.memory_kind) || m.operation == format::MemoryOperation::kUnknown) continue;
+      if (m.bytes > kMaxPlausibleAllocation) {
+        ++implausible_allocations_;
+        continue;
+      }
       auto bytes = static_cast<int64_t>(m.bytes);
       rank_.memory.push_back({static_cast<int64_t>(m.timestamp_ns),
                               m.operation == format::MemoryOperation::kAllocate ? bytes : -bytes, m.device});
@@ -151,6 +160,8 @@ class RankBuilder {
     for (const auto& l : batch.links) addLink(l);
   }
 
+  uint64_t implausibleAllocations() const { return implausible_allocations_; }
+
   void addLink(const format::Link& link) {
     if (std::find(rank_.links.begin(), rank_.links.end(), link) == rank_.links.end()) rank_.links.push_back(link);
   }
@@ -187,14 +198,13 @@ class RankBuilder {
 
   uint32_t local(format::StringId id) {
     if (id == 0) return 0;
-    if (id >= to_local_.size()) to_local_.resize(id + 1, 0);
-    uint32_t& mapped = to_local_[id];
-    if (mapped == 0) {
-      mapped = static_cast<uint32_t>(rank_.strings.size());
+    auto [mapped, inserted] = to_local_.emplace(id);
+    if (inserted) {
+      *mapped = static_cast<uint32_t>(rank_.strings.size());
       rank_.strings.emplace_back(file_strings_.get(id));
       kinds_.push_back(-1);
     }
-    return mapped;
+    return *mapped;
   }
 
   // A string of our own (not from the file's table), interned once per rank.
@@ -265,7 +275,7 @@ class RankBuilder {
   model::RankTrace& rank_;
   const format::StringTable& file_strings_;
   std::vector<model::GpuActivity> copies_;
-  std::vector<uint32_t> to_local_;
+  format::IdMap<uint32_t> to_local_;
   std::vector<int8_t> kinds_{-1};
   std::unordered_map<model::LaunchConfig, uint32_t, LaunchConfigHash> configs_;
   std::unordered_map<std::string, uint32_t> own_strings_;
@@ -275,6 +285,7 @@ class RankBuilder {
   uint16_t last_thread_ = 0;
   uint64_t last_function_key_ = ~uint64_t{0};
   uint16_t last_function_ = 0;
+  uint64_t implausible_allocations_ = 0;
 };
 
 unsigned workerCount(unsigned requested, size_t files) {
@@ -321,6 +332,10 @@ model::RankTrace loadRankTrace(const std::string& path, std::vector<std::string>
   builder.finish();
   for (uint64_t n : counts) rank.records_read += n;
   for (const auto& warning : reader.warnings()) warnings.push_back(warning);
+  if (builder.implausibleAllocations() > 0) {
+    warnings.push_back(fmt::format("{}: {} memory allocations or releases of more than 16 TiB ignored", path,
+                                   builder.implausibleAllocations()));
+  }
   if (!reader.trailer()) {
     warnings.push_back(path + ": no trailer: the capture did not finish cleanly; what was written is used");
   } else {
@@ -346,6 +361,7 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
   std::set<int32_t> wanted(options.ranks.begin(), options.ranks.end());
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
+  std::atomic<bool> out_of_memory{false};
   auto work = [&] {
     for (size_t i = next++; i < set.files.size(); i = next++) {
       try {
@@ -355,6 +371,9 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
                                     : loadRankTrace(path, loaded[i].warnings);
         // A PyTorch-profiler trace without a rank gets one below, once all are read.
         if (wanted.empty() || wanted.contains(rank.rank) || rank.rank < 0) loaded[i].rank = std::move(rank);
+      } catch (const std::bad_alloc&) {
+        // Not the file's fault: the whole run is over the memory it may use.
+        out_of_memory = true;
       } catch (const std::exception& e) {
         loaded[i].error = e.what();
       }
@@ -366,8 +385,10 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
   for (unsigned w = 1; w < count; ++w) workers.emplace_back(work);
   work();
   for (auto& worker : workers) worker.join();
+  if (out_of_memory) throw std::bad_alloc();
 
   model::RunTrace run;
+  run.warnings = std::move(set.warnings);
   std::string first_error;
   for (auto& file : loaded) {
     if (!file.error.empty()) {
