@@ -31,7 +31,6 @@ constexpr uint64_t kMaxRecordsPerChunk = 256 * 1024;
 // Bytes checksummed while looking for the next intact chunk after damage, per byte of file (besides
 // the file itself once): false sync words each cost a checksum of what their header claims.
 constexpr uint64_t kResyncBytesPerFileByte = 4;
-constexpr uint64_t kMaxTime = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 
 class FileSource final : public ByteSource {
  public:
@@ -214,28 +213,12 @@ Trailer fromPb(const pb::Trailer& p) {
   return t;
 }
 
-// Times are int64 nanoseconds to the analyzer: a later time, or an end past it, is clamped and counted.
-uint64_t clampTime(uint64_t time, uint64_t& clamped) {
-  if (time <= kMaxTime) return time;
-  ++clamped;
-  return kMaxTime;
-}
+uint64_t endOf(uint64_t start, int64_t duration) { return start + static_cast<uint64_t>(duration); }
 
-// A negative duration ends at the start.
-uint64_t endOf(uint64_t start, int64_t duration, uint64_t& clamped) {
-  start = std::min(start, kMaxTime);
-  if (duration <= 0) return start;
-  if (static_cast<uint64_t>(duration) > kMaxTime - start) {
-    ++clamped;
-    return kMaxTime;
-  }
-  return start + static_cast<uint64_t>(duration);
-}
-
-MemcpyRecord fromPb(const pb::Memcpy& p, uint64_t& clamped) {
+MemcpyRecord fromPb(const pb::Memcpy& p) {
   MemcpyRecord r;
-  r.start_ns = clampTime(p.start_ns(), clamped);
-  r.end_ns = endOf(p.start_ns(), p.duration_ns(), clamped);
+  r.start_ns = p.start_ns();
+  r.end_ns = endOf(p.start_ns(), p.duration_ns());
   r.device = p.device();
   r.stream = p.stream();
   r.correlation_id = p.correlation_id();
@@ -252,10 +235,10 @@ MemcpyRecord fromPb(const pb::Memcpy& p, uint64_t& clamped) {
   return r;
 }
 
-MemsetRecord fromPb(const pb::Memset& p, uint64_t& clamped) {
+MemsetRecord fromPb(const pb::Memset& p) {
   MemsetRecord r;
-  r.start_ns = clampTime(p.start_ns(), clamped);
-  r.end_ns = endOf(p.start_ns(), p.duration_ns(), clamped);
+  r.start_ns = p.start_ns();
+  r.end_ns = endOf(p.start_ns(), p.duration_ns());
   r.device = p.device();
   r.stream = p.stream();
   r.correlation_id = p.correlation_id();
@@ -268,9 +251,9 @@ MemsetRecord fromPb(const pb::Memset& p, uint64_t& clamped) {
   return r;
 }
 
-MemoryEventRecord fromPb(const pb::MemoryEvent& p, uint64_t& clamped) {
+MemoryEventRecord fromPb(const pb::MemoryEvent& p) {
   MemoryEventRecord r;
-  r.timestamp_ns = clampTime(p.timestamp_ns(), clamped);
+  r.timestamp_ns = p.timestamp_ns();
   r.operation = static_cast<MemoryOperation>(p.operation());
   r.device = p.device();
   r.address = p.address();
@@ -308,11 +291,11 @@ PayloadField fromPb(const pb::PayloadField& p) {
   return f;
 }
 
-NvtxEventRecord fromPb(const pb::NvtxEvent& p, uint64_t& clamped) {
+NvtxEventRecord fromPb(const pb::NvtxEvent& p) {
   NvtxEventRecord r;
   r.kind = static_cast<NvtxEventKind>(p.kind());
-  r.start_ns = clampTime(p.start_ns(), clamped);
-  r.end_ns = clampTime(p.end_ns(), clamped);
+  r.start_ns = p.start_ns();
+  r.end_ns = p.end_ns();
   r.domain_id = p.domain_iid();
   r.name_id = p.name_iid();
   r.thread_id = p.thread_id();
@@ -326,10 +309,10 @@ NvtxEventRecord fromPb(const pb::NvtxEvent& p, uint64_t& clamped) {
   return r;
 }
 
-SynchronizationRecord fromPb(const pb::Synchronization& p, uint64_t& clamped) {
+SynchronizationRecord fromPb(const pb::Synchronization& p) {
   SynchronizationRecord r;
-  r.start_ns = clampTime(p.start_ns(), clamped);
-  r.end_ns = endOf(p.start_ns(), p.duration_ns(), clamped);
+  r.start_ns = p.start_ns();
+  r.end_ns = endOf(p.start_ns(), p.duration_ns());
   r.kind = static_cast<SynchronizationKind>(p.kind());
   r.device = p.device();
   r.stream = p.stream();
@@ -345,15 +328,15 @@ NcclCommunicatorRecord fromPb(const pb::NcclCommunicator& p) {
           p.global_rank(), p.device(), p.init_ns(), p.profiler_version()};
 }
 
-NcclOperationRecord fromPb(const pb::NcclOperation& p, uint64_t& clamped) {
+NcclOperationRecord fromPb(const pb::NcclOperation& p) {
   NcclOperationRecord r;
   r.kind = static_cast<NcclOperationKind>(p.kind());
   r.comm_hash = p.comm_hash();
   r.seq = p.seq();
   r.func_id = p.func_iid();
-  r.enqueue_ns = clampTime(p.enqueue_ns(), clamped);
-  r.gpu_start_ns = clampTime(p.gpu_start_ns(), clamped);
-  r.gpu_end_ns = clampTime(p.gpu_end_ns(), clamped);
+  r.enqueue_ns = p.enqueue_ns();
+  r.gpu_start_ns = p.gpu_start_ns();
+  r.gpu_end_ns = p.gpu_end_ns();
   r.bytes = p.bytes();
   r.count = p.count();
   r.datatype_id = p.datatype_iid();
@@ -374,15 +357,15 @@ NcclOperationRecord fromPb(const pb::NcclOperation& p, uint64_t& clamped) {
   return r;
 }
 
-NetTransferRecord fromPb(const pb::NetTransfer& p, uint64_t& clamped) {
+NetTransferRecord fromPb(const pb::NetTransfer& p) {
   NetTransferRecord r;
   r.operation_id = p.operation_id();
   r.peer = p.peer();
   r.channel = p.channel();
   r.is_send = p.is_send();
   r.bytes = p.bytes();
-  r.start_ns = clampTime(p.start_ns(), clamped);
-  r.end_ns = clampTime(p.end_ns(), clamped);
+  r.start_ns = p.start_ns();
+  r.end_ns = p.end_ns();
   r.steps = p.steps();
   r.wait_gpu_ns = p.wait_gpu_ns();
   r.wait_peer_ns = p.wait_peer_ns();
@@ -502,8 +485,6 @@ void TraceReader::finishWarnings() {
     if (seen.count > kShownPerKind)
       warnings_[seen.last] += " (and " + std::to_string(seen.count - kShownPerKind) + " more like it)";
   }
-  if (stats_.clamped_times > 0)
-    warn(std::to_string(stats_.clamped_times) + " times or durations beyond 2^63 ns were clamped to that limit");
 }
 
 bool TraceReader::chunkIsIntactAt(uint64_t offset) {
@@ -791,8 +772,8 @@ bool TraceReader::decodeBatch(const void* message, EventBatch& batch) {
       KernelRecord& r = batch.kernels[static_cast<size_t>(i)];
       start += static_cast<uint64_t>(k.start_delta_ns(i));
       correlation += static_cast<uint32_t>(columnValue(k.correlation_delta(), i));
-      r.start_ns = clampTime(start, stats_.clamped_times);
-      r.end_ns = endOf(start, columnValue(k.duration_ns(), i), stats_.clamped_times);
+      r.start_ns = start;
+      r.end_ns = endOf(start, columnValue(k.duration_ns(), i));
       r.device = columnValue(k.device(), i);
       r.stream = columnValue(k.stream(), i);
       r.correlation_id = correlation;
@@ -843,8 +824,8 @@ bool TraceReader::decodeBatch(const void* message, EventBatch& batch) {
       ApiCallRecord& r = batch.api_calls[static_cast<size_t>(i)];
       start += static_cast<uint64_t>(a.start_delta_ns(i));
       correlation += static_cast<uint32_t>(columnValue(a.correlation_delta(), i));
-      r.start_ns = clampTime(start, stats_.clamped_times);
-      r.end_ns = endOf(start, columnValue(a.duration_ns(), i), stats_.clamped_times);
+      r.start_ns = start;
+      r.end_ns = endOf(start, columnValue(a.duration_ns(), i));
       r.domain = static_cast<ApiDomain>(columnValue(a.domain(), i));
       r.cbid = columnValue(a.cbid(), i);
       r.thread_id = columnValue(a.thread_id(), i);
@@ -854,22 +835,21 @@ bool TraceReader::decodeBatch(const void* message, EventBatch& batch) {
     }
   }
 
-  for (const auto& m : b.memcpys()) batch.memcpys.push_back(fromPb(m, stats_.clamped_times));
-  for (const auto& m : b.memsets()) batch.memsets.push_back(fromPb(m, stats_.clamped_times));
-  for (const auto& m : b.memory_events()) batch.memory_events.push_back(fromPb(m, stats_.clamped_times));
-  for (const auto& m : b.nvtx_events()) batch.nvtx_events.push_back(fromPb(m, stats_.clamped_times));
-  for (const auto& m : b.synchronizations()) batch.synchronizations.push_back(fromPb(m, stats_.clamped_times));
+  for (const auto& m : b.memcpys()) batch.memcpys.push_back(fromPb(m));
+  for (const auto& m : b.memsets()) batch.memsets.push_back(fromPb(m));
+  for (const auto& m : b.memory_events()) batch.memory_events.push_back(fromPb(m));
+  for (const auto& m : b.nvtx_events()) batch.nvtx_events.push_back(fromPb(m));
+  for (const auto& m : b.synchronizations()) batch.synchronizations.push_back(fromPb(m));
   for (const auto& m : b.nccl_communicators()) batch.nccl_communicators.push_back(fromPb(m));
-  for (const auto& m : b.nccl_operations()) batch.nccl_operations.push_back(fromPb(m, stats_.clamped_times));
-  for (const auto& m : b.net_transfers()) batch.net_transfers.push_back(fromPb(m, stats_.clamped_times));
+  for (const auto& m : b.nccl_operations()) batch.nccl_operations.push_back(fromPb(m));
+  for (const auto& m : b.net_transfers()) batch.net_transfers.push_back(fromPb(m));
   for (const auto& m : b.metric_samples())
-    batch.metric_samples.push_back({clampTime(m.timestamp_ns(), stats_.clamped_times), m.device(), m.metric_iid(), m.value()});
+    batch.metric_samples.push_back({m.timestamp_ns(), m.device(), m.metric_iid(), m.value()});
   for (const auto& m : b.clock_anchors()) batch.clock_anchors.push_back(fromPb(m));
   for (const auto& m : b.external_correlations())
     batch.external_correlations.push_back({m.kind(), m.external_id(), m.correlation_id()});
   for (const auto& m : b.overheads())
-    batch.overheads.push_back({m.kind(), clampTime(m.start_ns(), stats_.clamped_times),
-                               endOf(m.start_ns(), m.duration_ns(), stats_.clamped_times), m.thread_id(), m.device()});
+    batch.overheads.push_back({m.kind(), m.start_ns(), endOf(m.start_ns(), m.duration_ns()), m.thread_id(), m.device()});
   for (const auto& m : b.resource_names())
     batch.resource_names.push_back({static_cast<ResourceKind>(m.kind()), m.id(), m.device(), m.name_iid()});
   for (const auto& m : b.streams())

@@ -52,8 +52,6 @@ struct ReadStats {
   std::optional<uint64_t> torn_at;
   // Records whose kernel configuration, string or column data was lost with a damaged chunk.
   uint64_t unresolved_references = 0;
-  // Times beyond 2^63 - 1 ns, and durations that would end there, set to that limit.
-  uint64_t clamped_times = 0;
 };
 
 // Where the bytes come from: a file (read with pread) or memory (tests).

@@ -88,8 +88,9 @@ class RankBuilder {
       }
     }
     for (const auto& c : batch.api_calls) {
-      rank_.host_calls.push_back({static_cast<int64_t>(c.start_ns), static_cast<int64_t>(c.end_ns), c.correlation_id,
-                                  threadIndex(c.thread_id), functionIndex(c.domain, c.cbid)});
+      int64_t start = ns(c.start_ns);
+      rank_.host_calls.push_back({start, std::max(start, ns(c.end_ns)), c.correlation_id, threadIndex(c.thread_id),
+                                  functionIndex(c.domain, c.cbid)});
     }
     for (const auto& s : batch.synchronizations) {
       if (s.stream == kNoSynchronizationStream) continue;
@@ -107,8 +108,9 @@ class RankBuilder {
         copies_.push_back(a);
         continue;
       }
-      rank_.nvtx.push_back({static_cast<int64_t>(n.start_ns), static_cast<int64_t>(n.end_ns), local(n.name_id),
-                            local(n.domain_id), n.thread_id, n.depth});
+      int64_t start = ns(n.start_ns);
+      rank_.nvtx.push_back(
+          {start, std::max(start, ns(n.end_ns)), local(n.name_id), local(n.domain_id), n.thread_id, n.depth});
     }
     for (const auto& m : batch.memory_events) {
       if (!isDeviceMemory(m.memory_kind) || m.operation == format::MemoryOperation::kUnknown) continue;
@@ -117,7 +119,7 @@ class RankBuilder {
         continue;
       }
       auto bytes = static_cast<int64_t>(m.bytes);
-      rank_.memory.push_back({static_cast<int64_t>(m.timestamp_ns),
+      rank_.memory.push_back({ns(m.timestamp_ns),
                               m.operation == format::MemoryOperation::kAllocate ? bytes : -bytes, m.device});
     }
     for (const auto& c : batch.nccl_communicators) {
@@ -132,9 +134,9 @@ class RankBuilder {
       op.algorithm_id = local(o.algorithm_id);
       op.protocol_id = local(o.protocol_id);
       op.datatype_id = local(o.datatype_id);
-      op.enqueue_ns = static_cast<int64_t>(o.enqueue_ns);
-      op.gpu_start_ns = static_cast<int64_t>(o.gpu_start_ns);
-      op.gpu_end_ns = static_cast<int64_t>(o.gpu_end_ns);
+      op.enqueue_ns = ns(o.enqueue_ns);
+      op.gpu_start_ns = ns(o.gpu_start_ns);
+      op.gpu_end_ns = ns(o.gpu_end_ns);
       op.bytes = o.bytes;
       op.count = o.count;
       op.root = o.root;
@@ -150,17 +152,18 @@ class RankBuilder {
     header.devices.insert(header.devices.end(), batch.devices.begin(), batch.devices.end());
     header.links.insert(header.links.end(), batch.links.begin(), batch.links.end());
     for (const auto& m : batch.metric_samples) {
-      rank_.metric_samples.push_back({static_cast<int64_t>(m.timestamp_ns), m.value, local(m.metric_id), m.device});
+      rank_.metric_samples.push_back({ns(m.timestamp_ns), m.value, local(m.metric_id), m.device});
     }
     for (const auto& t : batch.net_transfers) {
       rank_.transfers.push_back({t.operation_id, t.comm_hash, t.peer, t.channel, t.is_send, t.bytes,
-                                 static_cast<int64_t>(t.start_ns), static_cast<int64_t>(t.end_ns), t.wait_gpu_ns,
+                                 ns(t.start_ns), ns(t.end_ns), t.wait_gpu_ns,
                                  t.wait_peer_ns, t.wait_network_ns});
     }
     for (const auto& l : batch.links) addLink(l);
   }
 
   uint64_t implausibleAllocations() const { return implausible_allocations_; }
+  uint64_t clampedTimes() const { return clamped_times_; }
 
   void addLink(const format::Link& link) {
     if (std::find(rank_.links.begin(), rank_.links.end(), link) == rank_.links.end()) rank_.links.push_back(link);
@@ -188,8 +191,8 @@ class RankBuilder {
  private:
   model::GpuActivity activity(uint64_t start, uint64_t end, uint32_t device, uint32_t stream, uint32_t correlation) {
     model::GpuActivity a;
-    a.start_ns = static_cast<int64_t>(start);
-    a.end_ns = static_cast<int64_t>(std::max(start, end));
+    a.start_ns = ns(start);
+    a.end_ns = std::max(a.start_ns, ns(end));
     a.device = static_cast<uint8_t>(std::min<uint32_t>(device, 255));
     a.stream = streamIndex(device, stream);
     a.correlation_id = correlation;
@@ -205,6 +208,13 @@ class RankBuilder {
       kinds_.push_back(-1);
     }
     return *mapped;
+  }
+
+  // The model's times are signed: a later one is clamped to the largest, and counted.
+  int64_t ns(uint64_t time) {
+    if (time <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return static_cast<int64_t>(time);
+    ++clamped_times_;
+    return std::numeric_limits<int64_t>::max();
   }
 
   // A string of our own (not from the file's table), interned once per rank.
@@ -286,6 +296,7 @@ class RankBuilder {
   uint64_t last_function_key_ = ~uint64_t{0};
   uint16_t last_function_ = 0;
   uint64_t implausible_allocations_ = 0;
+  uint64_t clamped_times_ = 0;
 };
 
 unsigned workerCount(unsigned requested, size_t files) {
@@ -332,6 +343,10 @@ model::RankTrace loadRankTrace(const std::string& path, std::vector<std::string>
   builder.finish();
   for (uint64_t n : counts) rank.records_read += n;
   for (const auto& warning : reader.warnings()) warnings.push_back(warning);
+  if (builder.clampedTimes() > 0) {
+    warnings.push_back(fmt::format("{}: {} times beyond 2^63 ns (or ending there) were clamped to that limit", path,
+                                   builder.clampedTimes()));
+  }
   if (builder.implausibleAllocations() > 0) {
     warnings.push_back(fmt::format("{}: {} memory allocations or releases of more than 16 TiB ignored", path,
                                    builder.implausibleAllocations()));

@@ -150,6 +150,17 @@ std::string maxIds() {
   return preamble() + headerChunk() + batchChunk(b) + trailerChunk();
 }
 
+// Only an NVTX range named by id 2^32 - 1 (the id + 1 of a 32-bit resize wrapped to 0).
+std::string maxNvtxNameId() {
+  pb::EventBatch b;
+  auto* n = b.add_nvtx_events();
+  n->set_kind(pb::NVTX_RANGE);
+  n->set_start_ns(1000);
+  n->set_end_ns(2000);
+  n->set_name_iid(kMaxId);
+  return preamble() + headerChunk() + batchChunk(b) + trailerChunk();
+}
+
 std::string hugeRelease() {
   pb::EventBatch b;
   for (auto [operation, bytes] :
@@ -268,6 +279,7 @@ std::vector<HostileTrace> writeHostileTraces(const fs::path& dir) {
     writeBytes(path, bytes);
     traces.push_back({name, path});
   };
+  file("nvtx-name-id-2^32-1", maxNvtxNameId());
   file("interned-ids-2^32-1", maxIds());
   file("memory-release-2^63-bytes", hugeRelease());
   file("times-near-int64-max", timesNearMax());
