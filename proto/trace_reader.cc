@@ -3,18 +3,34 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <google/protobuf/stubs/logging.h>
 #include <zstd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
+#include <limits>
 
 #include "proto/gpuxray.pb.h"
 
 namespace gpuxray::format {
 namespace {
 
-constexpr StringId kMaxStringId = 1u << 26;
+// A chunk may decompress to at most this many times its stored size (plus a little, for tiny chunks).
+// The writer's chunks come to a few times (zstd on varint columns); zstd can reach 30,000 times on
+// repeated bytes, which only a hostile file holds.
+constexpr uint64_t kMaxExpansion = 256;
+constexpr uint64_t kExpansionAllowance = 4096;
+// Records decoded per byte of file (beyond a small allowance), and in one chunk. The writer's files
+// hold about 0.2 records per byte and its chunks up to 64 Ki records; each record costs a few hundred
+// bytes while decoded, so no file costs memory out of proportion to its size.
+constexpr uint64_t kMaxRecordsPerFileByte = 16;
+constexpr uint64_t kRecordAllowance = 4096;
+constexpr uint64_t kMaxRecordsPerChunk = 256 * 1024;
+// Bytes checksummed while looking for the next intact chunk after damage, per byte of file (besides
+// the file itself once): false sync words each cost a checksum of what their header claims.
+constexpr uint64_t kResyncBytesPerFileByte = 4;
 
 class FileSource final : public ByteSource {
  public:
@@ -54,6 +70,24 @@ class MemorySource final : public ByteSource {
 };
 
 std::string offsetText(uint64_t offset) { return "byte offset " + std::to_string(offset); }
+
+// libprotobuf logs what it rejects while parsing (invalid UTF-8 in a string) to stderr; the reader
+// reports the chunk itself, on one line naming the file.
+void silenceProtobufLogging() {
+  static const bool silenced = [] {
+    google::protobuf::SetLogHandler(nullptr);
+    return true;
+  }();
+  (void)silenced;
+}
+
+std::string fileKindName(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a plain file";
+}
 
 ClockAnchor fromPb(const pb::ClockAnchor& p) {
   return {p.capture_ns(), p.realtime_ns(), p.monotonic_ns(), p.uncertainty_ns()};
@@ -365,44 +399,41 @@ auto columnValue(const Field& column, int i) {
 
 std::string_view StringTable::get(StringId id) const {
   if (id == 0) return {};
-  if (contains(id)) return values_[id];
+  if (const std::string* value = values_.find(id)) return *value;
   auto [it, inserted] = missing_names_.try_emplace(id);
   if (inserted) it->second = "<missing string " + std::to_string(id) + ">";
   return it->second;
 }
 
-bool StringTable::contains(StringId id) const { return id < present_.size() && present_[id]; }
+bool StringTable::contains(StringId id) const { return values_.find(id) != nullptr; }
 
 void StringTable::define(StringId id, std::string value) {
-  if (id == 0 || id >= kMaxStringId) return;
-  if (id >= values_.size()) {
-    values_.resize(id + 1);
-    present_.resize(id + 1);
-  }
-  if (present_[id]) return;
-  ++defined_;
-  values_[id] = std::move(value);
-  present_[id] = true;
+  if (id == 0) return;
+  auto [slot, inserted] = values_.emplace(id);
+  if (inserted) *slot = std::move(value);
 }
 
-struct TraceReader::KernelConfig {
-  bool defined = false;
-  pb::KernelConfig config;
+struct TraceReader::KernelConfigs {
+  IdMap<pb::KernelConfig> by_id;
 };
 
-TraceReader::TraceReader(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+TraceReader::TraceReader(const std::string& path) : path_(path), kernel_configs_(std::make_unique<KernelConfigs>()) {
+  silenceProtobufLogging();
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; it is refused below.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw FormatError(path + ": cannot open: " + std::strerror(errno));
   struct stat info {};
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
     ::close(fd);
-    throw FormatError(path + ": not a regular file");
+    throw FormatError(path + ": not a regular file (" + fileKindName(info.st_mode) + ")");
   }
   source_ = std::make_unique<FileSource>(fd, static_cast<uint64_t>(info.st_size));
   openSource();
 }
 
-TraceReader::TraceReader(std::string name, std::span<const uint8_t> bytes) : path_(std::move(name)) {
+TraceReader::TraceReader(std::string name, std::span<const uint8_t> bytes)
+    : path_(std::move(name)), kernel_configs_(std::make_unique<KernelConfigs>()) {
+  silenceProtobufLogging();
   source_ = std::make_unique<MemorySource>(bytes);
   openSource();
 }
@@ -412,9 +443,11 @@ TraceReader::~TraceReader() { ZSTD_freeDCtx(static_cast<ZSTD_DCtx*>(zstd_context
 void TraceReader::openSource() {
   stats_.file_bytes = source_->size();
   if (stats_.file_bytes == 0) throw FormatError(path_ + ": empty file (0 bytes), not a gpuxray trace");
+  resync_budget_ = (1 + kResyncBytesPerFileByte) * stats_.file_bytes;
+  record_budget_ = kRecordAllowance + kMaxRecordsPerFileByte * stats_.file_bytes;
   uint8_t preamble_bytes[kPreambleSize] = {};
   size_t available = static_cast<size_t>(std::min<uint64_t>(kPreambleSize, stats_.file_bytes));
-  source_->read(0, available, preamble_bytes);
+  if (!source_->read(0, available, preamble_bytes)) throw FormatError(path_ + ": cannot read its first bytes");
   auto preamble = decodePreamble({preamble_bytes, available});
   if (!preamble) throw FormatError(path_ + ": not a gpuxray trace (no GPUXRAY signature at the start)");
   version_ = *preamble;
@@ -442,18 +475,41 @@ void TraceReader::openSource() {
   header_ = fromPb(chunk.header());
 }
 
-void TraceReader::warn(std::string message) { warnings_.push_back(path_ + ": " + std::move(message)); }
+// A few lines per kind of problem: past kShownPerKind messages that differ only in their numbers (the
+// same damage in chunk after chunk), the rest are counted on the last one's line.
+void TraceReader::warn(std::string message) {
+  std::string kind;
+  std::copy_if(message.begin(), message.end(), std::back_inserter(kind), [](char c) { return c < '0' || c > '9'; });
+  WarningKind& seen = warning_kinds_[std::move(kind)];
+  if (++seen.count > kShownPerKind) return;
+  seen.last = warnings_.size();
+  warnings_.push_back(path_ + ": " + std::move(message));
+}
 
-bool TraceReader::chunkIsIntactAt(uint64_t offset) const {
+void TraceReader::finishWarnings() {
+  if (warnings_finished_) return;
+  warnings_finished_ = true;
+  for (const auto& [kind, seen] : warning_kinds_) {
+    if (seen.count > kShownPerKind)
+      warnings_[seen.last] += " (and " + std::to_string(seen.count - kShownPerKind) + " more like it)";
+  }
+}
+
+bool TraceReader::chunkIsIntactAt(uint64_t offset) {
   uint8_t header_bytes[kChunkHeaderSize];
   ChunkHeader header;
   if (offset + kChunkHeaderSize > stats_.file_bytes || !source_->read(offset, kChunkHeaderSize, header_bytes) ||
       decodeChunkHeader(header_bytes, &header) != ChunkHeaderProblem::kNone ||
       offset + kChunkHeaderSize + header.stored_size > stats_.file_bytes)
     return false;
-  std::vector<uint8_t> stored(header.stored_size);
-  return source_->read(offset + kChunkHeaderSize, stored.size(), stored.data()) &&
-         chunkChecksumMatches(header_bytes, stored);
+  if (header.stored_size > resync_budget_) {
+    resync_budget_ = 0;  // no more looking: what is left of the file is skipped
+    return false;
+  }
+  resync_budget_ -= header.stored_size;
+  stored_.resize(header.stored_size);
+  return source_->read(offset + kChunkHeaderSize, stored_.size(), stored_.data()) &&
+         chunkChecksumMatches(header_bytes, stored_);
 }
 
 // Moves offset_ to the next intact chunk after damage at `damaged_at`, or to the end of the file.
@@ -462,7 +518,8 @@ void TraceReader::skipDamage(uint64_t damaged_at, const std::string& what) {
   constexpr size_t kBlock = 64 * 1024;
   std::vector<uint8_t> block(kBlock + 3);
   uint64_t resume = stats_.file_bytes;
-  for (uint64_t from = damaged_at + 1; from + kChunkHeaderSize <= stats_.file_bytes && resume == stats_.file_bytes;
+  uint64_t from = damaged_at + 1;
+  for (; from + kChunkHeaderSize <= stats_.file_bytes && resume == stats_.file_bytes && resync_budget_ > 0;
        from += kBlock) {
     size_t length = static_cast<size_t>(std::min<uint64_t>(kBlock + 3, stats_.file_bytes - from));
     if (!source_->read(from, length, block.data())) break;
@@ -475,10 +532,21 @@ void TraceReader::skipDamage(uint64_t damaged_at, const std::string& what) {
     }
   }
   stats_.bytes_skipped += resume - damaged_at;
-  warn("damaged chunk at " + offsetText(damaged_at) + " (" + what + "); " +
-       (resume < stats_.file_bytes ? "skipped " + std::to_string(resume - damaged_at) + " bytes to the next intact chunk"
-                                   : "nothing readable after it"));
+  std::string outcome = resume < stats_.file_bytes ? "skipped " + std::to_string(resume - damaged_at) +
+                                                         " bytes to the next intact chunk"
+                        : resync_budget_ == 0 && from + kChunkHeaderSize <= stats_.file_bytes
+                            ? "too many false chunk headers after it to look further; the rest of the file skipped"
+                            : "nothing readable after it";
+  warn("damaged chunk at " + offsetText(damaged_at) + " (" + what + "); " + outcome);
   offset_ = resume;
+}
+
+// Ends the file early when its bytes cannot be read (it shrank or the device failed while reading).
+TraceReader::ChunkRead TraceReader::unreadable(uint64_t at) {
+  warn("cannot read the bytes at " + offsetText(at) + " (did the file shrink while being read?); the rest skipped");
+  stats_.bytes_skipped += stats_.file_bytes - at;
+  offset_ = stats_.file_bytes;
+  return ChunkRead::kEnd;
 }
 
 TraceReader::ChunkRead TraceReader::readChunk(std::vector<uint8_t>& payload) {
@@ -488,8 +556,8 @@ TraceReader::ChunkRead TraceReader::readChunk(std::vector<uint8_t>& payload) {
     uint8_t header_bytes[kChunkHeaderSize];
     ChunkHeader header;
     if (left < kChunkHeaderSize) {
-      if (!source_->read(at, static_cast<size_t>(left), header_bytes) ||
-          !std::equal(header_bytes, header_bytes + std::min<uint64_t>(left, 4), "GXCK")) {
+      if (!source_->read(at, static_cast<size_t>(left), header_bytes)) return unreadable(at);
+      if (!std::equal(header_bytes, header_bytes + std::min<uint64_t>(left, 4), "GXCK")) {
         skipDamage(at, "not a chunk header");
         continue;
       }
@@ -499,7 +567,7 @@ TraceReader::ChunkRead TraceReader::readChunk(std::vector<uint8_t>& payload) {
       offset_ = stats_.file_bytes;
       return ChunkRead::kEnd;
     }
-    source_->read(at, kChunkHeaderSize, header_bytes);
+    if (!source_->read(at, kChunkHeaderSize, header_bytes)) return unreadable(at);
     ChunkHeaderProblem problem = decodeChunkHeader(header_bytes, &header);
     if (problem != ChunkHeaderProblem::kNone) {
       skipDamage(at, problem == ChunkHeaderProblem::kNoSync ? "not a chunk header" : "implausible chunk header");
@@ -508,7 +576,7 @@ TraceReader::ChunkRead TraceReader::readChunk(std::vector<uint8_t>& payload) {
     if (header.stored_size > left - kChunkHeaderSize) {
       // Either the writer was cut off inside this chunk, or its size field is damaged.
       stored_.resize(static_cast<size_t>(left - kChunkHeaderSize));
-      source_->read(at + kChunkHeaderSize, stored_.size(), stored_.data());
+      if (!source_->read(at + kChunkHeaderSize, stored_.size(), stored_.data())) return unreadable(at);
       bool later_chunk = std::search(stored_.begin(), stored_.end(), "GXCK", "GXCK" + 4) != stored_.end();
       if (!later_chunk) {
         stats_.torn_at = at;
@@ -521,7 +589,7 @@ TraceReader::ChunkRead TraceReader::readChunk(std::vector<uint8_t>& payload) {
       continue;
     }
     stored_.resize(header.stored_size);
-    source_->read(at + kChunkHeaderSize, stored_.size(), stored_.data());
+    if (!source_->read(at + kChunkHeaderSize, stored_.size(), stored_.data())) return unreadable(at);
     if (!chunkChecksumMatches(header_bytes, stored_)) {
       skipDamage(at, "checksum mismatch");
       continue;
@@ -529,20 +597,125 @@ TraceReader::ChunkRead TraceReader::readChunk(std::vector<uint8_t>& payload) {
     offset_ = at + kChunkHeaderSize + header.stored_size;
     if (header.codec == Codec::kNone) {
       payload = stored_;
-    } else {
-      payload.resize(header.raw_size);
-      size_t n = ZSTD_decompressDCtx(static_cast<ZSTD_DCtx*>(zstd_context_), payload.data(), payload.size(),
-                                     stored_.data(), stored_.size());
-      if (ZSTD_isError(n) || n != header.raw_size) {
-        ++stats_.damaged_chunks;
-        warn("chunk at " + offsetText(at) + " does not decompress; skipped");
-        return ChunkRead::kDamaged;
-      }
+    } else if (!decompress(at, header, payload)) {
+      ++stats_.damaged_chunks;
+      return ChunkRead::kDamaged;
+    }
+    if (!withinRecordBudget(at, payload)) {
+      ++stats_.damaged_chunks;
+      return ChunkRead::kDamaged;
     }
     ++stats_.chunks;
     return ChunkRead::kOk;
   }
   return ChunkRead::kEnd;
+}
+
+// The size comes from the zstd frame and must agree with the header and be a plausible expansion of
+// the stored bytes, before anything is allocated for it.
+bool TraceReader::decompress(uint64_t at, const ChunkHeader& header, std::vector<uint8_t>& payload) {
+  unsigned long long frame_size = ZSTD_getFrameContentSize(stored_.data(), stored_.size());
+  if (frame_size == ZSTD_CONTENTSIZE_ERROR || frame_size == ZSTD_CONTENTSIZE_UNKNOWN || frame_size != header.raw_size) {
+    warn("chunk at " + offsetText(at) + " does not decompress (its zstd frame does not give the size its header " +
+         "does); skipped");
+    return false;
+  }
+  if (header.raw_size > kExpansionAllowance + kMaxExpansion * uint64_t{header.stored_size}) {
+    warn("chunk at " + offsetText(at) + " claims to expand from " + std::to_string(header.stored_size) + " to " +
+         std::to_string(header.raw_size) + " bytes, more than a trace chunk can; skipped");
+    return false;
+  }
+  payload.resize(header.raw_size);
+  size_t n = ZSTD_decompressDCtx(static_cast<ZSTD_DCtx*>(zstd_context_), payload.data(), payload.size(),
+                                 stored_.data(), stored_.size());
+  if (ZSTD_isError(n) || n != header.raw_size) {
+    warn("chunk at " + offsetText(at) + " does not decompress; skipped");
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+// Reads a protobuf varint; false at the end of the bytes or after 10 bytes.
+bool readVarint(const uint8_t*& p, const uint8_t* end, uint64_t& value) {
+  value = 0;
+  for (int shift = 0; shift < 64 && p < end; shift += 7) {
+    uint8_t byte = *p++;
+    value |= uint64_t{byte & 0x7fu} << shift;
+    if ((byte & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// Calls visit(field number, wire type, field bytes) for each field of a serialized message; a
+// length-delimited field's bytes are its contents. False when the bytes are not a message.
+template <typename Visit>
+bool forEachField(std::span<const uint8_t> message, Visit visit) {
+  const uint8_t* p = message.data();
+  const uint8_t* end = p + message.size();
+  while (p < end) {
+    uint64_t key = 0, length = 0;
+    if (!readVarint(p, end, key)) return false;
+    const uint8_t* value = p;
+    switch (key & 7) {
+      case 0:
+        if (!readVarint(p, end, length)) return false;
+        break;
+      case 1:
+        if (end - p < 8) return false;
+        p += 8;
+        break;
+      case 5:
+        if (end - p < 4) return false;
+        p += 4;
+        break;
+      case 2:
+        if (!readVarint(p, end, length) || length > static_cast<uint64_t>(end - p)) return false;
+        value = p;
+        p += length;
+        break;
+      default: return false;
+    }
+    visit(key >> 3, key & 7, std::span<const uint8_t>(value, static_cast<size_t>(p - value)));
+  }
+  return true;
+}
+
+// How many messages a serialized message of `type` decodes to, counted on the wire without decoding
+// it: every message field at any depth, and each value of the kernel and API-call columns (one record
+// per value of their start column, packed or not: one per byte that ends a varint).
+uint64_t messagesOnTheWire(std::span<const uint8_t> message, const google::protobuf::Descriptor* type) {
+  static const google::protobuf::Descriptor* const kKernelColumns = pb::KernelColumns::descriptor();
+  static const google::protobuf::Descriptor* const kApiCallColumns = pb::ApiCallColumns::descriptor();
+  static_assert(static_cast<int>(pb::KernelColumns::kStartDeltaNsFieldNumber) ==
+                static_cast<int>(pb::ApiCallColumns::kStartDeltaNsFieldNumber));
+  const bool columns = type == kKernelColumns || type == kApiCallColumns;
+  uint64_t count = 0;
+  forEachField(message, [&](uint64_t number, uint64_t wire_type, std::span<const uint8_t> bytes) {
+    if (columns && number == pb::KernelColumns::kStartDeltaNsFieldNumber) {
+      count += wire_type == 0 ? 1 : static_cast<uint64_t>(std::count_if(bytes.begin(), bytes.end(), [](uint8_t b) { return b < 0x80; }));
+      return;
+    }
+    if (wire_type != 2 || number > static_cast<uint64_t>(std::numeric_limits<int>::max())) return;
+    const google::protobuf::FieldDescriptor* field = type->FindFieldByNumber(static_cast<int>(number));
+    if (field != nullptr && field->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE)
+      count += 1 + messagesOnTheWire(bytes, field->message_type());
+  });
+  return count;
+}
+
+}  // namespace
+
+bool TraceReader::withinRecordBudget(uint64_t at, std::span<const uint8_t> payload) {
+  uint64_t records = messagesOnTheWire(payload, pb::Chunk::descriptor());
+  if (records > kMaxRecordsPerChunk || records > record_budget_) {
+    warn("chunk at " + offsetText(at) + " holds " + std::to_string(records) + " records, more than a " +
+         std::to_string(stats_.file_bytes) + "-byte file can plausibly hold; skipped");
+    return false;
+  }
+  record_budget_ -= records;
+  return true;
 }
 
 bool TraceReader::next(EventBatch& batch) {
@@ -552,7 +725,10 @@ bool TraceReader::next(EventBatch& batch) {
   while (true) {
     uint64_t at = offset_;
     ChunkRead result = readChunk(payload);
-    if (result == ChunkRead::kEnd) return false;
+    if (result == ChunkRead::kEnd) {
+      finishWarnings();
+      return false;
+    }
     if (result == ChunkRead::kDamaged) continue;
     if (!chunk.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
       ++stats_.damaged_chunks;
@@ -582,9 +758,9 @@ bool TraceReader::decodeBatch(const void* message, EventBatch& batch) {
   const auto& b = *static_cast<const pb::EventBatch*>(message);
   for (const auto& s : b.strings()) strings_.define(s.iid(), s.value());
   for (const auto& c : b.kernel_configs()) {
-    if (c.id() == 0 || c.id() >= kMaxStringId) continue;
-    if (c.id() >= kernel_configs_.size()) kernel_configs_.resize(c.id() + 1);
-    kernel_configs_[c.id()] = {true, c};
+    if (c.id() == 0) continue;
+    auto [slot, inserted] = kernel_configs_->by_id.emplace(c.id());
+    if (inserted) *slot = c;
   }
   for (const auto& f : b.api_functions())
     batch.api_functions.push_back({static_cast<ApiDomain>(f.domain()), f.cbid(), f.name_iid()});
@@ -613,11 +789,12 @@ bool TraceReader::decodeBatch(const void* message, EventBatch& batch) {
       r.graph_id = columnValue(k.graph_id(), i);
       r.graph_node_id = columnValue(k.graph_node_id(), i);
       uint32_t config_id = columnValue(k.config_id(), i);
-      if (config_id >= kernel_configs_.size() || !kernel_configs_[config_id].defined) {
+      const pb::KernelConfig* config = kernel_configs_->by_id.find(config_id);
+      if (config == nullptr) {
         ++stats_.unresolved_references;
         continue;
       }
-      const pb::KernelConfig& c = kernel_configs_[config_id].config;
+      const pb::KernelConfig& c = *config;
       r.name_id = c.name_iid();
       r.grid_x = c.grid_x();
       r.grid_y = c.grid_y();

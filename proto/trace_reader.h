@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "proto/file_layout.h"
+#include "proto/id_map.h"
 #include "proto/records.h"
 
 namespace gpuxray::format {
@@ -34,13 +35,11 @@ class StringTable {
   std::string_view get(StringId id) const;
   bool contains(StringId id) const;
   void define(StringId id, std::string value);
-  size_t size() const { return defined_; }
+  size_t size() const { return values_.size(); }
 
  private:
-  // A deque, so that growing it never moves a string that a returned view points into.
-  std::deque<std::string> values_;
-  std::vector<bool> present_;
-  size_t defined_ = 0;
+  // Growing it never moves a string that a returned view points into.
+  IdMap<std::string> values_;
   mutable std::map<StringId, std::string> missing_names_;
 };
 
@@ -80,18 +79,23 @@ class TraceReader {
   // Known once next() has returned false; empty if the capture did not end cleanly.
   const std::optional<Trailer>& trailer() const { return trailer_; }
   const StringTable& strings() const { return strings_; }
+  // One line per problem, a few per kind (complete once next() has returned false).
   const std::vector<std::string>& warnings() const { return warnings_; }
   const ReadStats& stats() const { return stats_; }
 
  private:
-  struct KernelConfig;
+  struct KernelConfigs;
   enum class ChunkRead { kOk, kEnd, kDamaged };
 
   void openSource();
   ChunkRead readChunk(std::vector<uint8_t>& payload);
-  bool chunkIsIntactAt(uint64_t offset) const;
+  ChunkRead unreadable(uint64_t at);
+  bool chunkIsIntactAt(uint64_t offset);
+  bool decompress(uint64_t at, const ChunkHeader& header, std::vector<uint8_t>& payload);
+  bool withinRecordBudget(uint64_t at, std::span<const uint8_t> payload);
   void skipDamage(uint64_t damaged_at, const std::string& what);
   void warn(std::string message);
+  void finishWarnings();
   bool decodeBatch(const void* message, EventBatch& batch);
 
   std::string path_;
@@ -100,10 +104,21 @@ class TraceReader {
   FileHeader header_;
   std::optional<Trailer> trailer_;
   StringTable strings_;
-  std::vector<KernelConfig> kernel_configs_;
+  std::unique_ptr<KernelConfigs> kernel_configs_;
   std::vector<std::string> warnings_;
+  static constexpr uint64_t kShownPerKind = 3;
+  struct WarningKind {
+    uint64_t count = 0;
+    size_t last = 0;  // index in warnings_ of the last one shown
+  };
+  std::map<std::string, WarningKind> warning_kinds_;
+  bool warnings_finished_ = false;
   ReadStats stats_;
   uint64_t offset_ = 0;
+  // Bytes that resynchronizing after damage may still checksum, and records still to be decoded:
+  // both in proportion to the file's size, so that no file costs more than its size allows.
+  uint64_t resync_budget_ = 0;
+  uint64_t record_budget_ = 0;
   std::vector<uint8_t> stored_;
   std::vector<uint8_t> raw_;
   void* zstd_context_ = nullptr;

@@ -116,7 +116,7 @@ TEST_CASE("a path that does not exist cannot be opened", "[format][errors]") {
 TEST_CASE("a directory is not a regular file", "[format][errors]") {
   TempDir dir;
   const std::string path = dir.path().string();
-  CHECK(openError(path) == path + ": not a regular file");
+  CHECK(openError(path) == path + ": not a regular file (a directory)");
 }
 
 TEST_CASE("a FileSink that cannot create its file says why, and the writer fails", "[format][errors]") {

@@ -90,10 +90,11 @@ void analyzeCollectiveBandwidth(const AnalysisInput& input, report::Report& repo
     int64_t typical = median(g.durations);
     int64_t fastest = *std::min_element(g.durations.begin(), g.durations.end());
     auto [size, factor] = sizeAndFactor(function, static_cast<double>(bytes), n);
-    auto bandwidth = [&, size = size](int64_t ns) {
+    // Captured by copy: clang before 16 cannot capture structured bindings.
+    auto bandwidth = [&, size = size, bytes = bytes](int64_t ns) {
       return bytes > 0 && ns > 0 ? Cell::of(size / (static_cast<double>(ns) * 1e-9), Unit::kBytesPerSecond) : Cell::of("n/a");
     };
-    auto bus = [&, size = size, factor = factor](int64_t ns) {
+    auto bus = [&, size = size, factor = factor, bytes = bytes](int64_t ns) {
       return bytes > 0 && ns > 0 ? Cell::of(size * factor / (static_cast<double>(ns) * 1e-9), Unit::kBytesPerSecond)
                                  : Cell::of("n/a");
     };

@@ -476,7 +476,7 @@ void analyzePipelineBubbles(const AnalysisInput& input, report::Report& report) 
   const StageRow* worst_row = nullptr;
   for (const auto& [key, row] : rows) {
     if (row.samples == 0) continue;
-    auto per_step = [&](int64_t total) { return Cell::of(row.perStep(total), Unit::kNanoseconds); };
+    auto per_step = [&row = row](int64_t total) { return Cell::of(row.perStep(total), Unit::kNanoseconds); };
     int64_t m = median(row.micro_batches_per_step);
     std::string waits_on;
     if (std::max(row.idle.upstream, row.idle.downstream) > 0) {

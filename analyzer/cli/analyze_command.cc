@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <utility>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "analyzer/analysis/thresholds.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/load_progress.h"
+#include "analyzer/cli/memory_limit.h"
 #include "analyzer/cli/number_list.h"
 #include "analyzer/cli/timeline_output.h"
 #include "analyzer/errors.h"
@@ -43,6 +45,7 @@ struct AnalyzeOptions {
   std::string compat;
   bool include_last_step = false;
   TimelineOutput timeline;
+  std::string max_memory;
 };
 
 // "1.5:4", "200ms:1.2s" -> [start, end) in ns from the run's first GPU activity; a number without a
@@ -98,7 +101,7 @@ report::RunSummary summarize(const analysis::AnalysisInput& input) {
   return summary;
 }
 
-ExitCode runAnalyze(const AnalyzeOptions& options) {
+ExitCode analyze(const AnalyzeOptions& options) {
   if (options.output_format != "text" && options.output_format != "json" && options.output_format != "markdown")
     throw UsageError(fmt::format("--format '{}': expected text, json or markdown", options.output_format));
   if (!options.compat.empty() && options.compat != "hta")
@@ -156,6 +159,18 @@ ExitCode runAnalyze(const AnalyzeOptions& options) {
   return ExitCode::kOk;
 }
 
+// Within --max-memory: past it, allocations fail and the command ends with an error saying so.
+ExitCode runAnalyze(const AnalyzeOptions& options) {
+  uint64_t limit = options.max_memory.empty() ? defaultMemoryLimit() : parseMemorySize(options.max_memory, "--max-memory");
+  limitMemory(limit);
+  try {
+    return analyze(options);
+  } catch (const std::bad_alloc&) {
+    throw InputError(fmt::format("the run needs more than {} of memory (--max-memory); give a larger limit, or "
+                                 "analyze part of it with --ranks or --window", memorySizeText(limit)));
+  }
+}
+
 }  // namespace
 
 CommandAction addAnalyzeCommand(CLI::App& app) {
@@ -183,6 +198,9 @@ CommandAction addAnalyzeCommand(CLI::App& app) {
                       "computes them (whole-microsecond times, last ProfilerStep dropped, cuda_sync counted as busy)");
   command->add_flag("--include-last-step", options->include_last_step,
                     "With --compat hta: keep the last ProfilerStep (HTA's include_last_profiler_step=True)");
+  command->add_option("--max-memory", options->max_memory,
+                      "Stop with an error rather than use more memory than this, e.g. 16G (default: 3/4 of RAM; 0: no "
+                      "limit)");
   command->add_option("--perfetto", options->timeline.perfetto_path,
                       "Also write the run's timeline, findings drawn in, as a Perfetto trace (open in ui.perfetto.dev)");
   command->add_option("--chrome-json", options->timeline.chrome_json_path,

@@ -352,6 +352,7 @@ ExitCode runInfo(const InfoOptions& options) {
     if (info.rank.rank >= 0) ranked.push_back({info.path, &info.rank.header});
   }
   load::RunProblems run = load::checkRunMembership(ranked, options.allow_mixed_runs, inputs.from_directory);
+  run.warnings.insert(run.warnings.begin(), inputs.warnings.begin(), inputs.warnings.end());
   errors.insert(errors.end(), run.errors.begin(), run.errors.end());
 
   if (options.output_format == "json") {

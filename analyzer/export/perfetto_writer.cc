@@ -140,8 +140,8 @@ uint64_t PerfettoWriter::internEventName(uint64_t track, std::string_view name) 
   Sequence& seq = sequence(track);
   auto [it, inserted] = seq.event_names.try_emplace(std::string(name), seq.event_names.size() + 1);
   if (inserted) {
-    seq.pending_interned.message(pf::kEventNames, [&](WireEncoder& entry) {
-      entry.uintField(pf::kIid, it->second);
+    seq.pending_interned.message(pf::kEventNames, [&, iid = it->second](WireEncoder& entry) {
+      entry.uintField(pf::kIid, iid);
       entry.repeatedStringElement(pf::kEntryName, name);
     });
   }

@@ -21,16 +21,32 @@ TraceFileSet discoverTraceFiles(const std::vector<std::string>& paths) {
   for (const auto& path : paths) {
     std::error_code error;
     auto status = fs::status(path, error);
-    if (error || !fs::exists(status)) throw InputError(fmt::format("{}: no such file or directory", path));
-    if (!fs::is_directory(status)) {
+    if (error == std::errc::no_such_file_or_directory || (!error && !fs::exists(status)))
+      throw InputError(fmt::format("{}: no such file or directory", path));
+    // Anything else named (a symlink loop, a FIFO, a device) is refused by the reader, with its reason.
+    if (error || !fs::is_directory(status)) {
       files.push_back(path);
       continue;
     }
     std::vector<std::string> found, kineto;
-    for (const auto& entry : fs::directory_iterator(path, error)) {
-      if (!entry.is_regular_file()) continue;
-      if (entry.path().extension() == format::kTraceFileExtension) found.push_back(entry.path().string());
-      else if (isKinetoTraceName(entry.path().string())) kineto.push_back(entry.path().string());
+    fs::directory_iterator entries(path, error);
+    for (; !error && entries != fs::directory_iterator(); entries.increment(error)) {
+      const fs::directory_entry& entry = *entries;
+      std::string name = entry.path().string();
+      bool native = entry.path().extension() == format::kTraceFileExtension;
+      if (!native && !isKinetoTraceName(name)) continue;
+      std::error_code entry_error;
+      fs::file_status entry_status = entry.status(entry_error);
+      if (entry_error) {
+        inputs.warnings.push_back(fmt::format("{}: cannot read: {}; skipped", name, entry_error.message()));
+        continue;
+      }
+      if (!fs::is_regular_file(entry_status)) {
+        if (!fs::is_directory(entry_status))
+          inputs.warnings.push_back(fmt::format("{}: not a regular file; skipped", name));
+        continue;
+      }
+      (native ? found : kineto).push_back(std::move(name));
     }
     if (error) throw InputError(fmt::format("{}: cannot list directory: {}", path, error.message()));
     if (found.empty()) found = std::move(kineto);
@@ -46,6 +62,9 @@ TraceFileSet discoverTraceFiles(const std::vector<std::string>& paths) {
 }
 
 model::SourceFormat traceFileFormat(const std::string& path) {
+  // Only a regular file is opened here (a FIFO would block); the reader refuses the rest by name.
+  std::error_code error;
+  if (!fs::is_regular_file(path, error)) return model::SourceFormat::kNative;
   std::ifstream file(path, std::ios::binary);
   std::array<char, format::kFileMagic.size()> start{};
   file.read(start.data(), static_cast<std::streamsize>(start.size()));
@@ -56,11 +75,13 @@ model::SourceFormat traceFileFormat(const std::string& path) {
 
 namespace {
 
-std::string joinRanks(const std::vector<int>& ranks) {
-  constexpr size_t kShown = 16;
+constexpr size_t kRanksShown = 16;
+
+// The first of `count` ranks, and how many more.
+std::string joinRanks(const std::vector<int>& ranks, size_t count) {
   std::string text;
-  for (size_t i = 0; i < ranks.size() && i < kShown; ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
-  if (ranks.size() > kShown) text += fmt::format(" and {} more", ranks.size() - kShown);
+  for (size_t i = 0; i < ranks.size() && i < kRanksShown; ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (count > kRanksShown) text += fmt::format(" and {} more", count - kRanksShown);
   return text;
 }
 
@@ -97,14 +118,18 @@ RunProblems checkRunMembership(const std::vector<RankedFile>& files, bool allow_
             fmt::format("rank {} appears twice: in {} and in {}", rank, it->second->path, file->path));
       }
     }
-    std::vector<int> missing;
-    for (int rank = 0; report_missing_ranks && rank < world_size; ++rank) {
-      if (!by_rank.contains(rank)) missing.push_back(rank);
-    }
-    if (!missing.empty()) {
-      problems.warnings.push_back(fmt::format("run '{}': {} of {} ranks have no file (rank{} {})", run_id,
-                                              missing.size(), world_size, missing.size() == 1 ? "" : "s",
-                                              joinRanks(missing)));
+    // Counted, and only the first few listed: the world size is the file's word, not the files present.
+    size_t present = static_cast<size_t>(std::count_if(by_rank.begin(), by_rank.end(), [&](const auto& entry) {
+      return entry.first < world_size;
+    }));
+    size_t missing = report_missing_ranks ? static_cast<size_t>(std::max(world_size, 0)) - present : 0;
+    if (missing > 0) {
+      std::vector<int> first_missing;
+      for (int rank = 0; rank < world_size && first_missing.size() <= kRanksShown; ++rank) {
+        if (!by_rank.contains(rank)) first_missing.push_back(rank);
+      }
+      problems.warnings.push_back(fmt::format("run '{}': {} of {} ranks have no file (rank{} {})", run_id, missing,
+                                              world_size, missing == 1 ? "" : "s", joinRanks(first_missing, missing)));
     }
   }
   return problems;

@@ -13,11 +13,14 @@ struct TraceFileSet {
   std::vector<std::string> files;
   // A directory was named: it is expected to hold the whole run, so missing ranks are reported.
   bool from_directory = false;
+  // Entries of a directory that look like traces but cannot be read (symlink loops, FIFOs, devices).
+  std::vector<std::string> warnings;
 };
 
 // Files as given; directories contribute their *.gpuxray files (not recursively), sorted by name, or
-// when they hold none, their PyTorch-profiler traces (*.json, *.json.gz). Throws InputError for a path
-// that does not exist or a directory without trace files.
+// when they hold none, their PyTorch-profiler traces (*.json, *.json.gz); entries that are not regular
+// files are skipped with a warning. Throws InputError for a path that does not exist or a directory
+// without trace files.
 TraceFileSet discoverTraceFiles(const std::vector<std::string>& paths);
 
 // What a file holds: a gpuxray trace (it starts with the format's magic), else a PyTorch-profiler

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <exception>
 #include <limits>
+#include <new>
 #include <optional>
 #include <set>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "analyzer/load/kineto_importer.h"
 #include "analyzer/load/kineto_run.h"
 #include "analyzer/load/run_files.h"
+#include "proto/id_map.h"
 #include "proto/trace_reader.h"
 
 namespace gpuxray::load {
@@ -32,6 +34,9 @@ struct LaunchConfigHash {
     return static_cast<size_t>(h);
   }
 };
+
+// No allocation or release is larger (2^44 bytes, 16 TiB): a larger one is dropped, not summed.
+constexpr uint64_t kMaxPlausibleAllocation = uint64_t{1} << 44;
 
 uint32_t saturated32(uint64_t value) {
   return static_cast<uint32_t>(std::min<uint64_t>(value, std::numeric_limits<uint32_t>::max()));
@@ -83,8 +88,9 @@ class RankBuilder {
       }
     }
     for (const auto& c : batch.api_calls) {
-      rank_.host_calls.push_back({static_cast<int64_t>(c.start_ns), static_cast<int64_t>(c.end_ns), c.correlation_id,
-                                  threadIndex(c.thread_id), functionIndex(c.domain, c.cbid)});
+      int64_t start = ns(c.start_ns);
+      rank_.host_calls.push_back({start, std::max(start, ns(c.end_ns)), c.correlation_id, threadIndex(c.thread_id),
+                                  functionIndex(c.domain, c.cbid)});
     }
     for (const auto& s : batch.synchronizations) {
       if (s.stream == kNoSynchronizationStream) continue;
@@ -102,13 +108,18 @@ class RankBuilder {
         copies_.push_back(a);
         continue;
       }
-      rank_.nvtx.push_back({static_cast<int64_t>(n.start_ns), static_cast<int64_t>(n.end_ns), local(n.name_id),
-                            local(n.domain_id), n.thread_id, n.depth});
+      int64_t start = ns(n.start_ns);
+      rank_.nvtx.push_back(
+          {start, std::max(start, ns(n.end_ns)), local(n.name_id), local(n.domain_id), n.thread_id, n.depth});
     }
     for (const auto& m : batch.memory_events) {
       if (!isDeviceMemory(m.memory_kind) || m.operation == format::MemoryOperation::kUnknown) continue;
+      if (m.bytes > kMaxPlausibleAllocation) {
+        ++implausible_allocations_;
+        continue;
+      }
       auto bytes = static_cast<int64_t>(m.bytes);
-      rank_.memory.push_back({static_cast<int64_t>(m.timestamp_ns),
+      rank_.memory.push_back({ns(m.timestamp_ns),
                               m.operation == format::MemoryOperation::kAllocate ? bytes : -bytes, m.device});
     }
     for (const auto& c : batch.nccl_communicators) {
@@ -123,10 +134,10 @@ class RankBuilder {
       op.algorithm_id = local(o.algorithm_id);
       op.protocol_id = local(o.protocol_id);
       op.datatype_id = local(o.datatype_id);
-      op.enqueue_ns = static_cast<int64_t>(o.enqueue_ns);
+      op.enqueue_ns = ns(o.enqueue_ns);
       // GPU times still on the GPU's own timer cannot be placed among the other records.
-      op.gpu_start_ns = o.gpu_clock_unmapped ? 0 : static_cast<int64_t>(o.gpu_start_ns);
-      op.gpu_end_ns = o.gpu_clock_unmapped ? 0 : static_cast<int64_t>(o.gpu_end_ns);
+      op.gpu_start_ns = o.gpu_clock_unmapped ? 0 : ns(o.gpu_start_ns);
+      op.gpu_end_ns = o.gpu_clock_unmapped ? 0 : ns(o.gpu_end_ns);
       op.bytes = o.bytes;
       op.count = o.count;
       op.root = o.root;
@@ -144,15 +155,18 @@ class RankBuilder {
     header.capture_windows.insert(header.capture_windows.end(), batch.capture_windows.begin(),
                                   batch.capture_windows.end());
     for (const auto& m : batch.metric_samples) {
-      rank_.metric_samples.push_back({static_cast<int64_t>(m.timestamp_ns), m.value, local(m.metric_id), m.device});
+      rank_.metric_samples.push_back({ns(m.timestamp_ns), m.value, local(m.metric_id), m.device});
     }
     for (const auto& t : batch.net_transfers) {
       rank_.transfers.push_back({t.operation_id, t.comm_hash, t.peer, t.channel, t.is_send, t.bytes,
-                                 static_cast<int64_t>(t.start_ns), static_cast<int64_t>(t.end_ns), t.wait_gpu_ns,
+                                 ns(t.start_ns), ns(t.end_ns), t.wait_gpu_ns,
                                  t.wait_peer_ns, t.wait_network_ns});
     }
     for (const auto& l : batch.links) addLink(l);
   }
+
+  uint64_t implausibleAllocations() const { return implausible_allocations_; }
+  uint64_t clampedTimes() const { return clamped_times_; }
 
   void addLink(const format::Link& link) {
     if (std::find(rank_.links.begin(), rank_.links.end(), link) == rank_.links.end()) rank_.links.push_back(link);
@@ -180,8 +194,8 @@ class RankBuilder {
  private:
   model::GpuActivity activity(uint64_t start, uint64_t end, uint32_t device, uint32_t stream, uint32_t correlation) {
     model::GpuActivity a;
-    a.start_ns = static_cast<int64_t>(start);
-    a.end_ns = static_cast<int64_t>(std::max(start, end));
+    a.start_ns = ns(start);
+    a.end_ns = std::max(a.start_ns, ns(end));
     a.device = static_cast<uint8_t>(std::min<uint32_t>(device, 255));
     a.stream = streamIndex(device, stream);
     a.correlation_id = correlation;
@@ -190,14 +204,20 @@ class RankBuilder {
 
   uint32_t local(format::StringId id) {
     if (id == 0) return 0;
-    if (id >= to_local_.size()) to_local_.resize(id + 1, 0);
-    uint32_t& mapped = to_local_[id];
-    if (mapped == 0) {
-      mapped = static_cast<uint32_t>(rank_.strings.size());
+    auto [mapped, inserted] = to_local_.emplace(id);
+    if (inserted) {
+      *mapped = static_cast<uint32_t>(rank_.strings.size());
       rank_.strings.emplace_back(file_strings_.get(id));
       kinds_.push_back(-1);
     }
-    return mapped;
+    return *mapped;
+  }
+
+  // The model's times are signed: a later one is clamped to the largest, and counted.
+  int64_t ns(uint64_t time) {
+    if (time <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return static_cast<int64_t>(time);
+    ++clamped_times_;
+    return std::numeric_limits<int64_t>::max();
   }
 
   // A string of our own (not from the file's table), interned once per rank.
@@ -268,7 +288,7 @@ class RankBuilder {
   model::RankTrace& rank_;
   const format::StringTable& file_strings_;
   std::vector<model::GpuActivity> copies_;
-  std::vector<uint32_t> to_local_;
+  format::IdMap<uint32_t> to_local_;
   std::vector<int8_t> kinds_{-1};
   std::unordered_map<model::LaunchConfig, uint32_t, LaunchConfigHash> configs_;
   std::unordered_map<std::string, uint32_t> own_strings_;
@@ -278,6 +298,8 @@ class RankBuilder {
   uint16_t last_thread_ = 0;
   uint64_t last_function_key_ = ~uint64_t{0};
   uint16_t last_function_ = 0;
+  uint64_t implausible_allocations_ = 0;
+  uint64_t clamped_times_ = 0;
 };
 
 unsigned workerCount(unsigned requested, size_t files) {
@@ -324,6 +346,14 @@ model::RankTrace loadRankTrace(const std::string& path, std::vector<std::string>
   builder.finish();
   for (uint64_t n : counts) rank.records_read += n;
   for (const auto& warning : reader.warnings()) warnings.push_back(warning);
+  if (builder.clampedTimes() > 0) {
+    warnings.push_back(fmt::format("{}: {} times beyond 2^63 ns (or ending there) were clamped to that limit", path,
+                                   builder.clampedTimes()));
+  }
+  if (builder.implausibleAllocations() > 0) {
+    warnings.push_back(fmt::format("{}: {} memory allocations or releases of more than 16 TiB ignored", path,
+                                   builder.implausibleAllocations()));
+  }
   if (!reader.trailer()) {
     warnings.push_back(path + ": no trailer: the capture did not finish cleanly; what was written is used");
   } else {
@@ -349,6 +379,7 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
   std::set<int32_t> wanted(options.ranks.begin(), options.ranks.end());
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
+  std::atomic<bool> out_of_memory{false};
   auto work = [&] {
     for (size_t i = next++; i < set.files.size(); i = next++) {
       try {
@@ -358,6 +389,9 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
                                     : loadRankTrace(path, loaded[i].warnings);
         // A PyTorch-profiler trace without a rank gets one below, once all are read.
         if (wanted.empty() || wanted.contains(rank.rank) || rank.rank < 0) loaded[i].rank = std::move(rank);
+      } catch (const std::bad_alloc&) {
+        // Not the file's fault: the whole run is over the memory it may use.
+        out_of_memory = true;
       } catch (const std::exception& e) {
         loaded[i].error = e.what();
       }
@@ -369,8 +403,10 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
   for (unsigned w = 1; w < count; ++w) workers.emplace_back(work);
   work();
   for (auto& worker : workers) worker.join();
+  if (out_of_memory) throw std::bad_alloc();
 
   model::RunTrace run;
+  run.warnings = std::move(set.warnings);
   std::string first_error;
   for (auto& file : loaded) {
     if (!file.error.empty()) {
