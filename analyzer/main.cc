@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   commands.emplace_back("plan", gpuxray::cli::addPlanCommand(app));
   commands.emplace_back("convert", gpuxray::cli::addConvertCommand(app));
   commands.emplace_back("export", gpuxray::cli::addExportCommand(app));
+  commands.emplace_back("doctor", gpuxray::cli::addDoctorCommand(app));
 
   try {
     app.parse(argc, argv);

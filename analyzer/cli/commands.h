@@ -20,5 +20,6 @@ CommandAction addSimulateCommand(CLI::App& app);
 CommandAction addPlanCommand(CLI::App& app);
 CommandAction addConvertCommand(CLI::App& app);
 CommandAction addExportCommand(CLI::App& app);
+CommandAction addDoctorCommand(CLI::App& app);
 
 }  // namespace gpuxray::cli
