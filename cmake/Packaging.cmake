@@ -3,7 +3,7 @@
 # from the binary), share/doc/gpuxray (README, ARCHITECTURE, docs/, the examples' sources).
 #
 # GPUXRAY_PORTABLE (top-level option) links for other distributions of the same architecture, needing only glibc from
-# the machine (the build's glibc bounds the symbol versions: Debian 12's 2.36):
+# the machine (glibc 2.36 or newer: the build's, Debian 12's, bounds the symbol versions):
 # - libgpuxray_inject.so, loaded into jobs that bring their own libstdc++, links libstdc++, libgcc
 #   and libzstd statically (their symbols stay hidden by the version script and --exclude-libs);
 # - gpuxray's libraries (libstdc++, libgcc_s, protobuf, fmt, yaml-cpp, simdjson, zstd, zlib) are
@@ -48,10 +48,12 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_GENERATOR "DEB;TGZ")
 set(CPACK_STRIP_FILES ON)
-set(CPACK_ARCHIVE_FILE_NAME gpuxray-${PROJECT_VERSION}-linux-${CMAKE_SYSTEM_PROCESSOR})
+set(CPACK_SYSTEM_NAME linux-${CMAKE_SYSTEM_PROCESSOR})
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
-# Everything but glibc is inside the package; scripts/check_package.sh checks the symbol versions.
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.34)")
+# Everything but glibc is inside the package. GCC 12's libstdc++ and unwinder (linked into the library,
+# bundled for gpuxray) take arc4random and _dl_find_object, so glibc 2.36, Debian 12's, is the least;
+# scripts/check_package.sh checks every ELF file of the package against it.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.36)")
 set(CPACK_PROJECT_CONFIG_FILE ${PROJECT_SOURCE_DIR}/cmake/CPackPerGenerator.cmake)
 include(CPack)

@@ -27,11 +27,16 @@ tar_top=$(ls -d "$scratch"/tar/gpuxray-*)
 
 for binary in "$scratch/root/usr/bin/gpuxray" "$scratch/root/usr/lib/gpuxray/libgpuxray_inject.so"; do
   [[ -f "$binary" ]] || fail "the .deb lacks ${binary#"$scratch"/root}"
-  newest=$(objdump -T "$binary" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)
-  [[ $(printf '%s\n%s\n' "$newest" "$newest_glibc_allowed" | sort -V | tail -1) == "$newest_glibc_allowed" ]] ||
-    fail "$(basename "$binary") needs glibc $newest, newer than Debian 12's $newest_glibc_allowed"
-  echo "check_package.sh: $(basename "$binary") needs glibc $newest at most"
 done
+newest_overall=0
+while IFS= read -r -d '' file; do
+  [[ $(head -c 4 "$file") == $'\x7fELF' ]] || continue
+  newest=$(objdump -T "$file" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)
+  [[ $(printf '%s\n%s\n' "$newest" "$newest_glibc_allowed" | sort -V | tail -1) == "$newest_glibc_allowed" ]] ||
+    fail "${file#"$scratch"/root} needs glibc $newest, newer than Debian 12's $newest_glibc_allowed"
+  newest_overall=$(printf '%s\n%s\n' "$newest" "$newest_overall" | sort -V | tail -1)
+done < <(find "$scratch/root" -type f -print0)
+echo "check_package.sh: every ELF file of the package needs glibc $newest_overall at most"
 library_needs=$(objdump -p "$scratch/root/usr/lib/gpuxray/libgpuxray_inject.so" | awk '/NEEDED/ {print $2}' | tr '\n' ' ')
 for needed in $library_needs; do
   [[ $needed =~ ^(libc|libm|libdl|libpthread|librt|ld-linux-x86-64)\.so ]] ||
