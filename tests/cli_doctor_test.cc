@@ -34,7 +34,7 @@ size_t countLines(const std::string& text, const std::string& start) {
 }
 
 // gpuxray started from a clean capture environment in `dir`, plus `exports`.
-CommandResult gpuxray(const TempDir& dir, const std::string& args, const std::string& exports) {
+CommandResult runGpuxray(const TempDir& dir, const std::string& args, const std::string& exports) {
   return runCommand("cd '" + dir.path().string() +
                     "' && unset CUDA_INJECTION64_PATH NVTX_INJECTION64_PATH NCCL_PROFILER_PLUGIN LD_PRELOAD "
                     "GPUXRAY_OUTPUT_DIR GPUXRAY_CAPTURE GPUXRAY_METRICS GPUXRAY_RUN_CHECKS RANK WORLD_SIZE && " +
@@ -57,7 +57,7 @@ std::string gpuNode(const std::string& cuda_mode) {
 
 TEST_CASE("doctor: on a GPU node every check answers and nothing is a problem (exit 0)", "[doctor][cli]") {
   TempDir dir;
-  auto result = gpuxray(dir, "doctor -o traces", gpuNode("gpu"));
+  auto result = runGpuxray(dir, "doctor -o traces", gpuNode("gpu"));
   INFO(result.out << result.err);
   CHECK(result.exit_code == 0);
   CHECK(result.err.empty());
@@ -73,7 +73,7 @@ TEST_CASE("doctor: on a GPU node every check answers and nothing is a problem (e
 
 TEST_CASE("doctor --format json: the versioned schema, one object per check", "[doctor][cli]") {
   TempDir dir;
-  auto result = gpuxray(dir, "doctor --format json", gpuNode("stub"));
+  auto result = runGpuxray(dir, "doctor --format json", gpuNode("stub"));
   INFO(result.out << result.err);
   CHECK(result.exit_code == 4);
   auto document = nlohmann::json::parse(result.out);
@@ -100,20 +100,20 @@ TEST_CASE("doctor --format json: the versioned schema, one object per check", "[
 
 TEST_CASE("doctor: problems exit 4 with their fix; a file that is not the library is one", "[doctor][cli]") {
   TempDir dir;
-  auto stub = gpuxray(dir, "doctor", gpuNode("stub"));
+  auto stub = runGpuxray(dir, "doctor", gpuNode("stub"));
   CHECK(stub.exit_code == 4);
   CHECK(contains(stub.out, "  problem  gpus              cuInit failed: CUDA_ERROR_STUB_LIBRARY (34)"));
   CHECK(contains(stub.out, "                             fix: capture needs a machine with an NVIDIA GPU"));
 
   std::ofstream(dir / "libgpuxray_inject.so") << "not a library";
-  auto broken = gpuxray(dir, "doctor", "export GPUXRAY_INJECT_LIBRARY='" + dir / "libgpuxray_inject.so" + "' &&");
+  auto broken = runGpuxray(dir, "doctor", "export GPUXRAY_INJECT_LIBRARY='" + dir / "libgpuxray_inject.so" + "' &&");
   CHECK(broken.exit_code == 4);
   CHECK(contains(broken.out, "  problem  library  " + dir / "libgpuxray_inject.so" + ": cannot be loaded: "));
 }
 
 TEST_CASE("run: the doctor's problems, one line each, before the command runs anyway", "[doctor][cli][run]") {
   TempDir dir;
-  auto result = gpuxray(dir, "run -o out -- sh -c 'exit 3'", gpuNode("stub"));
+  auto result = runGpuxray(dir, "run -o out -- sh -c 'exit 3'", gpuNode("stub"));
   INFO(result.err);
   CHECK(result.exit_code == 3);
   CHECK(countLines(result.err, "gpuxray: problem: ") == 1);
@@ -121,11 +121,11 @@ TEST_CASE("run: the doctor's problems, one line each, before the command runs an
   CHECK(contains(result.err, "; fix: capture needs a machine with an NVIDIA GPU"));
   CHECK(countLines(result.err, "gpuxray: warning") == 0);
 
-  auto quiet = gpuxray(dir, "run -o out -- true", gpuNode("stub") + " export GPUXRAY_RUN_CHECKS=0 &&");
+  auto quiet = runGpuxray(dir, "run -o out -- true", gpuNode("stub") + " export GPUXRAY_RUN_CHECKS=0 &&");
   CHECK(quiet.exit_code == 0);
   CHECK(countLines(quiet.err, "gpuxray: problem: ") == 0);
 
-  auto fine = gpuxray(dir, "run -o out -- true", gpuNode("gpu"));
+  auto fine = runGpuxray(dir, "run -o out -- true", gpuNode("gpu"));
   CHECK(countLines(fine.err, "gpuxray: problem: ") == 0);
 }
 
@@ -133,10 +133,10 @@ TEST_CASE("run: the doctor's problems, one line each, before the command runs an
 
 TEST_CASE("doctor and run in an analyzer-only build say that capture is not built and how to get it", "[doctor][cli]") {
   TempDir dir;
-  auto doctor = gpuxray(dir, "doctor", "unset GPUXRAY_INJECT_LIBRARY &&");
+  auto doctor = runGpuxray(dir, "doctor", "unset GPUXRAY_INJECT_LIBRARY &&");
   CHECK(doctor.exit_code == 4);
   CHECK(contains(doctor.out, "  problem  library  this gpuxray was built without the CUDA toolkit"));
-  auto run = gpuxray(dir, "run -- true", "unset GPUXRAY_INJECT_LIBRARY &&");
+  auto run = runGpuxray(dir, "run -- true", "unset GPUXRAY_INJECT_LIBRARY &&");
   CHECK(run.exit_code == 2);
   CHECK(run.err ==
         "gpuxray: error: this gpuxray was built without the CUDA toolkit and has no capture library: install a "

@@ -59,7 +59,7 @@ struct DoctorFixture {
       close(pipe_ends[0]);
       std::string report = gpuxray::format::encodeDoctorReport(gpuxray::inject::runDoctorChecks(inputs));
       for (size_t written = 0; written < report.size();) {
-        ssize_t n = write(pipe_ends[1], report.data() + written, report.size() - written);
+        ssize_t n = ::write(pipe_ends[1], report.data() + written, report.size() - written);
         if (n <= 0) _exit(1);
         written += static_cast<size_t>(n);
       }
