@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 
 #include "analyzer/errors.h"
@@ -43,15 +44,15 @@ Environment processEnvironment() {
 }
 
 std::string findInjectionLibrary(const Environment& environment) {
-  auto candidates = injectionLibraryCandidates(lookupVariable(environment, "GPUXRAY_INJECT_LIBRARY"), executableDir(),
-                                               fs::current_path());
+  std::optional<std::string> chosen = lookupVariable(environment, "GPUXRAY_INJECT_LIBRARY");
+  auto candidates = injectionLibraryCandidates(chosen, executableDir(), fs::current_path());
   std::string looked_in;
   for (const fs::path& candidate : candidates) {
     std::error_code error;
     if (fs::is_regular_file(candidate, error)) return candidate.string();
     looked_in += (looked_in.empty() ? "" : ", ") + candidate.string();
   }
-  if (!kBuiltWithCapture) {
+  if (!kBuiltWithCapture && !chosen) {
     throw InputError(
         "this gpuxray was built without the CUDA toolkit and has no capture library: install a release package "
         "(README, \"Install\"), rebuild with the CUDA 13.0 toolkit (CUDAToolkit_ROOT=...), or set "
