@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   commands.emplace_back("convert", gpuxray::cli::addConvertCommand(app));
   commands.emplace_back("export", gpuxray::cli::addExportCommand(app));
   commands.emplace_back("trigger", gpuxray::cli::addTriggerCommand(app));
+  commands.emplace_back("doctor", gpuxray::cli::addDoctorCommand(app));
 
   try {
     app.parse(argc, argv);

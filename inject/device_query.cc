@@ -7,9 +7,13 @@
 namespace gpuxray::inject {
 
 DriverApi loadedDriverApi() {
-  DriverApi driver;
   void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-  if (library == nullptr) return driver;
+  // The handle stays open: libcuda is loaded for the life of the process anyway.
+  return library != nullptr ? driverApiOf(library) : DriverApi{};
+}
+
+DriverApi driverApiOf(void* library) {
+  DriverApi driver;
   // A missing function stays null and its query is skipped.
   std::string missing;
   auto bind = [&](const char* symbol, auto& slot) { bindSymbol(library, symbol, slot, missing); };
@@ -22,7 +26,6 @@ DriverApi loadedDriverApi() {
   bind("cuDeviceGetPCIBusId", driver.deviceGetPCIBusId);
   bind("cuDriverGetVersion", driver.driverGetVersion);
   bind("cuCtxGetDevice", driver.ctxGetDevice);
-  // The handle stays open: libcuda is loaded for the life of the process anyway.
   return driver;
 }
 

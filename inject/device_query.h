@@ -29,6 +29,8 @@ uint32_t currentDevice(const DriverApi& driver);
 
 // The driver of this process, if it has loaded libcuda; all pointers null otherwise.
 DriverApi loadedDriverApi();
+// The driver functions of an opened libcuda (`gpuxray doctor` opens one itself).
+DriverApi driverApiOf(void* library);
 
 // Every visible device; empty if the driver answers nothing (no GPU, not initialized).
 std::vector<format::DeviceProperties> queryDevices(const DriverApi& driver);

@@ -13,8 +13,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -22,6 +25,7 @@
 #include "inject/capture_session.h"
 #include "inject/cupti_api.h"
 #include "inject/device_query.h"
+#include "inject/doctor.h"
 #include "inject/metric_sampler.h"
 #include "inject/nccl_capture_source.h"
 #include "inject/nccl_plugin.h"
@@ -103,7 +107,13 @@ void abandonInChild() {
   if (g_session != nullptr) g_session->abandonAfterFork();
 }
 
+// Set in a gpuxray command that loaded the library to run its checks: the driver's cuInit there
+// calls InitializeInjection (the library's constructor pointed CUDA_INJECTION64_PATH at itself),
+// and that process is not one to capture.
+std::atomic<bool> g_checks_only{false};
+
 void startCapture() {
+  if (g_checks_only) return;
   CaptureConfig config = readCaptureConfig(fromEnvironment);
   CuptiLibrary& library = cuptiLibrary();
   if (!library.loaded) {
@@ -177,6 +187,29 @@ GPUXRAY_EXPORT int InitializeInjection(void) {
     gpuxray::inject::reportStartFailure();
   }
   return 1;
+}
+
+// `gpuxray doctor` and `gpuxray run`: the capture's checks against `environment` (the job's
+// "NAME=value" entries, null-terminated) and `output_dir` (null or empty: the job's
+// GPUXRAY_OUTPUT_DIR), as proto/doctor_report.h encodes them, in memory the caller frees with free().
+// Never starts a capture in the calling process.
+GPUXRAY_EXPORT char* gpuxray_doctor_report_v1(const char* const* environment, const char* output_dir) {
+  gpuxray::inject::g_checks_only = true;
+  std::map<std::string, std::string, std::less<>> variables;
+  for (const char* const* entry = environment; entry != nullptr && *entry != nullptr; ++entry) {
+    const char* equals = std::strchr(*entry, '=');
+    if (equals != nullptr) variables.emplace(std::string(*entry, equals), equals + 1);
+  }
+  auto lookup = [&variables](const char* name) -> const char* {
+    auto found = variables.find(name);
+    return found != variables.end() ? found->second.c_str() : nullptr;
+  };
+  auto inputs = gpuxray::inject::machineDoctorInputs(lookup, gpuxray::inject::libraryPath(),
+                                                     output_dir != nullptr ? output_dir : "");
+  std::string report = gpuxray::format::encodeDoctorReport(gpuxray::inject::runDoctorChecks(inputs));
+  char* copy = static_cast<char*>(std::malloc(report.size() + 1));
+  if (copy != nullptr) std::memcpy(copy, report.c_str(), report.size() + 1);
+  return copy;
 }
 
 // NCCL's profiler-plugin tables: NCCL looks up the newest it knows (2.29+ v6, 2.28 v5, 2.27 v4,

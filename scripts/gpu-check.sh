@@ -28,6 +28,7 @@
 #
 # Every check prints PASS, FAIL or WARN with its figures; the last line counts them. Into $OUT:
 #   summary.txt      everything printed here
+#   doctor.txt, doctor.json   gpuxray doctor's report of the machine, before any capture
 #   figures.txt      the figures as key=value lines
 #   traces.tar.gz    traces/<run>/*.gpuxray
 #   logs.tar.gz      logs/<run>.{out,err,dump,info.txt,info.json}, logs/<run>.nccl.<host>.<pid>
@@ -239,6 +240,13 @@ for root in site.getsitepackages() + [site.getusersitepackages()]:
   if [[ -n "$missing" ]]; then result FAIL "bundled binaries load" "$missing"; else result PASS "bundled binaries load" "ldd finds every library"; fi
   echo "libgpuxray_inject.so needs: $(ldd "$LIB" | awk '{print $1}' | tr '\n' ' ')"
   echo "gpuxray: $(gx --version 2>&1)"
+  # What gpuxray doctor says about this machine, before anything is captured (kept in $OUT).
+  section "gpuxray doctor"
+  local doctor_rc=0
+  gx doctor -o "$TR/doctor" > "$OUT/doctor.txt" 2>&1 || doctor_rc=$?
+  gx doctor -o "$TR/doctor" --format json > "$OUT/doctor.json" 2>&1 || true
+  cat "$OUT/doctor.txt"
+  if [[ $doctor_rc -eq 0 ]]; then result PASS "gpuxray doctor" "no problem"; else result WARN "gpuxray doctor" "exit $doctor_rc: $(grep -c '^  problem' "$OUT/doctor.txt") problems"; fi
 
   wants workload && section_workload
   wants overhead && section_overhead

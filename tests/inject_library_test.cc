@@ -46,11 +46,12 @@ std::set<std::string> words(const std::string& text, size_t column) {
 
 }  // namespace
 
-TEST_CASE("the library exports only the loaders' entry points") {
+TEST_CASE("the library exports only the loaders' entry points and gpuxray doctor's checks") {
   auto result = runCommand("nm -D --defined-only " + kLibrary);
   REQUIRE(result.exit_code == 0);
   CHECK(words(result.out, 2) == std::set<std::string>{"InitializeInjection", "InitializeInjectionNvtx2",
-                                                      "InitializeInjectionNvtxExtension", "ncclProfiler_v1",
+                                                      "InitializeInjectionNvtxExtension", "gpuxray_doctor_report_v1",
+                                                      "ncclProfiler_v1",
                                                       "ncclProfiler_v2", "ncclProfiler_v3", "ncclProfiler_v4",
                                                       "ncclProfiler_v5", "ncclProfiler_v6"});
 }

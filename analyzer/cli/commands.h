@@ -21,5 +21,6 @@ CommandAction addPlanCommand(CLI::App& app);
 CommandAction addConvertCommand(CLI::App& app);
 CommandAction addExportCommand(CLI::App& app);
 CommandAction addTriggerCommand(CLI::App& app);
+CommandAction addDoctorCommand(CLI::App& app);
 
 }  // namespace gpuxray::cli

@@ -9,6 +9,8 @@ enum class ExitCode : int {
   kBadInput = 2,
   // An analysis threshold given with --fail-on was exceeded.
   kThresholdExceeded = 3,
+  // gpuxray doctor found a problem that stops or limits capture here.
+  kProblemsFound = 4,
 };
 
 }  // namespace gpuxray::cli

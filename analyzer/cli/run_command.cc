@@ -23,12 +23,11 @@
 #include <system_error>
 #include <vector>
 
+#include "analyzer/cli/capture_checks.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/run_environment.h"
 #include "analyzer/errors.h"
 #include "proto/file_layout.h"
-
-extern char** environ;  // NOLINT: POSIX declares it nowhere else.
 
 namespace gpuxray::cli {
 namespace {
@@ -43,31 +42,6 @@ constexpr int kCommandNotFound = 127;
 
 [[noreturn]] void throwErrno(const std::string& what) {
   throw std::system_error(errno, std::generic_category(), what);
-}
-
-Environment currentEnvironment() {
-  Environment environment;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) environment.emplace_back(*entry);
-  return environment;
-}
-
-fs::path executableDir() {
-  std::error_code error;
-  fs::path executable = fs::read_symlink("/proc/self/exe", error);
-  return error ? fs::current_path() : executable.parent_path();
-}
-
-std::string findInjectionLibrary(const Environment& environment) {
-  auto candidates = injectionLibraryCandidates(lookupVariable(environment, "GPUXRAY_INJECT_LIBRARY"), executableDir(),
-                                               fs::current_path());
-  std::string looked_in;
-  for (const fs::path& candidate : candidates) {
-    std::error_code error;
-    if (fs::is_regular_file(candidate, error)) return candidate.string();
-    looked_in += (looked_in.empty() ? "" : ", ") + candidate.string();
-  }
-  throw InputError(fmt::format(
-      "cannot find libgpuxray_inject.so (looked in: {}); build it or set GPUXRAY_INJECT_LIBRARY", looked_in));
 }
 
 std::string newRunId() {
@@ -271,7 +245,7 @@ ExitCode runRun(const RunOptions& options) {
   if (options.command.empty())
     throw UsageError("run needs a command to run after --, as in: gpuxray run -o DIR -- python train.py");
 
-  Environment environment = currentEnvironment();
+  Environment environment = processEnvironment();
   RunSetup setup;
   setup.injection_library = findInjectionLibrary(environment);
   setup.run_id = chooseRunId(environment, newRunId());
@@ -280,6 +254,13 @@ ExitCode runRun(const RunOptions& options) {
   setup.capture = capture;
   ChildEnvironment child_environment = buildChildEnvironment(setup, environment);
   for (const auto& warning : child_environment.warnings) fmt::print(stderr, "gpuxray: warning: {}\n", warning);
+  if (lookupVariable(environment, "GPUXRAY_RUN_CHECKS").value_or("1") != "0") {
+    // `gpuxray doctor`'s checks on the command's environment; problems only, and the command runs anyway.
+    for (const auto& check : runCaptureChecks(setup.injection_library, child_environment.variables, setup.output_dir)) {
+      if (check.status == format::DoctorStatus::kProblem)
+        fmt::print(stderr, "gpuxray: problem: {}: {}; fix: {}\n", check.name, check.detail, check.fix);
+    }
+  }
 
   // A SIGCHLD ignored by whoever started gpuxray would make the kernel reap the child unseen.
   std::signal(SIGCHLD, SIG_DFL);
