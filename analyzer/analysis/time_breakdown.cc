@@ -11,6 +11,7 @@
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/idle_split.h"
 #include "analyzer/analysis/statistics.h"
+#include "analyzer/model/graph_capture.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -24,6 +25,28 @@ struct StreamTime {
   bool started = false;
   IdleSplit idle;
 };
+
+// The GPU's idle time inside CUDA-graph captures: launches there are recorded, not run.
+IntervalSet idleWhileCapturing(const model::RankTrace& rank, const IntervalSet& busy) {
+  std::vector<Interval> captures;
+  for (const auto& r : rank.nvtx) {
+    if (rank.name(r.domain_id) == model::kGraphCaptureDomain) captures.push_back({r.start_ns, r.end_ns});
+  }
+  return subtract(unionOf(std::move(captures)), busy);
+}
+
+// Kernels run by graph launches (replays), which carry the graph launch's correlation id.
+uint64_t graphLaunchedKernels(const model::RankTrace& rank) {
+  uint64_t kernels = 0;
+  for (const auto& a : rank.activities) {
+    if (a.kind != model::ActivityKind::kCompute && a.kind != model::ActivityKind::kCommunication) continue;
+    const model::HostCall* launch = a.correlation_id != 0 ? rank.launchOf(a.correlation_id) : nullptr;
+    if (launch != nullptr && launch->function < rank.api_functions.size() &&
+        model::isGraphLaunch(rank.name(rank.api_functions[launch->function])))
+      ++kernels;
+  }
+  return kernels;
+}
 
 }  // namespace
 
@@ -44,6 +67,8 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
   int32_t worst_idle_rank = -1;
   IdleSplit worst_split;
   int64_t worst_time = 0;
+  int64_t captured_idle = 0;
+  uint64_t replayed_kernels = 0;
 
   for (size_t r = 0; r < input.run.ranks.size(); ++r) {
     const auto& rank = input.run.ranks[r];
@@ -52,14 +77,25 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
     IdleSplit split;
     IntervalSet comm_exposed = subtract(sets.communication, sets.compute);
     IntervalSet memory_exposed = subtract(subtract(sets.memory, sets.compute), sets.communication);
+    IntervalSet capturing = idleWhileCapturing(rank, sets.busy);
+    // Idle is split over the time outside captures: a capture's idle counts as neither busy nor idle.
+    IntervalSet busy_or_capturing = capturing.empty() ? IntervalSet() : unionOf([&] {
+      std::vector<Interval> all(sets.busy.begin(), sets.busy.end());
+      all.insert(all.end(), capturing.begin(), capturing.end());
+      return all;
+    }());
+    const IntervalSet& not_idle = capturing.empty() ? sets.busy : busy_or_capturing;
+    replayed_kernels += graphLaunchedKernels(rank);
     for (const StepWindow& step : input.windowsOf(r)) {
       Interval w = step.window;
-      time += w.length();
+      int64_t left_out = lengthWithin(capturing, w);
+      captured_idle += left_out;
+      time += w.length() - left_out;
       compute += lengthWithin(sets.compute, w);
       communication += lengthWithin(comm_exposed, w);
       memory += lengthWithin(memory_exposed, w);
-      idle += w.length() - lengthWithin(sets.busy, w);
-      split += idleWithin(rank, sets.busy, w);
+      idle += w.length() - left_out - lengthWithin(sets.busy, w);
+      split += idleWithin(rank, not_idle, w);
     }
     if (time <= 0) continue;
     auto pct = [time](int64_t part) { return 100.0 * static_cast<double>(part) / static_cast<double>(time); };
@@ -108,6 +144,17 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
   }
   section.tables.push_back(std::move(ranks));
   section.tables.push_back(std::move(streams));
+  if (captured_idle > 0) {
+    section.notes.push_back(fmt::format(
+        "{} of GPU idle time fell inside CUDA-graph captures (launches there are recorded into a graph, not run) and is "
+        "left out of the time above.",
+        report::formatValue(static_cast<double>(captured_idle), Unit::kNanoseconds)));
+  }
+  if (replayed_kernels > 0) {
+    section.notes.push_back(fmt::format("{} kernels ran from CUDA-graph launches (replays); each is attributed to its "
+                                        "graph launch.",
+                                        replayed_kernels));
+  }
   if (worst_idle_rank < 0) return;
 
   report.addMetric("idle_pct", worst_idle, Unit::kPercent, "GPU idle time, % of step time, worst rank");

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/analysis/occupancy.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/errors.h"
 #include "analyzer/load/kineto_importer.h"
@@ -82,7 +83,7 @@ std::string rankText(const format::FileHeader& h) {
 std::string deviceText(const format::DeviceProperties& d) {
   std::string text = fmt::format("GPU {}: {}", d.device_id, d.name.empty() ? "(unnamed)" : d.name);
   if (d.compute_major > 0) text += fmt::format(", sm_{}{}", d.compute_major, d.compute_minor);
-  if (d.sm_count > 0) text += fmt::format(", {} SMs", d.sm_count);
+  if (d.sm_count > 0) text += fmt::format(", {} {}", d.sm_count, analysis::multiprocessorsName(&d));
   if (d.memory_bytes > 0) text += ", " + report::formatBytes(d.memory_bytes);
   if (d.memory_bandwidth_bytes_per_s > 0)
     text += ", " + report::formatBandwidth(static_cast<double>(d.memory_bandwidth_bytes_per_s));

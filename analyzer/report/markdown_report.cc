@@ -45,8 +45,8 @@ std::string renderMarkdown(const Report& report) {
   std::string out;
   const RunSummary& run = report.run;
   out += fmt::format("## gpuxray: run `{}`\n\n", run.run_id.empty() ? "(unnamed)" : run.run_id);
-  out += fmt::format("{} of {} ranks on {} host(s), {} records, {} captured, {} step(s){}.\n\n", run.ranks.size(),
-                     run.world_size, run.hosts.size(), formatCount(run.records), formatDuration(run.span_ns), run.steps,
+  out += fmt::format("{} on {} host(s), {} records, {} captured, {} step(s){}.\n\n",
+                     formatRankCount(run.ranks.size(), run.world_size), run.hosts.size(), formatCount(run.records), formatDuration(run.span_ns), run.steps,
                      run.steps > 0 ? " from " + run.step_source : std::string());
   if (!report.violations.empty()) {
     out += "### Thresholds violated\n\n";
