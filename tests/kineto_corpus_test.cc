@@ -1,6 +1,6 @@
 // Every real trace in ../shared/traces, through `gpuxray analyze` as a user runs it: each analyzes
-// with exit 0, and no finding cites a launch configuration the trace does not have (zero blocks or
-// threads, registers that were never recorded). HTA's own figures for them are checked in
+// with exit 0, and no finding cites data the trace does not have (zero blocks or threads, registers
+// that were never recorded, a collective of 0 B). HTA's own figures for them are checked in
 // hta_compat_test.cc.
 
 #include <catch2/catch.hpp>
@@ -26,9 +26,11 @@ const std::vector<std::string> kCorpus = {
     "tracelens_h100_qwen_inference_rank0", "tracelens_vllm_cudagraph_rank0",
 };
 
-bool citesMissingLaunch(const std::string& text) {
+// "0 blocks", "0 threads", "0 registers" (a launch the trace does not record), "of 0 B" (a size it
+// does not record).
+bool citesMissingData(const std::string& text) {
   static const std::regex zero(R"((^|[^0-9.,])0 (blocks|threads|registers))");
-  return std::regex_search(text, zero) || text.find("0 blocks x 0 threads") != std::string::npos;
+  return std::regex_search(text, zero) || text.find(" of 0 B ") != std::string::npos;
 }
 
 }  // namespace
@@ -45,8 +47,8 @@ TEST_CASE("corpus: every shared trace analyzes, and no finding rests on a launch
     for (const auto& finding : report["findings"]) {
       std::string summary = finding["summary"];
       INFO(summary);
-      CHECK_FALSE(citesMissingLaunch(summary));
-      for (const auto& evidence : finding["evidence"]) CHECK_FALSE(citesMissingLaunch(evidence.get<std::string>()));
+      CHECK_FALSE(citesMissingData(summary));
+      for (const auto& evidence : finding["evidence"]) CHECK_FALSE(citesMissingData(evidence.get<std::string>()));
       CHECK(summary.find("unknown communicator") == std::string::npos);
     }
     CHECK(run.out.find("of 0 ranks") == std::string::npos);
@@ -71,5 +73,7 @@ TEST_CASE("corpus: vLLM's graph-capture trace leaves the capture out of its idle
   auto run = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + dir->string());
   REQUIRE(run.exit_code == 0);
   CHECK(run.out.find("inside CUDA-graph captures") != std::string::npos);
-  CHECK(run.out.find("100.0 %") == std::string::npos);
+  // Its 55 ms capture is no idleness of the job: the idle finding, if any, is information only.
+  CHECK(run.out.find("more were capture") != std::string::npos);
+  CHECK(run.out.find("[critical] rank 0's GPU is idle") == std::string::npos);
 }

@@ -128,7 +128,7 @@ void analyzeOverlap(const AnalysisInput& input, report::Report& report) {
   for (const auto& [signature, c] : ranked) {
     if (c.exposed == 0) break;
     const auto& [hash, func, bytes] = signature;
-    top.rows.push_back({Cell::of(func), Cell::of(static_cast<double>(bytes), Unit::kBytes),
+    top.rows.push_back({Cell::of(func), bytes > 0 ? Cell::of(static_cast<double>(bytes), Unit::kBytes) : Cell::of("not recorded"),
                         Cell::of(communicators[hash].label()), Cell::of(static_cast<double>(c.count), Unit::kCount),
                         Cell::of(static_cast<double>(c.exposed), Unit::kNanoseconds),
                         Cell::of(static_cast<double>(c.exposed) / static_cast<double>(c.count), Unit::kNanoseconds)});
@@ -151,7 +151,8 @@ void analyzeOverlap(const AnalysisInput& input, report::Report& report) {
     if (!ranked.empty() && ranked.front().second.exposed > 0) {
       const auto& [hash, func, bytes] = ranked.front().first;
       finding.evidence.push_back(fmt::format("most exposed: {} of {} on {}, {} exposed in {} calls", func,
-                                             report::formatValue(static_cast<double>(bytes), Unit::kBytes),
+                                             bytes > 0 ? report::formatValue(static_cast<double>(bytes), Unit::kBytes)
+                                                       : std::string("a size not recorded"),
                                              communicators[hash].label(),
                                              report::formatValue(static_cast<double>(ranked.front().second.exposed), Unit::kNanoseconds),
                                              ranked.front().second.count));

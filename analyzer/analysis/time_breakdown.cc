@@ -67,13 +67,13 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
   int32_t worst_idle_rank = -1;
   IdleSplit worst_split;
   int64_t worst_time = 0;
-  int64_t captured_idle = 0;
+  int64_t captured_idle = 0, worst_captured = 0;
   uint64_t replayed_kernels = 0;
 
   for (size_t r = 0; r < input.run.ranks.size(); ++r) {
     const auto& rank = input.run.ranks[r];
     const GpuTimeSets& sets = input.time_sets[r];
-    int64_t time = 0, compute = 0, communication = 0, memory = 0, idle = 0;
+    int64_t time = 0, compute = 0, communication = 0, memory = 0, idle = 0, captured = 0;
     IdleSplit split;
     IntervalSet comm_exposed = subtract(sets.communication, sets.compute);
     IntervalSet memory_exposed = subtract(subtract(sets.memory, sets.compute), sets.communication);
@@ -89,7 +89,7 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
     for (const StepWindow& step : input.windowsOf(r)) {
       Interval w = step.window;
       int64_t left_out = lengthWithin(capturing, w);
-      captured_idle += left_out;
+      captured += left_out;
       time += w.length() - left_out;
       compute += lengthWithin(sets.compute, w);
       communication += lengthWithin(comm_exposed, w);
@@ -97,6 +97,7 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
       idle += w.length() - left_out - lengthWithin(sets.busy, w);
       split += idleWithin(rank, not_idle, w);
     }
+    captured_idle += captured;
     if (time <= 0) continue;
     auto pct = [time](int64_t part) { return 100.0 * static_cast<double>(part) / static_cast<double>(time); };
     ranks.rows.push_back({Cell::of(rank.rank, Unit::kNone), Cell::of(rank.header.hostname),
@@ -109,6 +110,7 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
       worst_idle_rank = rank.rank;
       worst_split = split;
       worst_time = time;
+      worst_captured = captured;
     }
     worst_host_bound = std::max(worst_host_bound, pct(split.host_bound));
 
@@ -122,7 +124,9 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
         if (!model::isGpuWork(it->kind)) continue;
         StreamTime& s = per_stream[it->stream];
         int64_t end = std::min(it->end_ns, step.window.end);
-        if (s.started && it->start_ns > s.last_end) classifyGap(rank, s.last_end, *it, it->start_ns - s.last_end, s.idle);
+        int64_t gap = it->start_ns - s.last_end;
+        if (s.started && gap > 0) gap -= lengthWithin(capturing, {s.last_end, it->start_ns});
+        if (s.started && gap > 0) classifyGap(rank, s.last_end, *it, gap, s.idle);
         s.busy += std::max<int64_t>(0, end - std::max(it->start_ns, s.started ? s.last_end : it->start_ns));
         s.last_end = s.started ? std::max(s.last_end, end) : end;
         s.started = true;
@@ -169,6 +173,8 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
     report::Finding finding;
     finding.analysis = "time_breakdown";
     finding.severity = worst_idle >= 25 ? report::Severity::kCritical : report::Severity::kWarning;
+    // A trace that is mostly a graph capture says little about the job's idle time.
+    if (worst_captured > worst_time) finding.severity = report::Severity::kInfo;
     size_t windows = std::max<size_t>(1, input.windowsOf(0).size());
     finding.cost_ns = worst_idle / 100.0 * static_cast<double>(worst_time) / static_cast<double>(windows);
     finding.summary = fmt::format("rank {}'s GPU is idle {:.1f} % of the time, {}", worst_idle_rank, worst_idle, cause);
@@ -176,6 +182,11 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
                                            report::formatValue(static_cast<double>(worst_split.host_bound), Unit::kNanoseconds),
                                            report::formatValue(static_cast<double>(worst_split.dependency), Unit::kNanoseconds),
                                            report::formatValue(static_cast<double>(worst_split.other), Unit::kNanoseconds)));
+    if (worst_captured > 0) {
+      finding.evidence.push_back(fmt::format("over the {} the trace covers outside CUDA-graph captures ({} more were capture)",
+                                             report::formatValue(static_cast<double>(worst_time), Unit::kNanoseconds),
+                                             report::formatValue(static_cast<double>(worst_captured), Unit::kNanoseconds)));
+    }
     report.findings.push_back(std::move(finding));
   }
 }

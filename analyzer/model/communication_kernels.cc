@@ -19,6 +19,7 @@ constexpr CommunicationKernelFamily kNvshmem{"NVSHMEM", "", false};
 constexpr CommunicationKernelFamily kMscclpp{"MSCCL++", "", false};
 constexpr CommunicationKernelFamily kCustomAllReduce{"custom all-reduce (vLLM, SGLang, aiter)", "AllReduce", false};
 constexpr CommunicationKernelFamily kTrtAllReduce{"custom all-reduce (TensorRT-LLM, SGLang)", "AllReduce", false};
+constexpr CommunicationKernelFamily kSymmetricMemory{"PyTorch symmetric memory", "AllReduce", false};
 
 struct NamePart {
   std::string_view part;
@@ -39,6 +40,7 @@ constexpr std::array kNameParts{
     NamePart{"cross_device_reduce_2stage", &kCustomAllReduce},
     NamePart{"oneShotAllReduceKernel", &kTrtAllReduce},
     NamePart{"twoShotAllReduceKernel", &kTrtAllReduce},
+    NamePart{"multimem_all_reduce_kernel", &kSymmetricMemory},
 };
 
 bool isPlainName(std::string_view text) {
