@@ -20,10 +20,17 @@ namespace fs = std::filesystem;
 // The README's traces: a folder per run (hta_trace_diff holds two; simple_add's output/ is HTA's
 // critical path overlaid on its input, a trace too). hta_memory_timeline is not a trace.
 const std::vector<std::string> kCorpus = {
-    "hta_sampled_2rank",         "hta_nccl_data_rank0_of2",      "tracelens_b200_rank0_of8",
-    "hta_mi250_rocm_rank0",      "hta_trace_diff/control",       "hta_trace_diff/test",
-    "hta_critical_path_alexnet", "hta_critical_path_simple_add", "hta_critical_path_simple_add/output",
-    "tracelens_h100_qwen_inference_rank0", "tracelens_vllm_cudagraph_rank0",
+    "hta_sampled_2rank",
+    "hta_nccl_data_rank0_of2",
+    "tracelens_b200_rank0_of8",
+    "hta_mi250_rocm_rank0",
+    "hta_trace_diff/control",
+    "hta_trace_diff/test",
+    "hta_critical_path_alexnet",
+    "hta_critical_path_simple_add",
+    "hta_critical_path_simple_add/output",
+    "tracelens_h100_qwen_inference_rank0",
+    "tracelens_vllm_cudagraph_rank0",
 };
 
 // "0 blocks", "0 threads", "0 registers" (a launch the trace does not record), "of 0 B" (a size it

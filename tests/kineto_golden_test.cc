@@ -129,7 +129,8 @@ TEST_CASE("kineto golden: the B200 trace's one all-gather, named the NCCL 2.27 w
   CHECK(rank.header.devices[0].sm_count == 148);
 }
 
-TEST_CASE("kineto golden: the sampled 2-rank set has two steps and ten send/recv kernels per rank, sized from Input Dims") {
+TEST_CASE(
+    "kineto golden: the sampled 2-rank set has two steps and ten send/recv kernels per rank, sized from Input Dims") {
   auto a = analyzeShared("hta_sampled_2rank");
   SKIP_WITHOUT(a, "hta_sampled_2rank");
   REQUIRE(a->run.ranks.size() == 2);
@@ -150,7 +151,8 @@ TEST_CASE("kineto golden: the sampled 2-rank set has two steps and ten send/recv
     // PyTorch of early 2023: the kernels carry no collective arguments, and the record_param_comms
     // around their launches only "Input Dims"/"Input type" ([[384]] long = 3,072 B, [[419430400]]
     // unsigned char, [[2846720]] int); the TensorList ones record no shape.
-    CHECK(bytes == (r == 0 ? 3072ull + 2 * 419430400ull + 11386880ull : 339738624ull + 11386880ull + 3072ull + 394073856ull));
+    CHECK(bytes ==
+          (r == 0 ? 3072ull + 2 * 419430400ull + 11386880ull : 339738624ull + 11386880ull + 3072ull + 394073856ull));
     for (const auto& c : rank.communicators) CHECK(c.name == "default group");
   }
   bool noted = false;

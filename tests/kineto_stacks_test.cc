@@ -28,7 +28,8 @@ namespace analysis = gpuxray::analysis;
 
 // A Kineto kernel event; `launch` holds the launch-configuration arguments CUPTI gives ("" for a
 // ROCm trace, whose kernels carry only "kind": "Dispatch Kernel", as in HTA's MI250 test trace).
-json kernel(const std::string& name, double ts, double dur, int stream, int correlation, int external_id, bool launch = true) {
+json kernel(const std::string& name, double ts, double dur, int stream, int correlation, int external_id,
+            bool launch = true) {
   json args = {{"External id", external_id}, {"device", 0}, {"stream", stream}, {"correlation", correlation}};
   if (launch) {
     args["registers per thread"] = 64;
@@ -38,36 +39,56 @@ json kernel(const std::string& name, double ts, double dur, int stream, int corr
   } else {
     args["kind"] = "Dispatch Kernel";
   }
-  return {{"ph", "X"}, {"cat", "kernel"}, {"name", name}, {"pid", 0}, {"tid", stream}, {"ts", ts}, {"dur", dur}, {"args", args}};
+  return {{"ph", "X"},     {"cat", "kernel"}, {"name", name}, {"pid", 0},
+          {"tid", stream}, {"ts", ts},        {"dur", dur},   {"args", args}};
 }
 
 json runtime(const std::string& name, double ts, double dur, int correlation) {
-  return {{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", name}, {"pid", 7}, {"tid", 7}, {"ts", ts}, {"dur", dur},
-          {"args", {{"correlation", correlation}}}};
+  return {{"ph", "X"},    {"cat", "cuda_runtime"},
+          {"name", name}, {"pid", 7},
+          {"tid", 7},     {"ts", ts},
+          {"dur", dur},   {"args", {{"correlation", correlation}}}};
 }
 
 json cpuOp(const std::string& name, double ts, double dur, json args) {
-  return {{"ph", "X"}, {"cat", "cpu_op"}, {"name", name}, {"pid", 7}, {"tid", 7}, {"ts", ts}, {"dur", dur}, {"args", args}};
+  return {{"ph", "X"}, {"cat", "cpu_op"}, {"name", name}, {"pid", 7},
+          {"tid", 7},  {"ts", ts},        {"dur", dur},   {"args", args}};
 }
 
 json gpuAnnotation(const std::string& name, double ts, double dur, int stream) {
-  return {{"ph", "X"}, {"cat", "gpu_user_annotation"}, {"name", name}, {"pid", 0}, {"tid", stream}, {"ts", ts}, {"dur", dur},
-          {"args", {{"External id", 1}}}};
+  return {{"ph", "X"},  {"cat", "gpu_user_annotation"}, {"name", name}, {"pid", 0}, {"tid", stream}, {"ts", ts},
+          {"dur", dur}, {"args", {{"External id", 1}}}};
 }
 
 json h100() {
-  return {{"id", 0}, {"name", "NVIDIA H100 80GB HBM3"}, {"computeMajor", 9}, {"computeMinor", 0},
-          {"maxThreadsPerBlock", 1024}, {"maxThreadsPerMultiprocessor", 2048}, {"regsPerBlock", 65536},
-          {"regsPerMultiprocessor", 65536}, {"warpSize", 32}, {"sharedMemPerBlock", 49152},
-          {"sharedMemPerBlockOptin", 232448}, {"sharedMemPerMultiprocessor", 233472}, {"numSms", 132}};
+  return {{"id", 0},
+          {"name", "NVIDIA H100 80GB HBM3"},
+          {"computeMajor", 9},
+          {"computeMinor", 0},
+          {"maxThreadsPerBlock", 1024},
+          {"maxThreadsPerMultiprocessor", 2048},
+          {"regsPerBlock", 65536},
+          {"regsPerMultiprocessor", 65536},
+          {"warpSize", 32},
+          {"sharedMemPerBlock", 49152},
+          {"sharedMemPerBlockOptin", 232448},
+          {"sharedMemPerMultiprocessor", 233472},
+          {"numSms", 132}};
 }
 
 // As ROCm's Kineto writes it (HTA's mi250 test trace and TraceLens' MI300X trace): warpSize 64 and
 // "numSms" for the compute units.
 json mi300x() {
-  return {{"id", 0}, {"name", "AMD Instinct MI300X"}, {"computeMajor", 9}, {"computeMinor", 4},
-          {"maxThreadsPerBlock", 1024}, {"maxThreadsPerMultiprocessor", 2048}, {"regsPerBlock", 65536},
-          {"warpSize", 64}, {"sharedMemPerBlock", 65536}, {"numSms", 304}};
+  return {{"id", 0},
+          {"name", "AMD Instinct MI300X"},
+          {"computeMajor", 9},
+          {"computeMinor", 4},
+          {"maxThreadsPerBlock", 1024},
+          {"maxThreadsPerMultiprocessor", 2048},
+          {"regsPerBlock", 65536},
+          {"warpSize", 64},
+          {"sharedMemPerBlock", 65536},
+          {"numSms", 304}};
 }
 
 std::string writeTrace(const TempDir& dir, json device, json distributed, std::vector<json> events) {
@@ -95,17 +116,23 @@ const gpuxray::report::Cell& breakdownCell(const gpuxray::report::Report& r, con
 TEST_CASE("stacks: the registry of communication kernels, name by name") {
   // NCCL's names before and after 2.19, and RCCL's Generic kernel (NCCL's src/device/common.h
   // declares ncclDevKernel_Generic; RCCL traces show ncclDevKernel_Generic_1 too).
-  CHECK(model::communicationFamilyOf("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)")->nccl);
+  CHECK(model::communicationFamilyOf("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)")
+            ->nccl);
   CHECK(model::communicationFamilyOf("ncclDevKernel_Generic_1(ncclDevKernelArgsStorage<4096ul>)")->nccl);
   // RCCL's MSCCL kernels: MSCCL_KERNEL_ENTRY_NAME(devredop, type, proto) = mscclKernel_##devredop##_##type##_##proto.
   CHECK(model::communicationFamilyOf("mscclKernel_Sum_half_Simple_false(ncclDevComm*, mscclAlgo*, mscclWork*)")->nccl);
   // DeepEP (csrc/kernels/intranode.cu, internode.cu, internode_ll.cu): namespace deep_ep::<mode>.
-  CHECK(model::communicationOperationOf("void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*)") == "EP dispatch");
+  CHECK(model::communicationOperationOf("void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*)") ==
+        "EP dispatch");
   CHECK(model::communicationOperationOf("void deep_ep::internode::combine<8, 8, 32>(int4*, float*)") == "EP combine");
-  CHECK(model::communicationOperationOf("void deep_ep::internode_ll::dispatch<true, false, 7168>(void*, void*)") == "EP dispatch");
-  CHECK(model::communicationOperationOf("void deep_ep::intranode::cached_notify_combine<8>(void**, int*)") == "EP notify");
-  CHECK(model::communicationOperationOf("void deep_ep::internode_ll::clean_low_latency_buffer<256>(int*, int, int*, int)") == "EP notify");
-  CHECK(model::communicationFamilyOf("void deep_ep::layout::get_dispatch_layout<256, 32, 8>(long const*, int*)") == nullptr);
+  CHECK(model::communicationOperationOf("void deep_ep::internode_ll::dispatch<true, false, 7168>(void*, void*)") ==
+        "EP dispatch");
+  CHECK(model::communicationOperationOf("void deep_ep::intranode::cached_notify_combine<8>(void**, int*)") ==
+        "EP notify");
+  CHECK(model::communicationOperationOf(
+            "void deep_ep::internode_ll::clean_low_latency_buffer<256>(int*, int, int*, int)") == "EP notify");
+  CHECK(model::communicationFamilyOf("void deep_ep::layout::get_dispatch_layout<256, 32, 8>(long const*, int*)") ==
+        nullptr);
   // NVSHMEM's own kernels (nvshmemi_*), MSCCL++'s (they take mscclpp::DeviceHandle<...> channels).
   CHECK(model::communicationFamilyOf("void nvshmemi_proxy_quiet_entrypoint()") != nullptr);
   CHECK(model::communicationFamilyOf("void mscclpp::allreduce7<(mscclpp::Op)0, float>(float*, float*, float*, "
@@ -116,7 +143,8 @@ TEST_CASE("stacks: the registry of communication kernels, name by name") {
   CHECK(model::communicationOperationOf("aiter::cross_device_reduce_2stage<bf16,8,false>") == "AllReduce");
   CHECK(model::communicationOperationOf("void tensorrt_llm::kernels::oneShotAllReduceKernel<__nv_bfloat16, 8>("
                                         "tensorrt_llm::kernels::AllReduceParams)") == "AllReduce");
-  CHECK(model::communicationFamilyOf("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>>") == nullptr);
+  CHECK(model::communicationFamilyOf(
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>>") == nullptr);
   CHECK(model::communicationFamilyOf("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn") == nullptr);
 
   SECTION("--comm-kernel adds a pattern, with its operation, before the families") {
@@ -139,17 +167,24 @@ TEST_CASE("stacks: RCCL's Generic kernel takes its collective from the nccl: ann
   TempDir dir;
   // ROCm kernels carry no launch configuration; the record_param_comms op has a different External
   // id than the kernel (as in HTA's sampled traces) and is found around the launch, on its thread.
-  std::string path = writeTrace(
-      dir, mi300x(), twoRankGroup(),
-      {cpuOp("record_param_comms", 100, 50,
-             {{"External id", 11}, {"Collective name", "allreduce"}, {"In msg nelems", 262144}, {"Out msg nelems", 262144},
-              {"dtype", "Float"}, {"Group size", 2}, {"Process Group Name", "0"}, {"Process Group Description", "default_pg"},
-              {"Process Group Ranks", "[0, 1]"}}),
-       runtime("hipExtLaunchKernel", 120, 5, 21), kernel("ncclDevKernel_Generic_1(ncclDevKernelArgsStorage<4096ul>)", 200, 100, 1, 21, 12, false),
-       runtime("hipExtLaunchKernel", 380, 5, 22), gpuAnnotation("nccl:broadcast", 400, 60, 1),
-       kernel("ncclDevKernel_Generic_1(ncclDevKernelArgsStorage<4096ul>)", 405, 50, 1, 22, 13, false),
-       runtime("hipLaunchKernel", 480, 5, 23),
-       kernel("void at::native::elementwise_kernel<128, 2>(int)", 500, 300, 0, 23, 14, false)});
+  std::string path =
+      writeTrace(dir, mi300x(), twoRankGroup(),
+                 {cpuOp("record_param_comms", 100, 50,
+                        {{"External id", 11},
+                         {"Collective name", "allreduce"},
+                         {"In msg nelems", 262144},
+                         {"Out msg nelems", 262144},
+                         {"dtype", "Float"},
+                         {"Group size", 2},
+                         {"Process Group Name", "0"},
+                         {"Process Group Description", "default_pg"},
+                         {"Process Group Ranks", "[0, 1]"}}),
+                  runtime("hipExtLaunchKernel", 120, 5, 21),
+                  kernel("ncclDevKernel_Generic_1(ncclDevKernelArgsStorage<4096ul>)", 200, 100, 1, 21, 12, false),
+                  runtime("hipExtLaunchKernel", 380, 5, 22), gpuAnnotation("nccl:broadcast", 400, 60, 1),
+                  kernel("ncclDevKernel_Generic_1(ncclDevKernelArgsStorage<4096ul>)", 405, 50, 1, 22, 13, false),
+                  runtime("hipLaunchKernel", 480, 5, 23),
+                  kernel("void at::native::elementwise_kernel<128, 2>(int)", 500, 300, 0, 23, 14, false)});
   auto a = gpuxray::testing::analyze(path);
   const auto& rank = a.run.ranks.at(0);
   REQUIRE(rank.nccl_ops.size() == 2);
@@ -167,7 +202,8 @@ TEST_CASE("stacks: RCCL's Generic kernel takes its collective from the nccl: ann
   CHECK(gpuxray::testing::cellAt(top, 0, "occupancy_pct").display() == "n/a");
   for (const auto& f : a.report.findings) CHECK(f.analysis != "kernels");
   bool noted = false;
-  for (const auto& note : gpuxray::testing::section(a.report, "kernels").notes) noted |= note.find("compute units (CUs)") != std::string::npos;
+  for (const auto& note : gpuxray::testing::section(a.report, "kernels").notes)
+    noted |= note.find("compute units (CUs)") != std::string::npos;
   CHECK(noted);
 }
 
@@ -180,13 +216,16 @@ TEST_CASE("stacks: before PyTorch 2.2 the size is in record_param_comms' Input D
   std::string path = writeTrace(
       dir, h100(), json::parse(R"({"backend": "nccl", "rank": 0, "world_size": 2})"),
       {cpuOp("record_param_comms", 100, 50,
-             {{"External id", 11}, {"Ev Idx", 5},
+             {{"External id", 11},
+              {"Ev Idx", 5},
               {"Input Dims", json::parse("[[6144], [], [], [], [], [], []]")},
               {"Input type", json::parse(R"(["float", "Scalar", "Scalar", "Scalar", "", "", ""])")}}),
        runtime("cudaLaunchKernel", 120, 5, 21),
        kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", 200, 100, 20, 21, 12),
        cpuOp("record_param_comms", 400, 50,
-             {{"External id", 15}, {"Input Dims", json::parse("[[], []]")}, {"Input type", json::parse(R"(["TensorList", "Scalar"])")}}),
+             {{"External id", 15},
+              {"Input Dims", json::parse("[[], []]")},
+              {"Input type", json::parse(R"(["TensorList", "Scalar"])")}}),
        runtime("cudaLaunchKernel", 420, 5, 22),
        kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", 500, 50, 20, 22, 16)});
   auto a = gpuxray::testing::analyze(path);
@@ -205,27 +244,34 @@ TEST_CASE("stacks: before PyTorch 2.2 the size is in record_param_comms' Input D
   CHECK(gpuxray::testing::cellAt(ops, 0, "algbw").number == Approx(24576 / 100e-6));
 }
 
-TEST_CASE("stacks: DeepEP's dispatch and combine and custom all-reduce count as communication, not under --compat hta") {
+TEST_CASE(
+    "stacks: DeepEP's dispatch and combine and custom all-reduce count as communication, not under --compat hta") {
   TempDir dir;
-  std::string gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel";
+  std::string gemm =
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel";
   std::string path = writeTrace(
       dir, h100(), json(),
-      {runtime("cudaLaunchKernel", 0, 2, 1), kernel(gemm, 10, 1000, 7, 1, 1),
-       runtime("cudaLaunchKernel", 2, 2, 2),
-       kernel("void deep_ep::layout::get_dispatch_layout<256, 32, 8>(long const*, int*, int*, int*, bool*, int, int, int, int)",
+      {runtime("cudaLaunchKernel", 0, 2, 1), kernel(gemm, 10, 1000, 7, 1, 1), runtime("cudaLaunchKernel", 2, 2, 2),
+       kernel("void deep_ep::layout::get_dispatch_layout<256, 32, 8>(long const*, int*, int*, int*, bool*, int, int, "
+              "int, int)",
               1010, 90, 7, 2, 2),
        runtime("cudaLaunchKernel", 4, 2, 3),
-       kernel("void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*, long*, float*, int*, int*, int4 const*, "
-              "float const*, long const*, float const*, bool const*, int const*, int, int, int, int, int, void**, int, int, int)",
+       kernel("void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*, long*, float*, int*, int*, int4 "
+              "const*, "
+              "float const*, long const*, float const*, bool const*, int const*, int, int, int, int, int, void**, int, "
+              "int, int)",
               1100, 400, 20, 3, 3),
        runtime("cudaLaunchKernel", 6, 2, 4),
-       kernel("void deep_ep::intranode::combine<__nv_bfloat16, 8, 768, 4096>(int4*, float*, int*, int*)", 1600, 400, 20, 4, 4),
+       kernel("void deep_ep::intranode::combine<__nv_bfloat16, 8, 768, 4096>(int4*, float*, int*, int*)", 1600, 400, 20,
+              4, 4),
        runtime("cudaLaunchKernel", 8, 2, 5),
-       kernel("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, "
-              "__nv_bfloat16*, int, int)",
-              2000, 100, 20, 5, 5),
+       kernel(
+           "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, "
+           "__nv_bfloat16*, int, int)",
+           2000, 100, 20, 5, 5),
        runtime("cudaLaunchKernel", 10, 2, 6),
-       kernel("void tensorrt_llm::kernels::oneShotAllReduceKernel<__nv_bfloat16, 8>(tensorrt_llm::kernels::AllReduceParams)",
+       kernel("void tensorrt_llm::kernels::oneShotAllReduceKernel<__nv_bfloat16, "
+              "8>(tensorrt_llm::kernels::AllReduceParams)",
               2100, 100, 20, 6, 6)});
   auto a = gpuxray::testing::analyze(path);
   const auto& rank = a.run.ranks.at(0);
@@ -247,10 +293,11 @@ TEST_CASE("stacks: DeepEP's dispatch and combine and custom all-reduce count as 
 
 TEST_CASE("stacks: --comm-kernel REGEX[=OP] counts a library's kernels as communication") {
   TempDir dir;
-  std::string path = writeTrace(dir, h100(), json(),
-                                {runtime("cudaLaunchKernel", 0, 2, 1), kernel("void my_gemm_kernel<float>(float*)", 10, 100, 7, 1, 1),
-                                 runtime("cudaLaunchKernel", 2, 2, 2),
-                                 kernel("void fused_moe_a2a_kernel<float>(float*, int)", 110, 100, 21, 2, 2)});
+  std::string path =
+      writeTrace(dir, h100(), json(),
+                 {runtime("cudaLaunchKernel", 0, 2, 1), kernel("void my_gemm_kernel<float>(float*)", 10, 100, 7, 1, 1),
+                  runtime("cudaLaunchKernel", 2, 2, 2),
+                  kernel("void fused_moe_a2a_kernel<float>(float*, int)", 110, 100, 21, 2, 2)});
   std::string gpuxray = GPUXRAY_BINARY;
   auto plain = gpuxray::testing::runCommand(gpuxray + " analyze " + path);
   REQUIRE(plain.exit_code == 0);
@@ -268,13 +315,14 @@ TEST_CASE("stacks: a CUDA-graph capture is left out of idle time, a replay's ker
   TempDir dir;
   // CUDA's stream capture: launches between cudaStreamBeginCapture and cudaStreamEndCapture are
   // recorded into the graph, no kernel runs; cudaGraphLaunch's kernels carry its correlation id.
-  std::string path = writeTrace(
-      dir, h100(), json(),
-      {runtime("cudaLaunchKernel", 0, 2, 1), kernel("void warmup_kernel(float*)", 10, 10, 7, 1, 1),
-       runtime("cudaStreamBeginCapture", 30, 1, 2), runtime("cudaLaunchKernel", 40, 2, 3), runtime("cudaLaunchKernel", 50, 2, 4),
-       runtime("cudaStreamEndCapture", 1000, 2, 5), runtime("cudaGraphInstantiateWithFlags", 1010, 50, 6),
-       runtime("cudaGraphLaunch", 1100, 5, 7), kernel("void layer_kernel(float*)", 1110, 100, 7, 7, 7),
-       kernel("void layer_kernel(float*)", 1210, 100, 7, 7, 7)});
+  std::string path =
+      writeTrace(dir, h100(), json(),
+                 {runtime("cudaLaunchKernel", 0, 2, 1), kernel("void warmup_kernel(float*)", 10, 10, 7, 1, 1),
+                  runtime("cudaStreamBeginCapture", 30, 1, 2), runtime("cudaLaunchKernel", 40, 2, 3),
+                  runtime("cudaLaunchKernel", 50, 2, 4), runtime("cudaStreamEndCapture", 1000, 2, 5),
+                  runtime("cudaGraphInstantiateWithFlags", 1010, 50, 6), runtime("cudaGraphLaunch", 1100, 5, 7),
+                  kernel("void layer_kernel(float*)", 1110, 100, 7, 7, 7),
+                  kernel("void layer_kernel(float*)", 1210, 100, 7, 7, 7)});
   auto a = gpuxray::testing::analyze(path);
   // Span 10..1310 µs; the capture 30..1002 µs is all idle GPU time: 972 µs left out.
   CHECK(breakdownCell(a.report, "time").number == Approx((1300 - 972) * 1e3));

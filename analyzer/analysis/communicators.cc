@@ -30,11 +30,14 @@ std::optional<CommunicatorRole> roleNamedIn(std::string_view name) {
     // "dp1", "tp", "pipeline_parallel", "data": the letters before any digits.
     std::string stem = word.substr(0, word.find_first_of("0123456789"));
     std::optional<CommunicatorRole> role;
-    if (stem == "dp" || stem == "ddp" || stem == "fsdp" || stem == "data" || stem == "dataparallel") role = CommunicatorRole::kData;
+    if (stem == "dp" || stem == "ddp" || stem == "fsdp" || stem == "data" || stem == "dataparallel")
+      role = CommunicatorRole::kData;
     if (stem == "tp" || stem == "tensor" || stem == "tensorparallel") role = CommunicatorRole::kTensor;
     if (stem == "pp" || stem == "pipeline" || stem == "pipelineparallel") role = CommunicatorRole::kPipeline;
-    if (role && named && *named != *role) named = CommunicatorRole::kOther;  // names two roles: trust neither
-    else if (role) named = role;
+    if (role && named && *named != *role)
+      named = CommunicatorRole::kOther;  // names two roles: trust neither
+    else if (role)
+      named = role;
     word.clear();
   };
   for (char c : name) {

@@ -135,7 +135,8 @@ void analyzeKernels(const AnalysisInput& input, report::Report& report) {
          resources ? Cell::of(k.main_shape.registers_per_thread, Unit::kNone) : not_recorded,
          resources ? Cell::of(k.main_shape.shared_memory_bytes, Unit::kBytes) : not_recorded,
          known ? Cell::of(100.0 * o.occupancy, Unit::kPercent) : Cell::of("n/a"),
-         Cell::of(known ? occupancyLimitName(o.limit) : "-"), known ? Cell::of(static_cast<double>(o.waves), Unit::kCount) : Cell::of("n/a"),
+         Cell::of(known ? occupancyLimitName(o.limit) : "-"),
+         known ? Cell::of(static_cast<double>(o.waves), Unit::kCount) : Cell::of("n/a"),
          known ? Cell::of(100.0 * o.wave_efficiency, Unit::kPercent) : Cell::of("n/a"),
          resources ? Cell::of(k.main_shape.local_memory_per_thread, Unit::kBytes) : not_recorded});
   }
@@ -147,8 +148,9 @@ void analyzeKernels(const AnalysisInput& input, report::Report& report) {
         100.0 * static_cast<double>(unrecorded_time) / static_cast<double>(compute_time)));
   }
   if (amd) {
-    section.notes.push_back("AMD GPU: CUDA's occupancy rules do not apply to its compute units (CUs); occupancy and "
-                            "waves are not estimated.");
+    section.notes.push_back(
+        "AMD GPU: CUDA's occupancy rules do not apply to its compute units (CUs); occupancy and "
+        "waves are not estimated.");
   }
 
   auto pct = [compute_time](int64_t part) { return 100.0 * static_cast<double>(part) / static_cast<double>(compute_time); };
@@ -182,8 +184,7 @@ void analyzeKernels(const AnalysisInput& input, report::Report& report) {
     // Low occupancy alone is how many tensor-core kernels are built (one big block per SM); it is
     // worth a look, not an alarm, unless the launch also leaves SMs or wave slots empty.
     bool wastes_slots = (o.waves > 0 && o.waves <= 4 && o.wave_efficiency < 0.75) ||
-                        smallGrid(k.main_shape, k.device) ||
-                        k.main_shape.local_memory_per_thread > 0;
+                        smallGrid(k.main_shape, k.device) || k.main_shape.local_memory_per_thread > 0;
     finding.severity = wastes_slots ? report::Severity::kWarning : report::Severity::kInfo;
     size_t windows = 0;
     for (size_t r = 0; r < run.ranks.size(); ++r) windows += input.windowsOf(r).size();
@@ -192,12 +193,13 @@ void analyzeKernels(const AnalysisInput& input, report::Report& report) {
     finding.summary = fmt::format("kernel {} ({:.1f} % of compute time) {}", shortName(name), pct(k.time), problems.front());
     for (size_t i = 1; i < problems.size(); ++i) finding.evidence.push_back(problems[i]);
     if (k.main_shape.registers_per_thread > 0) {
-      finding.evidence.push_back(fmt::format("launch: {} blocks x {} threads, {} registers/thread, {} B shared memory/block",
-                                             k.main_shape.blocks(), k.main_shape.threadsPerBlock(),
-                                             k.main_shape.registers_per_thread, k.main_shape.shared_memory_bytes));
+      finding.evidence.push_back(fmt::format(
+          "launch: {} blocks x {} threads, {} registers/thread, {} B shared memory/block", k.main_shape.blocks(),
+          k.main_shape.threadsPerBlock(), k.main_shape.registers_per_thread, k.main_shape.shared_memory_bytes));
     } else {
-      finding.evidence.push_back(fmt::format("launch: {} blocks x {} threads (registers and shared memory not recorded)",
-                                             k.main_shape.blocks(), k.main_shape.threadsPerBlock()));
+      finding.evidence.push_back(
+          fmt::format("launch: {} blocks x {} threads (registers and shared memory not recorded)",
+                      k.main_shape.blocks(), k.main_shape.threadsPerBlock()));
     }
     report.findings.push_back(std::move(finding));
     ++reported;

@@ -33,7 +33,9 @@ const char* occupancyLimitName(OccupancyLimit limit) {
   return "unknown";
 }
 
-bool launchRecorded(const model::LaunchConfig& launch) { return launch.blocks() > 0 && launch.threadsPerBlock() > 0; }
+bool launchRecorded(const model::LaunchConfig& launch) {
+  return launch.blocks() > 0 && launch.threadsPerBlock() > 0;
+}
 
 bool isAmdDevice(const format::DeviceProperties& device) {
   return device.warp_size == 64 || device.name.find("AMD") != std::string::npos ||

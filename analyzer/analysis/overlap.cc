@@ -128,7 +128,8 @@ void analyzeOverlap(const AnalysisInput& input, report::Report& report) {
   for (const auto& [signature, c] : ranked) {
     if (c.exposed == 0) break;
     const auto& [hash, func, bytes] = signature;
-    top.rows.push_back({Cell::of(func), bytes > 0 ? Cell::of(static_cast<double>(bytes), Unit::kBytes) : Cell::of("not recorded"),
+    top.rows.push_back({Cell::of(func),
+                        bytes > 0 ? Cell::of(static_cast<double>(bytes), Unit::kBytes) : Cell::of("not recorded"),
                         Cell::of(communicators[hash].label()), Cell::of(static_cast<double>(c.count), Unit::kCount),
                         Cell::of(static_cast<double>(c.exposed), Unit::kNanoseconds),
                         Cell::of(static_cast<double>(c.exposed) / static_cast<double>(c.count), Unit::kNanoseconds)});
@@ -150,12 +151,13 @@ void analyzeOverlap(const AnalysisInput& input, report::Report& report) {
                                   report::formatValue(static_cast<double>(worst_median), Unit::kNanoseconds));
     if (!ranked.empty() && ranked.front().second.exposed > 0) {
       const auto& [hash, func, bytes] = ranked.front().first;
-      finding.evidence.push_back(fmt::format("most exposed: {} of {} on {}, {} exposed in {} calls", func,
-                                             bytes > 0 ? report::formatValue(static_cast<double>(bytes), Unit::kBytes)
-                                                       : std::string("a size not recorded"),
-                                             communicators[hash].label(),
-                                             report::formatValue(static_cast<double>(ranked.front().second.exposed), Unit::kNanoseconds),
-                                             ranked.front().second.count));
+      finding.evidence.push_back(
+          fmt::format("most exposed: {} of {} on {}, {} exposed in {} calls", func,
+                      bytes > 0 ? report::formatValue(static_cast<double>(bytes), Unit::kBytes)
+                                : std::string("a size not recorded"),
+                      communicators[hash].label(),
+                      report::formatValue(static_cast<double>(ranked.front().second.exposed), Unit::kNanoseconds),
+                      ranked.front().second.count));
     }
     report.findings.push_back(std::move(finding));
   }

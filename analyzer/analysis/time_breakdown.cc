@@ -149,15 +149,17 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
   section.tables.push_back(std::move(ranks));
   section.tables.push_back(std::move(streams));
   if (captured_idle > 0) {
-    section.notes.push_back(fmt::format(
-        "{} of GPU idle time fell inside CUDA-graph captures (launches there are recorded into a graph, not run) and is "
-        "left out of the time above.",
-        report::formatValue(static_cast<double>(captured_idle), Unit::kNanoseconds)));
+    section.notes.push_back(
+        fmt::format("{} of GPU idle time fell inside CUDA-graph captures (launches there are recorded into a graph, "
+                    "not run) and is "
+                    "left out of the time above.",
+                    report::formatValue(static_cast<double>(captured_idle), Unit::kNanoseconds)));
   }
   if (replayed_kernels > 0) {
-    section.notes.push_back(fmt::format("{} kernels ran from CUDA-graph launches (replays); each is attributed to its "
-                                        "graph launch.",
-                                        replayed_kernels));
+    section.notes.push_back(
+        fmt::format("{} kernels ran from CUDA-graph launches (replays); each is attributed to its "
+                    "graph launch.",
+                    replayed_kernels));
   }
   if (worst_idle_rank < 0) return;
 
@@ -183,9 +185,10 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
                                            report::formatValue(static_cast<double>(worst_split.dependency), Unit::kNanoseconds),
                                            report::formatValue(static_cast<double>(worst_split.other), Unit::kNanoseconds)));
     if (worst_captured > 0) {
-      finding.evidence.push_back(fmt::format("over the {} the trace covers outside CUDA-graph captures ({} more were capture)",
-                                             report::formatValue(static_cast<double>(worst_time), Unit::kNanoseconds),
-                                             report::formatValue(static_cast<double>(worst_captured), Unit::kNanoseconds)));
+      finding.evidence.push_back(
+          fmt::format("over the {} the trace covers outside CUDA-graph captures ({} more were capture)",
+                      report::formatValue(static_cast<double>(worst_time), Unit::kNanoseconds),
+                      report::formatValue(static_cast<double>(worst_captured), Unit::kNanoseconds)));
     }
     report.findings.push_back(std::move(finding));
   }

@@ -8,10 +8,10 @@
 
 #include <cstdio>
 #include <memory>
-#include <stdexcept>
-#include <utility>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzer/analysis/analyses.h"

@@ -750,7 +750,8 @@ class Exporter {
     for (const auto& key : rank.streams) {
       const format::DeviceProperties* device = deviceOf(rank, key.device);
       // CUDA's occupancy rules say nothing of AMD's compute units: no track rather than a made-up one.
-      if (device != nullptr && device->sm_count > 0 && !analysis::isAmdDevice(*device) && !tracks.occupancy.contains(key.device))
+      if (device != nullptr && device->sm_count > 0 && !analysis::isAmdDevice(*device) &&
+          !tracks.occupancy.contains(key.device))
         tracks.occupancy.emplace(
             key.device, OccupancyTrack(counterTrack(tracks, fmt::format("GPU {} estimated SM occupancy", key.device),
                                                     CounterUnit::kNone, "%", true)));

@@ -106,8 +106,10 @@ void readArgs(simdjson::dom::object object, KinetoEvent::Args& args) {
         break;
       case 'I':
         if (key == "In msg nelems") args.in_nelems = integerOf(v);
-        else if (key == "Input Dims") args.first_input_elements = firstShapeElements(v);
-        else if (key == "Input type") args.first_input_type = firstString(v);
+        else if (key == "Input Dims")
+          args.first_input_elements = firstShapeElements(v);
+        else if (key == "Input type")
+          args.first_input_type = firstString(v);
         break;
       case 'O':
         if (key == "Out msg nelems") args.out_nelems = integerOf(v);

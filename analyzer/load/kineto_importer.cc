@@ -201,7 +201,8 @@ class KinetoRankBuilder {
         int64_t correlation = e.args.correlation.value_or(0);
         int64_t end = e.ts->ns + std::max<int64_t>(0, e.dur->ns);
         if (correlation > 0) {
-          rank_.host_calls.push_back({e.ts->ns, end, saturated32(correlation), threadIndex(e.tid.value_or(0)), apiFunction(e.name)});
+          rank_.host_calls.push_back(
+              {e.ts->ns, end, saturated32(correlation), threadIndex(e.tid.value_or(0)), apiFunction(e.name)});
         }
         graphCapture(e, end);
         noteProcess(e);
@@ -303,7 +304,8 @@ class KinetoRankBuilder {
     if (e.name == "record_param_comms" && e.ts) {
       CollectiveArgs c = CollectiveArgs::of(e.args);
       c.host_start_ns = e.ts->ns;
-      if (e.dur) param_comms_in_time_.push_back({e.ts->ns, e.ts->ns + std::max<int64_t>(0, e.dur->ns), e.tid.value_or(0), c});
+      if (e.dur)
+        param_comms_in_time_.push_back({e.ts->ns, e.ts->ns + std::max<int64_t>(0, e.dur->ns), e.tid.value_or(0), c});
       if (e.args.external_id) param_comms_.emplace(*e.args.external_id, std::move(c));
     }
   }
@@ -534,7 +536,8 @@ class KinetoRankBuilder {
       model::NcclOp op;
       // RCCL's Generic kernel and MSCCL's kernels name no collective: the annotation around them does.
       std::string function = kernel.function == "Generic" ? std::string() : kernel.function;
-      if (std::string_view annotated = ncclFunctionOfCollective(annotatedCollective(c)); function.empty() && !annotated.empty())
+      if (std::string_view annotated = ncclFunctionOfCollective(annotatedCollective(c));
+          function.empty() && !annotated.empty())
         function = annotated;
       if (c.args) {
         std::string_view from_args = ncclFunctionOfCollective(c.args->collective);
@@ -592,7 +595,7 @@ class KinetoRankBuilder {
   std::vector<std::pair<bool, const model::CommunicationKernelFamily*>> families_;
   uint16_t last_thread_ = 0;
   std::unordered_map<uint32_t, uint16_t> api_function_of_;  // name id -> index in api_functions
-  std::map<int64_t, int64_t> capture_begins_;                // thread -> start of its open capture
+  std::map<int64_t, int64_t> capture_begins_;               // thread -> start of its open capture
   std::unordered_map<model::LaunchConfig, uint32_t, LaunchConfigHash> configs_;
   uint16_t last_stream_ = 0;
   bool fractional_times_ = false;

@@ -8,7 +8,9 @@
 namespace gpuxray::model {
 namespace {
 
-bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
 
 constexpr CommunicationKernelFamily kNccl{"NCCL / RCCL", "", true};
 constexpr CommunicationKernelFamily kMsccl{"MSCCL (RCCL)", "", true};
@@ -46,7 +48,8 @@ constexpr std::array kNameParts{
 bool isPlainName(std::string_view text) {
   if (text.empty()) return false;
   for (char c : text) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == ' ';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == ' ';
     if (!ok) return false;
   }
   return true;
@@ -113,6 +116,8 @@ std::string addUserCommunicationKernel(const std::string& text) {
   return {};
 }
 
-void clearUserCommunicationKernels() { userFamilies().clear(); }
+void clearUserCommunicationKernels() {
+  userFamilies().clear();
+}
 
 }  // namespace gpuxray::model

@@ -1,7 +1,7 @@
 // Which GPU kernels move data between GPUs: NCCL's and RCCL's kernels, and the communication
 // libraries that launch kernels of their own (DeepEP, NVSHMEM, MSCCL++, the custom all-reduce of
 // vLLM, SGLang and TensorRT-LLM). One home for the rule; docs/analyses.md gives the evidence for
-// each name. `--compat hta` does not use it: HTA's own rule is "the name contains nccl".
+// each name. `--compat hta` does not use it: it keeps HTA's own rule (hta_compat.cc).
 #pragma once
 
 #include <string>

@@ -11,9 +11,15 @@ namespace gpuxray::model {
 inline constexpr std::string_view kGraphCaptureDomain = "graph capture";
 
 // cudaStreamBeginCapture, hipStreamBeginCapture_spt, ...
-inline bool isBeginCapture(std::string_view api) { return api.find("StreamBeginCapture") != std::string_view::npos; }
-inline bool isEndCapture(std::string_view api) { return api.find("StreamEndCapture") != std::string_view::npos; }
+inline bool isBeginCapture(std::string_view api) {
+  return api.find("StreamBeginCapture") != std::string_view::npos;
+}
+inline bool isEndCapture(std::string_view api) {
+  return api.find("StreamEndCapture") != std::string_view::npos;
+}
 // cudaGraphLaunch, hipGraphLaunch: a replay; its kernels carry its correlation id.
-inline bool isGraphLaunch(std::string_view api) { return api.find("GraphLaunch") != std::string_view::npos; }
+inline bool isGraphLaunch(std::string_view api) {
+  return api.find("GraphLaunch") != std::string_view::npos;
+}
 
 }  // namespace gpuxray::model

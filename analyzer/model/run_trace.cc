@@ -21,7 +21,9 @@ std::string_view activityKindName(ActivityKind kind) {
   return "unknown";
 }
 
-bool isCommunicationKernel(std::string_view name) { return communicationFamilyOf(name) != nullptr; }
+bool isCommunicationKernel(std::string_view name) {
+  return communicationFamilyOf(name) != nullptr;
+}
 
 uint16_t RankTrace::streamIndex(uint32_t device, uint32_t stream, uint16_t& hint) {
   StreamKey key{device, stream};

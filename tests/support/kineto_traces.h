@@ -3,17 +3,15 @@
 // fail when the environment variable CI is set: CI must not pass by skipping them).
 #pragma once
 
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
-
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace gpuxray::testing {
 
