@@ -278,7 +278,15 @@ TEST_CASE(
   size_t communication = 0;
   for (const auto& act : rank.activities) communication += act.kind == model::ActivityKind::kCommunication;
   CHECK(communication == 4);
-  CHECK(rank.nccl_ops.empty());  // no NCCL operation is made up for them
+  CHECK(rank.nccl_ops.empty());  // no NCCL operation is made up for them: they are summed per library
+  const auto& other = gpuxray::testing::table(a.report, "overlap", "other_communication");
+  REQUIRE(other.rows.size() == 4);
+  CHECK(gpuxray::testing::cellAt(other, 0, "library").text == "DeepEP intranode");
+  CHECK(gpuxray::testing::cellAt(other, 0, "operation").text == "EP combine");
+  CHECK(gpuxray::testing::cellAt(other, 1, "operation").text == "EP dispatch");
+  CHECK(gpuxray::testing::cellAt(other, 1, "time").number == 400e3);
+  CHECK(gpuxray::testing::cellAt(other, 2, "library").text == "custom all-reduce (TensorRT-LLM, SGLang)");
+  CHECK(gpuxray::testing::cellAt(other, 3, "operation").text == "AllReduce");
   // GPU span 10..2200 µs: compute 10..1100 (1090 µs), then communication 1100..1500 and 1600..2200
   // (1000 µs), all of it exposed.
   CHECK(breakdownCell(a.report, "communication_pct").number == Approx(100.0 * 1000 / 2190));
@@ -306,6 +314,8 @@ TEST_CASE("stacks: --comm-kernel REGEX[=OP] counts a library's kernels as commun
   INFO(named.err);
   REQUIRE(named.exit_code == 0);
   CHECK(named.out.find("No communication kernels in the trace") == std::string::npos);
+  CHECK(named.out.find("--comm-kernel moe_a2a") != std::string::npos);  // the library, in the overlap section
+  CHECK(named.out.find("AlltoAll") != std::string::npos);
   auto bad = gpuxray::testing::runCommand(gpuxray + " analyze --comm-kernel 'moe(' " + path);
   CHECK(bad.exit_code != 0);
   CHECK(bad.err.find("--comm-kernel 'moe(' is not a valid regular expression") != std::string::npos);
