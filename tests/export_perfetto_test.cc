@@ -14,6 +14,7 @@
 #include "analyzer/export/timeline_export.h"
 #include "analyzer/load/run_loader.h"
 #include "perfetto/perfetto_trace_subset.pb.h"
+#include "tests/support/kineto_traces.h"
 #include "tests/support/perfetto_trace_check.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
@@ -558,11 +559,9 @@ TEST_CASE("perfetto trace check: catches what trace_processor would drop") {
 }
 
 TEST_CASE("perfetto export: convert -o FILE.pftrace writes the merged timeline of a PyTorch-profiler run") {
-  std::string kineto = std::string(GPUXRAY_SOURCE_DIR) + "/../shared/traces/hta_sampled_2rank";
-  if (!std::filesystem::exists(kineto)) {
-    WARN("no shared traces at " << kineto << ": skipped");
-    return;
-  }
+  auto shared = gpuxray::testing::sharedTraces("hta_sampled_2rank");
+  if (!shared) return;
+  std::string kineto = shared->string();
   TempDir dir;
   auto converted = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " convert " + kineto + " -o " +
                                                 (dir / "sampled.pftrace"));

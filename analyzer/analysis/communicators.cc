@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <cctype>
+
 namespace gpuxray::analysis {
 
 const char* communicatorRoleName(CommunicatorRole role) {
@@ -15,9 +17,39 @@ const char* communicatorRoleName(CommunicatorRole role) {
 }
 
 std::string CommunicatorInfo::label() const {
-  if (comm_hash == 0 && name.empty()) return "unknown communicator";
+  if (comm_hash == 0 && name.empty()) return "communicator not recorded";
   std::string id = name.empty() ? fmt::format("{:#010x}", comm_hash >> 32) : name;
+  if (nranks <= 0) return fmt::format("{} ({}, ranks not recorded)", id, communicatorRoleName(role));
   return fmt::format("{} ({}, {} ranks)", id, communicatorRoleName(role), nranks);
+}
+
+std::optional<CommunicatorRole> roleNamedIn(std::string_view name) {
+  std::string word;
+  std::optional<CommunicatorRole> named;
+  auto finish = [&] {
+    // "dp1", "tp", "pipeline_parallel", "data": the letters before any digits.
+    std::string stem = word.substr(0, word.find_first_of("0123456789"));
+    std::optional<CommunicatorRole> role;
+    if (stem == "dp" || stem == "ddp" || stem == "fsdp" || stem == "data" || stem == "dataparallel")
+      role = CommunicatorRole::kData;
+    if (stem == "tp" || stem == "tensor" || stem == "tensorparallel") role = CommunicatorRole::kTensor;
+    if (stem == "pp" || stem == "pipeline" || stem == "pipelineparallel") role = CommunicatorRole::kPipeline;
+    if (role && named && *named != *role)
+      named = CommunicatorRole::kOther;  // names two roles: trust neither
+    else if (role)
+      named = role;
+    word.clear();
+  };
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      word.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    } else {
+      finish();
+    }
+  }
+  finish();
+  if (named == CommunicatorRole::kOther) return std::nullopt;
+  return named;
 }
 
 std::map<uint64_t, CommunicatorInfo> gatherCommunicators(const model::RunTrace& run) {
@@ -41,6 +73,11 @@ std::map<uint64_t, CommunicatorInfo> gatherCommunicators(const model::RunTrace& 
     }
   }
   for (auto& [hash, info] : comms) {
+    // The program's own name for the group outranks gpuxray's guess from the traffic.
+    if (std::optional<CommunicatorRole> named = roleNamedIn(info.name)) {
+      info.role = *named;
+      continue;
+    }
     size_t hosts = std::max<size_t>(info.hosts.size(), static_cast<size_t>(std::max(info.nnodes, 0)));
     if (info.point_to_point > info.collectives) {
       info.role = CommunicatorRole::kPipeline;

@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "analyzer/model/run_trace.h"
 
@@ -31,6 +33,11 @@ struct CommunicatorInfo {
   std::string label() const;
 };
 
+// The role a communicator's own name states ("dp1", "tensor_parallel", "pp"); none when it states
+// none, or two.
+std::optional<CommunicatorRole> roleNamedIn(std::string_view name);
+
+// Roles come from the names where they state one, else from the traffic (see above).
 std::map<uint64_t, CommunicatorInfo> gatherCommunicators(const model::RunTrace& run);
 
 }  // namespace gpuxray::analysis

@@ -39,6 +39,11 @@ const format::DeviceProperties* deviceOf(const model::RankTrace& rank, uint32_t 
   return rank.header.devices.empty() ? nullptr : &rank.header.devices.front();
 }
 
+// A grid with fewer blocks than the GPU has multiprocessors, when both are known.
+bool smallGrid(const model::LaunchConfig& shape, const format::DeviceProperties* device) {
+  return launchRecorded(shape) && device != nullptr && device->sm_count > 0 && shape.blocks() < device->sm_count;
+}
+
 std::string shortName(const std::string& name) {
   constexpr size_t kMax = 90;
   return name.size() <= kMax ? name : name.substr(0, kMax - 3) + "...";
@@ -52,7 +57,8 @@ void analyzeKernels(const AnalysisInput& input, report::Report& report) {
   section.notes.push_back(
       "Compute kernels over the steps, all ranks. Occupancy is theoretical (CUDA's occupancy rules for the launch "
       "shape that took most of the kernel's time); wave efficiency = blocks / (waves x blocks the GPU holds at once).");
-
+  int64_t unrecorded_time = 0;
+  bool amd = false;
   std::map<std::string, KernelSummary> kernels;
   int64_t compute_time = 0;
   int64_t low_occupancy_time = 0;
@@ -79,10 +85,12 @@ void analyzeKernels(const AnalysisInput& input, report::Report& report) {
       const model::LaunchConfig& shape = rank.launch_configs[config_id];
       const format::DeviceProperties* device = deviceOf(rank, static_cast<uint32_t>(key & 0xffu));
       Occupancy occupancy = device != nullptr ? theoreticalOccupancy(shape, *device) : Occupancy{};
+      amd |= device != nullptr && isAmdDevice(*device);
       compute_time += launch.time;
+      if (!launchRecorded(shape)) unrecorded_time += launch.time;
       if (occupancy.blocks_per_sm > 0 && occupancy.occupancy < 0.25) low_occupancy_time += launch.time;
       if (shape.local_memory_per_thread > 0) spilling_time += launch.time;
-      if (device != nullptr && device->sm_count > 0 && shape.blocks() < device->sm_count) small_grid_time += launch.time;
+      if (smallGrid(shape, device)) small_grid_time += launch.time;
 
       KernelSummary& summary = kernels[std::string(rank.name(name_id))];
       summary.count += launch.count;
@@ -109,24 +117,41 @@ void analyzeKernels(const AnalysisInput& input, report::Report& report) {
                      {"limited_by", "limited by"}, {"waves", "waves"}, {"wave_efficiency_pct", "wave efficiency"},
                      {"local_memory", "spill/thread"}},
                     {}};
+  const Cell not_recorded = Cell::of("not recorded");
   for (size_t i = 0; i < ranked.size() && i < input.options.top; ++i) {
     const auto& [name, k] = ranked[i];
     const Occupancy& o = k.occupancy;
     bool known = o.blocks_per_sm > 0;
+    bool shape = launchRecorded(k.main_shape);
+    // Registers and shared memory are CUPTI's; a ROCm trace has the grid and block at most.
+    bool resources = shape && k.main_shape.registers_per_thread > 0;
     top.rows.push_back(
         {Cell::of(shortName(name)), Cell::of(static_cast<double>(k.count), Unit::kCount),
          Cell::of(static_cast<double>(k.time), Unit::kNanoseconds),
          Cell::of(100.0 * static_cast<double>(k.time) / static_cast<double>(compute_time), Unit::kPercent),
          Cell::of(static_cast<double>(k.time) / static_cast<double>(k.count), Unit::kNanoseconds),
-         Cell::of(static_cast<double>(k.main_shape.blocks()), Unit::kCount),
-         Cell::of(k.main_shape.threadsPerBlock(), Unit::kNone), Cell::of(k.main_shape.registers_per_thread, Unit::kNone),
-         Cell::of(k.main_shape.shared_memory_bytes, Unit::kBytes),
+         shape ? Cell::of(static_cast<double>(k.main_shape.blocks()), Unit::kCount) : not_recorded,
+         shape ? Cell::of(k.main_shape.threadsPerBlock(), Unit::kNone) : not_recorded,
+         resources ? Cell::of(k.main_shape.registers_per_thread, Unit::kNone) : not_recorded,
+         resources ? Cell::of(k.main_shape.shared_memory_bytes, Unit::kBytes) : not_recorded,
          known ? Cell::of(100.0 * o.occupancy, Unit::kPercent) : Cell::of("n/a"),
-         Cell::of(known ? occupancyLimitName(o.limit) : "-"), known ? Cell::of(static_cast<double>(o.waves), Unit::kCount) : Cell::of("n/a"),
+         Cell::of(known ? occupancyLimitName(o.limit) : "-"),
+         known ? Cell::of(static_cast<double>(o.waves), Unit::kCount) : Cell::of("n/a"),
          known ? Cell::of(100.0 * o.wave_efficiency, Unit::kPercent) : Cell::of("n/a"),
-         Cell::of(k.main_shape.local_memory_per_thread, Unit::kBytes)});
+         resources ? Cell::of(k.main_shape.local_memory_per_thread, Unit::kBytes) : not_recorded});
   }
   section.tables.push_back(std::move(top));
+  if (unrecorded_time > 0) {
+    section.notes.push_back(fmt::format(
+        "{:.1f} % of compute time is in kernels whose launch configuration the trace does not record (grid, block, "
+        "registers): no occupancy, waves or grid-size finding is made for them.",
+        100.0 * static_cast<double>(unrecorded_time) / static_cast<double>(compute_time)));
+  }
+  if (amd) {
+    section.notes.push_back(
+        "AMD GPU: CUDA's occupancy rules do not apply to its compute units (CUs); occupancy and "
+        "waves are not estimated.");
+  }
 
   auto pct = [compute_time](int64_t part) { return 100.0 * static_cast<double>(part) / static_cast<double>(compute_time); };
   report.addMetric("low_occupancy_kernel_pct", pct(low_occupancy_time), Unit::kPercent,
@@ -134,7 +159,8 @@ void analyzeKernels(const AnalysisInput& input, report::Report& report) {
   report.addMetric("spilling_kernel_pct", pct(spilling_time), Unit::kPercent,
                    "compute kernel time in kernels that spill registers to local memory");
   report.addMetric("small_grid_kernel_pct", pct(small_grid_time), Unit::kPercent,
-                   "compute kernel time in grids with fewer blocks than the GPU has SMs");
+                   amd ? "compute kernel time in grids with fewer workgroups than the GPU has CUs"
+                       : "compute kernel time in grids with fewer blocks than the GPU has SMs");
 
   // Findings: the costliest kernels among those whose launch wastes the GPU.
   size_t reported = 0;
@@ -146,9 +172,10 @@ void analyzeKernels(const AnalysisInput& input, report::Report& report) {
       problems.push_back(fmt::format("{:.1f} % theoretical occupancy, limited by {}", 100 * o.occupancy, occupancyLimitName(o.limit)));
     if (o.waves > 0 && o.waves <= 4 && o.wave_efficiency < 0.75)
       problems.push_back(fmt::format("{} wave(s) only {:.0f} % full (tail effect)", o.waves, 100 * o.wave_efficiency));
-    if (k.device != nullptr && k.main_shape.blocks() < k.device->sm_count)
-      problems.push_back(fmt::format("{} blocks leave {} of {} SMs idle", k.main_shape.blocks(),
-                                     k.device->sm_count - k.main_shape.blocks(), k.device->sm_count));
+    if (smallGrid(k.main_shape, k.device))
+      problems.push_back(fmt::format("{} blocks leave {} of {} {} idle", k.main_shape.blocks(),
+                                     k.device->sm_count - k.main_shape.blocks(), k.device->sm_count,
+                                     multiprocessorsName(k.device)));
     if (k.main_shape.local_memory_per_thread > 0)
       problems.push_back(fmt::format("spills {} B of registers per thread to local memory", k.main_shape.local_memory_per_thread));
     if (problems.empty()) continue;
@@ -157,8 +184,7 @@ void analyzeKernels(const AnalysisInput& input, report::Report& report) {
     // Low occupancy alone is how many tensor-core kernels are built (one big block per SM); it is
     // worth a look, not an alarm, unless the launch also leaves SMs or wave slots empty.
     bool wastes_slots = (o.waves > 0 && o.waves <= 4 && o.wave_efficiency < 0.75) ||
-                        (k.device != nullptr && k.main_shape.blocks() < k.device->sm_count) ||
-                        k.main_shape.local_memory_per_thread > 0;
+                        smallGrid(k.main_shape, k.device) || k.main_shape.local_memory_per_thread > 0;
     finding.severity = wastes_slots ? report::Severity::kWarning : report::Severity::kInfo;
     size_t windows = 0;
     for (size_t r = 0; r < run.ranks.size(); ++r) windows += input.windowsOf(r).size();
@@ -166,9 +192,15 @@ void analyzeKernels(const AnalysisInput& input, report::Report& report) {
                       (o.blocks_per_sm > 0 ? 1.0 - o.occupancy * o.wave_efficiency : 0.5);
     finding.summary = fmt::format("kernel {} ({:.1f} % of compute time) {}", shortName(name), pct(k.time), problems.front());
     for (size_t i = 1; i < problems.size(); ++i) finding.evidence.push_back(problems[i]);
-    finding.evidence.push_back(fmt::format("launch: {} blocks x {} threads, {} registers/thread, {} B shared memory/block",
-                                           k.main_shape.blocks(), k.main_shape.threadsPerBlock(),
-                                           k.main_shape.registers_per_thread, k.main_shape.shared_memory_bytes));
+    if (k.main_shape.registers_per_thread > 0) {
+      finding.evidence.push_back(fmt::format(
+          "launch: {} blocks x {} threads, {} registers/thread, {} B shared memory/block", k.main_shape.blocks(),
+          k.main_shape.threadsPerBlock(), k.main_shape.registers_per_thread, k.main_shape.shared_memory_bytes));
+    } else {
+      finding.evidence.push_back(
+          fmt::format("launch: {} blocks x {} threads (registers and shared memory not recorded)",
+                      k.main_shape.blocks(), k.main_shape.threadsPerBlock()));
+    }
     report.findings.push_back(std::move(finding));
     ++reported;
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <string>
 
 namespace gpuxray::analysis {
 namespace {
@@ -32,8 +33,22 @@ const char* occupancyLimitName(OccupancyLimit limit) {
   return "unknown";
 }
 
+bool launchRecorded(const model::LaunchConfig& launch) {
+  return launch.blocks() > 0 && launch.threadsPerBlock() > 0;
+}
+
+bool isAmdDevice(const format::DeviceProperties& device) {
+  return device.warp_size == 64 || device.name.find("AMD") != std::string::npos ||
+         device.name.find("Instinct") != std::string::npos || device.name.find("Radeon") != std::string::npos;
+}
+
+const char* multiprocessorsName(const format::DeviceProperties* device) {
+  return device != nullptr && isAmdDevice(*device) ? "CUs" : "SMs";
+}
+
 Occupancy theoreticalOccupancy(const model::LaunchConfig& launch, const format::DeviceProperties& device) {
   Occupancy result;
+  if (!launchRecorded(launch) || isAmdDevice(device)) return result;
   const uint32_t warp_size = device.warp_size > 0 ? device.warp_size : 32;
   const uint32_t max_threads = device.max_threads_per_sm > 0 ? device.max_threads_per_sm
                                                              : device.max_warps_per_sm * warp_size;

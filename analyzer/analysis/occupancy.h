@@ -21,6 +21,15 @@ struct Occupancy {
   double wave_efficiency = 0;
 };
 
+// Whether the trace recorded the launch's shape (grid and block); ROCm traces and some others do not.
+bool launchRecorded(const model::LaunchConfig& launch);
+
+// AMD GPUs (64-wide wavefronts, or named so): CUDA's occupancy rules do not apply, and their
+// multiprocessors are compute units.
+bool isAmdDevice(const format::DeviceProperties& device);
+// "SMs" or "CUs", as the vendor calls them.
+const char* multiprocessorsName(const format::DeviceProperties* device);
+
 // Zero blocks_per_sm when the device lacks what the rules need, or the block cannot run at all.
 Occupancy theoreticalOccupancy(const model::LaunchConfig& launch, const format::DeviceProperties& device);
 

@@ -11,6 +11,7 @@
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/communicators.h"
 #include "analyzer/analysis/statistics.h"
+#include "analyzer/model/communication_kernels.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -26,6 +27,33 @@ struct CollectiveExposure {
   int64_t time = 0;
   int64_t exposed = 0;
 };
+
+// Communication that is not NCCL's (DeepEP, custom all-reduce, --comm-kernel ...): no NCCL
+// operation stands for it, so its kernels are summed per library and operation, all ranks.
+report::Table otherCommunication(const model::RunTrace& run) {
+  report::Table table{"other_communication", "Communication kernels outside NCCL (all ranks)",
+                      {{"library", "library"}, {"operation", "operation"}, {"kernels", "kernels"}, {"time", "time"}},
+                      {}};
+  std::map<std::pair<std::string, std::string>, CollectiveExposure> per_family;
+  for (const auto& rank : run.ranks) {
+    std::map<uint32_t, const model::CommunicationKernelFamily*> families;
+    for (const auto& a : rank.activities) {
+      if (a.kind != model::ActivityKind::kCommunication) continue;
+      auto [it, inserted] = families.try_emplace(a.name_id, nullptr);
+      if (inserted) it->second = model::communicationFamilyOf(rank.name(a.name_id));
+      if (it->second == nullptr || it->second->nccl) continue;
+      std::string operation = model::communicationOperationOf(rank.name(a.name_id));
+      auto& sum = per_family[{std::string(it->second->library), operation.empty() ? "not recorded" : operation}];
+      ++sum.count;
+      sum.time += a.duration();
+    }
+  }
+  for (const auto& [key, sum] : per_family) {
+    table.rows.push_back({Cell::of(key.first), Cell::of(key.second), Cell::of(static_cast<double>(sum.count), Unit::kCount),
+                          Cell::of(static_cast<double>(sum.time), Unit::kNanoseconds)});
+  }
+  return table;
+}
 
 }  // namespace
 
@@ -81,6 +109,7 @@ void analyzeOverlap(const AnalysisInput& input, report::Report& report) {
     return;
   }
   section.tables.push_back(std::move(ranks));
+  if (report::Table other = otherCommunication(run); !other.rows.empty()) section.tables.push_back(std::move(other));
 
   // Per communicator and per collective signature, from NCCL's own GPU times.
   auto communicators = gatherCommunicators(run);
@@ -128,7 +157,8 @@ void analyzeOverlap(const AnalysisInput& input, report::Report& report) {
   for (const auto& [signature, c] : ranked) {
     if (c.exposed == 0) break;
     const auto& [hash, func, bytes] = signature;
-    top.rows.push_back({Cell::of(func), Cell::of(static_cast<double>(bytes), Unit::kBytes),
+    top.rows.push_back({Cell::of(func),
+                        bytes > 0 ? Cell::of(static_cast<double>(bytes), Unit::kBytes) : Cell::of("not recorded"),
                         Cell::of(communicators[hash].label()), Cell::of(static_cast<double>(c.count), Unit::kCount),
                         Cell::of(static_cast<double>(c.exposed), Unit::kNanoseconds),
                         Cell::of(static_cast<double>(c.exposed) / static_cast<double>(c.count), Unit::kNanoseconds)});
@@ -150,11 +180,13 @@ void analyzeOverlap(const AnalysisInput& input, report::Report& report) {
                                   report::formatValue(static_cast<double>(worst_median), Unit::kNanoseconds));
     if (!ranked.empty() && ranked.front().second.exposed > 0) {
       const auto& [hash, func, bytes] = ranked.front().first;
-      finding.evidence.push_back(fmt::format("most exposed: {} of {} on {}, {} exposed in {} calls", func,
-                                             report::formatValue(static_cast<double>(bytes), Unit::kBytes),
-                                             communicators[hash].label(),
-                                             report::formatValue(static_cast<double>(ranked.front().second.exposed), Unit::kNanoseconds),
-                                             ranked.front().second.count));
+      finding.evidence.push_back(
+          fmt::format("most exposed: {} of {} on {}, {} exposed in {} calls", func,
+                      bytes > 0 ? report::formatValue(static_cast<double>(bytes), Unit::kBytes)
+                                : std::string("a size not recorded"),
+                      communicators[hash].label(),
+                      report::formatValue(static_cast<double>(ranked.front().second.exposed), Unit::kNanoseconds),
+                      ranked.front().second.count));
     }
     report.findings.push_back(std::move(finding));
   }

@@ -11,6 +11,7 @@
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/idle_split.h"
 #include "analyzer/analysis/statistics.h"
+#include "analyzer/model/graph_capture.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -24,6 +25,28 @@ struct StreamTime {
   bool started = false;
   IdleSplit idle;
 };
+
+// The GPU's idle time inside CUDA-graph captures: launches there are recorded, not run.
+IntervalSet idleWhileCapturing(const model::RankTrace& rank, const IntervalSet& busy) {
+  std::vector<Interval> captures;
+  for (const auto& r : rank.nvtx) {
+    if (rank.name(r.domain_id) == model::kGraphCaptureDomain) captures.push_back({r.start_ns, r.end_ns});
+  }
+  return subtract(unionOf(std::move(captures)), busy);
+}
+
+// Kernels run by graph launches (replays), which carry the graph launch's correlation id.
+uint64_t graphLaunchedKernels(const model::RankTrace& rank) {
+  uint64_t kernels = 0;
+  for (const auto& a : rank.activities) {
+    if (a.kind != model::ActivityKind::kCompute && a.kind != model::ActivityKind::kCommunication) continue;
+    const model::HostCall* launch = a.correlation_id != 0 ? rank.launchOf(a.correlation_id) : nullptr;
+    if (launch != nullptr && launch->function < rank.api_functions.size() &&
+        model::isGraphLaunch(rank.name(rank.api_functions[launch->function])))
+      ++kernels;
+  }
+  return kernels;
+}
 
 }  // namespace
 
@@ -44,6 +67,8 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
   int32_t worst_idle_rank = -1;
   IdleSplit worst_split;
   int64_t worst_time = 0;
+  int64_t captured_idle = 0, worst_captured = 0;
+  uint64_t replayed_kernels = 0;
 
   for (size_t r = 0; r < input.run.ranks.size(); ++r) {
     const auto& rank = input.run.ranks[r];
@@ -56,19 +81,31 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
       continue;
     }
     const GpuTimeSets& sets = input.time_sets[r];
-    int64_t time = 0, compute = 0, communication = 0, memory = 0, idle = 0;
+    int64_t time = 0, compute = 0, communication = 0, memory = 0, idle = 0, captured = 0;
     IdleSplit split;
     IntervalSet comm_exposed = subtract(sets.communication, sets.compute);
     IntervalSet memory_exposed = subtract(subtract(sets.memory, sets.compute), sets.communication);
+    IntervalSet capturing = idleWhileCapturing(rank, sets.busy);
+    // Idle is split over the time outside captures: a capture's idle counts as neither busy nor idle.
+    IntervalSet busy_or_capturing = capturing.empty() ? IntervalSet() : unionOf([&] {
+      std::vector<Interval> all(sets.busy.begin(), sets.busy.end());
+      all.insert(all.end(), capturing.begin(), capturing.end());
+      return all;
+    }());
+    const IntervalSet& not_idle = capturing.empty() ? sets.busy : busy_or_capturing;
+    replayed_kernels += graphLaunchedKernels(rank);
     for (const StepWindow& step : input.windowsOf(r)) {
       Interval w = step.window;
-      time += w.length();
+      int64_t left_out = lengthWithin(capturing, w);
+      captured += left_out;
+      time += w.length() - left_out;
       compute += lengthWithin(sets.compute, w);
       communication += lengthWithin(comm_exposed, w);
       memory += lengthWithin(memory_exposed, w);
-      idle += w.length() - lengthWithin(sets.busy, w);
-      split += idleWithin(rank, sets.busy, w);
+      idle += w.length() - left_out - lengthWithin(sets.busy, w);
+      split += idleWithin(rank, not_idle, w);
     }
+    captured_idle += captured;
     if (time <= 0) continue;
     auto pct = [time](int64_t part) { return 100.0 * static_cast<double>(part) / static_cast<double>(time); };
     ranks.rows.push_back({Cell::of(rank.rank, Unit::kNone), Cell::of(rank.header.hostname),
@@ -81,6 +118,7 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
       worst_idle_rank = rank.rank;
       worst_split = split;
       worst_time = time;
+      worst_captured = captured;
     }
     worst_host_bound = std::max(worst_host_bound, pct(split.host_bound));
 
@@ -94,7 +132,9 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
         if (!model::isGpuWork(it->kind)) continue;
         StreamTime& s = per_stream[it->stream];
         int64_t end = std::min(it->end_ns, step.window.end);
-        if (s.started && it->start_ns > s.last_end) classifyGap(rank, s.last_end, *it, it->start_ns - s.last_end, s.idle);
+        int64_t gap = it->start_ns - s.last_end;
+        if (s.started && gap > 0) gap -= lengthWithin(capturing, {s.last_end, it->start_ns});
+        if (s.started && gap > 0) classifyGap(rank, s.last_end, *it, gap, s.idle);
         s.busy += std::max<int64_t>(0, end - std::max(it->start_ns, s.started ? s.last_end : it->start_ns));
         s.last_end = s.started ? std::max(s.last_end, end) : end;
         s.started = true;
@@ -116,6 +156,19 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
   }
   section.tables.push_back(std::move(ranks));
   section.tables.push_back(std::move(streams));
+  if (captured_idle > 0) {
+    section.notes.push_back(
+        fmt::format("{} of GPU idle time fell inside CUDA-graph captures (launches there are recorded into a graph, "
+                    "not run) and is "
+                    "left out of the time above.",
+                    report::formatValue(static_cast<double>(captured_idle), Unit::kNanoseconds)));
+  }
+  if (replayed_kernels > 0) {
+    section.notes.push_back(
+        fmt::format("{} kernels ran from CUDA-graph launches (replays); each is attributed to its "
+                    "graph launch.",
+                    replayed_kernels));
+  }
   if (worst_idle_rank < 0) return;
 
   report.addMetric("idle_pct", worst_idle, Unit::kPercent, "GPU idle time, % of step time, worst rank");
@@ -130,6 +183,8 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
     report::Finding finding;
     finding.analysis = "time_breakdown";
     finding.severity = worst_idle >= 25 ? report::Severity::kCritical : report::Severity::kWarning;
+    // A trace that is mostly a graph capture says little about the job's idle time.
+    if (worst_captured > worst_time) finding.severity = report::Severity::kInfo;
     size_t windows = std::max<size_t>(1, input.windowsOf(0).size());
     finding.cost_ns = worst_idle / 100.0 * static_cast<double>(worst_time) / static_cast<double>(windows);
     finding.summary = fmt::format("rank {}'s GPU is idle {:.1f} % of the time, {}", worst_idle_rank, worst_idle, cause);
@@ -137,6 +192,12 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
                                            report::formatValue(static_cast<double>(worst_split.host_bound), Unit::kNanoseconds),
                                            report::formatValue(static_cast<double>(worst_split.dependency), Unit::kNanoseconds),
                                            report::formatValue(static_cast<double>(worst_split.other), Unit::kNanoseconds)));
+    if (worst_captured > 0) {
+      finding.evidence.push_back(
+          fmt::format("over the {} the trace covers outside CUDA-graph captures ({} more were capture)",
+                      report::formatValue(static_cast<double>(worst_time), Unit::kNanoseconds),
+                      report::formatValue(static_cast<double>(worst_captured), Unit::kNanoseconds)));
+    }
     report.findings.push_back(std::move(finding));
   }
 }

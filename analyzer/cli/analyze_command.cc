@@ -9,10 +9,10 @@
 #include <cstdio>
 #include <memory>
 #include <new>
-#include <stdexcept>
-#include <utility>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzer/analysis/analyses.h"
@@ -26,6 +26,7 @@
 #include "analyzer/cli/timeline_output.h"
 #include "analyzer/errors.h"
 #include "analyzer/load/run_loader.h"
+#include "analyzer/model/communication_kernels.h"
 
 namespace gpuxray::cli {
 namespace {
@@ -44,6 +45,7 @@ struct AnalyzeOptions {
   size_t top = 10;
   std::string compat;
   bool include_last_step = false;
+  std::vector<std::string> comm_kernels;
   TimelineOutput timeline;
   std::string max_memory;
 };
@@ -110,6 +112,9 @@ ExitCode analyze(const AnalyzeOptions& options) {
     throw UsageError("--include-last-step goes with --compat hta (gpuxray's own figures never drop a step)");
   std::vector<analysis::Threshold> thresholds;
   for (const auto& text : options.fail_on) thresholds.push_back(analysis::parseThreshold(text));
+  for (const auto& text : options.comm_kernels) {
+    if (std::string error = model::addUserCommunicationKernel(text); !error.empty()) throw UsageError(error);
+  }
 
   load::LoadOptions load_options;
   load_options.allow_mixed_runs = options.allow_mixed_runs;
@@ -193,6 +198,9 @@ CommandAction addAnalyzeCommand(CLI::App& app) {
                       "Analyze (and draw) only START:END from the run's first GPU activity, e.g. 10:20 (seconds) or "
                       "200ms:1.2s");
   command->add_option("--top", options->top, "Rows in the top-N tables (default 10)");
+  command->add_option("--comm-kernel", options->comm_kernels,
+                      "REGEX[=OP]: kernels whose name matches count as communication (performing OP), besides the "
+                      "libraries gpuxray knows (docs/analyses.md); repeatable");
   command->add_option("--compat", options->compat,
                       "hta: the time breakdown, overlap and idle time exactly as Holistic Trace Analysis 0.6.1 "
                       "computes them (whole-microsecond times, last ProfilerStep dropped, cuda_sync counted as busy)");

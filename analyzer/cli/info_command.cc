@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/analysis/occupancy.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/errors.h"
 #include "analyzer/load/kineto_importer.h"
@@ -81,8 +82,12 @@ std::string rankText(const format::FileHeader& h) {
 
 std::string deviceText(const format::DeviceProperties& d) {
   std::string text = fmt::format("GPU {}: {}", d.device_id, d.name.empty() ? "(unnamed)" : d.name);
-  if (d.compute_major > 0) text += fmt::format(", sm_{}{}", d.compute_major, d.compute_minor);
-  if (d.sm_count > 0) text += fmt::format(", {} SMs", d.sm_count);
+  if (d.compute_major > 0) {
+    // HIP reports the gfx generation as major.minor (9.0 for MI250's gfx90a, 9.4 for MI300X's gfx942).
+    text += analysis::isAmdDevice(d) ? fmt::format(", gfx {}.{}", d.compute_major, d.compute_minor)
+                                     : fmt::format(", sm_{}{}", d.compute_major, d.compute_minor);
+  }
+  if (d.sm_count > 0) text += fmt::format(", {} {}", d.sm_count, analysis::multiprocessorsName(&d));
   if (d.memory_bytes > 0) text += ", " + report::formatBytes(d.memory_bytes);
   if (d.memory_bandwidth_bytes_per_s > 0)
     text += ", " + report::formatBandwidth(static_cast<double>(d.memory_bandwidth_bytes_per_s));

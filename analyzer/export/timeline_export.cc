@@ -749,7 +749,9 @@ class Exporter {
     }
     for (const auto& key : rank.streams) {
       const format::DeviceProperties* device = deviceOf(rank, key.device);
-      if (device != nullptr && device->sm_count > 0 && !tracks.occupancy.contains(key.device))
+      // CUDA's occupancy rules say nothing of AMD's compute units: no track rather than a made-up one.
+      if (device != nullptr && device->sm_count > 0 && !analysis::isAmdDevice(*device) &&
+          !tracks.occupancy.contains(key.device))
         tracks.occupancy.emplace(
             key.device, OccupancyTrack(counterTrack(tracks, fmt::format("GPU {} estimated SM occupancy", key.device),
                                                     CounterUnit::kNone, "%", true)));
@@ -850,7 +852,8 @@ class Exporter {
       }
 
       auto track = occupancy.find(a.device);
-      if (is_kernel && track != occupancy.end() && a.detail < rank.launch_configs.size()) {
+      if (is_kernel && track != occupancy.end() && a.detail < rank.launch_configs.size() &&
+          analysis::launchRecorded(rank.launch_configs[a.detail])) {
         auto& cache = shares[a.device];
         if (cache.empty()) cache.assign(rank.launch_configs.size(), std::nan(""));
         double& share = cache[a.detail];

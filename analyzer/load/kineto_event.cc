@@ -41,6 +41,32 @@ void readDimensions(element v, uint32_t (&out)[3]) {
   }
 }
 
+// "Input Dims" [[6144, 2], [], ...]: the elements of the first shape; -1 when it has none (a
+// TensorList or a scalar records no shape) or is malformed.
+int64_t firstShapeElements(element v) {
+  simdjson::dom::array shapes, shape;
+  if (v.get_array().get(shapes) != simdjson::SUCCESS) return -1;
+  for (element first : shapes) {
+    if (first.get_array().get(shape) != simdjson::SUCCESS || shape.size() == 0) return -1;
+    int64_t elements = 1;
+    for (element d : shape) {
+      std::optional<int64_t> n = integerOf(d);
+      if (!n || *n < 0) return -1;
+      elements = *n == 0 || elements <= std::numeric_limits<int64_t>::max() / *n ? elements * *n : -1;
+      if (elements < 0) return -1;
+    }
+    return elements;
+  }
+  return -1;
+}
+
+std::string_view firstString(element v) {
+  simdjson::dom::array array;
+  if (v.get_array().get(array) != simdjson::SUCCESS) return {};
+  for (element first : array) return stringOf(first);
+  return {};
+}
+
 uint32_t clamp32(const std::optional<int64_t>& n) {
   return n && *n > 0 ? static_cast<uint32_t>(std::min<int64_t>(*n, std::numeric_limits<uint32_t>::max())) : 0;
 }
@@ -80,6 +106,10 @@ void readArgs(simdjson::dom::object object, KinetoEvent::Args& args) {
         break;
       case 'I':
         if (key == "In msg nelems") args.in_nelems = integerOf(v);
+        else if (key == "Input Dims")
+          args.first_input_elements = firstShapeElements(v);
+        else if (key == "Input type")
+          args.first_input_type = firstString(v);
         break;
       case 'O':
         if (key == "Out msg nelems") args.out_nelems = integerOf(v);

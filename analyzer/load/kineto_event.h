@@ -54,6 +54,10 @@ struct KinetoEvent {
     // NCCL kernels and record_param_comms.
     std::string_view collective, dtype, group_name, group_description, group_ranks;
     std::optional<int64_t> in_nelems, out_nelems, group_size, src_rank, dst_rank;
+    // record_param_comms before PyTorch 2.2 (record_shapes=True): the first input's shape and type,
+    // "Input Dims" [[6144], [], ...] and "Input type" ["float", "Scalar", ...]. Elements: -1 unknown.
+    int64_t first_input_elements = -1;
+    std::string_view first_input_type;
     // [memory] instant events.
     std::optional<int64_t> device_type, device_id, alloc_bytes;
   } args;

@@ -15,6 +15,8 @@
 #include "analyzer/load/byte_input.h"
 #include "analyzer/load/json_event_splitter.h"
 #include "analyzer/load/kineto_collectives.h"
+#include "analyzer/model/communication_kernels.h"
+#include "analyzer/model/graph_capture.h"
 
 namespace gpuxray::load {
 namespace {
@@ -45,6 +47,8 @@ struct CollectiveArgs {
   int64_t in_nelems = -1, out_nelems = -1, group_size = -1, src_rank = -1, dst_rank = -1;
   int64_t host_start_ns = 0;
 
+  bool sized() const { return in_nelems > 0 || out_nelems > 0; }
+
   static CollectiveArgs of(const KinetoEvent::Args& a) {
     CollectiveArgs c;
     c.collective = a.collective;
@@ -57,8 +61,27 @@ struct CollectiveArgs {
     c.group_size = a.group_size.value_or(-1);
     c.src_rank = a.src_rank.value_or(-1);
     c.dst_rank = a.dst_rank.value_or(-1);
+    // Before PyTorch 2.2 record_param_comms carries no "In msg nelems": its first input, the tensor,
+    // has the size (RECORD_PARAM_COMMS_DATA records {InputTensors, seq, pg, rank, ...}).
+    if (!c.sized() && a.first_input_elements > 0 && dtypeSize(a.first_input_type) > 0) {
+      c.in_nelems = c.out_nelems = a.first_input_elements;
+      c.dtype = a.first_input_type;
+    }
     return c;
   }
+};
+
+// A record_param_comms op: the kernels its call launches are the collective it describes.
+struct ParamComms {
+  int64_t start_ns = 0, end_ns = 0, tid = 0;
+  CollectiveArgs args;
+};
+
+// A GPU-side "nccl:<collective>" annotation: the collective its kernels perform (RCCL's Generic kernel
+// names none).
+struct CollectiveAnnotation {
+  int64_t start_ns = 0, end_ns = 0, stream = 0;
+  std::string collective;
 };
 
 struct PendingCollective {
@@ -68,6 +91,7 @@ struct PendingCollective {
   uint32_t correlation = 0;
   uint32_t channels = 0;
   int64_t external_id = -1;
+  int64_t stream = 0;
   std::optional<CollectiveArgs> args;
   size_t activity = 0;  // index in the activities while unsorted, to take a correlation found later
 };
@@ -175,7 +199,12 @@ class KinetoRankBuilder {
       case KinetoCategory::kCudaDriver: {
         if (!e.ts || !e.dur) return missing();
         int64_t correlation = e.args.correlation.value_or(0);
-        if (correlation > 0) rank_.host_calls.push_back({e.ts->ns, e.ts->ns + std::max<int64_t>(0, e.dur->ns), saturated32(correlation)});
+        int64_t end = e.ts->ns + std::max<int64_t>(0, e.dur->ns);
+        if (correlation > 0) {
+          rank_.host_calls.push_back(
+              {e.ts->ns, end, saturated32(correlation), threadIndex(e.tid.value_or(0)), apiFunction(e.name)});
+        }
+        graphCapture(e, end);
         noteProcess(e);
         break;
       }
@@ -211,10 +240,10 @@ class KinetoRankBuilder {
     a.name_id = intern(e.name);
     switch (e.category) {
       case KinetoCategory::kKernel: {
-        bool communication = kernelIsCommunication(a.name_id);
-        a.kind = communication ? ActivityKind::kCommunication : ActivityKind::kCompute;
+        const model::CommunicationKernelFamily* family = communicationFamily(a.name_id);
+        a.kind = family != nullptr ? ActivityKind::kCommunication : ActivityKind::kCompute;
         a.detail = launchConfig(e.args);
-        if (communication) {
+        if (family != nullptr && family->nccl) {
           PendingCollective c;
           c.start_ns = a.start_ns;
           c.end_ns = a.end_ns;
@@ -223,6 +252,7 @@ class KinetoRankBuilder {
           c.correlation = a.correlation_id;
           c.channels = e.args.grid[0];
           c.external_id = e.args.external_id.value_or(-1);
+          c.stream = *stream;
           if (!e.args.collective.empty()) c.args = CollectiveArgs::of(e.args);
           c.activity = rank_.activities.size();
           collectives_.push_back(std::move(c));
@@ -254,6 +284,9 @@ class KinetoRankBuilder {
     r.domain_id = intern(domain);
     r.thread_id = static_cast<uint64_t>(e.tid.value_or(0));
     rank_.nvtx.push_back(r);
+    if (e.category == KinetoCategory::kGpuUserAnnotation && e.name.starts_with("nccl:")) {
+      annotations_.push_back({r.start_ns, r.end_ns, e.tid.value_or(0), std::string(e.name.substr(5))});
+    }
   }
 
   void cpuOp(const KinetoEvent& e) {
@@ -268,10 +301,12 @@ class KinetoRankBuilder {
       rank_.activities.push_back(a);
     }
     if (e.name.find("ProfilerStep") != std::string_view::npos) range(e, model::kCpuOpDomain);
-    if (e.name == "record_param_comms" && e.args.external_id && e.ts) {
+    if (e.name == "record_param_comms" && e.ts) {
       CollectiveArgs c = CollectiveArgs::of(e.args);
       c.host_start_ns = e.ts->ns;
-      param_comms_.emplace(*e.args.external_id, std::move(c));
+      if (e.dur)
+        param_comms_in_time_.push_back({e.ts->ns, e.ts->ns + std::max<int64_t>(0, e.dur->ns), e.tid.value_or(0), c});
+      if (e.args.external_id) param_comms_.emplace(*e.args.external_id, std::move(c));
     }
   }
 
@@ -293,11 +328,78 @@ class KinetoRankBuilder {
     return id;
   }
 
-  bool kernelIsCommunication(uint32_t name_id) {
-    if (name_id >= communication_.size()) communication_.resize(rank_.strings.size(), -1);
-    int8_t& known = communication_[name_id];
-    if (known < 0) known = model::isCommunicationKernel(rank_.strings[name_id]) ? 1 : 0;
-    return known == 1;
+  const model::CommunicationKernelFamily* communicationFamily(uint32_t name_id) {
+    if (name_id >= families_.size()) families_.resize(rank_.strings.size(), {false, nullptr});
+    auto& [known, family] = families_[name_id];
+    if (!known) known = true, family = model::communicationFamilyOf(rank_.strings[name_id]);
+    return family;
+  }
+
+  uint16_t apiFunction(std::string_view name) {
+    uint32_t name_id = intern(name);
+    auto [it, inserted] = api_function_of_.try_emplace(name_id, 0);
+    if (inserted && rank_.api_functions.size() <= std::numeric_limits<uint16_t>::max()) {
+      it->second = static_cast<uint16_t>(rank_.api_functions.size());
+      rank_.api_functions.push_back(name_id);
+    }
+    return it->second;
+  }
+
+  // A capture's begin and end calls on one thread become a range of kGraphCaptureDomain.
+  void graphCapture(const KinetoEvent& e, int64_t end) {
+    int64_t tid = e.tid.value_or(0);
+    if (model::isBeginCapture(e.name)) {
+      capture_begins_[tid] = e.ts->ns;
+    } else if (model::isEndCapture(e.name)) {
+      auto begin = capture_begins_.find(tid);
+      if (begin == capture_begins_.end()) return;
+      model::NvtxRange r;
+      r.start_ns = begin->second;
+      r.end_ns = end;
+      r.name_id = intern(e.name);
+      r.domain_id = intern(model::kGraphCaptureDomain);
+      r.thread_id = static_cast<uint64_t>(tid);
+      rank_.nvtx.push_back(r);
+      capture_begins_.erase(begin);
+    }
+  }
+
+  uint16_t threadIndex(int64_t tid) {
+    auto id = static_cast<uint64_t>(tid);
+    if (!rank_.threads.empty() && rank_.threads[last_thread_] == id) return last_thread_;
+    auto it = std::find(rank_.threads.begin(), rank_.threads.end(), id);
+    if (it == rank_.threads.end()) {
+      if (rank_.threads.size() >= std::numeric_limits<uint16_t>::max()) return 0;
+      rank_.threads.push_back(id);
+      it = rank_.threads.end() - 1;
+    }
+    last_thread_ = static_cast<uint16_t>(it - rank_.threads.begin());
+    return last_thread_;
+  }
+
+  // The record_param_comms op whose call launched the kernel of this correlation: the innermost one
+  // around the launch, on its thread.
+  const CollectiveArgs* paramCommsAroundLaunch(uint32_t correlation) const {
+    const model::HostCall* launch = correlation != 0 ? rank_.launchOf(correlation) : nullptr;
+    if (launch == nullptr || param_comms_in_time_.empty()) return nullptr;
+    uint64_t tid = launch->thread < rank_.threads.size() ? rank_.threads[launch->thread] : 0;
+    auto after = std::upper_bound(param_comms_in_time_.begin(), param_comms_in_time_.end(), launch->start_ns,
+                                  [](int64_t t, const ParamComms& p) { return t < p.start_ns; });
+    while (after != param_comms_in_time_.begin()) {
+      --after;
+      if (static_cast<uint64_t>(after->tid) == tid && after->end_ns >= launch->start_ns) return &after->args;
+      if (launch->start_ns - after->start_ns > kLongestParamComms) break;
+    }
+    return nullptr;
+  }
+
+  // The collective named by the "nccl:" GPU annotation around a kernel on its stream.
+  std::string_view annotatedCollective(const PendingCollective& c) const {
+    std::string_view found;
+    for (const auto& a : annotations_) {
+      if (a.stream == c.stream && a.start_ns <= c.start_ns && c.start_ns < a.end_ns) found = a.collective;
+    }
+    return found;
   }
 
   uint32_t launchConfig(const KinetoEvent::Args& a) {
@@ -390,25 +492,53 @@ class KinetoRankBuilder {
     rank_.communicators.push_back(std::move(c));
   }
 
+  void addDefaultGroup(uint32_t device) {
+    uint64_t hash = processGroupHash("0");
+    for (const auto& c : rank_.communicators) {
+      if (c.comm_hash == hash) return;
+    }
+    model::Communicator c;
+    c.comm_hash = hash;
+    c.name = "default group";
+    c.comm_rank = rank_.rank;
+    c.nranks = rank_.header.world_size;
+    c.global_rank = rank_.rank;
+    c.device = device;
+    rank_.communicators.push_back(std::move(c));
+  }
+
   // NCCL kernels become NCCL operations: arguments from the kernel, else from the record_param_comms
   // op of the same External id; the communicator is the process group; seq counts the operations
   // of each (group, function) in GPU start order.
   void finishCollectives() {
     uint32_t device = mainDevice();
+    size_t nccl_groups = 0;
+    std::string only_group;
     for (const auto& g : distributed_.groups) {
       if (!g.backend.empty() && g.backend.find("nccl") == std::string::npos) continue;  // gloo, mpi
       addCommunicator(g.name, g.description, g.size, g.ranks, device);
+      ++nccl_groups, only_group = g.name;
     }
     std::stable_sort(collectives_.begin(), collectives_.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+    std::stable_sort(param_comms_in_time_.begin(), param_comms_in_time_.end(),
+                     [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
     std::map<std::pair<uint64_t, std::string>, uint64_t> next_seq;
     for (auto& c : collectives_) {
       if (!c.args && c.external_id >= 0) {
         auto it = param_comms_.find(c.external_id);
         if (it != param_comms_.end() && !it->second.collective.empty()) c.args = it->second;
       }
+      if (!c.args || !c.args->sized()) {
+        const CollectiveArgs* around = paramCommsAroundLaunch(c.correlation);
+        if (around != nullptr && (!c.args || around->sized())) c.args = *around;
+      }
       NcclKernelName kernel = parseNcclKernelName(rank_.strings[c.kernel_name_id]);
       model::NcclOp op;
-      std::string function = kernel.function;
+      // RCCL's Generic kernel and MSCCL's kernels name no collective: the annotation around them does.
+      std::string function = kernel.function == "Generic" ? std::string() : kernel.function;
+      if (std::string_view annotated = ncclFunctionOfCollective(annotatedCollective(c));
+          function.empty() && !annotated.empty())
+        function = annotated;
       if (c.args) {
         std::string_view from_args = ncclFunctionOfCollective(c.args->collective);
         if (!from_args.empty()) function = from_args;
@@ -425,6 +555,16 @@ class KinetoRankBuilder {
                           c.device);
         }
         op.peer = static_cast<int32_t>(function == "Send" ? c.args->dst_rank : function == "Recv" ? c.args->src_rank : -1);
+      }
+      if (op.comm_hash == 0) {
+        // No process group recorded: the only NCCL group there is, else (no pg_config: PyTorch before
+        // 2.2) the default group.
+        if (nccl_groups == 1) {
+          op.comm_hash = processGroupHash(only_group);
+        } else if (nccl_groups == 0) {
+          op.comm_hash = processGroupHash("0");
+          addDefaultGroup(device);
+        }
       }
       op.kind = function == "Send"   ? format::NcclOperationKind::kSend
                 : function == "Recv" ? format::NcclOperationKind::kRecv
@@ -445,18 +585,27 @@ class KinetoRankBuilder {
     std::stable_sort(rank_.nccl_ops.begin(), rank_.nccl_ops.end(), [](const auto& a, const auto& b) { return a.enqueue_ns < b.enqueue_ns; });
     collectives_ = {};
     param_comms_ = {};
+    param_comms_in_time_ = {};
+    annotations_ = {};
   }
 
   model::RankTrace& rank_;
   KinetoImportStats& stats_;
   std::unordered_map<std::string, uint32_t, TransparentHash, std::equal_to<>> ids_;
-  std::vector<int8_t> communication_;
+  std::vector<std::pair<bool, const model::CommunicationKernelFamily*>> families_;
+  uint16_t last_thread_ = 0;
+  std::unordered_map<uint32_t, uint16_t> api_function_of_;  // name id -> index in api_functions
+  std::map<int64_t, int64_t> capture_begins_;               // thread -> start of its open capture
   std::unordered_map<model::LaunchConfig, uint32_t, LaunchConfigHash> configs_;
   uint16_t last_stream_ = 0;
   bool fractional_times_ = false;
   std::map<std::string, uint64_t> unknown_categories_;
   std::vector<PendingCollective> collectives_;
   std::unordered_map<int64_t, CollectiveArgs> param_comms_;
+  std::vector<ParamComms> param_comms_in_time_;
+  std::vector<CollectiveAnnotation> annotations_;
+  // No record_param_comms call lasts longer than this: the search for the one around a launch stops.
+  static constexpr int64_t kLongestParamComms = 10'000'000'000;
   std::vector<Flow> flows_;
   std::vector<std::pair<size_t, int64_t>> uncorrelated_;  // (activity index, tid)
   DistributedInfo distributed_;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "analyzer/model/communication_kernels.h"
+
 namespace gpuxray::model {
 
 static_assert(sizeof(HostCall) == 24, "a run holds one HostCall per API call: keep it small");
@@ -20,8 +22,7 @@ std::string_view activityKindName(ActivityKind kind) {
 }
 
 bool isCommunicationKernel(std::string_view name) {
-  return name.starts_with("nccl") || name.find("ncclKernel") != std::string_view::npos ||
-         name.find("ncclDevKernel") != std::string_view::npos;
+  return communicationFamilyOf(name) != nullptr;
 }
 
 uint16_t RankTrace::streamIndex(uint32_t device, uint32_t stream, uint16_t& hint) {

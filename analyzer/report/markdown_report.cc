@@ -45,9 +45,10 @@ std::string renderMarkdown(const Report& report) {
   std::string out;
   const RunSummary& run = report.run;
   out += fmt::format("## gpuxray: run `{}`\n\n", run.run_id.empty() ? "(unnamed)" : run.run_id);
-  out += fmt::format("{} of {} ranks on {} host(s), {} records, {} captured, {} step(s){}.\n\n", run.ranks.size(),
-                     run.world_size, run.hosts.size(), formatCount(run.records), formatDuration(run.span_ns), run.steps,
-                     run.steps > 0 ? " from " + run.step_source : std::string());
+  out +=
+      fmt::format("{} on {} host(s), {} records, {} captured, {} step(s){}.\n\n",
+                  formatRankCount(run.ranks.size(), run.world_size), run.hosts.size(), formatCount(run.records),
+                  formatDuration(run.span_ns), run.steps, run.steps > 0 ? " from " + run.step_source : std::string());
   if (!report.violations.empty()) {
     out += "### Thresholds violated\n\n";
     for (const auto& v : report.violations) out += fmt::format("- :x: {}\n", escaped(v));

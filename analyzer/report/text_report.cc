@@ -56,8 +56,8 @@ void appendTable(std::string& out, const Table& table) {
 std::string renderText(const Report& report) {
   std::string out;
   const RunSummary& run = report.run;
-  out += fmt::format("gpuxray analyze: run {}, {} of {} ranks on {} host{}, {} records, {} captured\n",
-                     run.run_id.empty() ? "(unnamed)" : run.run_id, run.ranks.size(), run.world_size,
+  out += fmt::format("gpuxray analyze: run {}, {} on {} host{}, {} records, {} captured\n",
+                     run.run_id.empty() ? "(unnamed)" : run.run_id, formatRankCount(run.ranks.size(), run.world_size),
                      run.hosts.size(), run.hosts.size() == 1 ? "" : "s", formatCount(run.records),
                      formatDuration(run.span_ns));
   out += run.steps > 0 ? fmt::format("steps: {} (from {})\n", run.steps, run.step_source)

@@ -66,4 +66,9 @@ std::string formatBandwidth(double bytes_per_s) {
   return fmt::format("{:.{}f} {}", value, value < 10 ? 2 : value < 100 ? 1 : 0, kUnits[unit]);
 }
 
+std::string formatRankCount(size_t ranks, int32_t world_size) {
+  if (world_size > 0) return fmt::format("{} of {} ranks", ranks, world_size);
+  return fmt::format("{} rank{} (world size not recorded)", ranks, ranks == 1 ? "" : "s");
+}
+
 }  // namespace gpuxray::report

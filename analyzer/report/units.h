@@ -1,6 +1,7 @@
 // Human units for reports.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -16,5 +17,8 @@ std::string formatCount(uint64_t count);
 std::string formatTimestamp(uint64_t ns);
 // 4.8e12 -> "4.8 TB/s" (decimal, as vendors quote link and memory speeds)
 std::string formatBandwidth(double bytes_per_s);
+
+// "3 of 8 ranks"; "1 rank (world size not recorded)" when the world size is unknown.
+std::string formatRankCount(size_t ranks, int32_t world_size);
 
 }  // namespace gpuxray::report

@@ -1,15 +1,17 @@
 // Hand-made PyTorch-profiler (Kineto) traces for the importer's tests, and the real ones in
-// ../shared/traces (next to the project; absent there, the tests that need them are skipped).
+// ../shared/traces (next to the project; absent there, the tests that need them are skipped, and
+// fail when the environment variable CI is set: CI must not pass by skipping them).
 #pragma once
 
+#include <fmt/format.h>
 #include <zlib.h>
 
+#include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace gpuxray::testing {
 
@@ -51,11 +53,18 @@ inline std::string launchEvent(const std::string& ts, int correlation, const std
                      name, ts, correlation);
 }
 
-// The shared real traces: <source>/../shared/traces/<name>, if there.
+inline std::filesystem::path sharedTracesRoot() {
+  return std::filesystem::path(GPUXRAY_SOURCE_DIR).parent_path() / "shared" / "traces";
+}
+
+// The shared real traces: <source>/../shared/traces/<name>. When it is not there the test is
+// skipped with a warning (nullopt), or fails when CI is set. Every test that reads them asks here.
 inline std::optional<std::filesystem::path> sharedTraces(const std::string& name) {
-  auto dir = std::filesystem::path(GPUXRAY_SOURCE_DIR).parent_path() / "shared" / "traces" / name;
-  if (!std::filesystem::is_directory(dir)) return std::nullopt;
-  return dir;
+  auto dir = sharedTracesRoot() / name;
+  if (std::filesystem::is_directory(dir)) return dir;
+  if (std::getenv("CI") != nullptr) FAIL("../shared/traces/" << name << " is not next to the project, and CI is set");
+  WARN("skipped: ../shared/traces/" << name << " is not next to the project");
+  return std::nullopt;
 }
 
 }  // namespace gpuxray::testing

@@ -1,0 +1,86 @@
+// Every real trace in ../shared/traces, through `gpuxray analyze` as a user runs it: each analyzes
+// with exit 0, and no finding cites data the trace does not have (zero blocks or threads, registers
+// that were never recorded, a collective of 0 B). HTA's own figures for them are checked in
+// hta_compat_test.cc.
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "tests/support/kineto_traces.h"
+#include "tests/support/run_command.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The README's traces: a folder per run (hta_trace_diff holds two; simple_add's output/ is HTA's
+// critical path overlaid on its input, a trace too). hta_memory_timeline is not a trace.
+const std::vector<std::string> kCorpus = {
+    "hta_sampled_2rank",
+    "hta_nccl_data_rank0_of2",
+    "tracelens_b200_rank0_of8",
+    "hta_mi250_rocm_rank0",
+    "hta_trace_diff/control",
+    "hta_trace_diff/test",
+    "hta_critical_path_alexnet",
+    "hta_critical_path_simple_add",
+    "hta_critical_path_simple_add/output",
+    "tracelens_h100_qwen_inference_rank0",
+    "tracelens_vllm_cudagraph_rank0",
+};
+
+// "0 blocks", "0 threads", "0 registers" (a launch the trace does not record), "of 0 B" (a size it
+// does not record).
+bool citesMissingData(const std::string& text) {
+  static const std::regex zero(R"((^|[^0-9.,])0 (blocks|threads|registers))");
+  return std::regex_search(text, zero) || text.find(" of 0 B ") != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("corpus: every shared trace analyzes, and no finding rests on a launch configuration it lacks") {
+  for (const std::string& name : kCorpus) {
+    auto dir = gpuxray::testing::sharedTraces(name);
+    if (!dir) continue;
+    INFO(name);
+    auto run = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze --format json " + dir->string());
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    auto report = nlohmann::json::parse(run.out);
+    for (const auto& finding : report["findings"]) {
+      std::string summary = finding["summary"];
+      INFO(summary);
+      CHECK_FALSE(citesMissingData(summary));
+      for (const auto& evidence : finding["evidence"]) CHECK_FALSE(citesMissingData(evidence.get<std::string>()));
+      CHECK(summary.find("unknown communicator") == std::string::npos);
+    }
+    CHECK(run.out.find("of 0 ranks") == std::string::npos);
+    CHECK(run.out.find("unknown communicator") == std::string::npos);
+  }
+}
+
+TEST_CASE("corpus: the ROCm traces speak of CUs, and their launches are not recorded") {
+  auto dir = gpuxray::testing::sharedTraces("hta_mi250_rocm_rank0");
+  if (!dir) return;
+  auto run = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + dir->string());
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out.find("not recorded") != std::string::npos);
+  CHECK(run.out.find("compute units (CUs)") != std::string::npos);
+  CHECK(run.out.find("SMs idle") == std::string::npos);
+  CHECK(run.out.find("1 rank (world size not recorded)") != std::string::npos);
+}
+
+TEST_CASE("corpus: vLLM's graph-capture trace leaves the capture out of its idle time") {
+  auto dir = gpuxray::testing::sharedTraces("tracelens_vllm_cudagraph_rank0");
+  if (!dir) return;
+  auto run = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + dir->string());
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out.find("inside CUDA-graph captures") != std::string::npos);
+  // Its 55 ms capture is no idleness of the job: the idle finding, if any, is information only.
+  CHECK(run.out.find("more were capture") != std::string::npos);
+  CHECK(run.out.find("[critical] rank 0's GPU is idle") == std::string::npos);
+}
