@@ -25,8 +25,8 @@ namespace {
 using namespace gpuxray::simulate;
 
 struct SimulateOptions {
-  std::string preset, config, model, cluster, strategy_file, output, run_id, schedule, recompute;
-  std::optional<int> nodes, tp, pp, dp, micro_batch_size, micro_batches, global_batch, chunks, zero, steps;
+  std::string preset, config, model, cluster, strategy_file, output, run_id, schedule, recompute, precision;
+  std::optional<int> nodes, tp, pp, dp, cp, micro_batch_size, micro_batches, global_batch, chunks, zero, steps;
   std::optional<uint64_t> seed;
   std::optional<double> jitter;
   bool sequence_parallel = false, no_sequence_parallel = false, no_overlap = false, no_flash = false;
@@ -65,6 +65,7 @@ SimulationInputs simulationInputsFrom(const SimulateOptions& o) {
   set(o.tp, s.tp);
   set(o.pp, s.pp);
   set(o.dp, s.dp);
+  set(o.cp, s.cp);
   set(o.micro_batch_size, s.micro_batch_size);
   set(o.micro_batches, s.micro_batches);
   set(o.chunks, s.chunks);
@@ -88,6 +89,12 @@ SimulationInputs simulationInputsFrom(const SimulateOptions& o) {
     auto recompute = parseRecompute(o.recompute);
     if (!recompute) throw UsageError(fmt::format("--recompute '{}': expected none, selective or full", o.recompute));
     s.recompute = *recompute;
+    flags = true;
+  }
+  if (!o.precision.empty()) {
+    auto precision = parsePrecision(o.precision);
+    if (!precision) throw UsageError(fmt::format("--precision '{}': expected bf16 or fp8", o.precision));
+    s.precision = *precision;
     flags = true;
   }
   if (o.sequence_parallel) s.sequence_parallel = true, flags = true;
@@ -158,6 +165,8 @@ CommandAction addSimulateCommand(CLI::App& app) {
   c->add_option("--tp", o->tp, "Tensor-parallel size");
   c->add_option("--pp", o->pp, "Pipeline-parallel size");
   c->add_option("--dp", o->dp, "Data-parallel size");
+  c->add_option("--cp", o->cp, "Context-parallel size (each sequence split over CP ranks, ring attention)");
+  c->add_option("--precision", o->precision, "GEMM precision: bf16 (default) or fp8");
   c->add_option("--micro-batch-size", o->micro_batch_size, "Sequences per micro-batch");
   c->add_option("--micro-batches", o->micro_batches, "Micro-batches per step and data-parallel replica");
   c->add_option("--global-batch", o->global_batch, "Sequences per step (sets --micro-batches)");
