@@ -12,6 +12,10 @@
 namespace gpuxray::simulate {
 namespace {
 
+// Context parallelism pays off for long sequences: each rank keeps at least this many tokens
+// (NeMo's recipes start at CP2 for sequence 8192).
+constexpr int kMinimumContextShare = 2048;
+
 std::vector<int> divisors(int n) {
   std::vector<int> found;
   for (int d = 1; d <= n; ++d)
@@ -32,6 +36,7 @@ std::vector<StrategySpec> enumerate(const ModelSpec& model, const ClusterSpec& c
       if (!splits(pp)) continue;
       for (int cp : options.context_parallel) {
         if (options.gpus % (tp * pp * cp) != 0 || (cp > 1 && model.sequence % (2 * cp) != 0)) continue;
+        if (cp > 1 && model.sequence / cp < kMinimumContextShare) continue;
       const int dp = options.gpus / (tp * pp * cp);
       for (int mbs : options.micro_batch_sizes) {
         if (options.global_batch % (mbs * dp) != 0) continue;

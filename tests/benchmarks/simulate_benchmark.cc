@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <ctime>
 #include <map>
 #include <cmath>
 #include <filesystem>
@@ -167,6 +168,18 @@ int main(int argc, char** argv) {
              "(target < 10 s); best {} at {:.2f} s per step\n", result.considered, result.ranked.size(), result.too_big,
              result.invalid, seconds, result.ranked.front().strategy.label(), result.ranked.front().prediction.step_seconds);
 
+  {
+    PlanOptions big;
+    big.gpus = 8192;
+    big.global_batch = 2048;
+    const auto wall = Clock::now();
+    const std::clock_t cpu = std::clock();
+    PlanResult llama = plan(*modelPreset("llama3-405b"), *clusterPreset("dgx-h100"), big);
+    fmt::print("plan llama3-405b on 8192 H100 (batch 2048 x 8192): {} strategies, {} simulated, {} too big, in {:.2f} s "
+               "({:.2f} s of CPU; target < 10 s); best {} at {:.2f} s per step\n", llama.considered, llama.ranked.size(),
+               llama.too_big, since(wall), static_cast<double>(std::clock() - cpu) / CLOCKS_PER_SEC,
+               llama.ranked.front().strategy.label(), llama.ranked.front().prediction.step_seconds);
+  }
   printValidation();
   return 0;
 }
