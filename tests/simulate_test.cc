@@ -11,6 +11,7 @@
 #include "analyzer/simulate/calibration.h"
 #include "analyzer/simulate/cost_model.h"
 #include "analyzer/simulate/engine.h"
+#include "analyzer/simulate/fusion_report.h"
 #include "analyzer/simulate/input_files.h"
 #include "analyzer/simulate/layout.h"
 #include "analyzer/simulate/planner.h"
@@ -602,4 +603,67 @@ TEST_CASE("simulate: MoE layers exchange tokens with all-to-alls inside the tens
           return dense;
         }()).modelFlopsPerStep());
   CHECK(in.model.parameters() > 4 * modelPreset("gpt-350m")->parameters());  // 8 experts per MLP
+}
+
+TEST_CASE("simulate: kernel fusion's HBM bytes for one layer follow the formulas, worked by hand") {
+  // One GPT layer on one GPU: h 1024, 16 heads, s 1024, b 1, f 4096 (docs/simulation.md, "Kernel fusion").
+  SimulationInputs in;
+  in.model = {"one-layer", 1, 1024, 16, 1024, 8, 0, 0, 0};
+  in.cluster = *clusterPreset("dgx-h100");
+  in.cluster.nodes = 1;
+  validate(in);
+  const double Th = 1 << 20;  // T h = 1024 x 1024 elements
+  auto bytesOf = [&](Fusion fusion) {
+    SimulationInputs variant = in;
+    variant.strategy.fusion = fusion;
+    std::map<std::string, double> groups;
+    for (const auto& t : CostModel(variant).layerTraffic()) groups[t.group] = t.bytes;
+    return groups;
+  };
+  auto fused = bytesOf(Fusion::kDefault);
+  // Norms: 2 x (4 + 6) bytes per element; bias-dropout-add 2 x (7 + 6); GeLU 4 + 6 per MLP element
+  // (T f = 4 T h); flash attention: forward reads Q, K, V, writes O (8 T h), backward 16 T h.
+  CHECK(fused["norms"] == 20 * Th);
+  CHECK(fused["bias-dropout-add"] == 26 * Th);
+  CHECK(fused["activation"] == 40 * Th);
+  CHECK(fused["attention"] == 24 * Th);
+  auto none = bytesOf(Fusion::kNone);
+  // Unfused: norms 2 x (10 + 12); bias, dropout and residual add 2 x (15 + 13); bias + GeLU 8 + 8 per
+  // MLP element; attention as two batched GEMMs, mask, softmax and dropout over a s^2 = 16 T h scores:
+  // forward 8 T h + 17 per score, backward 8 T h + 25 per score.
+  CHECK(none["norms"] == 44 * Th);
+  CHECK(none["bias-dropout-add"] == 56 * Th);
+  CHECK(none["activation"] == 64 * Th);
+  CHECK(none["attention"] == 16 * Th + 42 * 16 * Th);
+  CHECK(none["GEMMs"] == fused["GEMMs"]);
+  auto all = bytesOf(Fusion::kAll);
+  // Into the GEMMs: norms 2 x (2 + 6), bias-dropout-add 2 x (3 + 6), GeLU 2 + 2.
+  CHECK(all["norms"] == 16 * Th);
+  CHECK(all["bias-dropout-add"] == 18 * Th);
+  CHECK(all["activation"] == 16 * Th);
+}
+
+TEST_CASE("simulate: --fusion none is slower than default by the extra bytes' share of the step") {
+  // Elementwise-heavy: a narrow model, one GPU, attention without flash in both (so only the
+  // elementwise kernels and the softmax change), everything memory bound above the 2 us floor.
+  SimulationInputs in;
+  in.model = {"narrow", 4, 1024, 16, 2048, 8, 0, 0, 0};
+  in.cluster = *clusterPreset("dgx-h100");
+  in.cluster.nodes = 1;
+  in.strategy.flash_attention = false;
+  in.strategy.micro_batches = 4;
+  validate(in);
+  const FusionComparison c = compareFusion(in, Fusion::kNone, Fusion::kDefault);
+  REQUIRE(c.before_step_seconds > c.after_step_seconds);
+  const double T = 2048, h = 1024, f = 4096, scores = 16 * T * T;
+  const double per_layer = (44 - 20 + 56 - 26) * T * h + (16 - 10) * T * f + (8 - 4 + 10 - 6) * scores;
+  const double final_norm = (10 - 4 + 12 - 6) * T * h;
+  const auto& g = in.cluster.gpu;
+  const double extra_seconds =
+      (4 * per_layer + final_norm) * in.strategy.micro_batches / (g.hbm_bandwidth * in.cluster.efficiency.elementwise);
+  CHECK(c.before_step_seconds - c.after_step_seconds == Approx(extra_seconds).epsilon(0.01));
+  const report::Table table = fusionTable(c);
+  REQUIRE(table.rows.size() == 6);
+  CHECK(table.rows[0][0].text == "norms");
+  CHECK(table.rows[0][2].number < table.rows[0][1].number);
 }

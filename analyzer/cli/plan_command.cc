@@ -3,6 +3,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "analyzer/errors.h"
 #include "analyzer/report/report.h"
 #include "analyzer/simulate/calibration.h"
+#include "analyzer/simulate/fusion_report.h"
 #include "analyzer/simulate/input_files.h"
 #include "analyzer/simulate/planner.h"
 #include "analyzer/simulate/presets.h"
@@ -77,6 +79,24 @@ ExitCode runPlan(const PlanCommandOptions& o) {
   memory.tables.push_back(planMemoryTable(result, o.top));
   if (!result.nearest_misses.empty()) memory.tables.push_back(tooBigTable(result, 5, cluster.gpu.hbm_bytes));
   document.sections.push_back(memory);
+  if (!result.ranked.empty()) {
+    // What fusion saves on the fastest strategy: none against Megatron's usual fusions.
+    SimulationInputs best;
+    best.model = model;
+    best.cluster = cluster;
+    best.cluster.nodes = std::max(1, o.gpus / cluster.gpus_per_node);
+    if (o.gpus < cluster.gpus_per_node) best.cluster.gpus_per_node = o.gpus;
+    best.strategy = result.ranked.front().strategy;
+    best.strategy.flash_attention = true;
+    best.steps = 1;
+    report::Section fusion;
+    fusion.id = "fusion";
+    fusion.title = "Kernel fusion of the fastest strategy";
+    if (best.strategy.cp == 1) fusion.tables.push_back(fusionTable(compareFusion(best, Fusion::kNone, Fusion::kDefault)));
+    else fusion.notes.push_back("context parallelism needs flash attention, so there is no unfused variant to compare");
+    fusion.tables.push_back(fusionTable(compareFusion(best, Fusion::kDefault, Fusion::kAll)));
+    document.sections.push_back(fusion);
+  }
   if (result.ranked.empty())
     throw InputError(fmt::format("no strategy of {} fits on {} GPUs with global batch {} ({} too big, {} invalid)",
                                  model.name, o.gpus, o.global_batch, result.too_big, result.invalid));

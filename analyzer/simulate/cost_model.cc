@@ -101,6 +101,36 @@ double busFactor(CollectiveKind kind, int n) {
 
 }  // namespace
 
+double elementwiseBytes(ElementwiseOp op, Fusion fusion, bool gated) {
+  const int level = static_cast<int>(fusion);  // none 0, default 1, all 2
+  auto pick = [&](double none, double fused, double all) { return level == 0 ? none : level == 1 ? fused : all; };
+  switch (op) {
+    // Norm: none = statistics (read x), normalize (read x, write y), scale and shift (read y, write z);
+    // default = one kernel (read x, write y); all = in the next GEMM's prologue (read x).
+    case ElementwiseOp::kNorm: return pick(2 + 4 + 4, 4, 2);
+    // Backward: none = scale's gradient (read dz, y, write dy) and normalize's (read dy, x, write dx).
+    case ElementwiseOp::kNormBackward: return pick(6 + 6, 6, 6);
+    // none = bias add (read, write), dropout (read, write, 1-byte mask), residual add (read 2, write);
+    // default = one kernel (read x and residual, write, mask); all = in the GEMM's epilogue (read the
+    // residual, write the mask).
+    case ElementwiseOp::kBiasDropoutAdd: return pick(4 + 5 + 6, 7, 3);
+    // Backward: none = the residual's sum (read 2, write), dropout's (read, mask, write), bias's (read).
+    case ElementwiseOp::kBiasDropoutAddBackward: return pick(6 + 5 + 2, 6, 6);
+    // GeLU: none = bias add (read, write) and GeLU (read, write); default = one kernel; all = in fc1's
+    // epilogue (write the activation beside the pre-activation the GEMM writes anyway).
+    // SwiGLU: none = SiLU (read, write) and product (read 2, write); default = one kernel (read 2,
+    // write); all = in the epilogue (write).
+    case ElementwiseOp::kActivation: return gated ? pick(4 + 6, 6, 2) : pick(4 + 4, 4, 2);
+    // Backward: GeLU none = GeLU's (read x, dy, write) and bias's (read); all = in dgrad's epilogue
+    // (read x). SwiGLU none = product's (read dy, act, up, write 2) and SiLU's (read 2, write).
+    case ElementwiseOp::kActivationBackward: return gated ? pick(10 + 6, 10, 10) : pick(6 + 2, 6, 2);
+    // none = mask (read, write) and softmax (read, write); default = scaled masked softmax (read, write).
+    case ElementwiseOp::kSoftmax: return pick(4 + 4, 4, 4);
+    case ElementwiseOp::kSoftmaxBackward: return pick(4 + 6, 6, 6);
+  }
+  return 0;
+}
+
 const char* collectiveFunc(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce: return "AllReduce";
@@ -150,6 +180,7 @@ void CostModel::kernel(BlockProgram& p, const char* key, KernelClass cls, double
   item.shape = shape(key);
   item.duration_ns = kernelNs(cls, flops, bytes);
   item.flops = flops;
+  item.hbm_bytes = bytes;
   item.recompute = recompute;
   p.items.push_back(item);
   p.duration_ns += item.duration_ns;
@@ -194,7 +225,7 @@ void CostModel::attentionCoreForward(BlockProgram& p, bool rc) {
   const double kv = m.kvHidden();
   const double T = b * s / st.cp;  // this rank's queries; the keys are the whole sequence
   const double flops = 4 * T * s * h / t;
-  if (st.flash_attention) {
+  if (st.usesFlashAttention()) {
     kernel(p, "flash_fwd", KernelClass::kAttention, flops, (2 * T * h / t + 2 * b * s * kv / t) * 2, rc);
     ProgramItem& item = p.items.back();
     const int64_t exposed = ringExchangeExposedNs(item.duration_ns, static_cast<uint64_t>(2 * T * kv / t * 2));
@@ -204,7 +235,7 @@ void CostModel::attentionCoreForward(BlockProgram& p, bool rc) {
   }
   const double scores = b * (a / t) * s * s;  // elements of the attention matrix
   kernel(p, "bmm", KernelClass::kAttention, flops / 2, (T * h / t + T * kv / t + scores) * 2, rc);
-  kernel(p, "softmax", KernelClass::kElementwise, 0, scores * 2 * 2, rc);
+  kernel(p, "softmax", KernelClass::kElementwise, 0, scores * elementwiseBytes(ElementwiseOp::kSoftmax, st.fusion, false), rc);
   kernel(p, "dropout", KernelClass::kElementwise, 0, scores * (2 * 2 + 1), rc);
   kernel(p, "bmm", KernelClass::kAttention, flops / 2, (scores + T * kv / t + T * h / t) * 2, rc);
 }
@@ -223,6 +254,8 @@ void CostModel::layerForward(BlockProgram& p, bool rc) {
   const uint64_t full = static_cast<uint64_t>(T * h * 2);
   const uint64_t shard = static_cast<uint64_t>(T * h * 2 / t);
   const KernelClass gemm_class = layerGemmClass();
+  const double norm = elementwiseBytes(ElementwiseOp::kNorm, st.fusion, m.ffn_gated);
+  const double bda = elementwiseBytes(ElementwiseOp::kBiasDropoutAdd, st.fusion, m.ffn_gated);
   auto gather = [&] {
     if (st.sequence_parallel) collective(p, CollectiveKind::kAllGather, shard, rc);
   };
@@ -233,14 +266,14 @@ void CostModel::layerForward(BlockProgram& p, bool rc) {
   auto gemm = [&](double n, double k) {  // [T x k] x [k x n/t]
     kernel(p, "gemm_fwd", gemm_class, 2 * T * k * n / t, (T * k + k * n / t + T * n / t) * 2, rc);
   };
-  kernel(p, "layer_norm", KernelClass::kElementwise, 0, 4 * Tsp * h, rc);
+  kernel(p, "layer_norm", KernelClass::kElementwise, 0, norm * Tsp * h, rc);
   gather();
   gemm(h + 2 * kv, h);
   attentionCoreForward(p, rc);
   gemm(h, h);
   reduce();
-  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, Tsp * h * 2 * 3 + Tsp * h, rc);
-  kernel(p, "layer_norm", KernelClass::kElementwise, 0, 4 * Tsp * h, rc);
+  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, bda * Tsp * h, rc);
+  kernel(p, "layer_norm", KernelClass::kElementwise, 0, norm * Tsp * h, rc);
   const double up = m.ffn_gated ? 2 * f : f;  // gate and up projections side by side
   if (m.isMoe()) {
     const double k = m.experts_per_token;
@@ -259,19 +292,18 @@ void CostModel::layerForward(BlockProgram& p, bool rc) {
     gemm(h, f);
     reduce();
   }
-  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, Tsp * h * 2 * 3 + Tsp * h, rc);
+  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, bda * Tsp * h, rc);
 }
 
 void CostModel::activationForward(BlockProgram& p, double elements, bool rc) {
-  // GeLU reads and writes each element; SwiGLU reads the gate and the up projection, writes one.
-  if (in_.model.ffn_gated) kernel(p, "swiglu", KernelClass::kElementwise, 0, elements * 2 * 3, rc);
-  else kernel(p, "gelu", KernelClass::kElementwise, 0, elements * 2 * 2, rc);
+  const double bytes = elements * elementwiseBytes(ElementwiseOp::kActivation, in_.strategy.fusion, in_.model.ffn_gated);
+  kernel(p, in_.model.ffn_gated ? "swiglu" : "gelu", KernelClass::kElementwise, 0, bytes, rc);
 }
 
 void CostModel::activationBackward(BlockProgram& p, double elements) {
-  // GeLU: input and incoming gradient in, gradient out; SwiGLU: gate, up and gradient in, two out.
-  if (in_.model.ffn_gated) kernel(p, "swiglu_bwd", KernelClass::kElementwise, 0, elements * 2 * 5, false);
-  else kernel(p, "gelu_bwd", KernelClass::kElementwise, 0, elements * 2 * 3, false);
+  const double bytes =
+      elements * elementwiseBytes(ElementwiseOp::kActivationBackward, in_.strategy.fusion, in_.model.ffn_gated);
+  kernel(p, in_.model.ffn_gated ? "swiglu_bwd" : "gelu_bwd", KernelClass::kElementwise, 0, bytes, false);
 }
 
 void CostModel::layerBackward(BlockProgram& p) {
@@ -285,6 +317,8 @@ void CostModel::layerBackward(BlockProgram& p) {
   const uint64_t full = static_cast<uint64_t>(T * h * 2);
   const uint64_t shard = static_cast<uint64_t>(T * h * 2 / t);
   const KernelClass gemm_class = layerGemmClass();
+  const double norm_bwd = elementwiseBytes(ElementwiseOp::kNormBackward, st.fusion, m.ffn_gated);
+  const double bda_bwd = elementwiseBytes(ElementwiseOp::kBiasDropoutAddBackward, st.fusion, m.ffn_gated);
   if (st.recompute == Recompute::kFull) layerForward(p, true);
   auto regather = [&] {  // the layer norm's output again, for the weight gradients
     if (st.sequence_parallel) collective(p, CollectiveKind::kAllGather, shard, false);
@@ -300,7 +334,7 @@ void CostModel::layerBackward(BlockProgram& p) {
     kernel(p, "gemm_wgrad", gemm_class, flops, bytes, false);
   };
   const double up = m.ffn_gated ? 2 * f : f;
-  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, Tsp * h * 2 * 3, false);
+  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, bda_bwd * Tsp * h, false);
   if (m.isMoe()) {
     const double k = m.experts_per_token;
     const uint64_t routed = static_cast<uint64_t>(T / t * k * h * 2);
@@ -320,13 +354,13 @@ void CostModel::layerBackward(BlockProgram& p) {
     gemmBackward(up, h);
     reduce();
   }
-  kernel(p, "layer_norm_bwd", KernelClass::kElementwise, 0, 6 * Tsp * h, false);
-  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, Tsp * h * 2 * 3, false);
+  kernel(p, "layer_norm_bwd", KernelClass::kElementwise, 0, norm_bwd * Tsp * h, false);
+  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, bda_bwd * Tsp * h, false);
   regather();
   gemmBackward(h, h);
-  if (st.recompute == Recompute::kSelective && !st.flash_attention) attentionCoreForward(p, true);
+  if (st.recompute == Recompute::kSelective && !st.usesFlashAttention()) attentionCoreForward(p, true);
   const double flops = 8 * T * s * h / t;
-  if (st.flash_attention) {
+  if (st.usesFlashAttention()) {
     // Reads Q, K, V, O and dO, writes dQ, dK and dV.
     kernel(p, "flash_bwd", KernelClass::kAttention, flops, (4 * T * h / t + 4 * b * s * kv / t) * 2, false);
     ProgramItem& item = p.items.back();
@@ -338,12 +372,13 @@ void CostModel::layerBackward(BlockProgram& p) {
     const double scores = b * (a / t) * s * s;
     kernel(p, "bmm", KernelClass::kAttention, flops / 2, (T * h / t + T * kv / t + 2 * scores) * 2, false);
     kernel(p, "dropout", KernelClass::kElementwise, 0, scores * (3 * 2 + 1), false);
-    kernel(p, "softmax_bwd", KernelClass::kElementwise, 0, scores * 3 * 2, false);
+    kernel(p, "softmax_bwd", KernelClass::kElementwise, 0,
+           scores * elementwiseBytes(ElementwiseOp::kSoftmaxBackward, st.fusion, false), false);
     kernel(p, "bmm", KernelClass::kAttention, flops / 2, (2 * scores + T * kv / t + T * h / t) * 2, false);
   }
   gemmBackward(h + 2 * kv, h);
   reduce();
-  kernel(p, "layer_norm_bwd", KernelClass::kElementwise, 0, 6 * Tsp * h, false);
+  kernel(p, "layer_norm_bwd", KernelClass::kElementwise, 0, norm_bwd * Tsp * h, false);
 }
 
 void CostModel::buildPrograms() {
@@ -355,6 +390,8 @@ void CostModel::buildPrograms() {
   const int vstages = virtualStages();
   const uint64_t layer_params = m.layerParameters() / static_cast<uint64_t>(st.tp);
   const uint64_t embedding_params = m.embeddingParameters() / static_cast<uint64_t>(st.tp);
+  const double norm = elementwiseBytes(ElementwiseOp::kNorm, st.fusion, m.ffn_gated);
+  const double norm_bwd = elementwiseBytes(ElementwiseOp::kNormBackward, st.fusion, m.ffn_gated);
   const uint64_t output_params = m.outputParameters() / static_cast<uint64_t>(st.tp);
   forward_.assign(static_cast<size_t>(vstages), {});
   backward_.assign(static_cast<size_t>(vstages), {});
@@ -373,7 +410,7 @@ void CostModel::buildPrograms() {
     }
     for (int l = 0; l < layers; ++l) append(fwd, layer_forward);
     auto head = [&](BlockProgram& p, bool rc) {
-      kernel(p, "layer_norm", KernelClass::kElementwise, 0, 4 * Tsp * h, rc);
+      kernel(p, "layer_norm", KernelClass::kElementwise, 0, norm * Tsp * h, rc);
       if (st.sequence_parallel) collective(p, CollectiveKind::kAllGather, static_cast<uint64_t>(T * h * 2 / t), rc);
       kernel(p, "gemm_fwd", KernelClass::kGemm, 2 * T * h * V / t, (T * h + h * V / t + T * V / t) * 2, rc);
       kernel(p, "cross_entropy", KernelClass::kElementwise, 0, T * V / t * 2 * 3, rc);
@@ -388,7 +425,7 @@ void CostModel::buildPrograms() {
       kernel(bwd, "gemm_dgrad", KernelClass::kGemm, flops, bytes, false);
       kernel(bwd, "gemm_wgrad", KernelClass::kGemm, flops, bytes, false);
       if (st.sequence_parallel) collective(bwd, CollectiveKind::kReduceScatter, static_cast<uint64_t>(T * h * 2 / t), false);
-      kernel(bwd, "layer_norm_bwd", KernelClass::kElementwise, 0, 6 * Tsp * h, false);
+      kernel(bwd, "layer_norm_bwd", KernelClass::kElementwise, 0, norm_bwd * Tsp * h, false);
     }
     // Backward visits the chunk's layers last to first; layer_done_item is indexed first to last.
     bwd.layer_done_item.assign(static_cast<size_t>(layers), 0);
@@ -419,6 +456,26 @@ void CostModel::buildPrograms() {
     // the bf16 copy.
     kernel(optimizer_[static_cast<size_t>(stage)], "optimizer", KernelClass::kElementwise, 0, params * 30, false);
   }
+}
+
+std::vector<LayerTraffic> CostModel::layerTraffic() {
+  BlockProgram fwd, bwd;
+  layerForward(fwd, false);
+  layerBackward(bwd);
+  std::vector<LayerTraffic> groups{{"norms", 0}, {"bias-dropout-add", 0}, {"activation", 0}, {"attention", 0}, {"GEMMs", 0}};
+  for (const BlockProgram* program : {&fwd, &bwd}) {
+    for (const ProgramItem& item : program->items) {
+      if (item.collective) continue;
+      const std::string& key = shape_keys_[item.shape];
+      size_t g = 4;
+      if (key.starts_with("layer_norm")) g = 0;
+      else if (key == "bias_dropout_add") g = 1;
+      else if (key.starts_with("gelu") || key.starts_with("swiglu")) g = 2;
+      else if (key.starts_with("flash") || key.starts_with("softmax") || key == "dropout" || key == "bmm") g = 3;
+      groups[g].bytes += item.hbm_bytes;
+    }
+  }
+  return groups;
 }
 
 uint64_t CostModel::pipelineTransferBytes() const {
@@ -485,7 +542,7 @@ uint64_t CostModel::activationBytesOf(const SimulationInputs& in) {
   // norms' inputs, the QKV and fc1 inputs, two dropout masks) and, split over TP, Q, K, V, the output
   // projection's input (2 h + 4 kv + 2 h) and the MLP's activations (2 f in, 2 f or 4 f gated out):
   // 10 h + 24 h / t for GPT. Flash attention keeps no s x s matrices (as selective).
-  const double attention = st.flash_attention || st.recompute == Recompute::kSelective ? 0 : 5 * a * s / h;
+  const double attention = st.usesFlashAttention() || st.recompute == Recompute::kSelective ? 0 : 5 * a * s / h;
   const double split = 4 * h + 4 * kv + 2 * f + (m.ffn_gated ? 4 : 2) * f;
   double bytes = 0;
   if (st.recompute == Recompute::kFull) {

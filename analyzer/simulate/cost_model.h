@@ -34,6 +34,24 @@ struct ProgramItem {
   int64_t duration_ns = 0;
   uint64_t bytes = 0;     // collectives: NCCL's op bytes (the API count x element size)
   double flops = 0;       // kernels: the FLOPs it does
+  double hbm_bytes = 0;   // kernels: the bytes it moves between HBM and the SMs
+};
+
+// The elementwise work of a layer, each as its kernels' HBM bytes per element (docs/simulation.md,
+// "Kernel fusion"): every kernel reads its inputs and writes its outputs once, so fusing two
+// kernels saves the intermediate tensor's write and read.
+enum class ElementwiseOp : uint8_t {
+  kNorm, kNormBackward,                      // per hidden element
+  kBiasDropoutAdd, kBiasDropoutAddBackward,  // per hidden element
+  kActivation, kActivationBackward,          // per MLP element (GeLU or SwiGLU)
+  kSoftmax, kSoftmaxBackward,                // per attention score, mask and softmax (without flash)
+};
+double elementwiseBytes(ElementwiseOp op, Fusion fusion, bool gated);
+
+// A layer's HBM traffic per kernel group, forward and backward, for one micro-batch on one rank.
+struct LayerTraffic {
+  std::string group;  // "norms", "bias-dropout-add", "activation", "attention", "GEMMs"
+  double bytes = 0;
 };
 
 // The items of one forward or backward pass of a model chunk for one micro-batch.
@@ -102,6 +120,9 @@ class CostModel {
   // the hardware's (with recomputation).
   double modelFlopsPerStep() const;
   double hardwareFlopsPerStep() const;
+  // One layer's forward and backward HBM bytes per micro-batch and rank, by kernel group (builds
+  // the layer's programs again, hence not const).
+  std::vector<LayerTraffic> layerTraffic();
 
  private:
   uint16_t shape(const char* key);

@@ -326,6 +326,13 @@ StrategySpec strategyFrom(const Json& value, const std::string& file, const std:
     if (!precision) f.fail("precision", fmt::format("expected bf16 or fp8, got \"{}\"", name));
     s.precision = *precision;
   }
+  if (f.has("fusion")) {
+    std::string name;
+    f.text("fusion", name);
+    auto fusion = parseFusion(name);
+    if (!fusion) f.fail("fusion", fmt::format("expected none, default or all, got \"{}\"", name));
+    s.fusion = *fusion;
+  }
   if (f.has("bucket_mb")) {
     double mb = 0;
     f.number("bucket_mb", mb);

@@ -73,6 +73,22 @@ std::optional<Precision> parsePrecision(const std::string& text) {
   return std::nullopt;
 }
 
+const char* fusionName(Fusion fusion) {
+  switch (fusion) {
+    case Fusion::kNone: return "none";
+    case Fusion::kDefault: return "default";
+    case Fusion::kAll: return "all";
+  }
+  return "default";
+}
+
+std::optional<Fusion> parseFusion(const std::string& text) {
+  if (text == "none") return Fusion::kNone;
+  if (text == "default") return Fusion::kDefault;
+  if (text == "all") return Fusion::kAll;
+  return std::nullopt;
+}
+
 std::string StrategySpec::label() const {
   std::string text = cp > 1 ? fmt::format("TP{} CP{} PP{} DP{} mb{}x{} {}", tp, cp, pp, dp, micro_batch_size,
                                           micro_batches, scheduleName(schedule))
@@ -83,6 +99,7 @@ std::string StrategySpec::label() const {
   if (recompute != Recompute::kNone) text += fmt::format(" rc-{}", recomputeName(recompute));
   if (zero_stage > 0) text += fmt::format(" ZeRO-{}", zero_stage);
   if (precision == Precision::kFp8) text += " fp8";
+  if (fusion != Fusion::kDefault) text += fmt::format(" fusion-{}", fusionName(fusion));
   return text;
 }
 
@@ -144,6 +161,7 @@ std::string SimulationInputs::toJson() const {
                    {"overlap_grad_reduce", s.overlap_grad_reduce},
                    {"flash_attention", s.flash_attention},
                    {"precision", precisionName(s.precision)},
+                   {"fusion", fusionName(s.fusion)},
                    {"bucket_mb", static_cast<double>(s.bucket_bytes) / 1e6},
                    {"source", strategy_source}};
   nlohmann::ordered_json slow = nlohmann::ordered_json::array();
@@ -223,9 +241,9 @@ void validate(const SimulationInputs& in) {
     fail(sms, fmt::format("strategy.cp = {}: 2 x cp = {} does not divide model.sequence = {} (ring attention gives "
                           "each rank two chunks of the sequence to balance the causal mask)", s.cp, 2 * s.cp,
                           m.sequence));
-  if (s.cp > 1 && !s.flash_attention)
-    fail(ss, fmt::format("strategy.cp = {} needs strategy.flash_attention: ring attention is a flash-attention "
-                         "kernel per chunk", s.cp));
+  if (s.cp > 1 && !s.usesFlashAttention())
+    fail(ss, fmt::format("strategy.cp = {} needs strategy.flash_attention (and fusion other than none): ring "
+                         "attention is a flash-attention kernel per chunk", s.cp));
   if (s.precision == Precision::kFp8 && !(c.gpu.peak_fp8_flops > 0))
     fail(scs, fmt::format("strategy.precision = fp8 needs cluster.gpu.peak_fp8_tflops ({} has none)", c.gpu.name));
   positive(ss, "strategy.micro_batch_size", s.micro_batch_size);

@@ -80,6 +80,10 @@ struct ClusterSpec {
 
 enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
 enum class Precision { kBf16, kFp8 };
+// Which elementwise work is fused into fewer kernels (docs/simulation.md, "Kernel fusion"): none,
+// Megatron's usual fusions (default), or also into the GEMMs' prologues and epilogues and flash
+// attention (all).
+enum class Fusion { kNone, kDefault, kAll };
 
 enum class Recompute { kNone, kSelective, kFull };
 
@@ -89,6 +93,8 @@ std::optional<Schedule> parseSchedule(const std::string& text);
 std::optional<Recompute> parseRecompute(const std::string& text);
 const char* precisionName(Precision precision);
 std::optional<Precision> parsePrecision(const std::string& text);
+const char* fusionName(Fusion fusion);
+std::optional<Fusion> parseFusion(const std::string& text);
 
 
 struct StrategySpec {
@@ -108,12 +114,17 @@ struct StrategySpec {
   bool overlap_grad_reduce = true;
   bool flash_attention = true;
   Precision precision = Precision::kBf16;  // of the GEMMs (fp8: Transformer Engine's delayed scaling)
+  Fusion fusion = Fusion::kDefault;
   uint64_t bucket_bytes = 40'000'000ull * 2;
 
   int world() const { return tp * cp * pp * dp; }
   // The ranks that hold the same weights: gradients are reduced and ZeRO shards over them
   // (Megatron's data-and-context-parallel group).
   int dataGroup() const { return dp * cp; }
+  // Flash attention as the fusion level has it: never unfused, always with every fusion.
+  bool usesFlashAttention() const {
+    return fusion == Fusion::kAll || (fusion == Fusion::kDefault && flash_attention);
+  }
   int globalBatch() const { return micro_batch_size * micro_batches * dp; }
   // "TP2 PP2 DP4 mb1x8 1f1b" (CP and the rest when not the default)
   std::string label() const;
