@@ -3,6 +3,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -11,6 +12,8 @@
 #include "analyzer/cli/commands.h"
 #include "analyzer/errors.h"
 #include "analyzer/report/report.h"
+#include "analyzer/simulate/calibration.h"
+#include "analyzer/simulate/fusion_report.h"
 #include "analyzer/simulate/input_files.h"
 #include "analyzer/simulate/planner.h"
 #include "analyzer/simulate/presets.h"
@@ -21,7 +24,7 @@ namespace {
 using namespace gpuxray::simulate;
 
 struct PlanCommandOptions {
-  std::string model, cluster, output_format = "text";
+  std::string model, cluster, output_format = "text", precision = "bf16";
   int gpus = 0;
   int global_batch = 512;
   size_t top = 10;
@@ -37,6 +40,12 @@ ExitCode runPlan(const PlanCommandOptions& o) {
   PlanOptions options;
   options.gpus = o.gpus;
   options.global_batch = o.global_batch;
+  auto precision = parsePrecision(o.precision);
+  if (!precision) throw UsageError(fmt::format("--precision '{}': expected bf16 or fp8", o.precision));
+  options.precision = *precision;
+  if (options.precision == Precision::kFp8 && !(cluster.gpu.peak_fp8_flops > 0))
+    throw InputError(fmt::format("--precision fp8: {} has no FP8 peak (cluster.gpu.peak_fp8_tflops; cluster from {})",
+                                 cluster.gpu.name, cluster_source));
   PlanResult result = plan(model, cluster, options);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
 
@@ -51,11 +60,43 @@ ExitCode runPlan(const PlanCommandOptions& o) {
       static_cast<double>(cluster.gpu.hbm_bytes) / (1ull << 30), result.invalid, seconds));
   document.notes.push_back(
       "Predicted by gpuxray's simulator (docs/simulation.md); `gpuxray simulate` with a strategy writes its timeline.");
+  if (auto calibration = calibrationFor(cluster.gpu.generation)) {
+    document.notes.push_back(fmt::format("Uncertainty: step times +-{:g} % ({} efficiency set: {})",
+                                         calibration->uncertainty_pct, calibration->generation, calibration->basis));
+  } else {
+    document.notes.push_back(fmt::format(
+        "Uncertainty: unknown; {} has no calibrated efficiency set (cluster.gpu.generation: {}), so these use the "
+        "cluster's efficiency factors as given", cluster.gpu.name, joinNames(calibratedGenerations())));
+  }
   report::Section section;
   section.id = "plan";
   section.title = "Ranking";
   section.tables.push_back(planTable(result, o.top));
   document.sections.push_back(section);
+  report::Section memory;
+  memory.id = "plan_memory";
+  memory.title = "Memory per GPU";
+  memory.tables.push_back(planMemoryTable(result, o.top));
+  if (!result.nearest_misses.empty()) memory.tables.push_back(tooBigTable(result, 5, cluster.gpu.hbm_bytes));
+  document.sections.push_back(memory);
+  if (!result.ranked.empty()) {
+    // What fusion saves on the fastest strategy: none against Megatron's usual fusions.
+    SimulationInputs best;
+    best.model = model;
+    best.cluster = cluster;
+    best.cluster.nodes = std::max(1, o.gpus / cluster.gpus_per_node);
+    if (o.gpus < cluster.gpus_per_node) best.cluster.gpus_per_node = o.gpus;
+    best.strategy = result.ranked.front().strategy;
+    best.strategy.flash_attention = true;
+    best.steps = 1;
+    report::Section fusion;
+    fusion.id = "fusion";
+    fusion.title = "Kernel fusion of the fastest strategy";
+    if (best.strategy.cp == 1) fusion.tables.push_back(fusionTable(compareFusion(best, Fusion::kNone, Fusion::kDefault)));
+    else fusion.notes.push_back("context parallelism needs flash attention, so there is no unfused variant to compare");
+    fusion.tables.push_back(fusionTable(compareFusion(best, Fusion::kDefault, Fusion::kAll)));
+    document.sections.push_back(fusion);
+  }
   if (result.ranked.empty())
     throw InputError(fmt::format("no strategy of {} fits on {} GPUs with global batch {} ({} too big, {} invalid)",
                                  model.name, o.gpus, o.global_batch, result.too_big, result.invalid));
@@ -79,6 +120,7 @@ CommandAction addPlanCommand(CLI::App& app) {
   c->add_option("--global-batch", o->global_batch, "Sequences per step (default 512)");
   c->add_option("--top", o->top, "Rows in the table (default 10)");
   c->add_option("--format", o->output_format, "text (default), json or markdown");
+  c->add_option("--precision", o->precision, "GEMM precision of every strategy: bf16 (default) or fp8");
   return [o] { return runPlan(*o); };
 }
 

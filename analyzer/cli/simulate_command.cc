@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,7 +14,9 @@
 #include "analyzer/cli/commands.h"
 #include "analyzer/errors.h"
 #include "analyzer/simulate/cost_model.h"
+#include "analyzer/report/report.h"
 #include "analyzer/simulate/engine.h"
+#include "analyzer/simulate/fusion_report.h"
 #include "analyzer/simulate/input_files.h"
 #include "analyzer/simulate/layout.h"
 #include "analyzer/simulate/presets.h"
@@ -25,8 +28,8 @@ namespace {
 using namespace gpuxray::simulate;
 
 struct SimulateOptions {
-  std::string preset, config, model, cluster, strategy_file, output, run_id, schedule, recompute;
-  std::optional<int> nodes, tp, pp, dp, micro_batch_size, micro_batches, global_batch, chunks, zero, steps;
+  std::string preset, config, model, cluster, strategy_file, output, run_id, schedule, recompute, precision, fusion;
+  std::optional<int> nodes, tp, pp, dp, cp, micro_batch_size, micro_batches, global_batch, chunks, zero, steps;
   std::optional<uint64_t> seed;
   std::optional<double> jitter;
   bool sequence_parallel = false, no_sequence_parallel = false, no_overlap = false, no_flash = false;
@@ -65,6 +68,7 @@ SimulationInputs simulationInputsFrom(const SimulateOptions& o) {
   set(o.tp, s.tp);
   set(o.pp, s.pp);
   set(o.dp, s.dp);
+  set(o.cp, s.cp);
   set(o.micro_batch_size, s.micro_batch_size);
   set(o.micro_batches, s.micro_batches);
   set(o.chunks, s.chunks);
@@ -88,6 +92,18 @@ SimulationInputs simulationInputsFrom(const SimulateOptions& o) {
     auto recompute = parseRecompute(o.recompute);
     if (!recompute) throw UsageError(fmt::format("--recompute '{}': expected none, selective or full", o.recompute));
     s.recompute = *recompute;
+    flags = true;
+  }
+  if (!o.precision.empty()) {
+    auto precision = parsePrecision(o.precision);
+    if (!precision) throw UsageError(fmt::format("--precision '{}': expected bf16 or fp8", o.precision));
+    s.precision = *precision;
+    flags = true;
+  }
+  if (!o.fusion.empty()) {
+    auto fusion = parseFusion(o.fusion);
+    if (!fusion) throw UsageError(fmt::format("--fusion '{}': expected none, default or all", o.fusion));
+    s.fusion = *fusion;
     flags = true;
   }
   if (o.sequence_parallel) s.sequence_parallel = true, flags = true;
@@ -134,6 +150,20 @@ ExitCode runSimulate(const SimulateOptions& options) {
              "{:.1f} %, exposed communication {:.1f} %, {:.1f} GiB per GPU\n",
              p.step_seconds, p.tokens_per_second, p.model_tflops_per_gpu, p.mfu_pct, p.bubble_pct, p.exposed_comm_pct,
              static_cast<double>(p.memory_per_gpu) / (1ull << 30));
+  if (!options.fusion.empty()) {
+    // The what-if against no fusion (or, asked for none, against the default).
+    const Fusion before = in.strategy.fusion == Fusion::kNone ? Fusion::kDefault : Fusion::kNone;
+    report::Document document;
+    document.schema = "gpuxray.fusion";
+    document.title = "kernel fusion (docs/simulation.md)";
+    report::Section section;
+    section.id = "fusion";
+    section.title = "HBM traffic";
+    section.tables.push_back(fusionTable(compareFusion(in, before, in.strategy.fusion)));
+    document.sections.push_back(section);
+    const std::string text = report::renderText(document);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
   for (const auto& link : in.perturbations.slow_links)
     fmt::print("planted: {} NIC {} at {:.0f} % bandwidth\n", link.host, link.nic, link.factor * 100);
   for (const auto& s : in.perturbations.stragglers)
@@ -158,6 +188,9 @@ CommandAction addSimulateCommand(CLI::App& app) {
   c->add_option("--tp", o->tp, "Tensor-parallel size");
   c->add_option("--pp", o->pp, "Pipeline-parallel size");
   c->add_option("--dp", o->dp, "Data-parallel size");
+  c->add_option("--cp", o->cp, "Context-parallel size (each sequence split over CP ranks, ring attention)");
+  c->add_option("--precision", o->precision, "GEMM precision: bf16 (default) or fp8");
+  c->add_option("--fusion", o->fusion, "Kernel fusion: none, default or all (prints HBM bytes and step time against none)");
   c->add_option("--micro-batch-size", o->micro_batch_size, "Sequences per micro-batch");
   c->add_option("--micro-batches", o->micro_batches, "Micro-batches per step and data-parallel replica");
   c->add_option("--global-batch", o->global_batch, "Sequences per step (sets --micro-batches)");

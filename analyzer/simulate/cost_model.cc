@@ -58,6 +58,12 @@ KernelShape shapeFor(const std::string& key, uint32_t compute_major, uint32_t sm
   if (key == "gelu_bwd")
     return {"void at::native::vectorized_elementwise_kernel<4, at::native::GeluBackwardCUDAKernelImpl, "
             "at::detail::Array<char*, 3>>", sms * 16, 1, 128, 28, 0};
+  if (key == "swiglu")
+    return {"void transformer_engine::gated_act_kernel<transformer_engine::silu, __nv_bfloat16>", sms * 16, 1, 128,
+            28, 0};
+  if (key == "swiglu_bwd")
+    return {"void transformer_engine::dgated_act_kernel<transformer_engine::silu, transformer_engine::dsilu, "
+            "__nv_bfloat16>", sms * 16, 1, 128, 32, 0};
   if (key == "embedding")
     return {"void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, "
             "true>", sms * 32, 1, 128, 32, 0};
@@ -95,6 +101,36 @@ double busFactor(CollectiveKind kind, int n) {
 
 }  // namespace
 
+double elementwiseBytes(ElementwiseOp op, Fusion fusion, bool gated) {
+  const int level = static_cast<int>(fusion);  // none 0, default 1, all 2
+  auto pick = [&](double none, double fused, double all) { return level == 0 ? none : level == 1 ? fused : all; };
+  switch (op) {
+    // Norm: none = statistics (read x), normalize (read x, write y), scale and shift (read y, write z);
+    // default = one kernel (read x, write y); all = in the next GEMM's prologue (read x).
+    case ElementwiseOp::kNorm: return pick(2 + 4 + 4, 4, 2);
+    // Backward: none = scale's gradient (read dz, y, write dy) and normalize's (read dy, x, write dx).
+    case ElementwiseOp::kNormBackward: return pick(6 + 6, 6, 6);
+    // none = bias add (read, write), dropout (read, write, 1-byte mask), residual add (read 2, write);
+    // default = one kernel (read x and residual, write, mask); all = in the GEMM's epilogue (read the
+    // residual, write the mask).
+    case ElementwiseOp::kBiasDropoutAdd: return pick(4 + 5 + 6, 7, 3);
+    // Backward: none = the residual's sum (read 2, write), dropout's (read, mask, write), bias's (read).
+    case ElementwiseOp::kBiasDropoutAddBackward: return pick(6 + 5 + 2, 6, 6);
+    // GeLU: none = bias add (read, write) and GeLU (read, write); default = one kernel; all = in fc1's
+    // epilogue (write the activation beside the pre-activation the GEMM writes anyway).
+    // SwiGLU: none = SiLU (read, write) and product (read 2, write); default = one kernel (read 2,
+    // write); all = in the epilogue (write).
+    case ElementwiseOp::kActivation: return gated ? pick(4 + 6, 6, 2) : pick(4 + 4, 4, 2);
+    // Backward: GeLU none = GeLU's (read x, dy, write) and bias's (read); all = in dgrad's epilogue
+    // (read x). SwiGLU none = product's (read dy, act, up, write 2) and SiLU's (read 2, write).
+    case ElementwiseOp::kActivationBackward: return gated ? pick(10 + 6, 10, 10) : pick(6 + 2, 6, 2);
+    // none = mask (read, write) and softmax (read, write); default = scaled masked softmax (read, write).
+    case ElementwiseOp::kSoftmax: return pick(4 + 4, 4, 4);
+    case ElementwiseOp::kSoftmaxBackward: return pick(4 + 6, 6, 6);
+  }
+  return 0;
+}
+
 const char* collectiveFunc(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce: return "AllReduce";
@@ -108,6 +144,15 @@ const char* collectiveFunc(CollectiveKind kind) {
 CostModel::CostModel(const SimulationInputs& inputs) : in_(inputs) {
   tensor_group_ = {in_.strategy.tp, 1, in_.strategy.tp, 1};
   buildPrograms();
+}
+
+int CostModel::layersIn(int vs) const {
+  const int vstages = virtualStages();
+  const int most = (in_.model.layers + vstages - 1) / vstages;
+  const int missing = most * vstages - in_.model.layers;  // 0, 1 or 2 (validate())
+  if (vs == vstages - 1 && missing >= 1) return most - 1;
+  if (vs == 0 && missing >= 2) return most - 1;
+  return most;
 }
 
 uint16_t CostModel::shape(const char* key) {
@@ -125,6 +170,7 @@ int64_t CostModel::kernelNs(KernelClass cls, double flops, double bytes) const {
   double memory_s = bytes / (g.hbm_bandwidth * e.elementwise);
   double compute_s = 0;
   if (cls == KernelClass::kGemm) compute_s = flops / (g.peak_bf16_flops * e.gemm);
+  if (cls == KernelClass::kGemmFp8) compute_s = flops / (g.peak_fp8_flops * e.gemm_fp8);
   if (cls == KernelClass::kAttention) compute_s = flops / (g.peak_bf16_flops * e.attention);
   return std::max(kMinimumKernelNs, static_cast<int64_t>(std::max(memory_s, compute_s) * 1e9));
 }
@@ -134,6 +180,7 @@ void CostModel::kernel(BlockProgram& p, const char* key, KernelClass cls, double
   item.shape = shape(key);
   item.duration_ns = kernelNs(cls, flops, bytes);
   item.flops = flops;
+  item.hbm_bytes = bytes;
   item.recompute = recompute;
   p.items.push_back(item);
   p.duration_ns += item.duration_ns;
@@ -160,32 +207,55 @@ void CostModel::collective(BlockProgram& p, CollectiveKind kind, uint64_t bytes,
   p.communication_ns += item.duration_ns;
 }
 
+int64_t CostModel::ringExchangeExposedNs(int64_t attention_ns, uint64_t step_bytes) const {
+  const auto& st = in_.strategy;
+  if (st.cp <= 1) return 0;
+  // Megatron's ring: cp - 1 send/recv steps, each overlapped with the attention of the chunk already
+  // there; a step shows only where its transfer outlasts that chunk's compute.
+  const bool same_node = st.tp * st.cp <= in_.cluster.gpus_per_node;
+  const double step_ns = p2pSeconds(step_bytes, same_node, 1) * 1e9;
+  const double chunk_ns = static_cast<double>(attention_ns) / st.cp;
+  return static_cast<int64_t>((st.cp - 1) * std::max(0.0, step_ns - chunk_ns));
+}
+
 void CostModel::attentionCoreForward(BlockProgram& p, bool rc) {
   const auto& m = in_.model;
   const auto& st = in_.strategy;
   const double b = st.micro_batch_size, s = m.sequence, h = m.hidden, t = st.tp, a = m.heads;
-  const double T = b * s;
+  const double kv = m.kvHidden();
+  const double T = b * s / st.cp;  // this rank's queries; the keys are the whole sequence
   const double flops = 4 * T * s * h / t;
-  if (st.flash_attention) {
-    kernel(p, "flash_fwd", KernelClass::kAttention, flops, 4 * T * h / t * 2, rc);
+  if (st.usesFlashAttention()) {
+    kernel(p, "flash_fwd", KernelClass::kAttention, flops, (2 * T * h / t + 2 * b * s * kv / t) * 2, rc);
+    ProgramItem& item = p.items.back();
+    const int64_t exposed = ringExchangeExposedNs(item.duration_ns, static_cast<uint64_t>(2 * T * kv / t * 2));
+    item.duration_ns += exposed;
+    p.duration_ns += exposed;
     return;
   }
   const double scores = b * (a / t) * s * s;  // elements of the attention matrix
-  kernel(p, "bmm", KernelClass::kAttention, flops / 2, (2 * T * h / t + scores) * 2, rc);
-  kernel(p, "softmax", KernelClass::kElementwise, 0, scores * 2 * 2, rc);
+  kernel(p, "bmm", KernelClass::kAttention, flops / 2, (T * h / t + T * kv / t + scores) * 2, rc);
+  kernel(p, "softmax", KernelClass::kElementwise, 0, scores * elementwiseBytes(ElementwiseOp::kSoftmax, st.fusion, false), rc);
   kernel(p, "dropout", KernelClass::kElementwise, 0, scores * (2 * 2 + 1), rc);
-  kernel(p, "bmm", KernelClass::kAttention, flops / 2, (scores + 2 * T * h / t) * 2, rc);
+  kernel(p, "bmm", KernelClass::kAttention, flops / 2, (scores + T * kv / t + T * h / t) * 2, rc);
+}
+
+KernelClass CostModel::layerGemmClass() const {
+  return in_.strategy.precision == Precision::kFp8 ? KernelClass::kGemmFp8 : KernelClass::kGemm;
 }
 
 void CostModel::layerForward(BlockProgram& p, bool rc) {
   const auto& m = in_.model;
   const auto& st = in_.strategy;
-  const double b = st.micro_batch_size, s = m.sequence, h = m.hidden, t = st.tp;
+  const double b = st.micro_batch_size, h = m.hidden, t = st.tp, kv = m.kvHidden();
   const double f = m.ffnHidden();
-  const double T = b * s;
+  const double T = b * m.sequence / st.cp;
   const double Tsp = st.sequence_parallel ? T / t : T;
   const uint64_t full = static_cast<uint64_t>(T * h * 2);
   const uint64_t shard = static_cast<uint64_t>(T * h * 2 / t);
+  const KernelClass gemm_class = layerGemmClass();
+  const double norm = elementwiseBytes(ElementwiseOp::kNorm, st.fusion, m.ffn_gated);
+  const double bda = elementwiseBytes(ElementwiseOp::kBiasDropoutAdd, st.fusion, m.ffn_gated);
   auto gather = [&] {
     if (st.sequence_parallel) collective(p, CollectiveKind::kAllGather, shard, rc);
   };
@@ -194,45 +264,61 @@ void CostModel::layerForward(BlockProgram& p, bool rc) {
     else collective(p, CollectiveKind::kAllReduce, full, rc);
   };
   auto gemm = [&](double n, double k) {  // [T x k] x [k x n/t]
-    kernel(p, "gemm_fwd", KernelClass::kGemm, 2 * T * k * n / t, (T * k + k * n / t + T * n / t) * 2, rc);
+    kernel(p, "gemm_fwd", gemm_class, 2 * T * k * n / t, (T * k + k * n / t + T * n / t) * 2, rc);
   };
-  kernel(p, "layer_norm", KernelClass::kElementwise, 0, 4 * Tsp * h, rc);
+  kernel(p, "layer_norm", KernelClass::kElementwise, 0, norm * Tsp * h, rc);
   gather();
-  gemm(3 * h, h);
+  gemm(h + 2 * kv, h);
   attentionCoreForward(p, rc);
   gemm(h, h);
   reduce();
-  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, Tsp * h * 2 * 3 + Tsp * h, rc);
-  kernel(p, "layer_norm", KernelClass::kElementwise, 0, 4 * Tsp * h, rc);
+  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, bda * Tsp * h, rc);
+  kernel(p, "layer_norm", KernelClass::kElementwise, 0, norm * Tsp * h, rc);
+  const double up = m.ffn_gated ? 2 * f : f;  // gate and up projections side by side
   if (m.isMoe()) {
     const double k = m.experts_per_token;
     kernel(p, "router", KernelClass::kGemm, 2 * Tsp * h * m.experts, Tsp * h * 2, rc);
     const uint64_t routed = static_cast<uint64_t>(T / t * k * h * 2);
     collective(p, CollectiveKind::kAllToAll, routed, rc);
     const double tokens = T * k / t;  // tokens this rank's experts process
-    kernel(p, "gemm_fwd", KernelClass::kGemm, 2 * tokens * h * f, (tokens * h + h * f + tokens * f) * 2, rc);
-    kernel(p, "gelu", KernelClass::kElementwise, 0, tokens * f * 2 * 2, rc);
-    kernel(p, "gemm_fwd", KernelClass::kGemm, 2 * tokens * f * h, (tokens * f + f * h + tokens * h) * 2, rc);
+    kernel(p, "gemm_fwd", gemm_class, 2 * tokens * h * up, (tokens * h + h * up + tokens * up) * 2, rc);
+    activationForward(p, tokens * f, rc);
+    kernel(p, "gemm_fwd", gemm_class, 2 * tokens * f * h, (tokens * f + f * h + tokens * h) * 2, rc);
     collective(p, CollectiveKind::kAllToAll, routed, rc);
   } else {
     gather();
-    gemm(f, h);
-    kernel(p, "gelu", KernelClass::kElementwise, 0, T * f / t * 2 * 2, rc);
+    gemm(up, h);
+    activationForward(p, T * f / t, rc);
     gemm(h, f);
     reduce();
   }
-  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, Tsp * h * 2 * 3 + Tsp * h, rc);
+  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, bda * Tsp * h, rc);
+}
+
+void CostModel::activationForward(BlockProgram& p, double elements, bool rc) {
+  const double bytes = elements * elementwiseBytes(ElementwiseOp::kActivation, in_.strategy.fusion, in_.model.ffn_gated);
+  kernel(p, in_.model.ffn_gated ? "swiglu" : "gelu", KernelClass::kElementwise, 0, bytes, rc);
+}
+
+void CostModel::activationBackward(BlockProgram& p, double elements) {
+  const double bytes =
+      elements * elementwiseBytes(ElementwiseOp::kActivationBackward, in_.strategy.fusion, in_.model.ffn_gated);
+  kernel(p, in_.model.ffn_gated ? "swiglu_bwd" : "gelu_bwd", KernelClass::kElementwise, 0, bytes, false);
 }
 
 void CostModel::layerBackward(BlockProgram& p) {
   const auto& m = in_.model;
   const auto& st = in_.strategy;
   const double b = st.micro_batch_size, s = m.sequence, h = m.hidden, t = st.tp, a = m.heads;
+  const double kv = m.kvHidden();
   const double f = m.ffnHidden();
-  const double T = b * s;
+  const double T = b * s / st.cp;
   const double Tsp = st.sequence_parallel ? T / t : T;
   const uint64_t full = static_cast<uint64_t>(T * h * 2);
   const uint64_t shard = static_cast<uint64_t>(T * h * 2 / t);
+  const KernelClass gemm_class = layerGemmClass();
+  const double norm_bwd = elementwiseBytes(ElementwiseOp::kNormBackward, st.fusion, m.ffn_gated);
+  const double bda_bwd = elementwiseBytes(ElementwiseOp::kBiasDropoutAddBackward, st.fusion, m.ffn_gated);
   if (st.recompute == Recompute::kFull) layerForward(p, true);
   auto regather = [&] {  // the layer norm's output again, for the weight gradients
     if (st.sequence_parallel) collective(p, CollectiveKind::kAllGather, shard, false);
@@ -244,59 +330,69 @@ void CostModel::layerBackward(BlockProgram& p) {
   auto gemmBackward = [&](double n, double k) {
     const double flops = 2 * T * k * n / t;
     const double bytes = (T * k + k * n / t + T * n / t) * 2;
-    kernel(p, "gemm_dgrad", KernelClass::kGemm, flops, bytes, false);
-    kernel(p, "gemm_wgrad", KernelClass::kGemm, flops, bytes, false);
+    kernel(p, "gemm_dgrad", gemm_class, flops, bytes, false);
+    kernel(p, "gemm_wgrad", gemm_class, flops, bytes, false);
   };
-  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, Tsp * h * 2 * 3, false);
+  const double up = m.ffn_gated ? 2 * f : f;
+  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, bda_bwd * Tsp * h, false);
   if (m.isMoe()) {
     const double k = m.experts_per_token;
     const uint64_t routed = static_cast<uint64_t>(T / t * k * h * 2);
     const double tokens = T * k / t;
     collective(p, CollectiveKind::kAllToAll, routed, false);
-    kernel(p, "gemm_dgrad", KernelClass::kGemm, 2 * tokens * f * h, (tokens * f + f * h + tokens * h) * 2, false);
-    kernel(p, "gemm_wgrad", KernelClass::kGemm, 2 * tokens * f * h, (tokens * f + f * h + tokens * h) * 2, false);
-    kernel(p, "gelu_bwd", KernelClass::kElementwise, 0, tokens * f * 2 * 3, false);
-    kernel(p, "gemm_dgrad", KernelClass::kGemm, 2 * tokens * h * f, (tokens * h + h * f + tokens * f) * 2, false);
-    kernel(p, "gemm_wgrad", KernelClass::kGemm, 2 * tokens * h * f, (tokens * h + h * f + tokens * f) * 2, false);
+    kernel(p, "gemm_dgrad", gemm_class, 2 * tokens * f * h, (tokens * f + f * h + tokens * h) * 2, false);
+    kernel(p, "gemm_wgrad", gemm_class, 2 * tokens * f * h, (tokens * f + f * h + tokens * h) * 2, false);
+    activationBackward(p, tokens * f);
+    kernel(p, "gemm_dgrad", gemm_class, 2 * tokens * h * up, (tokens * h + h * up + tokens * up) * 2, false);
+    kernel(p, "gemm_wgrad", gemm_class, 2 * tokens * h * up, (tokens * h + h * up + tokens * up) * 2, false);
     collective(p, CollectiveKind::kAllToAll, routed, false);
     kernel(p, "router", KernelClass::kGemm, 4 * Tsp * h * m.experts, Tsp * h * 2, false);
   } else {
     regather();
     gemmBackward(h, f);
-    kernel(p, "gelu_bwd", KernelClass::kElementwise, 0, T * f / t * 2 * 3, false);
-    gemmBackward(f, h);
+    activationBackward(p, T * f / t);
+    gemmBackward(up, h);
     reduce();
   }
-  kernel(p, "layer_norm_bwd", KernelClass::kElementwise, 0, 6 * Tsp * h, false);
-  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, Tsp * h * 2 * 3, false);
+  kernel(p, "layer_norm_bwd", KernelClass::kElementwise, 0, norm_bwd * Tsp * h, false);
+  kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, bda_bwd * Tsp * h, false);
   regather();
   gemmBackward(h, h);
-  if (st.recompute == Recompute::kSelective && !st.flash_attention) attentionCoreForward(p, true);
+  if (st.recompute == Recompute::kSelective && !st.usesFlashAttention()) attentionCoreForward(p, true);
   const double flops = 8 * T * s * h / t;
-  if (st.flash_attention) {
-    kernel(p, "flash_bwd", KernelClass::kAttention, flops, 8 * T * h / t * 2, false);
+  if (st.usesFlashAttention()) {
+    // Reads Q, K, V, O and dO, writes dQ, dK and dV.
+    kernel(p, "flash_bwd", KernelClass::kAttention, flops, (4 * T * h / t + 4 * b * s * kv / t) * 2, false);
+    ProgramItem& item = p.items.back();
+    // Each ring step carries K and V forward and dK and dV back.
+    const int64_t exposed = ringExchangeExposedNs(item.duration_ns, static_cast<uint64_t>(4 * T * kv / t * 2));
+    item.duration_ns += exposed;
+    p.duration_ns += exposed;
   } else {
     const double scores = b * (a / t) * s * s;
-    kernel(p, "bmm", KernelClass::kAttention, flops / 2, (2 * T * h / t + 2 * scores) * 2, false);
+    kernel(p, "bmm", KernelClass::kAttention, flops / 2, (T * h / t + T * kv / t + 2 * scores) * 2, false);
     kernel(p, "dropout", KernelClass::kElementwise, 0, scores * (3 * 2 + 1), false);
-    kernel(p, "softmax_bwd", KernelClass::kElementwise, 0, scores * 3 * 2, false);
-    kernel(p, "bmm", KernelClass::kAttention, flops / 2, (2 * scores + 2 * T * h / t) * 2, false);
+    kernel(p, "softmax_bwd", KernelClass::kElementwise, 0,
+           scores * elementwiseBytes(ElementwiseOp::kSoftmaxBackward, st.fusion, false), false);
+    kernel(p, "bmm", KernelClass::kAttention, flops / 2, (2 * scores + T * kv / t + T * h / t) * 2, false);
   }
-  gemmBackward(3 * h, h);
+  gemmBackward(h + 2 * kv, h);
   reduce();
-  kernel(p, "layer_norm_bwd", KernelClass::kElementwise, 0, 6 * Tsp * h, false);
+  kernel(p, "layer_norm_bwd", KernelClass::kElementwise, 0, norm_bwd * Tsp * h, false);
 }
 
 void CostModel::buildPrograms() {
   const auto& m = in_.model;
   const auto& st = in_.strategy;
   const double b = st.micro_batch_size, s = m.sequence, h = m.hidden, t = st.tp, V = m.vocabulary;
-  const double T = b * s;
+  const double T = b * s / st.cp;
   const double Tsp = st.sequence_parallel ? T / t : T;
   const int vstages = virtualStages();
-  const int layers = layersPerChunk();
   const uint64_t layer_params = m.layerParameters() / static_cast<uint64_t>(st.tp);
   const uint64_t embedding_params = m.embeddingParameters() / static_cast<uint64_t>(st.tp);
+  const double norm = elementwiseBytes(ElementwiseOp::kNorm, st.fusion, m.ffn_gated);
+  const double norm_bwd = elementwiseBytes(ElementwiseOp::kNormBackward, st.fusion, m.ffn_gated);
+  const uint64_t output_params = m.outputParameters() / static_cast<uint64_t>(st.tp);
   forward_.assign(static_cast<size_t>(vstages), {});
   backward_.assign(static_cast<size_t>(vstages), {});
   BlockProgram layer_forward, layer_backward;
@@ -306,6 +402,7 @@ void CostModel::buildPrograms() {
     BlockProgram& fwd = forward_[static_cast<size_t>(vs)];
     BlockProgram& bwd = backward_[static_cast<size_t>(vs)];
     const bool first = vs == 0, last = vs == vstages - 1;
+    const int layers = layersIn(vs);
     if (first) {
       kernel(fwd, "embedding", KernelClass::kElementwise, 0, 4 * T * h / t, false);
       if (st.sequence_parallel) collective(fwd, CollectiveKind::kReduceScatter, static_cast<uint64_t>(T * h * 2 / t), false);
@@ -313,7 +410,7 @@ void CostModel::buildPrograms() {
     }
     for (int l = 0; l < layers; ++l) append(fwd, layer_forward);
     auto head = [&](BlockProgram& p, bool rc) {
-      kernel(p, "layer_norm", KernelClass::kElementwise, 0, 4 * Tsp * h, rc);
+      kernel(p, "layer_norm", KernelClass::kElementwise, 0, norm * Tsp * h, rc);
       if (st.sequence_parallel) collective(p, CollectiveKind::kAllGather, static_cast<uint64_t>(T * h * 2 / t), rc);
       kernel(p, "gemm_fwd", KernelClass::kGemm, 2 * T * h * V / t, (T * h + h * V / t + T * V / t) * 2, rc);
       kernel(p, "cross_entropy", KernelClass::kElementwise, 0, T * V / t * 2 * 3, rc);
@@ -328,7 +425,7 @@ void CostModel::buildPrograms() {
       kernel(bwd, "gemm_dgrad", KernelClass::kGemm, flops, bytes, false);
       kernel(bwd, "gemm_wgrad", KernelClass::kGemm, flops, bytes, false);
       if (st.sequence_parallel) collective(bwd, CollectiveKind::kReduceScatter, static_cast<uint64_t>(T * h * 2 / t), false);
-      kernel(bwd, "layer_norm_bwd", KernelClass::kElementwise, 0, 6 * Tsp * h, false);
+      kernel(bwd, "layer_norm_bwd", KernelClass::kElementwise, 0, norm_bwd * Tsp * h, false);
     }
     // Backward visits the chunk's layers last to first; layer_done_item is indexed first to last.
     bwd.layer_done_item.assign(static_cast<size_t>(layers), 0);
@@ -337,7 +434,7 @@ void CostModel::buildPrograms() {
       append(bwd, layer_backward);
       bwd.layer_done_item[static_cast<size_t>(l)] = bwd.items.size() - 1;
     }
-    if (last) bwd.layer_parameters.back() += embedding_params;
+    if (last) bwd.layer_parameters.back() += m.tie_embeddings ? (first ? 0 : embedding_params) : output_params;
     if (first) {
       kernel(bwd, "embedding_bwd", KernelClass::kElementwise, 0, 4 * T * h / t + static_cast<double>(embedding_params) * 4, false);
       bwd.layer_done_item.front() = bwd.items.size() - 1;
@@ -354,16 +451,36 @@ void CostModel::buildPrograms() {
   optimizer_.assign(static_cast<size_t>(st.pp), {});
   for (int stage = 0; stage < st.pp; ++stage) {
     double params = static_cast<double>(stageParameters(stage));
-    if (st.zero_stage >= 1) params /= st.dp;
+    if (st.zero_stage >= 1) params /= st.dataGroup();
     // Adam on fp32 master weights: read weight, gradient, m, v (4 bytes each), write weight, m, v and
     // the bf16 copy.
     kernel(optimizer_[static_cast<size_t>(stage)], "optimizer", KernelClass::kElementwise, 0, params * 30, false);
   }
 }
 
+std::vector<LayerTraffic> CostModel::layerTraffic() {
+  BlockProgram fwd, bwd;
+  layerForward(fwd, false);
+  layerBackward(bwd);
+  std::vector<LayerTraffic> groups{{"norms", 0}, {"bias-dropout-add", 0}, {"activation", 0}, {"attention", 0}, {"GEMMs", 0}};
+  for (const BlockProgram* program : {&fwd, &bwd}) {
+    for (const ProgramItem& item : program->items) {
+      if (item.collective) continue;
+      const std::string& key = shape_keys_[item.shape];
+      size_t g = 4;
+      if (key.starts_with("layer_norm")) g = 0;
+      else if (key == "bias_dropout_add") g = 1;
+      else if (key.starts_with("gelu") || key.starts_with("swiglu")) g = 2;
+      else if (key.starts_with("flash") || key.starts_with("softmax") || key == "dropout" || key == "bmm") g = 3;
+      groups[g].bytes += item.hbm_bytes;
+    }
+  }
+  return groups;
+}
+
 uint64_t CostModel::pipelineTransferBytes() const {
   const auto& st = in_.strategy;
-  return static_cast<uint64_t>(st.micro_batch_size) * static_cast<uint64_t>(in_.model.sequence) *
+  return static_cast<uint64_t>(st.micro_batch_size) * static_cast<uint64_t>(in_.model.sequence / st.cp) *
          static_cast<uint64_t>(in_.model.hidden) * 2 / static_cast<uint64_t>(st.tp);
 }
 
@@ -403,25 +520,37 @@ uint64_t CostModel::networkBytes(CollectiveKind kind, uint64_t bytes, const Grou
 uint64_t CostModel::stageParameters(int stage) const {
   const auto& m = in_.model;
   const auto& st = in_.strategy;
-  uint64_t params = static_cast<uint64_t>(m.layers / st.pp) * m.layerParameters();
+  uint64_t layers = 0;
+  for (int c = 0; c < st.chunks; ++c) layers += static_cast<uint64_t>(layersIn(c * st.pp + stage));
+  uint64_t params = layers * m.layerParameters();
   if (stage == 0) params += m.embeddingParameters();
-  if (stage == st.pp - 1 && st.pp > 1) params += m.embeddingParameters();  // the tied output layer's copy
+  if (stage == st.pp - 1) {
+    if (!m.tie_embeddings) params += m.outputParameters();
+    else if (st.pp > 1) params += m.embeddingParameters();  // the tied output layer's copy
+  }
   return params / static_cast<uint64_t>(st.tp);
 }
 
-uint64_t CostModel::activationBytesPerLayer() const {
-  const auto& m = in_.model;
-  const auto& st = in_.strategy;
-  const double s = m.sequence, b = st.micro_batch_size, h = m.hidden, a = m.heads, t = st.tp;
-  // Korthikanti et al. (2022), Table 2; flash attention keeps no s x s matrices (as selective).
-  const double attention = st.flash_attention || st.recompute == Recompute::kSelective ? 0 : 5 * a * s / h;
+uint64_t CostModel::activationBytesPerLayer() const { return activationBytesOf(in_); }
+
+uint64_t CostModel::activationBytesOf(const SimulationInputs& in) {
+  const auto& m = in.model;
+  const auto& st = in.strategy;
+  const double s = static_cast<double>(m.sequence) / st.cp, b = st.micro_batch_size, h = m.hidden, a = m.heads;
+  const double t = st.tp, kv = m.kvHidden(), f = m.ffnHidden();
+  // Korthikanti et al. (2022), Table 2, per token: 10 h replicated without sequence parallelism (the
+  // norms' inputs, the QKV and fc1 inputs, two dropout masks) and, split over TP, Q, K, V, the output
+  // projection's input (2 h + 4 kv + 2 h) and the MLP's activations (2 f in, 2 f or 4 f gated out):
+  // 10 h + 24 h / t for GPT. Flash attention keeps no s x s matrices (as selective).
+  const double attention = st.usesFlashAttention() || st.recompute == Recompute::kSelective ? 0 : 5 * a * s / h;
+  const double split = 4 * h + 4 * kv + 2 * f + (m.ffn_gated ? 4 : 2) * f;
   double bytes = 0;
   if (st.recompute == Recompute::kFull) {
     bytes = 2 * s * b * h / (st.sequence_parallel ? t : 1);
   } else if (st.sequence_parallel) {
-    bytes = s * b * h / t * (34 + attention);
+    bytes = s * b / t * (10 * h + split + attention * h);
   } else {
-    bytes = s * b * h * (10 + 24 / t + attention / t);
+    bytes = s * b * (10 * h + split / t + attention * h / t);
   }
   return static_cast<uint64_t>(bytes);
 }
@@ -430,7 +559,7 @@ MemoryUse CostModel::memory(int stage) const {
   const auto& m = in_.model;
   const auto& st = in_.strategy;
   const uint64_t params = stageParameters(stage);
-  const uint64_t dp = static_cast<uint64_t>(st.dp);
+  const uint64_t dp = static_cast<uint64_t>(st.dataGroup());
   MemoryUse use;
   use.weights = params * kWeightBytes;
   use.gradients = params * kGradientBytes / (st.zero_stage >= 2 ? dp : 1);
@@ -438,10 +567,13 @@ MemoryUse CostModel::memory(int stage) const {
   const int chunks_in_flight = peakActivationsInFlight(stageOrder(st, stage));
   use.activations = static_cast<uint64_t>(chunks_in_flight) * static_cast<uint64_t>(layersPerChunk()) *
                     activationBytesPerLayer();
-  const double T = static_cast<double>(st.micro_batch_size) * m.sequence;
+  const double T = static_cast<double>(st.micro_batch_size) * m.sequence / st.cp;
   if (st.recompute == Recompute::kFull) {
     // The one layer being recomputed holds its full activations during its backward.
-    use.activations += static_cast<uint64_t>(T * m.hidden * (10 + 24.0 / st.tp));
+    SimulationInputs unrecomputed = in_;
+    unrecomputed.strategy.recompute = Recompute::kNone;
+    unrecomputed.strategy.sequence_parallel = false;
+    use.activations += CostModel::activationBytesOf(unrecomputed);
   }
   if (stage == st.pp - 1) use.activations += static_cast<uint64_t>(T * m.vocabulary / st.tp * 4);
   use.workspace = kWorkspaceBytes;
@@ -466,18 +598,20 @@ void CostModel::checkMemoryFits() const {
 double CostModel::modelFlopsPerStep() const {
   const auto& m = in_.model;
   const double B = in_.strategy.globalBatch(), s = m.sequence, l = m.layers, h = m.hidden, V = m.vocabulary;
-  double dense = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
-  if (!m.isMoe()) return dense;
-  // MoE: the MLP's share (16 of 24 h^2 terms per token per layer) scales with the experts a token visits.
-  const double f = m.ffnHidden();
-  const double mlp_dense = 3 * B * s * l * 4 * h * f;
-  return dense + mlp_dense * (m.experts_per_token - 1);
+  const double kv = m.kvHidden(), f = m.ffnHidden();
+  const double experts = m.isMoe() ? m.experts_per_token : 1;
+  // Forward and backward (x 3) of every matrix multiply per token: QKV, output projection, the MLP's
+  // two (three gated) matrices for each expert visited, attention's 2 x 2 s h, and the output layer.
+  // For GPT (kv = h, f = 4 h) this is Narayanan et al.'s 72 B s l h^2 (1 + s/6h + V/12lh).
+  const double per_layer = 2 * h * (h + 2 * kv) + 2 * h * h + 2 * (m.ffn_gated ? 3 : 2) * h * f * experts + 4 * s * h;
+  return 3 * B * s * (l * per_layer + 2 * h * V);
 }
 
 double CostModel::hardwareFlopsPerStep() const {
   double per_replica = 0;
   for (int vs = 0; vs < virtualStages(); ++vs) per_replica += forward(vs).flops + backward(vs).flops;
-  return per_replica * in_.strategy.tp * in_.strategy.micro_batches * in_.strategy.dp;
+  const auto& st = in_.strategy;
+  return per_replica * st.tp * st.cp * st.micro_batches * st.dp;
 }
 
 }  // namespace gpuxray::simulate

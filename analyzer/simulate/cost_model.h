@@ -13,7 +13,7 @@
 
 namespace gpuxray::simulate {
 
-enum class KernelClass : uint8_t { kGemm, kAttention, kElementwise };
+enum class KernelClass : uint8_t { kGemm, kGemmFp8, kAttention, kElementwise };
 enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll };
 
 const char* collectiveFunc(CollectiveKind kind);  // NCCL's name: "AllReduce", ...
@@ -34,6 +34,24 @@ struct ProgramItem {
   int64_t duration_ns = 0;
   uint64_t bytes = 0;     // collectives: NCCL's op bytes (the API count x element size)
   double flops = 0;       // kernels: the FLOPs it does
+  double hbm_bytes = 0;   // kernels: the bytes it moves between HBM and the SMs
+};
+
+// The elementwise work of a layer, each as its kernels' HBM bytes per element (docs/simulation.md,
+// "Kernel fusion"): every kernel reads its inputs and writes its outputs once, so fusing two
+// kernels saves the intermediate tensor's write and read.
+enum class ElementwiseOp : uint8_t {
+  kNorm, kNormBackward,                      // per hidden element
+  kBiasDropoutAdd, kBiasDropoutAddBackward,  // per hidden element
+  kActivation, kActivationBackward,          // per MLP element (GeLU or SwiGLU)
+  kSoftmax, kSoftmaxBackward,                // per attention score, mask and softmax (without flash)
+};
+double elementwiseBytes(ElementwiseOp op, Fusion fusion, bool gated);
+
+// A layer's HBM traffic per kernel group, forward and backward, for one micro-batch on one rank.
+struct LayerTraffic {
+  std::string group;  // "norms", "bias-dropout-add", "activation", "attention", "GEMMs"
+  double bytes = 0;
 };
 
 // The items of one forward or backward pass of a model chunk for one micro-batch.
@@ -69,7 +87,10 @@ class CostModel {
   const SimulationInputs& inputs() const { return in_; }
   const std::vector<KernelShape>& shapes() const { return shapes_; }
   int virtualStages() const { return in_.strategy.pp * in_.strategy.chunks; }
-  int layersPerChunk() const { return in_.model.layers / virtualStages(); }
+  // The most layers a model chunk holds; layersIn(vs) is one less on the last (and first) virtual
+  // stage when the layers do not divide evenly (Llama 3 405B's 126 layers on 16 stages).
+  int layersPerChunk() const { return (in_.model.layers + virtualStages() - 1) / virtualStages(); }
+  int layersIn(int vs) const;
 
   // The programs of virtual stage `vs` (chunk c of stage s is vs = c x pp + s).
   const BlockProgram& forward(int vs) const { return forward_[static_cast<size_t>(vs)]; }
@@ -90,6 +111,7 @@ class CostModel {
   uint64_t stageParameters(int stage) const;  // this rank's share
   // Activations one layer keeps for its backward, per micro-batch (Korthikanti et al., Table 2).
   uint64_t activationBytesPerLayer() const;
+  static uint64_t activationBytesOf(const SimulationInputs& inputs);
   MemoryUse memory(int stage) const;
   // Throws InputError when some stage needs more than the GPU holds, naming the parts.
   void checkMemoryFits() const;
@@ -98,6 +120,9 @@ class CostModel {
   // the hardware's (with recomputation).
   double modelFlopsPerStep() const;
   double hardwareFlopsPerStep() const;
+  // One layer's forward and backward HBM bytes per micro-batch and rank, by kernel group (builds
+  // the layer's programs again, hence not const).
+  std::vector<LayerTraffic> layerTraffic();
 
  private:
   uint16_t shape(const char* key);
@@ -105,6 +130,11 @@ class CostModel {
   void collective(BlockProgram& p, CollectiveKind kind, uint64_t bytes, bool recompute);
   static void append(BlockProgram& to, const BlockProgram& from);
   void layerForward(BlockProgram& p, bool recompute);
+  void activationForward(BlockProgram& p, double elements, bool recompute);
+  void activationBackward(BlockProgram& p, double elements);
+  KernelClass layerGemmClass() const;
+  // The part of context parallelism's ring exchange that the attention kernel does not hide.
+  int64_t ringExchangeExposedNs(int64_t attention_ns, uint64_t step_bytes) const;
   void attentionCoreForward(BlockProgram& p, bool recompute);
   void layerBackward(BlockProgram& p);
   void buildPrograms();

@@ -48,7 +48,7 @@ Timeline::Timeline(const CostModel& cost, const Layout& layout) : cost_(cost), l
   const auto& p = in.perturbations;
   uniform_ = p.slow_links.empty() && p.stragglers.empty() && p.jitter_pct == 0;
   sim_tp_ = uniform_ ? 1 : st.tp;
-  sim_dp_ = uniform_ ? 1 : st.dp;
+  sim_dp_ = uniform_ ? 1 : st.dataGroup();
   jitter_ = p.jitter_pct / 100;
   for (int stage = 0; stage < st.pp; ++stage) orders_.push_back(stageOrder(st, stage));
   steps_.resize(static_cast<size_t>(in.steps));
@@ -147,11 +147,11 @@ void Timeline::simulateStep(int step, const std::vector<int64_t>& starts) {
           }
           const BlockProgram& program = block.forward ? cost_.forward(vs) : cost_.backward(vs);
           const bool last_backward = !block.forward && block.micro_batch == m - 1;
-          int next_layer = layers - 1;
+          int next_layer = static_cast<int>(program.layer_done_item.size()) - 1;
           if (uniform_) {
             // Identical members and no jitter: the block's time is its programme's.
             if (last_backward) {
-              for (int l = 0; l < layers; ++l)
+              for (int l = 0; l < static_cast<int>(program.layer_done_ns.size()); ++l)
                 layer_ready[index[0]][static_cast<size_t>(block.chunk * layers + l)] = t[0] + program.layer_done_ns[static_cast<size_t>(l)];
             }
             t[0] += program.duration_ns;
@@ -191,7 +191,7 @@ void Timeline::simulateStep(int step, const std::vector<int64_t>& starts) {
   }
 
   // Gradient reduction over the data-parallel group, bucket by bucket.
-  const int dp = st.dp;
+  const int dp = st.dataGroup();
   std::vector<int64_t> stream_free = ready;
   for (int s = 0; s < pp; ++s) {
     const std::vector<Bucket> buckets = dp > 1 ? bucketsOf(cost_, s) : std::vector<Bucket>{};

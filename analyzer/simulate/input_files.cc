@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "analyzer/errors.h"
+#include "analyzer/simulate/calibration.h"
 #include "analyzer/simulate/presets.h"
 
 namespace gpuxray::simulate {
@@ -168,6 +169,10 @@ ModelSpec modelFrom(const Json& value, const std::string& file, const std::strin
   f.integer("ffn_hidden", m.ffn_hidden, 0);
   f.integer("experts", m.experts, 0);
   f.integer("experts_per_token", m.experts_per_token, 0);
+  f.integer("kv_heads", m.kv_heads, 1);
+  f.boolean("ffn_gated", m.ffn_gated);
+  f.boolean("tie_embeddings", m.tie_embeddings);
+  f.boolean("learned_positions", m.learned_positions);
   f.finish();
   if (m.layers == 0 || m.hidden == 0 || m.heads == 0 || m.sequence == 0 || m.vocabulary == 0)
     f.fail("", "a model needs layers, hidden, heads, sequence and vocabulary (or a preset)");
@@ -194,6 +199,13 @@ GpuSpec gpuFrom(const Json& value, const std::string& file, const std::string& p
   }
   f.text("name", g.name);
   f.number("peak_bf16_tflops", g.peak_bf16_flops, 1e12);
+  f.number("peak_fp8_tflops", g.peak_fp8_flops, 1e12, true);
+  if (f.has("generation")) {
+    f.text("generation", g.generation);
+    if (!calibrationFor(g.generation))
+      f.fail("generation", fmt::format("no efficiency set '{}' (have {})", g.generation,
+                                       joinNames(calibratedGenerations())));
+  }
   double hbm = static_cast<double>(g.hbm_bytes) / (1ull << 30);
   f.number("hbm_gib", hbm);
   g.hbm_bytes = static_cast<uint64_t>(hbm * (1ull << 30));
@@ -239,7 +251,11 @@ ClusterSpec clusterFrom(const Json& value, const std::string& file, const std::s
   f.text("name", c.name);
   f.integer("nodes", c.nodes, 1);
   f.integer("gpus_per_node", c.gpus_per_node, 1);
-  if (f.has("gpu")) c.gpu = gpuFrom(f.at("gpu"), file, f.field("gpu"));
+  if (f.has("gpu")) {
+    c.gpu = gpuFrom(f.at("gpu"), file, f.field("gpu"));
+    // A GPU of another generation brings its own efficiency set; `efficiency` below overrides it.
+    if (auto calibration = calibrationFor(c.gpu.generation)) c.efficiency = calibration->efficiency;
+  }
   f.integer("nics_per_node", c.nics_per_node, 0);
   f.number("nic_gbps", c.nic_bandwidth, 1e9 / 8);
   f.number("nvlink_latency_us", c.nvlink_latency_s, 1e-6, true);
@@ -247,6 +263,7 @@ ClusterSpec clusterFrom(const Json& value, const std::string& file, const std::s
   if (f.has("efficiency")) {
     Fields e(f.at("efficiency"), file, f.field("efficiency"));
     e.number("gemm", c.efficiency.gemm);
+    e.number("gemm_fp8", c.efficiency.gemm_fp8);
     e.number("attention", c.efficiency.attention);
     e.number("elementwise", c.efficiency.elementwise);
     e.number("nvlink", c.efficiency.nvlink);
@@ -266,6 +283,7 @@ StrategySpec strategyFrom(const Json& value, const std::string& file, const std:
   f.integer("tp", s.tp, 1);
   f.integer("pp", s.pp, 1);
   f.integer("dp", s.dp, 1);
+  f.integer("cp", s.cp, 1);
   f.integer("micro_batch_size", s.micro_batch_size, 1);
   f.integer("micro_batches", s.micro_batches, 1);
   if (f.has("global_batch")) {
@@ -301,6 +319,20 @@ StrategySpec strategyFrom(const Json& value, const std::string& file, const std:
   }
   f.boolean("overlap_grad_reduce", s.overlap_grad_reduce);
   f.boolean("flash_attention", s.flash_attention);
+  if (f.has("precision")) {
+    std::string name;
+    f.text("precision", name);
+    auto precision = parsePrecision(name);
+    if (!precision) f.fail("precision", fmt::format("expected bf16 or fp8, got \"{}\"", name));
+    s.precision = *precision;
+  }
+  if (f.has("fusion")) {
+    std::string name;
+    f.text("fusion", name);
+    auto fusion = parseFusion(name);
+    if (!fusion) f.fail("fusion", fmt::format("expected none, default or all, got \"{}\"", name));
+    s.fusion = *fusion;
+  }
   if (f.has("bucket_mb")) {
     double mb = 0;
     f.number("bucket_mb", mb);

@@ -11,19 +11,26 @@ namespace gpuxray::simulate {
 uint64_t ModelSpec::layerParameters() const {
   const uint64_t h = static_cast<uint64_t>(hidden);
   const uint64_t f = static_cast<uint64_t>(ffnHidden());
-  uint64_t attention = 4 * h * h + 4 * h;
-  uint64_t mlp = 2 * h * f + f + h;
+  const uint64_t kv = static_cast<uint64_t>(kvHidden());
+  // Q and output h x h, K and V h x kv, with their biases.
+  uint64_t attention = 2 * h * h + 2 * h * kv + 2 * h + 2 * kv;
+  uint64_t mlp = ffn_gated ? 3 * h * f + 2 * f + h : 2 * h * f + f + h;
   if (isMoe()) mlp = static_cast<uint64_t>(experts) * mlp + h * static_cast<uint64_t>(experts);
   return attention + mlp + 4 * h;
 }
 
 uint64_t ModelSpec::embeddingParameters() const {
   const uint64_t h = static_cast<uint64_t>(hidden);
-  return static_cast<uint64_t>(vocabulary) * h + static_cast<uint64_t>(sequence) * h + 2 * h;
+  const uint64_t positions = learned_positions ? static_cast<uint64_t>(sequence) * h : 0;
+  return static_cast<uint64_t>(vocabulary) * h + positions + 2 * h;
+}
+
+uint64_t ModelSpec::outputParameters() const {
+  return tie_embeddings ? 0 : static_cast<uint64_t>(vocabulary) * static_cast<uint64_t>(hidden);
 }
 
 uint64_t ModelSpec::parameters() const {
-  return static_cast<uint64_t>(layers) * layerParameters() + embeddingParameters();
+  return static_cast<uint64_t>(layers) * layerParameters() + embeddingParameters() + outputParameters();
 }
 
 const char* scheduleName(Schedule schedule) {
@@ -58,13 +65,41 @@ std::optional<Recompute> parseRecompute(const std::string& text) {
   return std::nullopt;
 }
 
+const char* precisionName(Precision precision) { return precision == Precision::kFp8 ? "fp8" : "bf16"; }
+
+std::optional<Precision> parsePrecision(const std::string& text) {
+  if (text == "bf16") return Precision::kBf16;
+  if (text == "fp8") return Precision::kFp8;
+  return std::nullopt;
+}
+
+const char* fusionName(Fusion fusion) {
+  switch (fusion) {
+    case Fusion::kNone: return "none";
+    case Fusion::kDefault: return "default";
+    case Fusion::kAll: return "all";
+  }
+  return "default";
+}
+
+std::optional<Fusion> parseFusion(const std::string& text) {
+  if (text == "none") return Fusion::kNone;
+  if (text == "default") return Fusion::kDefault;
+  if (text == "all") return Fusion::kAll;
+  return std::nullopt;
+}
+
 std::string StrategySpec::label() const {
-  std::string text = fmt::format("TP{} PP{} DP{} mb{}x{} {}", tp, pp, dp, micro_batch_size, micro_batches,
-                                 scheduleName(schedule));
+  std::string text = cp > 1 ? fmt::format("TP{} CP{} PP{} DP{} mb{}x{} {}", tp, cp, pp, dp, micro_batch_size,
+                                          micro_batches, scheduleName(schedule))
+                            : fmt::format("TP{} PP{} DP{} mb{}x{} {}", tp, pp, dp, micro_batch_size, micro_batches,
+                                          scheduleName(schedule));
   if (schedule == Schedule::kInterleaved) text += fmt::format(" v{}", chunks);
   if (sequence_parallel) text += " SP";
   if (recompute != Recompute::kNone) text += fmt::format(" rc-{}", recomputeName(recompute));
   if (zero_stage > 0) text += fmt::format(" ZeRO-{}", zero_stage);
+  if (precision == Precision::kFp8) text += " fp8";
+  if (fusion != Fusion::kDefault) text += fmt::format(" fusion-{}", fusionName(fusion));
   return text;
 }
 
@@ -82,6 +117,10 @@ std::string SimulationInputs::toJson() const {
                 {"ffn_hidden", model.ffnHidden()},
                 {"experts", model.experts},
                 {"experts_per_token", model.experts_per_token},
+                {"kv_heads", model.kvHeads()},
+                {"ffn_gated", model.ffn_gated},
+                {"tie_embeddings", model.tie_embeddings},
+                {"learned_positions", model.learned_positions},
                 {"source", model_source}};
   const auto& g = cluster.gpu;
   j["cluster"] = {{"name", cluster.name},
@@ -90,6 +129,8 @@ std::string SimulationInputs::toJson() const {
                   {"gpu",
                    {{"name", g.name},
                     {"peak_bf16_tflops", g.peak_bf16_flops / 1e12},
+                    {"peak_fp8_tflops", g.peak_fp8_flops / 1e12},
+                    {"generation", g.generation},
                     {"hbm_gib", static_cast<double>(g.hbm_bytes) / (1ull << 30)},
                     {"hbm_bandwidth_gbs", g.hbm_bandwidth / 1e9},
                     {"nvlink_gbs", g.nvlink_bandwidth / 1e9}}},
@@ -99,6 +140,7 @@ std::string SimulationInputs::toJson() const {
                   {"network_latency_us", cluster.network_latency_s * 1e6},
                   {"efficiency",
                    {{"gemm", cluster.efficiency.gemm},
+                    {"gemm_fp8", cluster.efficiency.gemm_fp8},
                     {"attention", cluster.efficiency.attention},
                     {"elementwise", cluster.efficiency.elementwise},
                     {"nvlink", cluster.efficiency.nvlink},
@@ -108,6 +150,7 @@ std::string SimulationInputs::toJson() const {
   j["strategy"] = {{"tp", s.tp},
                    {"pp", s.pp},
                    {"dp", s.dp},
+                   {"cp", s.cp},
                    {"micro_batch_size", s.micro_batch_size},
                    {"micro_batches", s.micro_batches},
                    {"schedule", scheduleName(s.schedule)},
@@ -117,6 +160,8 @@ std::string SimulationInputs::toJson() const {
                    {"zero_stage", s.zero_stage},
                    {"overlap_grad_reduce", s.overlap_grad_reduce},
                    {"flash_attention", s.flash_attention},
+                   {"precision", precisionName(s.precision)},
+                   {"fusion", fusionName(s.fusion)},
                    {"bucket_mb", static_cast<double>(s.bucket_bytes) / 1e6},
                    {"source", strategy_source}};
   nlohmann::ordered_json slow = nlohmann::ordered_json::array();
@@ -163,6 +208,8 @@ void validate(const SimulationInputs& in) {
   if (m.ffn_hidden < 0) fail(ms, fmt::format("model.ffn_hidden = {} must not be negative", m.ffn_hidden));
   if (m.hidden % m.heads != 0)
     fail(ms, fmt::format("model.heads = {} does not divide model.hidden = {}", m.heads, m.hidden));
+  if (m.kv_heads < 0 || (m.kv_heads > 0 && m.heads % m.kv_heads != 0))
+    fail(ms, fmt::format("model.kv_heads = {} does not divide model.heads = {}", m.kv_heads, m.heads));
   if (m.experts < 0) fail(ms, fmt::format("model.experts = {} must not be negative", m.experts));
   if (m.isMoe() && (m.experts_per_token < 1 || m.experts_per_token > m.experts))
     fail(ms, fmt::format("model.experts_per_token = {} must lie in 1..model.experts = {}", m.experts_per_token,
@@ -180,6 +227,7 @@ void validate(const SimulationInputs& in) {
   }
   if (c.nvlink_latency_s < 0 || c.network_latency_s < 0) fail(cs, "cluster latencies must not be negative");
   efficiency(cs, "cluster.efficiency.gemm", c.efficiency.gemm);
+  efficiency(cs, "cluster.efficiency.gemm_fp8", c.efficiency.gemm_fp8);
   efficiency(cs, "cluster.efficiency.attention", c.efficiency.attention);
   efficiency(cs, "cluster.efficiency.elementwise", c.efficiency.elementwise);
   efficiency(cs, "cluster.efficiency.nvlink", c.efficiency.nvlink);
@@ -188,6 +236,16 @@ void validate(const SimulationInputs& in) {
   positive(ss, "strategy.tp", s.tp);
   positive(ss, "strategy.pp", s.pp);
   positive(ss, "strategy.dp", s.dp);
+  positive(ss, "strategy.cp", s.cp);
+  if (m.sequence % (2 * s.cp) != 0 && s.cp > 1)
+    fail(sms, fmt::format("strategy.cp = {}: 2 x cp = {} does not divide model.sequence = {} (ring attention gives "
+                          "each rank two chunks of the sequence to balance the causal mask)", s.cp, 2 * s.cp,
+                          m.sequence));
+  if (s.cp > 1 && !s.usesFlashAttention())
+    fail(ss, fmt::format("strategy.cp = {} needs strategy.flash_attention (and fusion other than none): ring "
+                         "attention is a flash-attention kernel per chunk", s.cp));
+  if (s.precision == Precision::kFp8 && !(c.gpu.peak_fp8_flops > 0))
+    fail(scs, fmt::format("strategy.precision = fp8 needs cluster.gpu.peak_fp8_tflops ({} has none)", c.gpu.name));
   positive(ss, "strategy.micro_batch_size", s.micro_batch_size);
   positive(ss, "strategy.micro_batches", s.micro_batches);
   positive(ss, "strategy.chunks", s.chunks);
@@ -198,6 +256,8 @@ void validate(const SimulationInputs& in) {
   if (m.isMoe() && m.experts % s.tp != 0)
     fail(sms, fmt::format("strategy.tp = {} does not divide model.experts = {}: experts are spread over the "
                           "tensor-parallel group", s.tp, m.experts));
+  if (s.tp < m.kvHeads() ? m.kvHeads() % s.tp != 0 : s.tp % m.kvHeads() != 0)
+    fail(sms, fmt::format("strategy.tp = {} and model.kv_heads = {}: one must divide the other", s.tp, m.kvHeads()));
   if (s.tp > c.gpus_per_node || c.gpus_per_node % s.tp != 0)
     fail(scs, fmt::format("strategy.tp = {} must divide cluster.gpus_per_node = {}: a tensor-parallel group stays "
                           "inside one node", s.tp, c.gpus_per_node));
@@ -211,15 +271,18 @@ void validate(const SimulationInputs& in) {
     fail(ss, fmt::format("strategy.chunks = {} needs schedule interleaved (schedule is {})", s.chunks,
                          scheduleName(s.schedule)));
   }
-  if (m.layers % (s.pp * s.chunks) != 0)
-    fail(sms, fmt::format("strategy.pp x strategy.chunks = {} does not divide model.layers = {}", s.pp * s.chunks,
-                          m.layers));
+  const int vstages = s.pp * s.chunks;
+  const int missing = (m.layers + vstages - 1) / vstages * vstages - m.layers;
+  if (m.layers < vstages || missing > 2 || (missing > 0 && vstages < 2))
+    fail(sms, fmt::format("strategy.pp x strategy.chunks = {} does not divide model.layers = {} (or leave one layer "
+                          "less on the last and first stages)", vstages, m.layers));
   if (s.zero_stage < 0 || s.zero_stage > 2)
     fail(ss, fmt::format("strategy.zero_stage = {} must be 0, 1 or 2 (ZeRO-3's per-layer weight gathers are not "
                          "simulated)", s.zero_stage));
   if (s.world() > c.gpus())
-    fail(scs, fmt::format("the strategy needs {} GPUs (TP{} x PP{} x DP{}) but the cluster has {}: {} nodes x {}",
-                          s.world(), s.tp, s.pp, s.dp, c.gpus(), c.nodes, c.gpus_per_node));
+    fail(scs, fmt::format("the strategy needs {} GPUs (TP{}{} x PP{} x DP{}) but the cluster has {}: {} nodes x {}",
+                          s.world(), s.tp, s.cp > 1 ? fmt::format(" x CP{}", s.cp) : "", s.pp, s.dp, c.gpus(),
+                          c.nodes, c.gpus_per_node));
 
   const std::string ps = "perturbations";
   int used_nodes = (s.world() + c.gpus_per_node - 1) / c.gpus_per_node;

@@ -17,7 +17,11 @@ uint64_t mix(uint64_t h, uint64_t v) {
 }  // namespace
 
 Layout::Layout(const SimulationInputs& in)
-    : tp_(in.strategy.tp), dp_(in.strategy.dp), pp_(in.strategy.pp), world_(in.strategy.world()) {
+    : tp_(in.strategy.tp),
+      cp_(in.strategy.cp),
+      dp_(in.strategy.dataGroup()),
+      pp_(in.strategy.pp),
+      world_(in.strategy.world()) {
   const auto& c = in.cluster;
   places_.resize(static_cast<size_t>(world_));
   nic_factor_.assign(static_cast<size_t>(world_), 1.0);
@@ -26,6 +30,7 @@ Layout::Layout(const SimulationInputs& in)
     RankPlace& p = places_[static_cast<size_t>(rank)];
     p.tp = rank % tp_;
     p.dp = (rank / tp_) % dp_;
+    p.cp = p.dp % cp_;
     p.stage = rank / (tp_ * dp_);
     p.node = rank / c.gpus_per_node;
     p.local_rank = rank % c.gpus_per_node;
@@ -49,6 +54,9 @@ std::vector<int> Layout::members(CommunicatorKind kind, int rank) const {
       break;
     case CommunicatorKind::kData:
       for (int d = 0; d < dp_; ++d) ranks.push_back(rankOf(p.tp, d, p.stage));
+      break;
+    case CommunicatorKind::kContext:
+      for (int c = 0; c < cp_; ++c) ranks.push_back(rankOf(p.tp, p.dp - p.cp + c, p.stage));
       break;
     case CommunicatorKind::kModel:
       for (int s = 0; s < pp_; ++s)
@@ -75,6 +83,7 @@ CommunicatorInfo Layout::communicator(CommunicatorKind kind, int rank) const {
     case CommunicatorKind::kPipeline: info.name = fmt::format("pipeline tp{} dp{}", p.tp, p.dp); break;
     case CommunicatorKind::kData: info.name = fmt::format("data tp{} pp{}", p.tp, p.stage); break;
     case CommunicatorKind::kModel: info.name = fmt::format("model dp{}", p.dp); break;
+    case CommunicatorKind::kContext: info.name = fmt::format("context tp{} dp{} pp{}", p.tp, p.dp / cp_, p.stage); break;
   }
   return info;
 }

@@ -1,5 +1,7 @@
-// Where each rank sits: its tensor, data and pipeline coordinates (Megatron's order: tensor fastest,
-// then data, then pipeline), its node, GPU and NIC, and the communicators it belongs to.
+// Where each rank sits: its tensor, context, data and pipeline coordinates (Megatron's order: tensor
+// fastest, then context, then data, then pipeline), its node, GPU and NIC, and the communicators it
+// belongs to. The data coordinate `dp` counts over the data-and-context group (dp x cp ranks that hold
+// the same weights); `cp` is its position in its context-parallel ring.
 #pragma once
 
 #include <cstdint>
@@ -13,10 +15,11 @@ namespace gpuxray::simulate {
 
 struct RankPlace {
   int tp = 0, dp = 0, stage = 0;
+  int cp = 0;
   int node = 0, local_rank = 0, nic = 0;
 };
 
-enum class CommunicatorKind { kTensor, kPipeline, kData, kModel };
+enum class CommunicatorKind { kTensor, kPipeline, kData, kModel, kContext };
 
 struct CommunicatorInfo {
   uint64_t hash = 0;
@@ -45,7 +48,7 @@ class Layout {
   GroupLinks links(CommunicatorKind kind, int rank) const;
 
  private:
-  int tp_, dp_, pp_, world_;
+  int tp_, cp_, dp_, pp_, world_;
   std::vector<RankPlace> places_;
   std::vector<double> nic_factor_, time_factor_;
 };

@@ -16,11 +16,14 @@ struct PlanOptions {
   int global_batch = 512;  // sequences per step
   std::vector<int> micro_batch_sizes{1, 2, 4, 8};
   std::vector<int> zero_stages{0, 1};
+  std::vector<int> context_parallel{1, 2, 4, 8, 16};  // those that divide the GPUs and the sequence
+  Precision precision = Precision::kBf16;
 };
 
 struct PlanCandidate {
   StrategySpec strategy;
   Prediction prediction;
+  MemoryUse memory;  // the pipeline stage that needs most
 };
 
 struct PlanResult {
@@ -28,6 +31,7 @@ struct PlanResult {
   size_t considered = 0;              // strategies enumerated
   size_t invalid = 0;                 // rejected by validate()
   size_t too_big = 0;                 // rejected for memory
+  std::vector<PlanCandidate> nearest_misses;  // the too-big strategies that need least memory, least first
 };
 
 // `cluster.nodes` is set from the GPU count. Throws InputError when the GPU count does not fill
@@ -36,5 +40,9 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster, const PlanOp
 
 // The `top` fastest strategies as a report table (id "plan").
 report::Table planTable(const PlanResult& result, size_t top);
+// Per GPU memory of the `top` fastest strategies, part by part (id "plan_memory"), and of the
+// strategies that came closest to fitting (id "plan_too_big").
+report::Table planMemoryTable(const PlanResult& result, size_t top);
+report::Table tooBigTable(const PlanResult& result, size_t top, uint64_t hbm_bytes);
 
 }  // namespace gpuxray::simulate

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "analyzer/simulate/calibration.h"
+
 namespace gpuxray::simulate {
 namespace {
 
@@ -37,6 +39,29 @@ const std::map<std::string, ModelSpec>& models() {
     // Korthikanti et al. (2022), Table 3.
     add(gpt("megatron-22b", 48, 6144, 64));
     add(gpt("gpt3-175b", 96, 12288, 96));
+    // Llama 3 (Grattafiori et al., "The Llama 3 Herd of Models", 2024, Table 3; Meta's released
+    // configs): grouped-query attention with 8 KV heads, SwiGLU MLPs, rotary positions, untied
+    // embeddings, vocabulary 128256, sequence 8192.
+    auto llama = [&](const char* name, int layers, int hidden, int heads, int ffn, int kv_heads = 8,
+                     int sequence = 8192, int vocabulary = 128256) {
+      ModelSpec m = gpt(name, layers, hidden, heads);
+      m.sequence = sequence;
+      m.vocabulary = vocabulary;
+      m.ffn_hidden = ffn;
+      m.kv_heads = kv_heads;
+      m.ffn_gated = true;
+      m.tie_embeddings = false;
+      m.learned_positions = false;
+      add(m);
+    };
+    llama("llama3-8b", 32, 4096, 32, 14336);
+    llama("llama3-70b", 80, 8192, 64, 28672);
+    llama("llama3-405b", 126, 16384, 128, 53248);
+    // Llama 2 (Touvron et al. 2023, Table 1; Meta's released configs): vocabulary 32000, sequence
+    // 4096; 7B and 13B with full multi-head attention.
+    llama("llama2-7b", 32, 4096, 32, 11008, 32, 4096, 32000);
+    llama("llama2-13b", 40, 5120, 40, 13824, 40, 4096, 32000);
+    llama("llama2-70b", 80, 8192, 64, 28672, 8, 4096, 32000);
     ModelSpec moe = gpt("moe-8x350m", 24, 1024, 16);
     moe.experts = 8;
     moe.experts_per_token = 2;
@@ -48,10 +73,12 @@ const std::map<std::string, ModelSpec>& models() {
 
 const std::map<std::string, GpuSpec>& gpus() {
   static const std::map<std::string, GpuSpec> table = {
-      {"a100-40gb", {"NVIDIA A100-SXM4-40GB", 312e12, 40ull << 30, 1.555e12, 300e9, 108, 8, 0}},
-      {"a100-80gb", {"NVIDIA A100-SXM4-80GB", 312e12, 80ull << 30, 2.039e12, 300e9, 108, 8, 0}},
-      {"h100-sxm", {"NVIDIA H100 80GB HBM3", 989e12, 80ull << 30, 3.35e12, 450e9, 132, 9, 0}},
-      {"h200-sxm", {"NVIDIA H200", 989e12, 141ull << 30, 4.8e12, 450e9, 132, 9, 0}},
+      // Dense peaks from NVIDIA's data sheets (A100: 312 TFLOP/s bf16, no FP8; H100/H200 SXM: 989
+      // bf16, 1979 FP8).
+      {"a100-40gb", {"NVIDIA A100-SXM4-40GB", 312e12, 0, 40ull << 30, 1.555e12, 300e9, 108, 8, 0, "a100"}},
+      {"a100-80gb", {"NVIDIA A100-SXM4-80GB", 312e12, 0, 80ull << 30, 2.039e12, 300e9, 108, 8, 0, "a100"}},
+      {"h100-sxm", {"NVIDIA H100 80GB HBM3", 989e12, 1979e12, 80ull << 30, 3.35e12, 450e9, 132, 9, 0, "h100"}},
+      {"h200-sxm", {"NVIDIA H200", 989e12, 1979e12, 141ull << 30, 4.8e12, 450e9, 132, 9, 0, "h200"}},
   };
   return table;
 }
@@ -63,6 +90,7 @@ ClusterSpec node(const char* name, const char* gpu, int nics, double nic_bits_pe
   c.gpu = gpus().at(gpu);
   c.nics_per_node = nics;
   c.nic_bandwidth = nic_bits_per_s / 8;
+  if (auto calibration = calibrationFor(c.gpu.generation)) c.efficiency = calibration->efficiency;
   return c;
 }
 

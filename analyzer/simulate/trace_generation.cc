@@ -117,7 +117,7 @@ class RankWriter {
 
   void write() {
     for (auto kind : {CommunicatorKind::kTensor, CommunicatorKind::kPipeline, CommunicatorKind::kData,
-                      CommunicatorKind::kModel}) {
+                      CommunicatorKind::kModel, CommunicatorKind::kContext}) {
       CommunicatorInfo info = layout_.communicator(kind, rank_);
       comms_[static_cast<int>(kind)] = info;
       if (info.nranks > 1)
@@ -361,7 +361,7 @@ class RankWriter {
   StringId domain_ = 0, algorithm_ring_ = 0, protocol_simple_ = 0, datatype_ = 0, sum_ = 0;
   std::vector<StringId> shape_names_;
   std::map<std::string, StringId> nccl_kernels_;
-  CommunicatorInfo comms_[4];
+  CommunicatorInfo comms_[5];
   uint64_t seq_[4] = {0, 0, 0, 0};
   uint64_t operation_id_ = 0;
   uint32_t next_correlation_ = 1;
