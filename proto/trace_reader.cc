@@ -17,11 +17,13 @@
 namespace gpuxray::format {
 namespace {
 
-// A chunk may decompress to at most this many times its stored size (plus a little, for tiny chunks).
-// The writer's chunks come to a few times (zstd on varint columns); zstd can reach 30,000 times on
-// repeated bytes, which only a hostile file holds.
+// A chunk may decompress to at most this many times its stored size, plus an allowance. The writer's
+// batches hold at most 4 MiB before compression and come to a few times their stored size (zstd on
+// varint columns), but one long string (a 100 KB NVTX message) in a batch of its own compresses
+// thousands of times, so any chunk up to the allowance is accepted whatever its ratio: what a tiny
+// hostile file can make the reader allocate stays within the allowance.
 constexpr uint64_t kMaxExpansion = 256;
-constexpr uint64_t kExpansionAllowance = 4096;
+constexpr uint64_t kExpansionAllowance = 16u << 20;
 // Records decoded per byte of file (beyond a small allowance), and in one chunk. The writer's files
 // hold about 0.2 records per byte and its chunks up to 64 Ki records; each record costs a few hundred
 // bytes while decoded, so no file costs memory out of proportion to its size.
