@@ -25,25 +25,42 @@ namespace {
 
 std::atomic<CaptureSession*> g_active{nullptr};
 
+// No exception may cross into CUPTI: one that escapes a callback is counted, and from then on the
+// capture takes no more buffers (CUPTI drops and counts their records) and follows no more calls.
 void CUPTIAPI bufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  if (CaptureSession* session = g_active.load(std::memory_order_acquire)) {
+  *buffer = nullptr;
+  *size = 0;
+  CaptureSession* session = g_active.load(std::memory_order_acquire);
+  if (session == nullptr || session->callbacksFailed()) return;
+  try {
     session->onBufferRequested(buffer, size, max_records);
-  } else {
+  } catch (...) {
     *buffer = nullptr;
     *size = 0;
+    session->noteCallbackFailure();
   }
 }
 
 void CUPTIAPI bufferCompleted(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid_bytes) {
-  if (CaptureSession* session = g_active.load(std::memory_order_acquire)) {
+  CaptureSession* session = g_active.load(std::memory_order_acquire);
+  if (session == nullptr) return;
+  try {
     session->onBufferCompleted(context, stream, buffer, valid_bytes);
+  } catch (...) {
+    session->noteCallbackFailure();
   }
 }
 
 // The subscription claims CUPTI (one subscriber per process); callbacks are enabled only for the
 // calls that open and close capture windows.
 void CUPTIAPI apiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (CaptureSession* session = g_active.load(std::memory_order_acquire)) session->onApiCallback(domain, cbid, data);
+  CaptureSession* session = g_active.load(std::memory_order_acquire);
+  if (session == nullptr || session->callbacksFailed()) return;
+  try {
+    session->onApiCallback(domain, cbid, data);
+  } catch (...) {
+    session->noteCallbackFailure();
+  }
 }
 
 // NVTX calls that move a window following NVTX ranges or steps.
@@ -883,6 +900,11 @@ format::Trailer CaptureSession::makeTrailer() const {
       trailer.warnings.push_back("NCCL profiler plugin turned off after an internal error (" +
                                  nccl.first_internal_error + "); NCCL ran on without it");
     }
+  }
+  if (uint64_t failed = callback_failures_.load(); failed > 0) {
+    trailer.warnings.push_back(std::to_string(failed) +
+                               " CUPTI callbacks failed with an exception; after the first, CUPTI's records were "
+                               "no longer taken (dropped by CUPTI) and no capture window followed API calls");
   }
   if (uint64_t late = buffers_after_stop_.load(); late > 0)
     trailer.warnings.push_back(std::to_string(late) + " CUPTI buffers arrived after the capture ended");

@@ -79,6 +79,10 @@ class CaptureSession {
   // CUPTI's API callbacks (enabled only for what the window plan follows: cudaProfilerStart/Stop,
   // NVTX pushes and pops) land here, on the application's threads.
   void onApiCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  // An exception escaped one of the callbacks above (caught at the C boundary): counted for the
+  // trailer, and the callbacks do nothing more.
+  void noteCallbackFailure() noexcept { callback_failures_.fetch_add(1, std::memory_order_relaxed); }
+  bool callbacksFailed() const noexcept { return callback_failures_.load(std::memory_order_relaxed) > 0; }
   // `gpuxray trigger`: opens a window for `duration_ns` from now.
   bool triggerWindow(uint64_t duration_ns);
   const CaptureWindows* windows() const { return windows_.get(); }
@@ -172,6 +176,7 @@ class CaptureSession {
   std::atomic<bool> abandoned_{false};
   std::atomic<uint64_t> cupti_dropped_{0};
   std::atomic<uint64_t> buffers_after_stop_{0};
+  std::atomic<uint64_t> callback_failures_{0};
   std::atomic<int> stop_signal_{0};
   std::mutex stop_mutex_;
   bool stopped_ = false;
