@@ -639,7 +639,7 @@ TEST_CASE("nccl: graph replays (NCCL 2.28) come from a host callback long after 
       plugin.stop(channel);
     });
     proxy.join();
-    for (auto& op : plugin.profiler.takeCompleted()) done.push_back(std::move(op));
+    for (auto& completed : plugin.profiler.takeCompleted()) done.push_back(std::move(completed));
   }
   auto eager = coll("AllReduce", 99, 256, "ncclFloat32", 0);
   eager.parent = eager_call;

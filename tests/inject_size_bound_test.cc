@@ -171,7 +171,7 @@ TEST_CASE("a size bound (--max-size-mb) through a capture: it stops near the bou
       kernel.start = 1'000'000'000ull + random() % 1'000'000'000'000ull;
       kernel.end = kernel.start + random() % 1'000'000;
       kernel.correlationId = static_cast<uint32_t>(random());
-      kernel.gridX = static_cast<uint32_t>(random() % 100000);
+      kernel.gridX = static_cast<int32_t>(random() % 100000);
       kernel.gridY = kernel.gridZ = kernel.blockX = kernel.blockY = kernel.blockZ = 1;
       kernel.name = "k";
       fake.queue(kernel);
