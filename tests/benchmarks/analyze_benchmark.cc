@@ -26,6 +26,7 @@
 
 #include "proto/file_layout.h"
 #include "proto/trace_writer.h"
+#include "tests/benchmarks/measured_child.h"
 
 namespace {
 
@@ -160,31 +161,12 @@ uint64_t writeRank(const std::filesystem::path& dir, int rank, int world, uint64
   return written;
 }
 
-struct Measurement {
-  double seconds = 0;
-  uint64_t peak_bytes = 0;
-  int exit_code = -1;
-};
+using Measurement = gpuxray::benchmarks::ChildRun;
 
 Measurement runAnalyze(const std::string& binary, const std::filesystem::path& dir, unsigned jobs) {
-  auto started = std::chrono::steady_clock::now();
-  pid_t child = fork();
-  if (child == 0) {
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, STDOUT_FILENO);
-    std::string jobs_text = std::to_string(jobs);
-    execl(binary.c_str(), binary.c_str(), "analyze", "-j", jobs_text.c_str(), "--format", "json", dir.c_str(),
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  rusage usage{};
-  wait4(child, &status, 0, &usage);
-  Measurement m;
-  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  m.peak_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
-  m.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return m;
+  return gpuxray::benchmarks::runMeasured(
+      {binary, "analyze", "-j", std::to_string(jobs), "--format", "json", dir.string()},
+      gpuxray::benchmarks::ChildStderr::kKept);
 }
 
 }  // namespace

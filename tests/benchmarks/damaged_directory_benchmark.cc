@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/benchmarks/measured_child.h"
 #include "tests/support/hostile_traces.h"
 
 namespace {
@@ -67,30 +68,11 @@ std::string damaged(std::string bytes, int kind, std::mt19937& random) {
   return bytes;
 }
 
-struct Measurement {
-  double seconds = 0;
-  uint64_t peak_bytes = 0;
-  int exit_code = -1;
-};
+using Measurement = gpuxray::benchmarks::ChildRun;
 
 Measurement runAnalyze(const std::string& binary, const fs::path& dir, const std::string& jobs) {
-  auto started = std::chrono::steady_clock::now();
-  pid_t child = fork();
-  if (child == 0) {
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, STDOUT_FILENO);
-    dup2(null, STDERR_FILENO);
-    execl(binary.c_str(), binary.c_str(), "analyze", "-j", jobs.c_str(), dir.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  rusage usage{};
-  wait4(child, &status, 0, &usage);
-  Measurement m;
-  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  m.peak_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
-  m.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return m;
+  return gpuxray::benchmarks::runMeasured({binary, "analyze", "-j", jobs, dir.string()},
+                                          gpuxray::benchmarks::ChildStderr::kDiscarded);
 }
 
 Measurement best(const std::string& binary, const fs::path& dir, const std::string& jobs, int repeat) {

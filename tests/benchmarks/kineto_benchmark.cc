@@ -32,6 +32,7 @@
 #include "analyzer/load/byte_input.h"
 #include "analyzer/load/json_event_splitter.h"
 #include "analyzer/load/kineto_importer.h"
+#include "tests/benchmarks/measured_child.h"
 
 namespace {
 
@@ -80,36 +81,12 @@ Import importBest(const std::vector<fs::path>& files, int repeats) {
   return best;
 }
 
-struct Child {
-  double seconds = 0;
-  uint64_t peak_bytes = 0;
-  int exit_code = -1;
-};
+using Child = gpuxray::benchmarks::ChildRun;
 
 Child runGpuxray(const std::vector<std::string>& args) {
-  auto started = std::chrono::steady_clock::now();
-  pid_t child = fork();
-  if (child == 0) {
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, STDOUT_FILENO);
-    dup2(null, STDERR_FILENO);
-    std::vector<char*> argv;
-    std::string binary = GPUXRAY_BINARY;
-    argv.push_back(binary.data());
-    std::vector<std::string> copies = args;
-    for (auto& a : copies) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(binary.c_str(), argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  rusage usage{};
-  wait4(child, &status, 0, &usage);
-  Child c;
-  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  c.peak_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
-  c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return c;
+  std::vector<std::string> argv{GPUXRAY_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return gpuxray::benchmarks::runMeasured(std::move(argv), gpuxray::benchmarks::ChildStderr::kDiscarded);
 }
 
 std::vector<fs::path> traceFiles(const fs::path& dir) {
