@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages gpuxray needs (only those missing) and builds it. Safe to run again.
 #
-#   scripts/setup.sh [--sanitize] [--build-dir DIR]
+#   scripts/setup.sh [--sanitize] [--no-benchmarks] [--build-dir DIR]
 #
-# --sanitize builds with AddressSanitizer and UndefinedBehaviorSanitizer (default dir: build-asan).
+# --sanitize builds with AddressSanitizer and UndefinedBehaviorSanitizer (default dir: build-asan),
+# which leaves the benchmark programs out, as --no-benchmarks does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sanitize=OFF
+benchmarks=ON
 build_dir=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --sanitize) sanitize=ON ;;
+    --sanitize) sanitize=ON; benchmarks=OFF ;;
+    --no-benchmarks) benchmarks=OFF ;;
     --build-dir) build_dir="$2"; shift ;;
     *) echo "setup.sh: unknown option '$1'" >&2; exit 1 ;;
   esac
@@ -44,9 +47,10 @@ if [[ ! -f "$cuda_root/include/cupti.h" || ! -f "$cuda_root/include/cuda.h" ]]; 
 fi
 
 mkdir -p "$build_dir"
-# Benchmarks measure the normal build; the sanitizer build leaves them out.
-benchmarks=$([[ $sanitize == ON ]] && echo OFF || echo ON)
+# The CUDA workloads are for the GPU checks, which use the normal build.
+cuda_examples=$([[ $sanitize == ON ]] && echo OFF || echo ON)
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUXRAY_SANITIZE="$sanitize" \
-      -DGPUXRAY_BUILD_BENCHMARKS="$benchmarks" -DCUDAToolkit_ROOT="$cuda_root" > "$build_dir/configure.log" ||
+      -DGPUXRAY_BUILD_BENCHMARKS="$benchmarks" -DGPUXRAY_BUILD_CUDA_EXAMPLES="$cuda_examples" \
+      -DCUDAToolkit_ROOT="$cuda_root" > "$build_dir/configure.log" ||
   { cat "$build_dir/configure.log"; exit 1; }
 cmake --build "$build_dir"
