@@ -2,13 +2,14 @@
 // places that use them agreeing on one 4-rank run: the report's collectives and collective_bandwidth
 // tables, the JSON report, the Perfetto export's busbw, and the simulator that predicted the times.
 
+#include "analyzer/model/nccl_conventions.h"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "analyzer/export/perfetto_writer.h"
 #include "analyzer/export/timeline_export.h"
-#include "analyzer/model/nccl_conventions.h"
 #include "analyzer/simulate/cost_model.h"
 #include "analyzer/simulate/presets.h"
 #include "tests/support/analyzed_run.h"
@@ -57,7 +58,8 @@ simulate::CostModel linkModel() {
 std::vector<double> predictedMicroseconds() {
   simulate::CostModel cost = linkModel();
   std::vector<double> us;
-  for (const auto& c : kCollectives) us.push_back(cost.collectiveSeconds(c.kind, c.bytes, {kRanks, 1, kRanks, 1}) * 1e6);
+  for (const auto& c : kCollectives)
+    us.push_back(cost.collectiveSeconds(c.kind, c.bytes, {kRanks, 1, kRanks, 1}) * 1e6);
   return us;
 }
 
@@ -135,8 +137,9 @@ TEST_CASE("nccl conventions: a ring member sends data size x factor to its succe
   CHECK(gpuxray::model::ringSteps(NcclFunction::kAllGather, 4) == 3);
 }
 
-TEST_CASE("nccl conventions: report, JSON, Perfetto busbw and simulator agree on a 4-rank AllGather, "
-          "ReduceScatter, AllReduce and AlltoAll") {
+TEST_CASE(
+    "nccl conventions: report, JSON, Perfetto busbw and simulator agree on a 4-rank AllGather, "
+    "ReduceScatter, AllReduce and AlltoAll") {
   TempDir dir;
   writeRun(dir.path());
   std::vector<double> us = predictedMicroseconds();

@@ -23,18 +23,22 @@ std::optional<BusBandwidthRule> busBandwidthRule(NcclFunction function, uint64_t
   const double n = nranks;
   const double spread = (n - 1) / n;
   switch (function) {
-    case NcclFunction::kAllReduce: return BusBandwidthRule{size, 2 * spread};
+    case NcclFunction::kAllReduce:
+      return BusBandwidthRule{size, 2 * spread};
     case NcclFunction::kAllGather:
     case NcclFunction::kReduceScatter:
     case NcclFunction::kGather:
-    case NcclFunction::kScatter: return BusBandwidthRule{size * n, spread};
-    case NcclFunction::kAlltoAll: return BusBandwidthRule{size, spread};
+    case NcclFunction::kScatter:
+      return BusBandwidthRule{size * n, spread};
+    case NcclFunction::kAlltoAll:
+      return BusBandwidthRule{size, spread};
     case NcclFunction::kBroadcast:
     case NcclFunction::kReduce:
     case NcclFunction::kSend:
     case NcclFunction::kRecv:
     case NcclFunction::kSendRecv:
-    case NcclFunction::kOther: break;
+    case NcclFunction::kOther:
+      break;
   }
   return BusBandwidthRule{size, 1};
 }
@@ -50,7 +54,8 @@ std::optional<double> ringBytesPerLink(NcclFunction function, uint64_t bytes, in
       if (!rule) return std::nullopt;
       return rule->busBytes();
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
