@@ -43,8 +43,8 @@ struct BusBandwidthRule {
 
   double busBytes() const { return data_bytes * factor; }
   // Bytes per second for an operation that took `ns` (> 0).
-  double algbw(int64_t ns) const { return data_bytes * 1e9 / static_cast<double>(ns); }
-  double busbw(int64_t ns) const { return algbw(ns) * factor; }
+  double algbw(int64_t ns) const { return data_bytes / (static_cast<double>(ns) * 1e-9); }
+  double busbw(int64_t ns) const { return busBytes() / (static_cast<double>(ns) * 1e-9); }
 };
 
 // nullopt when the number of ranks is not known (below 1): the size and factor depend on it.
