@@ -213,3 +213,31 @@ TEST_CASE("nccl conventions: the export's flows join the collectives the analyse
   }
   CHECK(collective_flows == std::size(kCollectives) * (kRanks - 1));
 }
+
+TEST_CASE("nccl conventions: a 4-rank Gather has one busbw in both report tables and the export") {
+  // 8 MiB from each of 4 ranks in 1 ms: data size 4 x 8 MiB, busbw = that x 3/4 / 1 ms (the
+  // collective_bandwidth table used to leave out the x 4, the export the 3/4 as well).
+  TempDir dir;
+  RunBuilder run("nccl-gather", kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    auto& rank = run.rank(r, "node-0", r);
+    rank.communicator(kTp, "tp", r, kRanks, 1);
+    rank.collective(kTp, "Gather", 1, 100, 1100, 8 * kMiB);
+    rank.range("ProfilerStep#1", 0, 1200);
+  }
+  run.write(dir.path());
+  const double busbw = 4.0 * 8 * kMiB * 3 / 4 / 1e-3;
+  auto a = gpuxray::testing::analyzeRun(dir.path().string());
+  const auto& signatures = gpuxray::testing::table(a.report, "collectives", "signatures");
+  const auto& operations = gpuxray::testing::table(a.report, "collective_bandwidth", "operations");
+  CHECK(gpuxray::testing::cell(signatures, rowOf(signatures, "Gather"), "busbw_median") == Approx(busbw));
+  CHECK(gpuxray::testing::cell(operations, rowOf(operations, "Gather"), "busbw") == Approx(busbw));
+  auto trace = exportPerfetto(a);
+  size_t slices = 0;
+  for (const auto& slice : trace.slices) {
+    if (slice.name != "Gather") continue;
+    ++slices;
+    CHECK(std::stod(slice.args.at("busbw (GB/s)")) == Approx(busbw / 1e9));
+  }
+  CHECK(slices == kRanks);
+}
