@@ -13,6 +13,7 @@
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/communicators.h"
 #include "analyzer/analysis/statistics.h"
+#include "analyzer/model/nccl_conventions.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -25,15 +26,6 @@ struct Group {
   std::set<int32_t> ranks;
   int64_t total = 0;
 };
-
-// nccl-tests' data size (from an operation's per-rank bytes) and bus-bandwidth factor for n ranks.
-std::pair<double, double> sizeAndFactor(std::string_view function, double bytes, int32_t n) {
-  double ranks = std::max(1, n);
-  if (function == "AllReduce") return {bytes, 2.0 * (ranks - 1) / ranks};
-  if (function == "AllGather" || function == "ReduceScatter") return {bytes * ranks, (ranks - 1) / ranks};
-  if (function == "AlltoAll" || function == "Gather" || function == "Scatter") return {bytes, (ranks - 1) / ranks};
-  return {bytes, 1.0};  // Broadcast, Reduce, Send, Recv, SendRecv
-}
 
 }  // namespace
 
@@ -89,14 +81,14 @@ void analyzeCollectiveBandwidth(const AnalysisInput& input, report::Report& repo
     std::string label = hash == 0 ? "unknown" : found != communicators.end() ? found->second.label() : fmt::format("{:#x}", hash);
     int64_t typical = median(g.durations);
     int64_t fastest = *std::min_element(g.durations.begin(), g.durations.end());
-    auto [size, factor] = sizeAndFactor(function, static_cast<double>(bytes), n);
+    // Unknown without the communicator's size.
+    auto rule = model::busBandwidthRule(function, bytes, n);
     // Captured by copy: clang before 16 cannot capture structured bindings.
-    auto bandwidth = [&, size = size, bytes = bytes](int64_t ns) {
-      return bytes > 0 && ns > 0 ? Cell::of(size / (static_cast<double>(ns) * 1e-9), Unit::kBytesPerSecond) : Cell::of("n/a");
+    auto bandwidth = [&, bytes = bytes](int64_t ns) {
+      return rule && bytes > 0 && ns > 0 ? Cell::of(rule->algbw(ns), Unit::kBytesPerSecond) : Cell::of("n/a");
     };
-    auto bus = [&, size = size, factor = factor, bytes = bytes](int64_t ns) {
-      return bytes > 0 && ns > 0 ? Cell::of(size * factor / (static_cast<double>(ns) * 1e-9), Unit::kBytesPerSecond)
-                                 : Cell::of("n/a");
+    auto bus = [&, bytes = bytes](int64_t ns) {
+      return rule && bytes > 0 && ns > 0 ? Cell::of(rule->busbw(ns), Unit::kBytesPerSecond) : Cell::of("n/a");
     };
     table.rows.push_back({Cell::of(function), Cell::of(label),
                           bytes > 0 ? Cell::of(static_cast<double>(bytes), Unit::kBytes) : Cell::of("unknown"),

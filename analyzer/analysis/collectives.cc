@@ -13,6 +13,7 @@
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/communicators.h"
 #include "analyzer/analysis/statistics.h"
+#include "analyzer/model/nccl_conventions.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -25,21 +26,6 @@ constexpr uint64_t kBandwidthBoundBytes = 8ull << 20;
 constexpr double kLowBusBandwidthPct = 50;
 constexpr double kSlowLinkRatio = 2;
 constexpr int64_t kLargeSkewNs = 100'000;
-
-// nccl-tests' accounting: the bytes a collective moves (count x size, times n for the gathers and
-// scatters) and the factor from algorithm bandwidth to bus bandwidth.
-struct BusRule {
-  bool bytes_times_n = false;
-  double factor = 1;
-};
-
-BusRule busRule(std::string_view func, int n) {
-  double spread = n > 0 ? static_cast<double>(n - 1) / n : 0;
-  if (func == "AllReduce") return {false, 2 * spread};
-  if (func == "ReduceScatter" || func == "AllGather" || func == "AlltoAll" || func == "Gather" || func == "Scatter")
-    return {true, spread};
-  return {false, 1};  // Broadcast, Reduce, SendRecv
-}
 
 // What the slowest link among a collective's members carries per direction.
 struct LinkExpectation {
@@ -117,8 +103,7 @@ struct Signature {
   uint64_t comm_hash = 0;
   uint32_t func = 0;
   uint64_t bytes = 0;  // per the operation record (count x size)
-  uint64_t bus_bytes = 0;
-  double bus_factor = 1;
+  model::BusBandwidthRule bus;  // nccl-tests' data size and busbw factor
   std::vector<int64_t> skews;
   std::vector<int64_t> transfers;
   std::vector<double> busbw;
@@ -205,18 +190,15 @@ void analyzeCollectives(const AnalysisInput& input, report::Report& report) {
     uint64_t bytes = opOf(run, members[0]).bytes;
     auto& s = signatures[{c.comm_hash, c.func, bytes}];
     if (s.skews.empty()) {
-      BusRule rule = busRule(func, n);
       s.comm_hash = c.comm_hash, s.func = c.func, s.bytes = bytes;
-      s.bus_bytes = rule.bytes_times_n ? bytes * static_cast<uint64_t>(n) : bytes;
-      s.bus_factor = rule.factor;
+      s.bus = model::busBandwidthRule(func, bytes, n).value_or(model::BusBandwidthRule{});
       auto [link, inserted] = links.try_emplace(c.comm_hash);
       if (inserted) link->second = expectedLink(run, members);
       s.link = link->second;
     }
     s.skews.push_back(skew);
     s.transfers.push_back(transfer);
-    if (transfer > 0)
-      s.busbw.push_back(static_cast<double>(s.bus_bytes) * 1e9 / static_cast<double>(transfer) * s.bus_factor);
+    if (transfer > 0) s.busbw.push_back(s.bus.busbw(transfer));
     skews_per_comm[c.comm_hash].push_back(skew);
     if (skew > 0) {
       ++s.last[last_rank];
@@ -368,7 +350,7 @@ void analyzeCollectives(const AnalysisInput& input, report::Report& report) {
   // Bandwidth well below what the slowest link gives.
   if (worst_bandwidth != nullptr && lowest_pct < kLowBusBandwidthPct) {
     const Signature& s = *worst_bandwidth;
-    double ideal = static_cast<double>(s.bus_bytes) * s.bus_factor / s.link.bytes_per_s * 1e9;
+    double ideal = s.bus.busBytes() / s.link.bytes_per_s * 1e9;
     report::Finding finding;
     finding.analysis = "collectives";
     finding.severity = report::Severity::kWarning;

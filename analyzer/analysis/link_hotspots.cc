@@ -14,6 +14,7 @@
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/communicators.h"
 #include "analyzer/analysis/statistics.h"
+#include "analyzer/model/nccl_conventions.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -80,16 +81,6 @@ std::string uuidText(const std::string& raw) {
 
 std::string endpointKey(const format::Endpoint& e) {
   return e.id.empty() ? fmt::format("{}:{}", static_cast<uint32_t>(e.kind), e.device) : e.id;
-}
-
-// Bytes a rank sends to its ring successor for one collective (NCCL's ring algorithms; `bytes` is
-// count x type size of the call), or nullopt for what a ring does not describe.
-std::optional<double> ringBytes(std::string_view func, uint64_t bytes, int32_t n) {
-  double s = static_cast<double>(bytes);
-  if (func == "AllReduce") return 2.0 * (n - 1) / n * s;
-  if (func == "AllGather" || func == "ReduceScatter") return (n - 1) * s;
-  if (func == "Broadcast" || func == "Reduce") return s;
-  return std::nullopt;
 }
 
 // Hosts, GPUs, links and NICs of the run, and the links the bytes between two ranks cross.
@@ -358,7 +349,7 @@ void loadLinks(const AnalysisInput& input, Topology& topology) {
         if (remote && measuredOnNetwork(op.operation_id)) continue;
         carry(topology, topology.route(r, *peer), static_cast<double>(op.bytes), span, kMeasured);
       } else if (op.kind == format::NcclOperationKind::kCollective && own_comm_rank >= 0 && comm->nranks > 1) {
-        auto bytes = ringBytes(rank.name(op.func_id), op.bytes, comm->nranks);
+        auto bytes = model::ringBytesPerLink(model::ncclFunction(rank.name(op.func_id)), op.bytes, comm->nranks);
         auto successor = indexOf(*comm, (own_comm_rank + 1) % comm->nranks);
         if (!bytes || !successor || *successor == r) continue;
         bool remote = run.ranks[*successor].header.hostname != rank.header.hostname;

@@ -14,8 +14,10 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "analyzer/analysis/collective_matching.h"
 #include "analyzer/analysis/communicators.h"
 #include "analyzer/analysis/occupancy.h"
+#include "analyzer/model/nccl_conventions.h"
 
 namespace gpuxray::timeline {
 namespace {
@@ -198,16 +200,6 @@ class OccupancyTrack {
   double sum_ = 0;
 };
 
-// NCCL's bus bandwidth factor (as nccl-tests defines it) for a collective over n ranks.
-double busBandwidthFactor(std::string_view func, int32_t n) {
-  if (n <= 1) return 1;
-  double ranks = n;
-  if (func == "AllReduce") return 2 * (ranks - 1) / ranks;
-  if (func == "AllGather" || func == "ReduceScatter" || func == "AllToAll" || func == "AlltoAll")
-    return (ranks - 1) / ranks;
-  return 1;
-}
-
 std::string threadLabel(uint64_t id) {
   return id > 0xffffffffull ? fmt::format("CPU thread {:#x}", id) : fmt::format("CPU thread {}", id);
 }
@@ -331,13 +323,6 @@ class Exporter {
 
   // --- flows between ranks ---------------------------------------------------------------------------
 
-  int32_t commRankOf(const model::RankTrace& rank, uint64_t comm) const {
-    for (const auto& c : rank.communicators) {
-      if (c.comm_hash == comm) return c.comm_rank;
-    }
-    return -1;
-  }
-
   // The run's global rank behind a communicator rank, or -1.
   int32_t globalRankOf(uint64_t comm, int32_t comm_rank) const {
     auto info = communicators_.find(comm);
@@ -377,63 +362,37 @@ class Exporter {
     flows_in_[target.rank][target.op] = flow;
   }
 
-  // Sends matched to receives (in order, per communicator and pair of ranks), and each collective's
-  // members (by communicator and sequence number) from the last to arrive to the others.
+  // Each collective's members from the last to arrive to the others, and each send to its receive,
+  // as the analyses match them (collective_matching.h).
   void planCommunicationFlows() {
     flows_out_.resize(run_.ranks.size());
     flows_in_.resize(run_.ranks.size());
-    std::map<std::tuple<uint64_t, uint64_t>, std::vector<OpRef>> collectives;
-    std::map<std::tuple<uint64_t, int32_t, int32_t>, std::vector<OpRef>> sends, receives;
+    uint64_t point_to_point = 0;  // sends and receives with GPU times
     for (size_t r = 0; r < run_.ranks.size(); ++r) {
-      const auto& rank = run_.ranks[r];
-      flows_out_[r].resize(rank.nccl_ops.size());
-      flows_in_[r].resize(rank.nccl_ops.size());
-      std::map<uint64_t, uint64_t> unnumbered;  // per communicator: collectives without a sequence number
-      for (uint32_t i = 0; i < rank.nccl_ops.size(); ++i) {
-        const auto& op = rank.nccl_ops[i];
-        if (!op.hasGpuTimes()) continue;
-        if (op.kind == NcclOperationKind::kCollective) {
-          uint64_t key = op.seq != 0 ? op.seq : (1ull << 63) | unnumbered[op.comm_hash]++;
-          collectives[{op.comm_hash, key}].push_back({r, i});
-        } else if (op.kind == NcclOperationKind::kSend || op.kind == NcclOperationKind::kRecv) {
-          int32_t me = commRankOf(rank, op.comm_hash);
-          if (me < 0) {
-            ++summary_.flows_unmatched;
-            continue;
-          }
-          if (op.kind == NcclOperationKind::kSend) {
-            sends[{op.comm_hash, me, op.peer}].push_back({r, i});
-          } else {
-            receives[{op.comm_hash, op.peer, me}].push_back({r, i});
-          }
-        }
-      }
+      const auto& ops = run_.ranks[r].nccl_ops;
+      flows_out_[r].resize(ops.size());
+      flows_in_[r].resize(ops.size());
+      point_to_point += static_cast<uint64_t>(std::count_if(ops.begin(), ops.end(), [](const model::NcclOp& op) {
+        return op.hasGpuTimes() && (op.kind == NcclOperationKind::kSend || op.kind == NcclOperationKind::kRecv);
+      }));
     }
-    auto by_start = [&](OpRef a, OpRef b) { return opOf(a).gpu_start_ns < opOf(b).gpu_start_ns; };
-    for (auto& [key, members] : collectives) {
-      if (members.size() < 2) continue;
-      OpRef last = *std::max_element(members.begin(), members.end(), by_start);
+    const analysis::CollectiveIndex index = analysis::matchOperations(run_);
+    auto ref = [](analysis::MemberOp m) { return OpRef{m.rank_index, m.op_index}; };
+    auto by_start = [&](analysis::MemberOp a, analysis::MemberOp b) {
+      return analysis::opOf(run_, a).gpu_start_ns < analysis::opOf(run_, b).gpu_start_ns;
+    };
+    for (const auto& collective : index.collectives) {
+      auto members = index.membersOf(collective);
+      OpRef last = ref(*std::max_element(members.begin(), members.end(), by_start));
       uint64_t group = groupId(FlowKind::kCollective, last.rank, last.op);
-      for (OpRef member : members) {
-        if (member.rank != last.rank || member.op != last.op) addArrow(last, member, FlowKind::kCollective, group);
+      for (analysis::MemberOp member : members) {
+        if (member.rank_index != last.rank || member.op_index != last.op)
+          addArrow(last, ref(member), FlowKind::kCollective, group);
       }
     }
-    for (auto& [key, from] : sends) {
-      auto it = receives.find(key);
-      std::vector<OpRef> empty;
-      std::vector<OpRef>& to = it != receives.end() ? it->second : empty;
-      std::stable_sort(from.begin(), from.end(), by_start);
-      std::stable_sort(to.begin(), to.end(), by_start);
-      size_t pairs = std::min(from.size(), to.size());
-      for (size_t k = 0; k < pairs; ++k)
-        addArrow(from[k], to[k], FlowKind::kPointToPoint, groupId(FlowKind::kPointToPoint, from[k].rank, from[k].op));
-      summary_.flows_unmatched += from.size() - pairs;
-      if (it != receives.end()) {
-        summary_.flows_unmatched += to.size() - pairs;
-        receives.erase(it);
-      }
-    }
-    for (const auto& [key, to] : receives) summary_.flows_unmatched += to.size();
+    for (const auto& [send, recv] : index.p2p)
+      addArrow(ref(send), ref(recv), FlowKind::kPointToPoint, groupId(FlowKind::kPointToPoint, send.rank_index, send.op_index));
+    summary_.flows_unmatched += point_to_point - 2 * index.p2p.size();
   }
 
   // --- a rank --------------------------------------------------------------------------------------
@@ -908,12 +867,14 @@ class Exporter {
       slice.start_ns = start(i);
       slice.end_ns = end(i);
       slice.name = names.model(op.func_id, RankNames::kNcclOperation);
+      // A send's or receive's rule does not depend on the communicator's size; a collective's does.
+      auto rule = model::busBandwidthRule(func, op.bytes, op.kind == NcclOperationKind::kCollective ? nranks : 1);
       if (op.hasGpuTimes() && op.gpu_end_ns > op.gpu_start_ns) {
-        // bytes per ns are GB/s
-        double algbw = static_cast<double>(op.bytes) / static_cast<double>(op.gpu_end_ns - op.gpu_start_ns);
-        double busbw = algbw * (op.kind == NcclOperationKind::kCollective ? busBandwidthFactor(func, nranks) : 1.0);
-        args[n++] = Arg::ofDouble("algbw (GB/s)", algbw);
-        args[n++] = Arg::ofDouble("busbw (GB/s)", busbw);
+        if (rule) {
+          int64_t ns = op.gpu_end_ns - op.gpu_start_ns;
+          args[n++] = Arg::ofDouble("algbw (GB/s)", rule->algbw(ns) / 1e9);
+          args[n++] = Arg::ofDouble("busbw (GB/s)", rule->busbw(ns) / 1e9);
+        }
       } else if (!op.hasGpuTimes()) {
         slice.instant = true;
         args[n++] = Arg::ofString("gpu times", "not captured: drawn at enqueue");

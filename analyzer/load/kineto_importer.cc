@@ -28,17 +28,6 @@ struct TransparentHash {
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
-struct LaunchConfigHash {
-  size_t operator()(const model::LaunchConfig& c) const {
-    uint64_t h = 1469598103934665603ull;
-    for (uint32_t v : {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z, c.registers_per_thread,
-                       c.shared_memory_bytes, c.local_memory_per_thread}) {
-      h = (h ^ v) * 1099511628211ull;
-    }
-    return static_cast<size_t>(h);
-  }
-};
-
 // The collective arguments of an NCCL kernel or of a record_param_comms op, copied out of the
 // parser's buffers.
 struct CollectiveArgs {
@@ -596,7 +585,7 @@ class KinetoRankBuilder {
   uint16_t last_thread_ = 0;
   std::unordered_map<uint32_t, uint16_t> api_function_of_;  // name id -> index in api_functions
   std::map<int64_t, int64_t> capture_begins_;               // thread -> start of its open capture
-  std::unordered_map<model::LaunchConfig, uint32_t, LaunchConfigHash> configs_;
+  std::unordered_map<model::LaunchConfig, uint32_t, model::LaunchConfigHash> configs_;
   uint16_t last_stream_ = 0;
   bool fractional_times_ = false;
   std::map<std::string, uint64_t> unknown_categories_;

@@ -24,17 +24,6 @@ namespace {
 
 using model::ActivityKind;
 
-struct LaunchConfigHash {
-  size_t operator()(const model::LaunchConfig& c) const {
-    uint64_t h = 1469598103934665603ull;
-    for (uint32_t v : {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z, c.registers_per_thread,
-                       c.shared_memory_bytes, c.local_memory_per_thread}) {
-      h = (h ^ v) * 1099511628211ull;
-    }
-    return static_cast<size_t>(h);
-  }
-};
-
 // No allocation or release is larger (2^44 bytes, 16 TiB): a larger one is dropped, not summed.
 constexpr uint64_t kMaxPlausibleAllocation = uint64_t{1} << 44;
 
@@ -290,7 +279,7 @@ class RankBuilder {
   std::vector<model::GpuActivity> copies_;
   format::IdMap<uint32_t> to_local_;
   std::vector<int8_t> kinds_{-1};
-  std::unordered_map<model::LaunchConfig, uint32_t, LaunchConfigHash> configs_;
+  std::unordered_map<model::LaunchConfig, uint32_t, model::LaunchConfigHash> configs_;
   std::unordered_map<std::string, uint32_t> own_strings_;
   std::unordered_map<uint64_t, uint16_t> functions_;  // (domain, cbid) -> index into api_functions
   std::unordered_map<uint64_t, uint16_t> threads_;    // OS thread id -> index into threads

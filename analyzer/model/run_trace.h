@@ -4,7 +4,9 @@
 // launch configuration is interned, and only what the analyses read is kept.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +38,18 @@ struct LaunchConfig {
   bool operator==(const LaunchConfig&) const = default;
   uint64_t blocks() const { return uint64_t{grid_x} * grid_y * grid_z; }
   uint32_t threadsPerBlock() const { return block_x * block_y * block_z; }
+};
+
+// Interns launch configurations (FNV-1a over the fields) for the native loader and the importer.
+struct LaunchConfigHash {
+  size_t operator()(const LaunchConfig& c) const {
+    uint64_t h = 1469598103934665603ull;
+    for (uint32_t v : {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z, c.registers_per_thread,
+                       c.shared_memory_bytes, c.local_memory_per_thread}) {
+      h = (h ^ v) * 1099511628211ull;
+    }
+    return static_cast<size_t>(h);
+  }
 };
 
 // A kernel, copy, memset (or synchronization, host op: see ActivityKind) on a GPU stream (32 bytes).

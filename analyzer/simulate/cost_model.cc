@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "analyzer/errors.h"
+#include "analyzer/model/nccl_conventions.h"
 #include "analyzer/simulate/schedule.h"
 
 namespace gpuxray::simulate {
@@ -83,22 +84,6 @@ KernelShape shapeFor(const std::string& key, uint32_t compute_major, uint32_t sm
   return {key, sms, 1, 128, 32, 0};
 }
 
-double ringSteps(CollectiveKind kind, int n) {
-  return kind == CollectiveKind::kAllReduce ? 2.0 * (n - 1) : static_cast<double>(n - 1);
-}
-
-// Bytes through each rank's busiest link per byte of the op (nccl-tests' bus bandwidth factors,
-// with the op's bytes as NCCL's API counts them).
-double busFactor(CollectiveKind kind, int n) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return 2.0 * (n - 1) / n;
-    case CollectiveKind::kAllGather:
-    case CollectiveKind::kReduceScatter: return static_cast<double>(n - 1);  // op bytes are one rank's share
-    case CollectiveKind::kAllToAll: return static_cast<double>(n - 1) / n;
-  }
-  return 1;
-}
-
 }  // namespace
 
 double elementwiseBytes(ElementwiseOp op, Fusion fusion, bool gated) {
@@ -129,6 +114,11 @@ double elementwiseBytes(ElementwiseOp op, Fusion fusion, bool gated) {
     case ElementwiseOp::kSoftmaxBackward: return pick(4 + 6, 6, 6);
   }
   return 0;
+}
+
+double busBytes(CollectiveKind kind, uint64_t bytes, int ranks) {
+  auto rule = model::busBandwidthRule(collectiveFunc(kind), bytes, ranks);
+  return rule ? rule->busBytes() : 0;
 }
 
 const char* collectiveFunc(CollectiveKind kind) {
@@ -503,9 +493,9 @@ double CostModel::collectiveSeconds(CollectiveKind kind, uint64_t bytes, const G
     bandwidth = std::min(nvlink, nics * c.nic_bandwidth * c.efficiency.network * g.nic_factor);
     alpha = c.network_latency_s;
   }
-  const double data = static_cast<double>(bytes) * busFactor(kind, g.ranks);
+  const double data = busBytes(kind, bytes, g.ranks);
   // Small all-reduces take NCCL's tree: latency grows with log n instead of n.
-  double steps = ringSteps(kind, g.ranks);
+  double steps = model::ringSteps(model::ncclFunction(collectiveFunc(kind)), g.ranks);
   if (kind == CollectiveKind::kAllReduce && bytes < (256u << 10)) steps = 2 * std::ceil(std::log2(g.ranks));
   return steps * alpha + data / bandwidth;
 }
@@ -514,7 +504,7 @@ uint64_t CostModel::networkBytes(CollectiveKind kind, uint64_t bytes, const Grou
   if (g.nodes <= 1) return 0;
   // The ring's node-crossing hops are split over one channel per GPU of a node, each on its NIC.
   const int channels = std::min(g.per_node, std::max(in_.cluster.nics_per_node, 1));
-  return static_cast<uint64_t>(static_cast<double>(bytes) * busFactor(kind, g.ranks) / channels);
+  return static_cast<uint64_t>(busBytes(kind, bytes, g.ranks) / channels);
 }
 
 uint64_t CostModel::stageParameters(int stage) const {

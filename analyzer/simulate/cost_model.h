@@ -17,6 +17,9 @@ enum class KernelClass : uint8_t { kGemm, kGemmFp8, kAttention, kElementwise };
 enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll };
 
 const char* collectiveFunc(CollectiveKind kind);  // NCCL's name: "AllReduce", ...
+// Bytes through each rank's busiest link for an op of `bytes` over `ranks` (nccl-tests' data size x
+// busbw factor, analyzer/model/nccl_conventions.h).
+double busBytes(CollectiveKind kind, uint64_t bytes, int ranks);
 
 // What the trace shows of one kernel: its name and launch configuration.
 struct KernelShape {

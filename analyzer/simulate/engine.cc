@@ -328,10 +328,7 @@ Prediction Timeline::predict() const {
         const BlockProgram& prog = block.forward ? cost_.forward(vs) : cost_.backward(vs);
         for (const auto& item : prog.items) {
           if (item.collective) {
-            tensor_bytes += static_cast<uint64_t>(static_cast<double>(item.bytes) *
-                                                  (item.kind == CollectiveKind::kAllReduce ? 2.0 * (st.tp - 1) / st.tp
-                                                   : item.kind == CollectiveKind::kAllToAll ? 1.0 * (st.tp - 1) / st.tp
-                                                                                             : st.tp - 1.0));
+            tensor_bytes += static_cast<uint64_t>(busBytes(item.kind, item.bytes, st.tp));
           }
         }
       }
