@@ -780,6 +780,34 @@ TEST_CASE("simulate: TP-communication overlap hides what the GEMM beside it can,
   CHECK(gpuxray::testing::predictRun(in).step_seconds < gpuxray::testing::predictRun(blocking).step_seconds);
   CHECK(gpuxray::testing::predictRun(in).exposed_comm_pct < gpuxray::testing::predictRun(blocking).exposed_comm_pct);
 
+  // In the written trace the overlapped all-gathers run beside the forward GEMMs; blocking ones end
+  // before them.
+  auto gathersBesideForwardGemms = [](TpOverlap overlap) {
+    SimulationInputs small;
+    small.model = *modelPreset("llama3-8b");
+    small.model.layers = 2;
+    small.cluster = *clusterPreset("dgx-h100");
+    small.cluster.nodes = 1;
+    small.strategy.tp = 2;
+    small.strategy.sequence_parallel = true;
+    small.strategy.tp_comm_overlap = overlap;
+    small.steps = 1;
+    TempDir trace_dir;
+    model::RunTrace run = simulateAndLoad(small, trace_dir.path().string());
+    const model::RankTrace& rank = run.ranks.front();
+    int beside = 0;
+    for (const auto& op : rank.nccl_ops) {
+      if (rank.name(op.func_id) != "AllGather") continue;
+      for (const auto& a : rank.activities)
+        if (std::string(rank.name(a.name_id)).find("gemm_bf16bf16_bf16f32_f32_tn") != std::string::npos &&
+            a.start_ns < op.gpu_end_ns && op.gpu_start_ns < a.end_ns)
+          ++beside;
+    }
+    return beside;
+  };
+  CHECK(gathersBesideForwardGemms(TpOverlap::kPipeline) > 0);
+  CHECK(gathersBesideForwardGemms(TpOverlap::kNone) == 0);
+
   // Bad input: the overlap needs sequence parallelism, and a known method.
   in.strategy.sequence_parallel = false;
   CHECK(errorOf([&] { validate(in); })
