@@ -747,6 +747,19 @@ TEST_CASE("simulate: TP-communication overlap hides what the GEMM beside it can,
   auto ring_layer = layerGemms(in, true);
   CHECK(ring_layer[3].second.duration_ns == Approx(1960398).margin(2));
   CHECK(ring_layer[3].first.duration_ns == 0);
+  // ... and a kernel adds the 4 partial shards TE's ring leaves: reads 4 x 33,554,432 bytes and
+  // writes 33,554,432, 167,772,160 bytes at 3.35 TB/s x e_elementwise.
+  {
+    CostModel cost(in);
+    const auto& items = cost.forward(0).items;
+    size_t reduce = 0;
+    for (size_t k = 0; k < items.size() && !reduce; ++k)
+      if (!items[k].collective && cost.shapes()[items[k].shape].name == "reduce_bf16") reduce = k;
+    REQUIRE(reduce > 0);
+    CHECK(items[reduce].hbm_bytes == 167772160);
+    CHECK(items[reduce].duration_ns ==
+          Approx(167772160 / (3.35e12 * in.cluster.efficiency.elementwise) * 1e9).margin(1));
+  }
   // Backward, QKV (the layer's last GEMMs): the input's all-gather again beside dgrad on 4 SMs,
   // 694.84 + 288.62 x 4/132 = 703.58 us; the input gradient's reduce-scatter beside wgrad on 24,
   // 694.84 + 288.62 x 24/132 = 747.31 us; nothing shows.

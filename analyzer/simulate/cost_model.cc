@@ -307,6 +307,11 @@ void CostModel::gemmWithCollective(BlockProgram& p, const char* key, double flop
   comm.duration_ns = t.exposed_ns;
   comm.hidden_ns = t.hidden_ns;
   gemm.duration_ns = t.gemm_ns;
+  // TE's ring-exchange reduce-scatter leaves tp partial sums of this rank's shard, which one kernel
+  // adds (CommOverlapP2PBase::split_overlap_rs, reduce_bf16): reads tp shards, writes one.
+  if (how.method == OverlapMethod::kRingExchange && kind == CollectiveKind::kReduceScatter)
+    kernel(p, "reduce_bf16", KernelClass::kElementwise, 0,
+           static_cast<double>(in_.strategy.tp + 1) * static_cast<double>(collective_bytes), rc);
 }
 
 int64_t CostModel::ringExchangeExposedNs(int64_t attention_ns, uint64_t step_bytes) const {
