@@ -153,7 +153,7 @@ TEST_CASE("simulate: per-generation efficiency sets predict held-out published r
                      run.published));
     Sum& sum = (run.held_out ? held_out : fit)[run.generation];
     sum.total += error, sum.worst = std::max(sum.worst, error), ++sum.count;
-    CHECK(error < 21);
+    CHECK(error <= 20);
   }
   REQUIRE(fit.size() == 2);
   REQUIRE(held_out.size() == 2);
@@ -161,8 +161,7 @@ TEST_CASE("simulate: per-generation efficiency sets predict held-out published r
     INFO(generation << " fit: mean " << sum.total / sum.count << " %, worst " << sum.worst << " %");
     CHECK(sum.total / sum.count <= 5);
   }
-  // docs/simulation.md: held-out mean |error| <= 10 % for both; worst <= 20 % for A100, and 20.5 %
-  // for H100 (Megatron-Bridge's Llama 3 70B, whose TP-communication overlap is not simulated).
+  // docs/simulation.md and issue 19: held-out mean |error| <= 10 % and worst <= 20 % for each.
   const Sum& a100 = held_out.at("a100");
   const Sum& h100 = held_out.at("h100");
   CHECK(a100.count == 6);
@@ -170,7 +169,7 @@ TEST_CASE("simulate: per-generation efficiency sets predict held-out published r
   CHECK(a100.total / a100.count <= 10);
   CHECK(a100.worst <= 20);
   CHECK(h100.total / h100.count <= 10);
-  CHECK(h100.worst <= 21);
+  CHECK(h100.worst <= 20);
 }
 
 TEST_CASE("simulate: efficiency sets are data, one per GPU generation, and reach the presets") {
@@ -666,4 +665,171 @@ TEST_CASE("simulate: --fusion none is slower than default by the extra bytes' sh
   REQUIRE(table.rows.size() == 6);
   CHECK(table.rows[0][0].text == "norms");
   CHECK(table.rows[0][2].number < table.rows[0][1].number);
+}
+
+TEST_CASE("simulate: TP-communication overlap hides what the GEMM beside it can, worked by hand") {
+  // overlapTimes on 132 SMs (ns): a GEMM of G beside a collective of c.
+  const int sms = 132;
+  // Ring exchange, tp 4: 3 shard steps of c/3 = 200 against chunks of G/4 = 100: each step shows
+  // 100, the GEMM keeps every SM (copy engines).
+  OverlapTimes ring = overlapTimes({OverlapMethod::kRingExchange, 0, 1}, 400, 600, 4, sms);
+  CHECK(ring.gemm_ns == 400);
+  CHECK(ring.exposed_ns == 300);
+  CHECK(ring.hidden_ns == 300);
+  // Leaving 1 SM to the reduce-scatter's ring: the GEMM runs on 131 of 132, 262 -> 264.
+  CHECK(overlapTimes({OverlapMethod::kRingExchange, 1, 1}, 262, 30, 4, sms).gemm_ns == 264);
+  CHECK(overlapTimes({OverlapMethod::kRingExchange, 1, 1}, 262, 30, 4, sms).exposed_ns == 0);
+  // Pipeline, 24 SMs, 4 splits: the GEMM on 108 SMs, 1080 -> 1320, in chunks of 330. A reduce-scatter
+  // of 400 (chunks of 100) shows only its last chunk; one of 2000 (chunks of 500) shows the last chunk
+  // and 3 x (500 - 330).
+  OverlapTimes short_rs = overlapTimes({OverlapMethod::kPipeline, 24, 4}, 1080, 400, 4, sms);
+  CHECK(short_rs.gemm_ns == 1320);
+  CHECK(short_rs.exposed_ns == 100);
+  CHECK(short_rs.hidden_ns == 300);
+  OverlapTimes long_rs = overlapTimes({OverlapMethod::kPipeline, 24, 4}, 1080, 2000, 4, sms);
+  CHECK(long_rs.exposed_ns == 500 + 3 * 170);
+  // Bulk on 24 SMs: a collective of 660 takes 660 x 24/132 = 120 of SM time from a GEMM of 1080; one
+  // of 2000 outlasts the GEMM on 108 SMs (1320) and shows 680.
+  OverlapTimes bulk = overlapTimes({OverlapMethod::kBulk, 24, 1}, 1080, 660, 4, sms);
+  CHECK(bulk.gemm_ns == 1200);
+  CHECK(bulk.exposed_ns == 0);
+  CHECK(bulk.hidden_ns == 660);
+  OverlapTimes long_bulk = overlapTimes({OverlapMethod::kBulk, 24, 1}, 1080, 2000, 4, sms);
+  CHECK(long_bulk.gemm_ns == 1320);
+  CHECK(long_bulk.exposed_ns == 680);
+  CHECK(overlapTimes({}, 1080, 2000, 4, sms).exposed_ns == 2000);  // blocking
+
+  // One Llama 3 70B layer (h 8192, 8 KV heads: kv 1024, SwiGLU f 28672), TP4 with sequence
+  // parallelism, micro-batch 1 of 8192 tokens, bf16 on H100 (989 TFLOP/s) at e_gemm 0.5.
+  SimulationInputs in;
+  in.model = *modelPreset("llama3-70b");
+  in.cluster = *clusterPreset("dgx-h100");
+  in.cluster.nodes = 1;
+  in.cluster.efficiency.gemm = 0.5;
+  in.strategy.tp = 4;
+  in.strategy.dp = 2;
+  in.strategy.sequence_parallel = true;
+  // Every all-gather and reduce-scatter moves a shard of 8192 x 8192 x 2 / 4 = 33,554,432 bytes:
+  // 3 x 3 us + 3 x 33,554,432 / (450 GB/s x 0.8) = 288.62 us. fc2's GEMM, 2 x 8192 x 28672 x 8192
+  // / 4 FLOPs, takes 1945.55 us; QKV's, 2 x 8192 x 8192 x 10240 / 4, 694.84 us.
+  auto layerGemms = [](const SimulationInputs& inputs, bool forward) {
+    CostModel cost(inputs);
+    const BlockProgram& program = forward ? cost.forward(0) : cost.backward(0);
+    std::vector<std::pair<ProgramItem, ProgramItem>> gemms;  // (item before, GEMM) of the first layer
+    for (size_t k = 1; k < program.items.size() && gemms.size() < 4; ++k) {
+      const std::string& name = cost.shapes()[program.items[k].shape].name;
+      if (!program.items[k].collective && name.find("xmma_gemm") != std::string::npos)
+        gemms.emplace_back(program.items[k - 1], program.items[k]);
+    }
+    return gemms;
+  };
+  // Without overlap: fc2 then its reduce-scatter, blocking.
+  auto plain = layerGemms(in, true);
+  REQUIRE(plain.size() == 4);  // QKV, output projection, fc1, fc2
+  CHECK(plain[3].second.duration_ns == Approx(1945546).margin(1));
+  CHECK(plain[0].first.collective);  // QKV's all-gather before it
+  CHECK(plain[0].first.duration_ns == Approx(288620).margin(1));
+  CHECK(plain[0].first.hidden_ns == 0);
+  // Pipeline: fc2 on 116 of 132 SMs, 1945.55 x 132/116 = 2213.90 us in 4 chunks of 553.47; the
+  // reduce-scatter in 4 chunks of 72.16 us: only the last shows, 216.47 us hide.
+  in.strategy.tp_comm_overlap = TpOverlap::kPipeline;
+  auto pipeline = layerGemms(in, true);
+  CHECK(pipeline[3].second.duration_ns == Approx(2213897).margin(2));
+  CHECK(pipeline[3].first.collective);
+  CHECK(pipeline[3].first.duration_ns == Approx(72155).margin(2));
+  CHECK(pipeline[3].first.hidden_ns == Approx(216465).margin(2));
+  // QKV's all-gather by ring exchange: steps of 96.21 us under chunks of 173.71 us: all hidden.
+  CHECK(pipeline[0].first.duration_ns == 0);
+  CHECK(pipeline[0].first.hidden_ns == Approx(288620).margin(1));
+  CHECK(pipeline[0].second.duration_ns == plain[0].second.duration_ns);
+  // Ring: fc2 leaves 1 SM, 1945.55 x 132/131 = 1960.40 us, and the steps hide.
+  in.strategy.tp_comm_overlap = TpOverlap::kRing;
+  auto ring_layer = layerGemms(in, true);
+  CHECK(ring_layer[3].second.duration_ns == Approx(1960398).margin(2));
+  CHECK(ring_layer[3].first.duration_ns == 0);
+  // ... and a kernel adds the 4 partial shards TE's ring leaves: reads 4 x 33,554,432 bytes and
+  // writes 33,554,432, 167,772,160 bytes at 3.35 TB/s x e_elementwise.
+  {
+    CostModel cost(in);
+    const auto& items = cost.forward(0).items;
+    size_t reduce = 0;
+    for (size_t k = 0; k < items.size() && !reduce; ++k)
+      if (!items[k].collective && cost.shapes()[items[k].shape].name == "reduce_bf16") reduce = k;
+    REQUIRE(reduce > 0);
+    CHECK(items[reduce].hbm_bytes == 167772160);
+    CHECK(items[reduce].duration_ns ==
+          Approx(167772160 / (3.35e12 * in.cluster.efficiency.elementwise) * 1e9).margin(1));
+  }
+  // Backward, QKV (the layer's last GEMMs): the input's all-gather again beside dgrad on 4 SMs,
+  // 694.84 + 288.62 x 4/132 = 703.58 us; the input gradient's reduce-scatter beside wgrad on 24,
+  // 694.84 + 288.62 x 24/132 = 747.31 us; nothing shows.
+  in.strategy.tp_comm_overlap = TpOverlap::kPipeline;
+  CostModel backward(in);
+  const auto& items = backward.backward(0).items;
+  const double qkv_flops = 2.0 * 8192 * 8192 * 10240 / 4;
+  size_t wgrad = 0;  // the first [all-gather, dgrad, reduce-scatter, wgrad] of QKV's size
+  for (size_t k = 3; k < items.size() && wgrad == 0; ++k)
+    if (items[k - 1].collective && items[k - 3].collective && std::abs(items[k].flops - qkv_flops) < 1 &&
+        std::abs(items[k - 2].flops - qkv_flops) < 1)
+      wgrad = k;
+  REQUIRE(wgrad > 0);
+  CHECK(items[wgrad].duration_ns == Approx(747314).margin(2));
+  CHECK(items[wgrad - 1].collective);
+  CHECK(items[wgrad - 1].duration_ns == 0);
+  CHECK(items[wgrad - 2].duration_ns == Approx(703584).margin(2));
+  CHECK(items[wgrad - 3].collective);
+  CHECK(items[wgrad - 3].hidden_ns == Approx(288620).margin(1));
+  // FP8: the userbuffers all-gather FP8, half the bytes: 9 us + 3 x 16,777,216 / 360 GB/s = 148.81 us.
+  in.strategy.precision = Precision::kFp8;
+  CHECK(layerGemms(in, true)[0].first.hidden_ns == Approx(148810).margin(1));
+  CHECK(layerGemms(in, true)[0].first.bytes == 16777216);
+
+  // The whole step is faster with the overlap, and the trace shows the collective beside the GEMM.
+  in.strategy.precision = Precision::kBf16;
+  in.model.layers = 8;
+  in.strategy.micro_batches = 2;
+  SimulationInputs blocking = in;
+  blocking.strategy.tp_comm_overlap = TpOverlap::kNone;
+  CHECK(gpuxray::testing::predictRun(in).step_seconds < gpuxray::testing::predictRun(blocking).step_seconds);
+  CHECK(gpuxray::testing::predictRun(in).exposed_comm_pct < gpuxray::testing::predictRun(blocking).exposed_comm_pct);
+
+  // In the written trace the overlapped all-gathers run beside the forward GEMMs; blocking ones end
+  // before them.
+  auto gathersBesideForwardGemms = [](TpOverlap overlap) {
+    SimulationInputs small;
+    small.model = *modelPreset("llama3-8b");
+    small.model.layers = 2;
+    small.cluster = *clusterPreset("dgx-h100");
+    small.cluster.nodes = 1;
+    small.strategy.tp = 2;
+    small.strategy.sequence_parallel = true;
+    small.strategy.tp_comm_overlap = overlap;
+    small.steps = 1;
+    TempDir trace_dir;
+    model::RunTrace run = simulateAndLoad(small, trace_dir.path().string());
+    const model::RankTrace& rank = run.ranks.front();
+    int beside = 0;
+    for (const auto& op : rank.nccl_ops) {
+      if (rank.name(op.func_id) != "AllGather") continue;
+      for (const auto& a : rank.activities)
+        if (std::string(rank.name(a.name_id)).find("gemm_bf16bf16_bf16f32_f32_tn") != std::string::npos &&
+            a.start_ns < op.gpu_end_ns && op.gpu_start_ns < a.end_ns)
+          ++beside;
+    }
+    return beside;
+  };
+  CHECK(gathersBesideForwardGemms(TpOverlap::kPipeline) > 0);
+  CHECK(gathersBesideForwardGemms(TpOverlap::kNone) == 0);
+
+  // Bad input: the overlap needs sequence parallelism, and a known method.
+  in.strategy.sequence_parallel = false;
+  CHECK(errorOf([&] { validate(in); })
+            .starts_with("strategy.tp_comm_overlap = pipeline needs strategy.tp > 1 and "
+                         "strategy.sequence_parallel"));
+  TempDir dir;
+  writeFile(dir / "s.yaml", "tp: 2\nsequence_parallel: true\ntp_comm_overlap: userbuffers\n");
+  CHECK(errorOf([&] { loadStrategy(dir / "s.yaml"); }) ==
+        dir / "s.yaml" + ": tp_comm_overlap: expected none, pipeline, ring, true or false, got \"userbuffers\"");
+  writeFile(dir / "t.yaml", "tp: 2\nsequence_parallel: true\ntp_comm_overlap: true\n");
+  CHECK(loadStrategy(dir / "t.yaml").tp_comm_overlap == TpOverlap::kPipeline);
 }

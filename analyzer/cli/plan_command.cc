@@ -24,7 +24,7 @@ namespace {
 using namespace gpuxray::simulate;
 
 struct PlanCommandOptions {
-  std::string model, cluster, output_format = "text", precision = "bf16";
+  std::string model, cluster, output_format = "text", precision = "bf16", tp_comm_overlap = "none";
   int gpus = 0;
   int global_batch = 512;
   size_t top = 10;
@@ -43,6 +43,10 @@ ExitCode runPlan(const PlanCommandOptions& o) {
   auto precision = parsePrecision(o.precision);
   if (!precision) throw UsageError(fmt::format("--precision '{}': expected bf16 or fp8", o.precision));
   options.precision = *precision;
+  auto overlap = parseTpOverlap(o.tp_comm_overlap);
+  if (!overlap)
+    throw UsageError(fmt::format("--tp-comm-overlap '{}': expected none, pipeline or ring", o.tp_comm_overlap));
+  options.tp_comm_overlap = *overlap;
   if (options.precision == Precision::kFp8 && !(cluster.gpu.peak_fp8_flops > 0))
     throw InputError(fmt::format("--precision fp8: {} has no FP8 peak (cluster.gpu.peak_fp8_tflops; cluster from {})",
                                  cluster.gpu.name, cluster_source));
@@ -121,6 +125,9 @@ CommandAction addPlanCommand(CLI::App& app) {
   c->add_option("--top", o->top, "Rows in the table (default 10)");
   c->add_option("--format", o->output_format, "text (default), json or markdown");
   c->add_option("--precision", o->precision, "GEMM precision of every strategy: bf16 (default) or fp8");
+  c->add_option("--tp-comm-overlap", o->tp_comm_overlap,
+                "Transformer Engine's TP-communication overlap for every strategy with TP > 1: none (default), "
+                "pipeline or ring");
   return [o] { return runPlan(*o); };
 }
 

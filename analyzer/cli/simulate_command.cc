@@ -28,7 +28,8 @@ namespace {
 using namespace gpuxray::simulate;
 
 struct SimulateOptions {
-  std::string preset, config, model, cluster, strategy_file, output, run_id, schedule, recompute, precision, fusion;
+  std::string preset, config, model, cluster, strategy_file, output, run_id, schedule, recompute, precision, fusion,
+      tp_comm_overlap;
   std::optional<int> nodes, tp, pp, dp, cp, micro_batch_size, micro_batches, global_batch, chunks, zero, steps;
   std::optional<uint64_t> seed;
   std::optional<double> jitter;
@@ -104,6 +105,13 @@ SimulationInputs simulationInputsFrom(const SimulateOptions& o) {
     auto fusion = parseFusion(o.fusion);
     if (!fusion) throw UsageError(fmt::format("--fusion '{}': expected none, default or all", o.fusion));
     s.fusion = *fusion;
+    flags = true;
+  }
+  if (!o.tp_comm_overlap.empty()) {
+    auto overlap = parseTpOverlap(o.tp_comm_overlap);
+    if (!overlap)
+      throw UsageError(fmt::format("--tp-comm-overlap '{}': expected none, pipeline or ring", o.tp_comm_overlap));
+    s.tp_comm_overlap = *overlap;
     flags = true;
   }
   if (o.sequence_parallel) s.sequence_parallel = true, flags = true;
@@ -190,6 +198,9 @@ CommandAction addSimulateCommand(CLI::App& app) {
   c->add_option("--dp", o->dp, "Data-parallel size");
   c->add_option("--cp", o->cp, "Context-parallel size (each sequence split over CP ranks, ring attention)");
   c->add_option("--precision", o->precision, "GEMM precision: bf16 (default) or fp8");
+  c->add_option("--tp-comm-overlap", o->tp_comm_overlap,
+                "Transformer Engine's overlap of the TP all-gathers and reduce-scatters with the GEMMs: none "
+                "(default), pipeline or ring (needs --sequence-parallel)");
   c->add_option("--fusion", o->fusion, "Kernel fusion: none, default or all (prints HBM bytes and step time against none)");
   c->add_option("--micro-batch-size", o->micro_batch_size, "Sequences per micro-batch");
   c->add_option("--micro-batches", o->micro_batches, "Micro-batches per step and data-parallel replica");

@@ -131,6 +131,84 @@ const char* collectiveFunc(CollectiveKind kind) {
   return "AllReduce";
 }
 
+OverlapSite overlapSite(GemmSite site, const StrategySpec& st) {
+  const bool column_backward = site == GemmSite::kQkvDgrad || site == GemmSite::kFc1Dgrad ||
+                               site == GemmSite::kQkvWgrad || site == GemmSite::kFc1Wgrad;
+  if (st.tp_comm_overlap == TpOverlap::kNone) {
+    // Megatron's own: the column-parallel layers' backward starts the input's all-gather before the
+    // input-gradient GEMM and the input gradient's reduce-scatter (all-reduce without sequence
+    // parallelism) before the weight-gradient GEMM, asynchronously
+    // (LinearWithGradAccumulationAndAsyncCommunication). NCCL runs them on one CTA per channel, 16.
+    constexpr int kNcclChannels = 16;
+    if (column_backward) return {OverlapMethod::kBulk, kNcclChannels, 1};
+    return {};
+  }
+  // Transformer Engine's methods (initialize_ub) with the SM counts of NeMo's and Megatron-Bridge's
+  // H100 configurations for Llama 3 70B (ub_cfg_h100_h8192_tp4_mbs1_seqlen8192,
+  // userbuffers_{bf16,fp8}_h100_h8192_tp4_mbs1_seqlen8192).
+  const bool ring = st.tp_comm_overlap == TpOverlap::kRing;
+  switch (site) {
+    case GemmSite::kQkvFprop:
+    case GemmSite::kFc1Fprop:
+    case GemmSite::kProjDgrad:
+    case GemmSite::kFc2Dgrad:
+      return {OverlapMethod::kRingExchange, 0, 1};
+    case GemmSite::kProjFprop:
+      return ring ? OverlapSite{OverlapMethod::kRingExchange, 1, 1} : OverlapSite{OverlapMethod::kPipeline, 24, 4};
+    case GemmSite::kFc2Fprop:
+      return ring ? OverlapSite{OverlapMethod::kRingExchange, 1, 1} : OverlapSite{OverlapMethod::kPipeline, 16, 4};
+    case GemmSite::kQkvDgrad:
+      return {OverlapMethod::kBulk, 4, 1};
+    case GemmSite::kQkvWgrad:
+      return {OverlapMethod::kBulk, 24, 1};
+    case GemmSite::kFc1Dgrad:
+      return {OverlapMethod::kBulk, 2, 1};
+    case GemmSite::kFc1Wgrad:
+      return {OverlapMethod::kBulk, 4, 1};
+  }
+  return {};
+}
+
+OverlapTimes overlapTimes(const OverlapSite& site, int64_t gemm_ns, int64_t collective_ns, int tp, int sm_count) {
+  const double G = static_cast<double>(gemm_ns), c = static_cast<double>(collective_ns);
+  const double sms = std::max(sm_count, 1);
+  const double left = std::max(1.0, sms - site.sms);  // SMs the GEMM keeps
+  double gemm = G, finish = G + c;
+  switch (site.method) {
+    case OverlapMethod::kBlocking:
+      break;
+    case OverlapMethod::kBulk:
+      // The collective holds its SMs while it runs: the GEMM loses c x sms of SM time, or runs on
+      // the rest throughout when the collective outlasts it.
+      gemm = c >= G * sms / left ? G * sms / left : G + c * (sms - left) / sms;
+      finish = std::max(gemm, c);
+      break;
+    case OverlapMethod::kRingExchange: {
+      // tp chunks of the GEMM and tp - 1 shard transfers between them: a transfer shows where it
+      // outlasts the chunk beside it. The local chunk needs none (first for an all-gather, last for
+      // a reduce-scatter).
+      gemm = G * sms / left;
+      if (tp < 2) return {static_cast<int64_t>(gemm), 0, 0};
+      const double step = c / (tp - 1), chunk = gemm / tp;
+      finish = gemm + (tp - 1) * std::max(0.0, step - chunk);
+      break;
+    }
+    case OverlapMethod::kPipeline: {
+      // Each chunk's output is reduce-scattered while the next chunk computes; the last one's
+      // reduction always shows.
+      gemm = G * sms / left;
+      const double k = std::max(site.splits, 1);
+      finish = gemm + c / k + (k - 1) * std::max(0.0, c / k - gemm / k);
+      break;
+    }
+  }
+  OverlapTimes t;
+  t.gemm_ns = static_cast<int64_t>(gemm);
+  t.exposed_ns = static_cast<int64_t>(finish - gemm);
+  t.hidden_ns = std::max<int64_t>(0, collective_ns - t.exposed_ns);
+  return t;
+}
+
 CostModel::CostModel(const SimulationInputs& inputs) : in_(inputs) {
   tensor_group_ = {in_.strategy.tp, 1, in_.strategy.tp, 1};
   buildPrograms();
@@ -197,6 +275,35 @@ void CostModel::collective(BlockProgram& p, CollectiveKind kind, uint64_t bytes,
   p.communication_ns += item.duration_ns;
 }
 
+void CostModel::gemmWithCollective(BlockProgram& p, const char* key, double flops, double bytes, bool rc, GemmSite site,
+                                   CollectiveKind kind, uint64_t collective_bytes, bool before) {
+  const OverlapSite how = overlapSite(site, in_.strategy);
+  if (in_.strategy.tp == 1 || how.method == OverlapMethod::kBlocking) {
+    if (before) collective(p, kind, collective_bytes, rc);
+    kernel(p, key, layerGemmClass(), flops, bytes, rc);
+    if (!before) collective(p, kind, collective_bytes, rc);
+    return;
+  }
+  // The collective goes first, as the part of it the GEMM cannot hide; the trace shows it beside
+  // the GEMM.
+  collective(p, kind, collective_bytes, rc);
+  kernel(p, key, layerGemmClass(), flops, bytes, rc);
+  ProgramItem& comm = p.items[p.items.size() - 2];
+  ProgramItem& gemm = p.items.back();
+  const OverlapTimes t = overlapTimes(how, gemm.duration_ns, comm.duration_ns, in_.strategy.tp,
+                                      static_cast<int>(in_.cluster.gpu.sm_count));
+  p.duration_ns += (t.exposed_ns - comm.duration_ns) + (t.gemm_ns - gemm.duration_ns);
+  p.communication_ns += t.exposed_ns - comm.duration_ns;
+  comm.duration_ns = t.exposed_ns;
+  comm.hidden_ns = t.hidden_ns;
+  gemm.duration_ns = t.gemm_ns;
+  // TE's ring-exchange reduce-scatter leaves tp partial sums of this rank's shard, which one kernel
+  // adds (CommOverlapP2PBase::split_overlap_rs, reduce_bf16): reads tp shards, writes one.
+  if (how.method == OverlapMethod::kRingExchange && kind == CollectiveKind::kReduceScatter)
+    kernel(p, "reduce_bf16", KernelClass::kElementwise, 0,
+           static_cast<double>(in_.strategy.tp + 1) * static_cast<double>(collective_bytes), rc);
+}
+
 int64_t CostModel::ringExchangeExposedNs(int64_t attention_ns, uint64_t step_bytes) const {
   const auto& st = in_.strategy;
   if (st.cp <= 1) return 0;
@@ -230,6 +337,15 @@ void CostModel::attentionCoreForward(BlockProgram& p, bool rc) {
   kernel(p, "bmm", KernelClass::kAttention, flops / 2, (scores + T * kv / t + T * h / t) * 2, rc);
 }
 
+uint64_t CostModel::gatheredShardBytes() const {
+  const auto& st = in_.strategy;
+  const double elements =
+      static_cast<double>(st.micro_batch_size) * in_.model.sequence / st.cp * in_.model.hidden / st.tp;
+  // Transformer Engine's userbuffers all-gather FP8 inputs as FP8 (initialize_ub's fp8_buf).
+  const double element_bytes = st.tp_comm_overlap != TpOverlap::kNone && st.precision == Precision::kFp8 ? 1 : 2;
+  return static_cast<uint64_t>(elements * element_bytes);
+}
+
 KernelClass CostModel::layerGemmClass() const {
   return in_.strategy.precision == Precision::kFp8 ? KernelClass::kGemmFp8 : KernelClass::kGemm;
 }
@@ -243,25 +359,25 @@ void CostModel::layerForward(BlockProgram& p, bool rc) {
   const double Tsp = st.sequence_parallel ? T / t : T;
   const uint64_t full = static_cast<uint64_t>(T * h * 2);
   const uint64_t shard = static_cast<uint64_t>(T * h * 2 / t);
+  const uint64_t gathered = gatheredShardBytes();
   const KernelClass gemm_class = layerGemmClass();
   const double norm = elementwiseBytes(ElementwiseOp::kNorm, st.fusion, m.ffn_gated);
   const double bda = elementwiseBytes(ElementwiseOp::kBiasDropoutAdd, st.fusion, m.ffn_gated);
-  auto gather = [&] {
-    if (st.sequence_parallel) collective(p, CollectiveKind::kAllGather, shard, rc);
-  };
-  auto reduce = [&] {
-    if (st.sequence_parallel) collective(p, CollectiveKind::kReduceScatter, shard, rc);
-    else collective(p, CollectiveKind::kAllReduce, full, rc);
-  };
-  auto gemm = [&](double n, double k) {  // [T x k] x [k x n/t]
-    kernel(p, "gemm_fwd", gemm_class, 2 * T * k * n / t, (T * k + k * n / t + T * n / t) * 2, rc);
+  // [T x k] x [k x n/t]: a column-parallel GEMM whose input is all-gathered first (with sequence
+  // parallelism), or a row-parallel one whose output is reduce-scattered (all-reduced) after.
+  auto gemm = [&](double n, double k, GemmSite site, bool column) {
+    const double flops = 2 * T * k * n / t, bytes = (T * k + k * n / t + T * n / t) * 2;
+    if (column && !st.sequence_parallel) return kernel(p, "gemm_fwd", gemm_class, flops, bytes, rc);
+    if (column)
+      return gemmWithCollective(p, "gemm_fwd", flops, bytes, rc, site, CollectiveKind::kAllGather, gathered, true);
+    gemmWithCollective(p, "gemm_fwd", flops, bytes, rc, site,
+                       st.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                       st.sequence_parallel ? shard : full, false);
   };
   kernel(p, "layer_norm", KernelClass::kElementwise, 0, norm * Tsp * h, rc);
-  gather();
-  gemm(h + 2 * kv, h);
+  gemm(h + 2 * kv, h, GemmSite::kQkvFprop, true);
   attentionCoreForward(p, rc);
-  gemm(h, h);
-  reduce();
+  gemm(h, h, GemmSite::kProjFprop, false);
   kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, bda * Tsp * h, rc);
   kernel(p, "layer_norm", KernelClass::kElementwise, 0, norm * Tsp * h, rc);
   const double up = m.ffn_gated ? 2 * f : f;  // gate and up projections side by side
@@ -276,11 +392,9 @@ void CostModel::layerForward(BlockProgram& p, bool rc) {
     kernel(p, "gemm_fwd", gemm_class, 2 * tokens * f * h, (tokens * f + f * h + tokens * h) * 2, rc);
     collective(p, CollectiveKind::kAllToAll, routed, rc);
   } else {
-    gather();
-    gemm(up, h);
+    gemm(up, h, GemmSite::kFc1Fprop, true);
     activationForward(p, T * f / t, rc);
-    gemm(h, f);
-    reduce();
+    gemm(h, f, GemmSite::kFc2Fprop, false);
   }
   kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, bda * Tsp * h, rc);
 }
@@ -306,22 +420,35 @@ void CostModel::layerBackward(BlockProgram& p) {
   const double Tsp = st.sequence_parallel ? T / t : T;
   const uint64_t full = static_cast<uint64_t>(T * h * 2);
   const uint64_t shard = static_cast<uint64_t>(T * h * 2 / t);
+  const uint64_t gathered = gatheredShardBytes();
   const KernelClass gemm_class = layerGemmClass();
   const double norm_bwd = elementwiseBytes(ElementwiseOp::kNormBackward, st.fusion, m.ffn_gated);
   const double bda_bwd = elementwiseBytes(ElementwiseOp::kBiasDropoutAddBackward, st.fusion, m.ffn_gated);
   if (st.recompute == Recompute::kFull) layerForward(p, true);
-  auto regather = [&] {  // the layer norm's output again, for the weight gradients
-    if (st.sequence_parallel) collective(p, CollectiveKind::kAllGather, shard, false);
-  };
-  auto reduce = [&] {
-    if (st.sequence_parallel) collective(p, CollectiveKind::kReduceScatter, shard, false);
-    else collective(p, CollectiveKind::kAllReduce, full, false);
-  };
-  auto gemmBackward = [&](double n, double k) {
+  // A row-parallel GEMM's backward (output projection, fc2): with sequence parallelism its output
+  // gradient is all-gathered before the input-gradient GEMM.
+  auto rowBackward = [&](double n, double k, GemmSite dgrad) {
     const double flops = 2 * T * k * n / t;
     const double bytes = (T * k + k * n / t + T * n / t) * 2;
-    kernel(p, "gemm_dgrad", gemm_class, flops, bytes, false);
+    if (st.sequence_parallel)
+      gemmWithCollective(p, "gemm_dgrad", flops, bytes, false, dgrad, CollectiveKind::kAllGather, gathered, true);
+    else
+      kernel(p, "gemm_dgrad", gemm_class, flops, bytes, false);
     kernel(p, "gemm_wgrad", gemm_class, flops, bytes, false);
+  };
+  // A column-parallel GEMM's backward (QKV, fc1): the input all-gathered again for the weight
+  // gradient (sequence parallelism, Megatron's seq_par_ag_redo) beside the input-gradient GEMM, and
+  // the input gradient reduce-scattered (all-reduced) beside the weight-gradient GEMM.
+  auto columnBackward = [&](double n, double k, GemmSite dgrad, GemmSite wgrad) {
+    const double flops = 2 * T * k * n / t;
+    const double bytes = (T * k + k * n / t + T * n / t) * 2;
+    if (st.sequence_parallel)
+      gemmWithCollective(p, "gemm_dgrad", flops, bytes, false, dgrad, CollectiveKind::kAllGather, gathered, true);
+    else
+      kernel(p, "gemm_dgrad", gemm_class, flops, bytes, false);
+    gemmWithCollective(p, "gemm_wgrad", flops, bytes, false, wgrad,
+                       st.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                       st.sequence_parallel ? shard : full, true);
   };
   const double up = m.ffn_gated ? 2 * f : f;
   kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, bda_bwd * Tsp * h, false);
@@ -338,16 +465,13 @@ void CostModel::layerBackward(BlockProgram& p) {
     collective(p, CollectiveKind::kAllToAll, routed, false);
     kernel(p, "router", KernelClass::kGemm, 4 * Tsp * h * m.experts, Tsp * h * 2, false);
   } else {
-    regather();
-    gemmBackward(h, f);
+    rowBackward(h, f, GemmSite::kFc2Dgrad);
     activationBackward(p, T * f / t);
-    gemmBackward(up, h);
-    reduce();
+    columnBackward(up, h, GemmSite::kFc1Dgrad, GemmSite::kFc1Wgrad);
   }
   kernel(p, "layer_norm_bwd", KernelClass::kElementwise, 0, norm_bwd * Tsp * h, false);
   kernel(p, "bias_dropout_add", KernelClass::kElementwise, 0, bda_bwd * Tsp * h, false);
-  regather();
-  gemmBackward(h, h);
+  rowBackward(h, h, GemmSite::kProjDgrad);
   if (st.recompute == Recompute::kSelective && !st.usesFlashAttention()) attentionCoreForward(p, true);
   const double flops = 8 * T * s * h / t;
   if (st.usesFlashAttention()) {
@@ -366,8 +490,7 @@ void CostModel::layerBackward(BlockProgram& p) {
            scores * elementwiseBytes(ElementwiseOp::kSoftmaxBackward, st.fusion, false), false);
     kernel(p, "bmm", KernelClass::kAttention, flops / 2, (2 * scores + T * kv / t + T * h / t) * 2, false);
   }
-  gemmBackward(h + 2 * kv, h);
-  reduce();
+  columnBackward(h + 2 * kv, h, GemmSite::kQkvDgrad, GemmSite::kQkvWgrad);
   kernel(p, "layer_norm_bwd", KernelClass::kElementwise, 0, norm_bwd * Tsp * h, false);
 }
 

@@ -36,6 +36,7 @@ struct ProgramItem {
   uint16_t shape = 0;     // kernels: index into CostModel::shapes()
   int64_t duration_ns = 0;
   uint64_t bytes = 0;     // collectives: NCCL's op bytes (the API count x element size)
+  int64_t hidden_ns = 0;  // collectives run beside the next GEMM: the part of them that GEMM hides
   double flops = 0;       // kernels: the FLOPs it does
   double hbm_bytes = 0;   // kernels: the bytes it moves between HBM and the SMs
 };
@@ -69,6 +70,46 @@ struct BlockProgram {
   int64_t communication_ns = 0; // of which collectives
   double flops = 0;
 };
+
+// How a tensor-parallel collective shares the GPU with the GEMM it is paired with (Transformer
+// Engine's userbuffers methods, and Megatron's own asynchronous collectives in the backward):
+// - kBlocking: before or after the GEMM, the stream waits for it;
+// - kBulk: beside the GEMM, on `sms` SMs that the GEMM loses while it runs;
+// - kRingExchange: the GEMM in tp chunks, one shard passed to the next rank beside each chunk
+//   (copy engines; `sms` > 0 means the GEMM leaves that many SMs free);
+// - kPipeline: the GEMM in `splits` chunks on all SMs but `sms`, each chunk's output reduced on
+//   those SMs while the next chunk computes.
+enum class OverlapMethod : uint8_t { kBlocking, kBulk, kRingExchange, kPipeline };
+struct OverlapSite {
+  OverlapMethod method = OverlapMethod::kBlocking;
+  int sms = 0;
+  int splits = 1;
+};
+// The GEMMs of a layer that a tensor-parallel collective sits beside (TE's names).
+// Forward: the all-gather before QKV and fc1, the reduce-scatter after the output projection and
+// fc2. Backward: the output gradient's all-gather before the row-parallel input-gradient GEMMs
+// (proj and fc2 dgrad); the input's all-gather again before the column-parallel ones (QKV and fc1
+// dgrad), for the weight gradient; the input gradient's reduce-scatter (all-reduce) beside their
+// weight-gradient GEMMs.
+enum class GemmSite : uint8_t {
+  kQkvFprop,
+  kProjFprop,
+  kFc1Fprop,
+  kFc2Fprop,
+  kProjDgrad,
+  kFc2Dgrad,
+  kQkvDgrad,
+  kFc1Dgrad,
+  kQkvWgrad,
+  kFc1Wgrad,
+};
+OverlapSite overlapSite(GemmSite site, const StrategySpec& strategy);
+struct OverlapTimes {
+  int64_t gemm_ns = 0;     // the GEMM, slowed by the SMs the communication takes
+  int64_t exposed_ns = 0;  // what the stream waits for beyond the GEMM
+  int64_t hidden_ns = 0;   // the rest of the collective, under the GEMM
+};
+OverlapTimes overlapTimes(const OverlapSite& site, int64_t gemm_ns, int64_t collective_ns, int tp, int sm_count);
 
 // The members of a communicator as the network sees them.
 struct GroupLinks {
@@ -131,11 +172,17 @@ class CostModel {
   uint16_t shape(const char* key);
   void kernel(BlockProgram& p, const char* shape_key, KernelClass cls, double flops, double bytes, bool recompute);
   void collective(BlockProgram& p, CollectiveKind kind, uint64_t bytes, bool recompute);
+  // A GEMM with the tensor-parallel collective that goes with it (before it when `before`, as an
+  // all-gather of its input; else after it), overlapped as `site` says.
+  void gemmWithCollective(BlockProgram& p, const char* shape_key, double flops, double bytes, bool recompute,
+                          GemmSite site, CollectiveKind kind, uint64_t collective_bytes, bool before);
   static void append(BlockProgram& to, const BlockProgram& from);
   void layerForward(BlockProgram& p, bool recompute);
   void activationForward(BlockProgram& p, double elements, bool recompute);
   void activationBackward(BlockProgram& p, double elements);
   KernelClass layerGemmClass() const;
+  // One rank's share of a layer's sequence-parallel all-gather.
+  uint64_t gatheredShardBytes() const;
   // The part of context parallelism's ring exchange that the attention kernel does not hide.
   int64_t ringExchangeExposedNs(int64_t attention_ns, uint64_t step_bytes) const;
   void attentionCoreForward(BlockProgram& p, bool recompute);

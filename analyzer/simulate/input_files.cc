@@ -319,6 +319,17 @@ StrategySpec strategyFrom(const Json& value, const std::string& file, const std:
   }
   f.boolean("overlap_grad_reduce", s.overlap_grad_reduce);
   f.boolean("flash_attention", s.flash_attention);
+  if (f.has("tp_comm_overlap")) {
+    // true and false as Megatron spells it: true is Transformer Engine's default (pipeline).
+    const Json& v = f.at("tp_comm_overlap");
+    std::string name = v.is_boolean()  ? (v.get<bool>() ? "pipeline" : "none")
+                       : v.is_string() ? v.get<std::string>()
+                                       : "";
+    auto overlap = parseTpOverlap(name);
+    if (!overlap)
+      f.fail("tp_comm_overlap", fmt::format("expected none, pipeline, ring, true or false, got {}", describe(v)));
+    s.tp_comm_overlap = *overlap;
+  }
   if (f.has("precision")) {
     std::string name;
     f.text("precision", name);

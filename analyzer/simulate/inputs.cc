@@ -51,6 +51,25 @@ const char* recomputeName(Recompute recompute) {
   return "none";
 }
 
+const char* tpOverlapName(TpOverlap overlap) {
+  switch (overlap) {
+    case TpOverlap::kNone:
+      return "none";
+    case TpOverlap::kPipeline:
+      return "pipeline";
+    case TpOverlap::kRing:
+      return "ring";
+  }
+  return "none";
+}
+
+std::optional<TpOverlap> parseTpOverlap(const std::string& text) {
+  if (text == "none") return TpOverlap::kNone;
+  if (text == "pipeline") return TpOverlap::kPipeline;
+  if (text == "ring") return TpOverlap::kRing;
+  return std::nullopt;
+}
+
 std::optional<Schedule> parseSchedule(const std::string& text) {
   if (text == "gpipe") return Schedule::kGpipe;
   if (text == "1f1b") return Schedule::kOneFOneB;
@@ -98,6 +117,7 @@ std::string StrategySpec::label() const {
   if (sequence_parallel) text += " SP";
   if (recompute != Recompute::kNone) text += fmt::format(" rc-{}", recomputeName(recompute));
   if (zero_stage > 0) text += fmt::format(" ZeRO-{}", zero_stage);
+  if (tp_comm_overlap != TpOverlap::kNone) text += fmt::format(" tp-overlap-{}", tpOverlapName(tp_comm_overlap));
   if (precision == Precision::kFp8) text += " fp8";
   if (fusion != Fusion::kDefault) text += fmt::format(" fusion-{}", fusionName(fusion));
   return text;
@@ -160,6 +180,7 @@ std::string SimulationInputs::toJson() const {
                    {"zero_stage", s.zero_stage},
                    {"overlap_grad_reduce", s.overlap_grad_reduce},
                    {"flash_attention", s.flash_attention},
+                   {"tp_comm_overlap", tpOverlapName(s.tp_comm_overlap)},
                    {"precision", precisionName(s.precision)},
                    {"fusion", fusionName(s.fusion)},
                    {"bucket_mb", static_cast<double>(s.bucket_bytes) / 1e6},
@@ -244,6 +265,10 @@ void validate(const SimulationInputs& in) {
   if (s.cp > 1 && !s.usesFlashAttention())
     fail(ss, fmt::format("strategy.cp = {} needs strategy.flash_attention (and fusion other than none): ring "
                          "attention is a flash-attention kernel per chunk", s.cp));
+  if (s.tp_comm_overlap != TpOverlap::kNone && !(s.tp > 1 && s.sequence_parallel))
+    fail(ss, fmt::format("strategy.tp_comm_overlap = {} needs strategy.tp > 1 and strategy.sequence_parallel: it "
+                         "overlaps the sequence-parallel all-gathers and reduce-scatters",
+                         tpOverlapName(s.tp_comm_overlap)));
   if (s.precision == Precision::kFp8 && !(c.gpu.peak_fp8_flops > 0))
     fail(scs, fmt::format("strategy.precision = fp8 needs cluster.gpu.peak_fp8_tflops ({} has none)", c.gpu.name));
   positive(ss, "strategy.micro_batch_size", s.micro_batch_size);

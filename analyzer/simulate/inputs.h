@@ -87,6 +87,13 @@ enum class Fusion { kNone, kDefault, kAll };
 
 enum class Recompute { kNone, kSelective, kFull };
 
+// Transformer Engine's overlap of the sequence-parallel all-gathers and reduce-scatters with the
+// GEMMs beside them (Megatron's tp_comm_overlap, userbuffers; docs/simulation.md, "Tensor
+// parallelism"): none; the forward reduce-scatters chunked in 4 on their own SMs ("pipeline",
+// TE's default and NeMo's Llama 3 70B configuration); or sent by ring exchange like the all-gathers
+// ("ring", Megatron-Bridge's FP8 configurations).
+enum class TpOverlap { kNone, kPipeline, kRing };
+
 const char* scheduleName(Schedule schedule);
 const char* recomputeName(Recompute recompute);
 std::optional<Schedule> parseSchedule(const std::string& text);
@@ -95,7 +102,8 @@ const char* precisionName(Precision precision);
 std::optional<Precision> parsePrecision(const std::string& text);
 const char* fusionName(Fusion fusion);
 std::optional<Fusion> parseFusion(const std::string& text);
-
+const char* tpOverlapName(TpOverlap overlap);
+std::optional<TpOverlap> parseTpOverlap(const std::string& text);
 
 struct StrategySpec {
   int tp = 1;
@@ -113,6 +121,7 @@ struct StrategySpec {
   int zero_stage = 0;
   bool overlap_grad_reduce = true;
   bool flash_attention = true;
+  TpOverlap tp_comm_overlap = TpOverlap::kNone;
   Precision precision = Precision::kBf16;  // of the GEMMs (fp8: Transformer Engine's delayed scaling)
   Fusion fusion = Fusion::kDefault;
   uint64_t bucket_bytes = 40'000'000ull * 2;

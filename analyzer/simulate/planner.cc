@@ -56,6 +56,7 @@ std::vector<StrategySpec> enumerate(const ModelSpec& model, const ClusterSpec& c
               s.micro_batch_size = mbs, s.micro_batches = m;
               s.schedule = schedule, s.chunks = chunks;
               s.sequence_parallel = tp > 1;
+              s.tp_comm_overlap = tp > 1 ? options.tp_comm_overlap : TpOverlap::kNone;
               s.recompute = recompute;
               s.zero_stage = zero;
               all.push_back(s);

@@ -18,6 +18,7 @@ struct PlanOptions {
   std::vector<int> zero_stages{0, 1};
   std::vector<int> context_parallel{1, 2, 4, 8, 16};  // those that divide the GPUs and the sequence
   Precision precision = Precision::kBf16;
+  TpOverlap tp_comm_overlap = TpOverlap::kNone;  // for every strategy with TP > 1
 };
 
 struct PlanCandidate {

@@ -315,8 +315,9 @@ class RankWriter {
         if (item.collective) {
           // Uniform runs keep no collective starts: every member arrives together.
           int64_t start = timeline_.uniform() ? t : rs.collective_start[collective++];
+          // An overlapped collective goes on beside the GEMM that follows it.
           ncclOp(CommunicatorKind::kTensor, NcclOperationKind::kCollective, collectiveFunc(item.kind), item.bytes, 0, t,
-                 start + item.duration_ns, kTensorStream);
+                 start + item.duration_ns + item.hidden_ns, kTensorStream);
           t = start + item.duration_ns;
         } else {
           int64_t duration = timeline_.kernelNs(item, rank_, step, b, k);

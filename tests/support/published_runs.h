@@ -12,7 +12,8 @@
 // counted with the paper's Eq. 3 (96 B s l h^2 (1 + s/6h + V/16lh), full recomputation).
 //
 // H100 (dgx-h100). FP8 rows: tokens/s per GPU from NVIDIA's NeMo performance summary, container 24.07
-// (NVIDIA/NeMo, docs/source/performance/performance_summary.md, "Pretraining", DGX-H100, FP8): the
+// (NVIDIA/NeMo, docs/source/performance/performance_summary.md, "Pretraining", DGX-H100, FP8, as last
+// revised on 9 September 2024, commit 8e3d65dcfe): the
 // GPT3-175B on 128 GPUs, LLAMA2-7B, LLAMA2-70B and LLAMA3-8B rows are fitted; GPT3-175B on 512
 // GPUs, LLAMA2-13B and LLAMA3-70B are held out, with the Megatron-Bridge performance summary's
 // DGX-H100 FP8-CS rows of container 25.09 (NVIDIA-NeMo/Megatron-Bridge, docs/performance-summary.md:
@@ -130,7 +131,7 @@ inline std::vector<PublishedRun> publishedRuns() {
   // Megatron-Core on H100 as NeMo runs it: flash attention (cuDNN), sequence parallelism with TP,
   // the distributed optimizer, gradient reduction overlapped with the backward, no recomputation.
   auto h100 = [](const char* model, int gpus, int global_batch, int mbs, int tp, int pp, int cp, int vp,
-                 Precision precision) {
+                 Precision precision, TpOverlap tp_comm_overlap) {
     SimulationInputs in;
     in.model = *modelPreset(model);
     in.cluster = *clusterPreset("dgx-h100");
@@ -145,6 +146,7 @@ inline std::vector<PublishedRun> publishedRuns() {
     s.sequence_parallel = tp > 1;
     s.zero_stage = s.dataGroup() > 1 ? 1 : 0;
     s.precision = precision;
+    s.tp_comm_overlap = tp_comm_overlap;
     in.steps = 1;
     in.model_source = in.cluster_source = in.strategy_source = model;
     return in;
@@ -157,21 +159,28 @@ inline std::vector<PublishedRun> publishedRuns() {
     runs.push_back({label, source, "h100", held_out, in, value, m});
   };
   const Measure tokens = Measure::kTokensPerSecondGpu;
-  row("GPT3-175B on 128 GPUs", nemo, false, h100("gpt3-175b", 128, 256, 1, 4, 8, 1, 6, fp8), 726, tokens);
-  row("Llama 2 7B on 8 GPUs", nemo, false, h100("llama2-7b", 8, 128, 1, 1, 1, 1, 1, fp8), 16847, tokens);
-  row("Llama 2 70B on 64 GPUs", nemo, false, h100("llama2-70b", 64, 128, 1, 4, 4, 1, 20, fp8), 1707, tokens);
-  row("Llama 3 8B on 8 GPUs, CP2", nemo, false, h100("llama3-8b", 8, 128, 1, 1, 1, 2, 1, fp8), 12036, tokens);
+  // Transformer Engine's TP-communication overlap as each source's configuration sets it: NeMo's
+  // 24.07 launcher configurations for Llama 2 70B and Llama 3 70B (ub_tp_comm_overlap: true,
+  // reduce-scatters by "pipeline"), NeMo's GPT3-175B performance recipe (tp_comm_overlap=True; the
+  // 24.07 table does not record it), Megatron-Bridge's FP8 H100 configurations (reduce-scatters by
+  // ring exchange); none where TP is 1, and none for Meta's own framework (not stated).
+  const TpOverlap none = TpOverlap::kNone, pipeline = TpOverlap::kPipeline, ring = TpOverlap::kRing;
+  row("GPT3-175B on 128 GPUs", nemo, false, h100("gpt3-175b", 128, 256, 1, 4, 8, 1, 6, fp8, pipeline), 716, tokens);
+  row("Llama 2 7B on 8 GPUs", nemo, false, h100("llama2-7b", 8, 128, 1, 1, 1, 1, 1, fp8, none), 16934, tokens);
+  row("Llama 2 70B on 64 GPUs", nemo, false, h100("llama2-70b", 64, 128, 1, 4, 4, 1, 20, fp8, pipeline), 1728, tokens);
+  row("Llama 3 8B on 8 GPUs, CP2", nemo, false, h100("llama3-8b", 8, 128, 1, 1, 1, 2, 1, fp8, none), 12273, tokens);
   // Meta gives neither the micro-batch size nor the interleaving: micro-batch 1 and 4 chunks per
   // stage (2 layers per model chunk, as Megatron-Bridge's 405B recipes have) are assumptions.
-  row("Llama 3 405B on 8192 GPUs", llama3, false, h100("llama3-405b", 8192, 2048, 1, 8, 16, 1, 4, bf16), 430,
+  row("Llama 3 405B on 8192 GPUs", llama3, false, h100("llama3-405b", 8192, 2048, 1, 8, 16, 1, 4, bf16, none), 430,
       Measure::kModelTflops);
-  row("GPT3-175B on 512 GPUs", nemo, true, h100("gpt3-175b", 512, 2048, 2, 4, 8, 1, 6, fp8), 782, tokens);
-  row("Llama 2 13B on 16 GPUs", nemo, true, h100("llama2-13b", 16, 128, 1, 1, 4, 1, 10, fp8), 8646, tokens);
-  row("Llama 3 70B on 64 GPUs, CP2", nemo, true, h100("llama3-70b", 64, 128, 1, 4, 4, 2, 5, fp8), 1533, tokens);
-  row("Llama 3 70B on 64 GPUs", bridge, true, h100("llama3-70b", 64, 128, 1, 4, 8, 1, 5, fp8), 1619, tokens);
-  row("Llama 3.1 405B on 1024 GPUs, CP2", bridge, true, h100("llama3-405b", 1024, 512, 1, 8, 8, 2, 8, fp8), 302,
+  row("GPT3-175B on 512 GPUs", nemo, true, h100("gpt3-175b", 512, 2048, 2, 4, 8, 1, 6, fp8, pipeline), 825, tokens);
+  row("Llama 2 13B on 16 GPUs", nemo, true, h100("llama2-13b", 16, 128, 1, 1, 4, 1, 10, fp8, none), 8715, tokens);
+  row("Llama 3 70B on 64 GPUs, CP2", nemo, true, h100("llama3-70b", 64, 128, 1, 4, 4, 2, 5, fp8, pipeline), 1524,
       tokens);
-  row("Llama 3 405B on 16384 GPUs", llama3, true, h100("llama3-405b", 16384, 2048, 1, 8, 16, 1, 4, bf16), 400,
+  row("Llama 3 70B on 64 GPUs", bridge, true, h100("llama3-70b", 64, 128, 1, 4, 8, 1, 5, fp8, ring), 1619, tokens);
+  row("Llama 3.1 405B on 1024 GPUs, CP2", bridge, true, h100("llama3-405b", 1024, 512, 1, 8, 8, 2, 8, fp8, ring), 302,
+      tokens);
+  row("Llama 3 405B on 16384 GPUs", llama3, true, h100("llama3-405b", 16384, 2048, 1, 8, 16, 1, 4, bf16, none), 400,
       Measure::kModelTflops);
   return runs;
 }
