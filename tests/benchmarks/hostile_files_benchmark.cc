@@ -4,21 +4,16 @@
 // space and --timeout seconds so that it cannot take the machine down.
 //
 //   hostile_files_benchmark [--peer-binary PATH] [--peer-memory GiB] [--timeout S] [--dir DIR] [--keep]
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "tests/benchmarks/measured_child.h"
 #include "tests/support/hostile_traces.h"
 
 namespace {
@@ -33,37 +28,14 @@ struct Outcome {
 
 Outcome run(const std::string& binary, const std::string& command, const fs::path& path, uint64_t address_space,
             double timeout_s) {
-  auto started = std::chrono::steady_clock::now();
-  pid_t child = fork();
-  if (child == 0) {
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, STDOUT_FILENO);
-    dup2(null, STDERR_FILENO);
-    if (address_space > 0) {
-      rlimit limit{address_space, address_space};
-      setrlimit(RLIMIT_AS, &limit);
-    }
-    execl(binary.c_str(), binary.c_str(), command.c_str(), path.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  rusage usage{};
-  bool timed_out = false;
-  while (wait4(child, &status, WNOHANG, &usage) == 0) {
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > timeout_s) {
-      kill(child, SIGKILL);
-      wait4(child, &status, 0, &usage);
-      timed_out = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  gpuxray::benchmarks::ChildRun child = gpuxray::benchmarks::runMeasured(
+      {binary, command, path.string()}, gpuxray::benchmarks::ChildStderr::kDiscarded, {address_space, timeout_s});
   Outcome o;
-  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  o.peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
-  o.result = timed_out             ? fmt::format("killed after {:.0f} s", timeout_s)
-             : WIFSIGNALED(status) ? fmt::format("signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)))
-                                   : fmt::format("exit {}", WEXITSTATUS(status));
+  o.seconds = child.seconds;
+  o.peak_mib = static_cast<double>(child.peak_bytes) / (1024.0 * 1024.0);
+  o.result = child.timed_out      ? fmt::format("killed after {:.0f} s", timeout_s)
+             : child.term_signal ? fmt::format("signal {} ({})", child.term_signal, strsignal(child.term_signal))
+                                 : fmt::format("exit {}", child.exit_code);
   return o;
 }
 
