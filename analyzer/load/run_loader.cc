@@ -355,7 +355,7 @@ model::RankTrace loadRankTrace(const std::string& path, std::vector<std::string>
     if (!torn) ++skipped_chunk_lines;
     report::warn(stats, warnings, torn ? Stat::trace_tail_torn : Stat::trace_chunks_damaged, 0, warning);
   }
-  // A chunk out of place (a second header, records after the trailer) is a line of its own, not damage.
+  // A line the reader did not count as damage (a second header, records after the trailer) counts as one chunk.
   stats.add(Stat::trace_chunks_damaged, std::max(read.damaged_chunks, skipped_chunk_lines));
   stats.add(Stat::trace_tail_torn, read.torn_at ? 1 : 0);
   stats.add(Stat::trace_bytes_skipped, read.bytes_skipped);
