@@ -76,7 +76,6 @@ std::string renderMarkdown(const Report& report) {
   if (!report.stats.nonZero().empty()) {
     out += "### Stats (what was dropped, skipped or estimated)\n\n";
     appendTable(out, statsTable(report.stats));
-    out += "\n";
   }
   if (!report.warnings.empty()) {
     out += fmt::format("### Warnings ({})\n\n", report.warnings.size());
