@@ -7,157 +7,163 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
+#include <tuple>
 
+#include "proto/field_numbers.h"
 #include "proto/file_layout.h"
 
-// Field numbers below are those of proto/gpuxray.proto; tests/format_compat_test.cc decodes this
-// writer's output with the generated classes, so a wrong number fails there.
+// Field numbers come from proto/gpuxray.proto through the generated proto/field_numbers.h (f::Message::field);
+// tests/format_compat_test.cc decodes this writer's output with the generated classes.
 namespace gpuxray::format {
 namespace {
 
 using E = WireEncoder;
+namespace f = field;
+
+// The fields of a KernelConfig after its id, in the order of TraceWriter::KernelConfigKey.
+constexpr uint32_t kKernelConfigKeyFields[] = {
+    f::KernelConfig::name_iid, f::KernelConfig::grid_x, f::KernelConfig::grid_y, f::KernelConfig::grid_z,
+    f::KernelConfig::block_x, f::KernelConfig::block_y, f::KernelConfig::block_z,
+    f::KernelConfig::registers_per_thread, f::KernelConfig::static_shared_memory,
+    f::KernelConfig::dynamic_shared_memory, f::KernelConfig::local_memory_per_thread, f::KernelConfig::cluster_x,
+    f::KernelConfig::cluster_y, f::KernelConfig::cluster_z, f::KernelConfig::shared_memory_optin,
+    f::KernelConfig::shared_memory_carveout_pct, f::KernelConfig::shared_memory_executed,
+    f::KernelConfig::launch_type, f::KernelConfig::max_active_clusters};
 
 void encodeClockAnchor(E& e, const ClockAnchor& a) {
-  e.uintField(1, a.capture_ns);
-  e.uintField(2, a.realtime_ns);
-  e.uintField(3, a.monotonic_ns);
-  e.uintField(4, a.uncertainty_ns);
+  e.uintField(f::ClockAnchor::capture_ns, a.capture_ns);
+  e.uintField(f::ClockAnchor::realtime_ns, a.realtime_ns);
+  e.uintField(f::ClockAnchor::monotonic_ns, a.monotonic_ns);
+  e.uintField(f::ClockAnchor::uncertainty_ns, a.uncertainty_ns);
 }
 
 void encodeDevice(E& e, const DeviceProperties& d) {
-  e.uintField(1, d.device_id);
-  e.stringField(2, d.name);
-  e.bytesField(3, d.uuid);  // `bytes`: raw, not UTF-8
-  e.stringField(4, d.pci_bus_id);
-  e.uintField(5, d.compute_major);
-  e.uintField(6, d.compute_minor);
-  e.uintField(7, d.sm_count);
-  e.uintField(8, d.max_threads_per_sm);
-  e.uintField(9, d.max_warps_per_sm);
-  e.uintField(10, d.max_blocks_per_sm);
-  e.uintField(11, d.registers_per_sm);
-  e.uintField(12, d.registers_per_block);
-  e.uintField(13, d.shared_memory_per_sm);
-  e.uintField(14, d.shared_memory_per_block);
-  e.uintField(15, d.shared_memory_per_block_optin);
-  e.uintField(16, d.reserved_shared_memory_per_block);
-  e.uintField(17, d.memory_bytes);
-  e.uintField(18, d.memory_bandwidth_bytes_per_s);
-  e.uintField(19, d.core_clock_khz);
-  e.uintField(20, d.memory_clock_khz);
-  e.uintField(21, d.memory_bus_width_bits);
-  e.uintField(22, d.l2_cache_bytes);
-  e.uintField(23, d.max_threads_per_block);
-  e.uintField(24, d.warp_size);
-  e.uintField(25, d.max_registers_per_thread);
-  e.uintField(26, d.numa_node);
-  e.uintField(27, d.mig_gpu_instance_id);
-  e.uintField(28, d.mig_compute_instance_id);
-  e.doubleField(29, d.peak_bf16_flops);
+  e.uintField(f::DeviceProperties::device_id, d.device_id);
+  e.stringField(f::DeviceProperties::name, d.name);
+  e.bytesField(f::DeviceProperties::uuid, d.uuid);  // `bytes`: raw, not UTF-8
+  e.stringField(f::DeviceProperties::pci_bus_id, d.pci_bus_id);
+  e.uintField(f::DeviceProperties::compute_major, d.compute_major);
+  e.uintField(f::DeviceProperties::compute_minor, d.compute_minor);
+  e.uintField(f::DeviceProperties::sm_count, d.sm_count);
+  e.uintField(f::DeviceProperties::max_threads_per_sm, d.max_threads_per_sm);
+  e.uintField(f::DeviceProperties::max_warps_per_sm, d.max_warps_per_sm);
+  e.uintField(f::DeviceProperties::max_blocks_per_sm, d.max_blocks_per_sm);
+  e.uintField(f::DeviceProperties::registers_per_sm, d.registers_per_sm);
+  e.uintField(f::DeviceProperties::registers_per_block, d.registers_per_block);
+  e.uintField(f::DeviceProperties::shared_memory_per_sm, d.shared_memory_per_sm);
+  e.uintField(f::DeviceProperties::shared_memory_per_block, d.shared_memory_per_block);
+  e.uintField(f::DeviceProperties::shared_memory_per_block_optin, d.shared_memory_per_block_optin);
+  e.uintField(f::DeviceProperties::reserved_shared_memory_per_block, d.reserved_shared_memory_per_block);
+  e.uintField(f::DeviceProperties::memory_bytes, d.memory_bytes);
+  e.uintField(f::DeviceProperties::memory_bandwidth_bytes_per_s, d.memory_bandwidth_bytes_per_s);
+  e.uintField(f::DeviceProperties::core_clock_khz, d.core_clock_khz);
+  e.uintField(f::DeviceProperties::memory_clock_khz, d.memory_clock_khz);
+  e.uintField(f::DeviceProperties::memory_bus_width_bits, d.memory_bus_width_bits);
+  e.uintField(f::DeviceProperties::l2_cache_bytes, d.l2_cache_bytes);
+  e.uintField(f::DeviceProperties::max_threads_per_block, d.max_threads_per_block);
+  e.uintField(f::DeviceProperties::warp_size, d.warp_size);
+  e.uintField(f::DeviceProperties::max_registers_per_thread, d.max_registers_per_thread);
+  e.uintField(f::DeviceProperties::numa_node, d.numa_node);
+  e.uintField(f::DeviceProperties::mig_gpu_instance_id, d.mig_gpu_instance_id);
+  e.uintField(f::DeviceProperties::mig_compute_instance_id, d.mig_compute_instance_id);
+  e.doubleField(f::DeviceProperties::peak_bf16_flops, d.peak_bf16_flops);
 }
 
 void encodeEndpoint(E& e, const Endpoint& p) {
-  e.uintField(1, static_cast<uint32_t>(p.kind));
-  e.stringField(2, p.id);
-  e.intField(3, p.device);
+  e.uintField(f::Endpoint::kind, static_cast<uint32_t>(p.kind));
+  e.stringField(f::Endpoint::id, p.id);
+  e.intField(f::Endpoint::device, p.device);
 }
 
 void encodeLink(E& e, const Link& l) {
-  e.uintField(1, static_cast<uint32_t>(l.kind));
-  e.message(2, [&](E& m) { encodeEndpoint(m, l.a); });
-  e.message(3, [&](E& m) { encodeEndpoint(m, l.b); });
-  e.uintField(4, l.version);
-  e.uintField(5, l.width);
-  e.uintField(6, l.bandwidth_bytes_per_s);
-  e.packedUintField(7, l.ports_a);
-  e.packedUintField(8, l.ports_b);
+  e.uintField(f::Link::kind, static_cast<uint32_t>(l.kind));
+  e.message(f::Link::a, [&](E& m) { encodeEndpoint(m, l.a); });
+  e.message(f::Link::b, [&](E& m) { encodeEndpoint(m, l.b); });
+  e.uintField(f::Link::version, l.version);
+  e.uintField(f::Link::width, l.width);
+  e.uintField(f::Link::bandwidth_bytes_per_s, l.bandwidth_bytes_per_s);
+  e.packedUintField(f::Link::ports_a, l.ports_a);
+  e.packedUintField(f::Link::ports_b, l.ports_b);
 }
 
 void encodeNic(E& e, const NetworkInterface& n) {
-  e.stringField(1, n.name);
-  e.uintField(2, n.port);
-  e.uintField(3, n.bandwidth_bytes_per_s);
-  e.stringField(4, n.pci_bus_id);
-  e.stringField(5, n.transport);
-  e.intField(6, n.numa_node);
+  e.stringField(f::NetworkInterface::name, n.name);
+  e.uintField(f::NetworkInterface::port, n.port);
+  e.uintField(f::NetworkInterface::bandwidth_bytes_per_s, n.bandwidth_bytes_per_s);
+  e.stringField(f::NetworkInterface::pci_bus_id, n.pci_bus_id);
+  e.stringField(f::NetworkInterface::transport, n.transport);
+  e.intField(f::NetworkInterface::numa_node, n.numa_node);
 }
 
 void encodeCaptureConfig(E& e, const CaptureConfig& c) {
-  for (const auto& a : c.activities) e.repeatedStringElement(1, a);
-  e.uintField(2, c.buffer_bytes);
-  e.uintField(3, c.max_buffer_memory_bytes);
-  e.uintField(4, c.flush_period_ms);
-  e.uintField(5, c.nccl_profiler);
-  e.uintField(6, c.nvtx);
-  e.uintField(7, c.metric_sampling);
-  e.uintField(8, c.metric_interval_us);
-  for (const auto& m : c.metrics) e.repeatedStringElement(9, m);
-  for (const auto& o : c.options) e.repeatedStringElement(10, o);
+  for (const auto& a : c.activities) e.repeatedStringElement(f::CaptureConfig::activities, a);
+  e.uintField(f::CaptureConfig::buffer_bytes, c.buffer_bytes);
+  e.uintField(f::CaptureConfig::max_buffer_memory_bytes, c.max_buffer_memory_bytes);
+  e.uintField(f::CaptureConfig::flush_period_ms, c.flush_period_ms);
+  e.uintField(f::CaptureConfig::nccl_profiler, c.nccl_profiler);
+  e.uintField(f::CaptureConfig::nvtx, c.nvtx);
+  e.uintField(f::CaptureConfig::metric_sampling, c.metric_sampling);
+  e.uintField(f::CaptureConfig::metric_interval_us, c.metric_interval_us);
+  for (const auto& m : c.metrics) e.repeatedStringElement(f::CaptureConfig::metrics, m);
+  for (const auto& o : c.options) e.repeatedStringElement(f::CaptureConfig::options, o);
 }
 
 void encodeCaptureWindow(E& e, const CaptureWindow& w) {
-  e.uintField(1, w.start_ns);
-  e.uintField(2, w.end_ns);
-  e.uintField(3, static_cast<uint32_t>(w.started_by));
-  e.uintField(4, static_cast<uint32_t>(w.ended_by));
-  e.stringField(5, w.detail);
+  e.uintField(f::CaptureWindow::start_ns, w.start_ns);
+  e.uintField(f::CaptureWindow::end_ns, w.end_ns);
+  e.uintField(f::CaptureWindow::started_by, static_cast<uint32_t>(w.started_by));
+  e.uintField(f::CaptureWindow::ended_by, static_cast<uint32_t>(w.ended_by));
+  e.stringField(f::CaptureWindow::detail, w.detail);
 }
 
 void encodeHeader(E& e, const FileHeader& h) {
-  e.uintField(1, h.format_major);
-  e.uintField(2, h.format_minor);
-  e.stringField(3, h.tool_version);
-  e.stringField(4, h.run_id);
-  e.stringField(5, h.run_id_source);
-  e.intField(6, h.rank);
-  e.intField(7, h.local_rank);
-  e.intField(8, h.world_size);
-  e.intField(9, h.local_world_size);
-  e.stringField(10, h.rank_source);
-  e.stringField(11, h.hostname);
-  e.uintField(12, h.pid);
-  for (const auto& arg : h.command_line) e.repeatedStringElement(13, arg);
-  e.uintField(14, h.start_time_ns);
-  e.stringField(15, h.time_base);
-  for (const auto& a : h.clock_anchors) e.message(16, [&](E& m) { encodeClockAnchor(m, a); });
-  for (const auto& d : h.devices) e.message(17, [&](E& m) { encodeDevice(m, d); });
-  for (const auto& l : h.links) e.message(18, [&](E& m) { encodeLink(m, l); });
-  for (const auto& n : h.nics) e.message(19, [&](E& m) { encodeNic(m, n); });
-  e.message(20, [&](E& m) { encodeCaptureConfig(m, h.capture_config); });
-  e.uintField(21, h.simulated);
-  e.stringField(22, h.simulation_inputs);
-  e.uintField(23, h.cupti_api_version);
-  e.uintField(24, h.cuda_driver_version);
-  e.stringField(25, h.nccl_version);
-  e.uintField(26, static_cast<uint32_t>(h.nccl_capture_source));
-  e.stringField(27, h.capture_window_plan);
-  for (const auto& w : h.capture_windows) e.message(28, [&](E& m) { encodeCaptureWindow(m, w); });
+  e.uintField(f::FileHeader::format_major, h.format_major);
+  e.uintField(f::FileHeader::format_minor, h.format_minor);
+  e.stringField(f::FileHeader::tool_version, h.tool_version);
+  e.stringField(f::FileHeader::run_id, h.run_id);
+  e.stringField(f::FileHeader::run_id_source, h.run_id_source);
+  e.intField(f::FileHeader::rank, h.rank);
+  e.intField(f::FileHeader::local_rank, h.local_rank);
+  e.intField(f::FileHeader::world_size, h.world_size);
+  e.intField(f::FileHeader::local_world_size, h.local_world_size);
+  e.stringField(f::FileHeader::rank_source, h.rank_source);
+  e.stringField(f::FileHeader::hostname, h.hostname);
+  e.uintField(f::FileHeader::pid, h.pid);
+  for (const auto& arg : h.command_line) e.repeatedStringElement(f::FileHeader::command_line, arg);
+  e.uintField(f::FileHeader::start_time_ns, h.start_time_ns);
+  e.stringField(f::FileHeader::time_base, h.time_base);
+  for (const auto& a : h.clock_anchors) e.message(f::FileHeader::clock_anchors, [&](E& m) { encodeClockAnchor(m, a); });
+  for (const auto& d : h.devices) e.message(f::FileHeader::devices, [&](E& m) { encodeDevice(m, d); });
+  for (const auto& l : h.links) e.message(f::FileHeader::links, [&](E& m) { encodeLink(m, l); });
+  for (const auto& n : h.nics) e.message(f::FileHeader::nics, [&](E& m) { encodeNic(m, n); });
+  e.message(f::FileHeader::capture_config, [&](E& m) { encodeCaptureConfig(m, h.capture_config); });
+  e.uintField(f::FileHeader::simulated, h.simulated);
+  e.stringField(f::FileHeader::simulation_inputs, h.simulation_inputs);
+  e.uintField(f::FileHeader::cupti_api_version, h.cupti_api_version);
+  e.uintField(f::FileHeader::cuda_driver_version, h.cuda_driver_version);
+  e.stringField(f::FileHeader::nccl_version, h.nccl_version);
+  e.uintField(f::FileHeader::nccl_capture_source, static_cast<uint32_t>(h.nccl_capture_source));
+  e.stringField(f::FileHeader::capture_window_plan, h.capture_window_plan);
+  for (const auto& w : h.capture_windows)
+    e.message(f::FileHeader::capture_windows, [&](E& m) { encodeCaptureWindow(m, w); });
 }
 
 void encodeTrailer(E& e, const Trailer& t) {
   for (const auto& c : t.counts) {
-    e.message(1, [&](E& m) {
-      m.uintField(1, static_cast<uint32_t>(c.category));
-      m.uintField(2, c.written);
-      m.uintField(3, c.dropped);
+    e.message(f::Trailer::counts, [&](E& m) {
+      m.uintField(f::CategoryCount::category, static_cast<uint32_t>(c.category));
+      m.uintField(f::CategoryCount::written, c.written);
+      m.uintField(f::CategoryCount::dropped, c.dropped);
     });
   }
-  e.uintField(2, static_cast<uint32_t>(t.end));
-  e.uintField(3, t.end_time_ns);
-  e.stringField(4, t.end_detail);
-  for (const auto& w : t.warnings) e.repeatedStringElement(5, w);
+  e.uintField(f::Trailer::end, static_cast<uint32_t>(t.end));
+  e.uintField(f::Trailer::end_time_ns, t.end_time_ns);
+  e.stringField(f::Trailer::end_detail, t.end_detail);
+  for (const auto& w : t.warnings) e.repeatedStringElement(f::Trailer::warnings, w);
 }
 
 int64_t durationOf(uint64_t start, uint64_t end) { return static_cast<int64_t>(end - start); }
-
-// Chunk.batch / EventBatch field numbers.
-enum BatchField : uint32_t {
-  kStrings = 1, kKernelConfigs = 2, kKernels = 3, kApiCalls = 4, kMemcpys = 5, kMemsets = 6,
-  kMemoryEvents = 7, kNvtxEvents = 8, kSynchronizations = 9, kNcclCommunicators = 10,
-  kNcclOperations = 11, kNetTransfers = 12, kMetricSamples = 13, kClockAnchors = 14,
-  kExternalCorrelations = 15, kOverheads = 16, kResourceNames = 17, kStreams = 18, kApiFunctions = 19,
-  kDevices = 20, kLinks = 21, kCaptureWindows = 22,
-};
 
 }  // namespace
 
@@ -232,7 +238,7 @@ bool TraceWriter::writeHeader(const FileHeader& header) {
   }
   bytes_written_ += preamble.size();
   chunk_.clear();
-  chunk_.message(1, [&](E& m) { encodeHeader(m, header); });
+  chunk_.message(f::Chunk::header, [&](E& m) { encodeHeader(m, header); });
   return writeChunk(chunk_);
 }
 
@@ -271,9 +277,9 @@ StringId TraceWriter::intern(std::string_view text) {
 void TraceWriter::useString(StringId id) {
   if (id == 0 || id >= string_defined_in_batch_.size() || string_defined_in_batch_[id] == batch_number_) return;
   string_defined_in_batch_[id] = batch_number_;
-  definitions_.message(kStrings, [&](E& m) {
-    m.uintField(1, id);
-    m.stringField(2, *string_text_[id]);
+  definitions_.message(f::EventBatch::strings, [&](E& m) {
+    m.uintField(f::InternedString::iid, id);
+    m.stringField(f::InternedString::value, *string_text_[id]);
   });
 }
 
@@ -293,10 +299,10 @@ void TraceWriter::useApiFunction(ApiDomain domain, uint32_t cbid) {
   if (function.defined_in_batch == batch_number_) return;
   function.defined_in_batch = batch_number_;
   useString(function.name);
-  definitions_.message(kApiFunctions, [&](E& m) {
-    m.uintField(1, static_cast<uint32_t>(function.domain));
-    m.uintField(2, function.cbid);
-    m.uintField(3, function.name);
+  definitions_.message(f::EventBatch::api_functions, [&](E& m) {
+    m.uintField(f::ApiFunction::domain, static_cast<uint32_t>(function.domain));
+    m.uintField(f::ApiFunction::cbid, function.cbid);
+    m.uintField(f::ApiFunction::name_iid, function.name);
   });
 }
 
@@ -320,9 +326,10 @@ void TraceWriter::useKernelConfig(uint32_t id) {
   config_defined_in_batch_[id] = batch_number_;
   const KernelConfigKey& key = config_keys_[id];
   useString(key[0]);
-  definitions_.message(kKernelConfigs, [&](E& m) {
-    m.uintField(1, id);
-    for (uint32_t field = 2; field <= 20; ++field) m.uintField(field, key[field - 2]);
+  definitions_.message(f::EventBatch::kernel_configs, [&](E& m) {
+    m.uintField(f::KernelConfig::id, id);
+    static_assert(std::tuple_size_v<KernelConfigKey> == std::size(kKernelConfigKeyFields));
+    for (size_t i = 0; i < key.size(); ++i) m.uintField(kKernelConfigKeyFields[i], key[i]);
   });
 }
 
@@ -368,57 +375,57 @@ void TraceWriter::add(const ApiCallRecord& a) {
 
 void TraceWriter::add(const MemcpyRecord& r) {
   if (!accepting()) return;
-  rows_.message(kMemcpys, [&](E& m) {
-    m.uintField(1, r.start_ns);
-    m.sintField(2, durationOf(r.start_ns, r.end_ns));
-    m.uintField(3, r.device);
-    m.uintField(4, r.stream);
-    m.uintField(5, r.correlation_id);
-    m.uintField(6, static_cast<uint32_t>(r.copy_kind));
-    m.uintField(7, r.bytes);
-    m.uintField(8, static_cast<uint32_t>(r.src_kind));
-    m.uintField(9, static_cast<uint32_t>(r.dst_kind));
-    m.uintField(10, r.src_device);
-    m.uintField(11, r.dst_device);
-    m.uintField(12, r.is_async);
-    m.uintField(13, r.context);
-    m.uintField(14, r.graph_id);
-    m.uintField(15, r.graph_node_id);
+  rows_.message(f::EventBatch::memcpys, [&](E& m) {
+    m.uintField(f::Memcpy::start_ns, r.start_ns);
+    m.sintField(f::Memcpy::duration_ns, durationOf(r.start_ns, r.end_ns));
+    m.uintField(f::Memcpy::device, r.device);
+    m.uintField(f::Memcpy::stream, r.stream);
+    m.uintField(f::Memcpy::correlation_id, r.correlation_id);
+    m.uintField(f::Memcpy::copy_kind, static_cast<uint32_t>(r.copy_kind));
+    m.uintField(f::Memcpy::bytes, r.bytes);
+    m.uintField(f::Memcpy::src_kind, static_cast<uint32_t>(r.src_kind));
+    m.uintField(f::Memcpy::dst_kind, static_cast<uint32_t>(r.dst_kind));
+    m.uintField(f::Memcpy::src_device, r.src_device);
+    m.uintField(f::Memcpy::dst_device, r.dst_device);
+    m.uintField(f::Memcpy::is_async, r.is_async);
+    m.uintField(f::Memcpy::context, r.context);
+    m.uintField(f::Memcpy::graph_id, r.graph_id);
+    m.uintField(f::Memcpy::graph_node_id, r.graph_node_id);
   });
   counted(Category::kMemcpy);
 }
 
 void TraceWriter::add(const MemsetRecord& r) {
   if (!accepting()) return;
-  rows_.message(kMemsets, [&](E& m) {
-    m.uintField(1, r.start_ns);
-    m.sintField(2, durationOf(r.start_ns, r.end_ns));
-    m.uintField(3, r.device);
-    m.uintField(4, r.stream);
-    m.uintField(5, r.correlation_id);
-    m.uintField(6, r.bytes);
-    m.uintField(7, r.value);
-    m.uintField(8, static_cast<uint32_t>(r.memory_kind));
-    m.uintField(9, r.context);
-    m.uintField(10, r.graph_id);
-    m.uintField(11, r.graph_node_id);
+  rows_.message(f::EventBatch::memsets, [&](E& m) {
+    m.uintField(f::Memset::start_ns, r.start_ns);
+    m.sintField(f::Memset::duration_ns, durationOf(r.start_ns, r.end_ns));
+    m.uintField(f::Memset::device, r.device);
+    m.uintField(f::Memset::stream, r.stream);
+    m.uintField(f::Memset::correlation_id, r.correlation_id);
+    m.uintField(f::Memset::bytes, r.bytes);
+    m.uintField(f::Memset::value, r.value);
+    m.uintField(f::Memset::memory_kind, static_cast<uint32_t>(r.memory_kind));
+    m.uintField(f::Memset::context, r.context);
+    m.uintField(f::Memset::graph_id, r.graph_id);
+    m.uintField(f::Memset::graph_node_id, r.graph_node_id);
   });
   counted(Category::kMemset);
 }
 
 void TraceWriter::add(const MemoryEventRecord& r) {
   if (!accepting()) return;
-  rows_.message(kMemoryEvents, [&](E& m) {
-    m.uintField(1, r.timestamp_ns);
-    m.uintField(2, static_cast<uint32_t>(r.operation));
-    m.uintField(3, r.device);
-    m.uintField(4, r.address);
-    m.uintField(5, r.bytes);
-    m.uintField(6, static_cast<uint32_t>(r.memory_kind));
-    m.uintField(7, r.stream);
-    m.uintField(8, r.correlation_id);
-    m.uintField(9, r.is_async);
-    m.uintField(10, r.pool_address);
+  rows_.message(f::EventBatch::memory_events, [&](E& m) {
+    m.uintField(f::MemoryEvent::timestamp_ns, r.timestamp_ns);
+    m.uintField(f::MemoryEvent::operation, static_cast<uint32_t>(r.operation));
+    m.uintField(f::MemoryEvent::device, r.device);
+    m.uintField(f::MemoryEvent::address, r.address);
+    m.uintField(f::MemoryEvent::bytes, r.bytes);
+    m.uintField(f::MemoryEvent::memory_kind, static_cast<uint32_t>(r.memory_kind));
+    m.uintField(f::MemoryEvent::stream, r.stream);
+    m.uintField(f::MemoryEvent::correlation_id, r.correlation_id);
+    m.uintField(f::MemoryEvent::is_async, r.is_async);
+    m.uintField(f::MemoryEvent::pool_address, r.pool_address);
   });
   counted(Category::kMemory);
 }
@@ -431,80 +438,80 @@ void TraceWriter::add(const NvtxEventRecord& r) {
     useString(field.name_id);
     if (field.type == PayloadField::Type::kString) useString(field.string_id);
   }
-  rows_.message(kNvtxEvents, [&](E& m) {
-    m.uintField(1, static_cast<uint32_t>(r.kind));
-    m.uintField(2, r.start_ns);
-    m.uintField(3, r.end_ns);
-    m.uintField(4, r.domain_id);
-    m.uintField(5, r.name_id);
-    m.uintField(6, r.thread_id);
-    m.uintField(7, r.device);
-    m.uintField(8, r.stream);
-    m.uintField(9, r.category);
-    m.uintField(10, r.color);
-    m.uintField(11, r.payload_schema);
+  rows_.message(f::EventBatch::nvtx_events, [&](E& m) {
+    m.uintField(f::NvtxEvent::kind, static_cast<uint32_t>(r.kind));
+    m.uintField(f::NvtxEvent::start_ns, r.start_ns);
+    m.uintField(f::NvtxEvent::end_ns, r.end_ns);
+    m.uintField(f::NvtxEvent::domain_iid, r.domain_id);
+    m.uintField(f::NvtxEvent::name_iid, r.name_id);
+    m.uintField(f::NvtxEvent::thread_id, r.thread_id);
+    m.uintField(f::NvtxEvent::device, r.device);
+    m.uintField(f::NvtxEvent::stream, r.stream);
+    m.uintField(f::NvtxEvent::category, r.category);
+    m.uintField(f::NvtxEvent::color, r.color);
+    m.uintField(f::NvtxEvent::payload_schema, r.payload_schema);
     for (const auto& field : r.payload) {
-      m.message(12, [&](E& p) {
-        p.uintField(1, field.name_id);
+      m.message(f::NvtxEvent::payload, [&](E& p) {
+        p.uintField(f::PayloadField::name_iid, field.name_id);
         // A oneof member is written even when it holds the default value.
         switch (field.type) {
           case PayloadField::Type::kInt:
-            p.tag(2, E::kVarint);
+            p.tag(f::PayloadField::int_value, E::kVarint);
             p.zigzag(field.int_value);
             break;
           case PayloadField::Type::kUint:
-            p.tag(3, E::kVarint);
+            p.tag(f::PayloadField::uint_value, E::kVarint);
             p.varint(field.uint_value);
             break;
           case PayloadField::Type::kDouble: {
             uint64_t bits;
             std::memcpy(&bits, &field.double_value, sizeof bits);
-            p.tag(4, E::kFixed64);
+            p.tag(f::PayloadField::double_value, E::kFixed64);
             uint8_t raw[8];
             for (int i = 0; i < 8; ++i) raw[i] = static_cast<uint8_t>(bits >> (8 * i));
             p.raw(raw);
             break;
           }
           case PayloadField::Type::kString:
-            p.tag(5, E::kVarint);
+            p.tag(f::PayloadField::string_iid, E::kVarint);
             p.varint(field.string_id);
             break;
         }
       });
     }
-    m.uintField(13, r.depth);
+    m.uintField(f::NvtxEvent::depth, r.depth);
   });
   counted(Category::kNvtx);
 }
 
 void TraceWriter::add(const SynchronizationRecord& r) {
   if (!accepting()) return;
-  rows_.message(kSynchronizations, [&](E& m) {
-    m.uintField(1, r.start_ns);
-    m.sintField(2, durationOf(r.start_ns, r.end_ns));
-    m.uintField(3, static_cast<uint32_t>(r.kind));
-    m.uintField(4, r.device);
-    m.uintField(5, r.stream);
-    m.uintField(6, r.correlation_id);
-    m.uintField(7, r.context);
-    m.uintField(8, r.cuda_event_id);
-    m.uintField(9, r.thread_id);
+  rows_.message(f::EventBatch::synchronizations, [&](E& m) {
+    m.uintField(f::Synchronization::start_ns, r.start_ns);
+    m.sintField(f::Synchronization::duration_ns, durationOf(r.start_ns, r.end_ns));
+    m.uintField(f::Synchronization::kind, static_cast<uint32_t>(r.kind));
+    m.uintField(f::Synchronization::device, r.device);
+    m.uintField(f::Synchronization::stream, r.stream);
+    m.uintField(f::Synchronization::correlation_id, r.correlation_id);
+    m.uintField(f::Synchronization::context, r.context);
+    m.uintField(f::Synchronization::cuda_event_id, r.cuda_event_id);
+    m.uintField(f::Synchronization::thread_id, r.thread_id);
   });
   counted(Category::kSynchronization);
 }
 
 void TraceWriter::add(const NcclCommunicatorRecord& r) {
   if (!accepting()) return;
-  rows_.message(kNcclCommunicators, [&](E& m) {
-    m.fixed64Field(1, r.comm_hash);
-    m.stringField(2, r.name);
-    m.intField(3, r.comm_rank);
-    m.intField(4, r.nranks);
-    m.intField(5, r.nnodes);
-    m.intField(6, r.global_rank);
-    m.uintField(7, r.device);
-    m.uintField(8, r.init_ns);
-    m.uintField(9, r.profiler_version);
+  rows_.message(f::EventBatch::nccl_communicators, [&](E& m) {
+    m.fixed64Field(f::NcclCommunicator::comm_hash, r.comm_hash);
+    m.stringField(f::NcclCommunicator::name, r.name);
+    m.intField(f::NcclCommunicator::comm_rank, r.comm_rank);
+    m.intField(f::NcclCommunicator::nranks, r.nranks);
+    m.intField(f::NcclCommunicator::nnodes, r.nnodes);
+    m.intField(f::NcclCommunicator::global_rank, r.global_rank);
+    m.uintField(f::NcclCommunicator::device, r.device);
+    m.uintField(f::NcclCommunicator::init_ns, r.init_ns);
+    m.uintField(f::NcclCommunicator::profiler_version, r.profiler_version);
   });
   counted(Category::kNcclCommunicator);
 }
@@ -512,51 +519,51 @@ void TraceWriter::add(const NcclCommunicatorRecord& r) {
 void TraceWriter::add(const NcclOperationRecord& r) {
   if (!accepting()) return;
   for (StringId id : {r.func_id, r.datatype_id, r.algorithm_id, r.protocol_id, r.reduce_op_id}) useString(id);
-  rows_.message(kNcclOperations, [&](E& m) {
-    m.uintField(1, static_cast<uint32_t>(r.kind));
-    m.fixed64Field(2, r.comm_hash);
-    m.uintField(3, r.seq);
-    m.uintField(4, r.func_id);
-    m.uintField(5, r.enqueue_ns);
-    m.uintField(6, r.gpu_start_ns);
-    m.uintField(7, r.gpu_end_ns);
-    m.uintField(8, r.bytes);
-    m.uintField(9, r.count);
-    m.uintField(10, r.datatype_id);
-    m.intField(11, r.root);
-    m.intField(12, r.peer);
-    m.uintField(13, r.algorithm_id);
-    m.uintField(14, r.protocol_id);
-    m.uintField(15, r.channels);
-    m.uintField(16, r.warps);
-    m.uintField(17, r.graph_captured);
-    m.uintField(18, r.reduce_op_id);
-    m.uintField(19, r.stream);
-    m.uintField(20, r.device);
-    m.uintField(21, r.operation_id);
-    m.uintField(22, r.enqueue_end_ns);
-    m.uintField(23, r.gpu_clock_error_ns);
-    m.uintField(24, r.kernel_correlation_id);
-    m.uintField(25, r.gpu_clock_unmapped);
+  rows_.message(f::EventBatch::nccl_operations, [&](E& m) {
+    m.uintField(f::NcclOperation::kind, static_cast<uint32_t>(r.kind));
+    m.fixed64Field(f::NcclOperation::comm_hash, r.comm_hash);
+    m.uintField(f::NcclOperation::seq, r.seq);
+    m.uintField(f::NcclOperation::func_iid, r.func_id);
+    m.uintField(f::NcclOperation::enqueue_ns, r.enqueue_ns);
+    m.uintField(f::NcclOperation::gpu_start_ns, r.gpu_start_ns);
+    m.uintField(f::NcclOperation::gpu_end_ns, r.gpu_end_ns);
+    m.uintField(f::NcclOperation::bytes, r.bytes);
+    m.uintField(f::NcclOperation::count, r.count);
+    m.uintField(f::NcclOperation::datatype_iid, r.datatype_id);
+    m.intField(f::NcclOperation::root, r.root);
+    m.intField(f::NcclOperation::peer, r.peer);
+    m.uintField(f::NcclOperation::algorithm_iid, r.algorithm_id);
+    m.uintField(f::NcclOperation::protocol_iid, r.protocol_id);
+    m.uintField(f::NcclOperation::channels, r.channels);
+    m.uintField(f::NcclOperation::warps, r.warps);
+    m.uintField(f::NcclOperation::graph_captured, r.graph_captured);
+    m.uintField(f::NcclOperation::reduce_op_iid, r.reduce_op_id);
+    m.uintField(f::NcclOperation::stream, r.stream);
+    m.uintField(f::NcclOperation::device, r.device);
+    m.uintField(f::NcclOperation::operation_id, r.operation_id);
+    m.uintField(f::NcclOperation::enqueue_end_ns, r.enqueue_end_ns);
+    m.uintField(f::NcclOperation::gpu_clock_error_ns, r.gpu_clock_error_ns);
+    m.uintField(f::NcclOperation::kernel_correlation_id, r.kernel_correlation_id);
+    m.uintField(f::NcclOperation::gpu_clock_unmapped, r.gpu_clock_unmapped);
   });
   counted(Category::kNcclOperation);
 }
 
 void TraceWriter::add(const NetTransferRecord& r) {
   if (!accepting()) return;
-  rows_.message(kNetTransfers, [&](E& m) {
-    m.uintField(1, r.operation_id);
-    m.intField(2, r.peer);
-    m.uintField(3, r.channel);
-    m.uintField(4, r.is_send);
-    m.uintField(5, r.bytes);
-    m.uintField(6, r.start_ns);
-    m.uintField(7, r.end_ns);
-    m.uintField(8, r.steps);
-    m.uintField(9, r.wait_gpu_ns);
-    m.uintField(10, r.wait_peer_ns);
-    m.uintField(11, r.wait_network_ns);
-    m.fixed64Field(12, r.comm_hash);
+  rows_.message(f::EventBatch::net_transfers, [&](E& m) {
+    m.uintField(f::NetTransfer::operation_id, r.operation_id);
+    m.intField(f::NetTransfer::peer, r.peer);
+    m.uintField(f::NetTransfer::channel, r.channel);
+    m.uintField(f::NetTransfer::is_send, r.is_send);
+    m.uintField(f::NetTransfer::bytes, r.bytes);
+    m.uintField(f::NetTransfer::start_ns, r.start_ns);
+    m.uintField(f::NetTransfer::end_ns, r.end_ns);
+    m.uintField(f::NetTransfer::steps, r.steps);
+    m.uintField(f::NetTransfer::wait_gpu_ns, r.wait_gpu_ns);
+    m.uintField(f::NetTransfer::wait_peer_ns, r.wait_peer_ns);
+    m.uintField(f::NetTransfer::wait_network_ns, r.wait_network_ns);
+    m.fixed64Field(f::NetTransfer::comm_hash, r.comm_hash);
   });
   counted(Category::kNetTransfer);
 }
@@ -564,39 +571,39 @@ void TraceWriter::add(const NetTransferRecord& r) {
 void TraceWriter::add(const MetricSampleRecord& r) {
   if (!accepting()) return;
   useString(r.metric_id);
-  rows_.message(kMetricSamples, [&](E& m) {
-    m.uintField(1, r.timestamp_ns);
-    m.uintField(2, r.device);
-    m.uintField(3, r.metric_id);
-    m.doubleField(4, r.value);
+  rows_.message(f::EventBatch::metric_samples, [&](E& m) {
+    m.uintField(f::MetricSample::timestamp_ns, r.timestamp_ns);
+    m.uintField(f::MetricSample::device, r.device);
+    m.uintField(f::MetricSample::metric_iid, r.metric_id);
+    m.doubleField(f::MetricSample::value, r.value);
   });
   counted(Category::kMetricSample);
 }
 
 void TraceWriter::add(const ClockAnchor& anchor) {
   if (!accepting()) return;
-  rows_.message(kClockAnchors, [&](E& m) { encodeClockAnchor(m, anchor); });
+  rows_.message(f::EventBatch::clock_anchors, [&](E& m) { encodeClockAnchor(m, anchor); });
   ++pending_records_;
 }
 
 void TraceWriter::add(const ExternalCorrelationRecord& r) {
   if (!accepting()) return;
-  rows_.message(kExternalCorrelations, [&](E& m) {
-    m.uintField(1, r.kind);
-    m.uintField(2, r.external_id);
-    m.uintField(3, r.correlation_id);
+  rows_.message(f::EventBatch::external_correlations, [&](E& m) {
+    m.uintField(f::ExternalCorrelation::kind, r.kind);
+    m.uintField(f::ExternalCorrelation::external_id, r.external_id);
+    m.uintField(f::ExternalCorrelation::correlation_id, r.correlation_id);
   });
   counted(Category::kExternalCorrelation);
 }
 
 void TraceWriter::add(const OverheadRecord& r) {
   if (!accepting()) return;
-  rows_.message(kOverheads, [&](E& m) {
-    m.uintField(1, r.kind);
-    m.uintField(2, r.start_ns);
-    m.sintField(3, durationOf(r.start_ns, r.end_ns));
-    m.uintField(4, r.thread_id);
-    m.uintField(5, r.device);
+  rows_.message(f::EventBatch::overheads, [&](E& m) {
+    m.uintField(f::Overhead::kind, r.kind);
+    m.uintField(f::Overhead::start_ns, r.start_ns);
+    m.sintField(f::Overhead::duration_ns, durationOf(r.start_ns, r.end_ns));
+    m.uintField(f::Overhead::thread_id, r.thread_id);
+    m.uintField(f::Overhead::device, r.device);
   });
   counted(Category::kOverhead);
 }
@@ -604,43 +611,43 @@ void TraceWriter::add(const OverheadRecord& r) {
 void TraceWriter::add(const ResourceNameRecord& r) {
   if (!accepting()) return;
   useString(r.name_id);
-  rows_.message(kResourceNames, [&](E& m) {
-    m.uintField(1, static_cast<uint32_t>(r.kind));
-    m.uintField(2, r.id);
-    m.uintField(3, r.device);
-    m.uintField(4, r.name_id);
+  rows_.message(f::EventBatch::resource_names, [&](E& m) {
+    m.uintField(f::ResourceName::kind, static_cast<uint32_t>(r.kind));
+    m.uintField(f::ResourceName::id, r.id);
+    m.uintField(f::ResourceName::device, r.device);
+    m.uintField(f::ResourceName::name_iid, r.name_id);
   });
   counted(Category::kResourceName);
 }
 
 void TraceWriter::add(const StreamRecord& r) {
   if (!accepting()) return;
-  rows_.message(kStreams, [&](E& m) {
-    m.uintField(1, r.stream);
-    m.uintField(2, r.device);
-    m.uintField(3, r.context);
-    m.intField(4, r.priority);
-    m.uintField(5, r.flags);
-    m.uintField(6, r.correlation_id);
+  rows_.message(f::EventBatch::streams, [&](E& m) {
+    m.uintField(f::StreamInfo::stream, r.stream);
+    m.uintField(f::StreamInfo::device, r.device);
+    m.uintField(f::StreamInfo::context, r.context);
+    m.intField(f::StreamInfo::priority, r.priority);
+    m.uintField(f::StreamInfo::flags, r.flags);
+    m.uintField(f::StreamInfo::correlation_id, r.correlation_id);
   });
   counted(Category::kStream);
 }
 
 void TraceWriter::add(const DeviceProperties& device) {
   if (!accepting()) return;
-  rows_.message(kDevices, [&](E& m) { encodeDevice(m, device); });
+  rows_.message(f::EventBatch::devices, [&](E& m) { encodeDevice(m, device); });
   ++pending_records_;
 }
 
 void TraceWriter::add(const Link& link) {
   if (!accepting()) return;
-  rows_.message(kLinks, [&](E& m) { encodeLink(m, link); });
+  rows_.message(f::EventBatch::links, [&](E& m) { encodeLink(m, link); });
   ++pending_records_;
 }
 
 void TraceWriter::add(const CaptureWindow& window) {
   if (!accepting()) return;
-  rows_.message(kCaptureWindows, [&](E& m) { encodeCaptureWindow(m, window); });
+  rows_.message(f::EventBatch::capture_windows, [&](E& m) { encodeCaptureWindow(m, window); });
   ++pending_records_;
 }
 
@@ -651,31 +658,31 @@ bool TraceWriter::flush() {
   batch_.raw(definitions_.bytes());
   if (kernels_.count > 0) {
     const auto& c = kernels_;
-    batch_.message(kKernels, [&](E& m) {
-      m.packedField(1, c.start_delta);
-      m.packedField(2, c.duration);
-      m.packedField(3, c.device);
-      m.packedField(4, c.stream);
-      m.packedField(5, c.correlation_delta);
-      m.packedField(6, c.config_id);
-      if (c.any_context) m.packedField(7, c.context);
+    batch_.message(f::EventBatch::kernels, [&](E& m) {
+      m.packedField(f::KernelColumns::start_delta_ns, c.start_delta);
+      m.packedField(f::KernelColumns::duration_ns, c.duration);
+      m.packedField(f::KernelColumns::device, c.device);
+      m.packedField(f::KernelColumns::stream, c.stream);
+      m.packedField(f::KernelColumns::correlation_delta, c.correlation_delta);
+      m.packedField(f::KernelColumns::config_id, c.config_id);
+      if (c.any_context) m.packedField(f::KernelColumns::context, c.context);
       if (c.any_graph) {
-        m.packedField(8, c.graph_id);
-        m.packedField(9, c.graph_node_id);
+        m.packedField(f::KernelColumns::graph_id, c.graph_id);
+        m.packedField(f::KernelColumns::graph_node_id, c.graph_node_id);
       }
     });
   }
   if (api_calls_.count > 0) {
     const auto& c = api_calls_;
-    batch_.message(kApiCalls, [&](E& m) {
-      m.packedField(1, c.start_delta);
-      m.packedField(2, c.duration);
-      m.packedField(3, c.domain);
-      m.packedField(4, c.cbid);
-      m.packedField(5, c.thread_id);
-      m.packedField(6, c.correlation_delta);
-      if (c.any_return_code) m.packedField(7, c.return_code);
-      if (c.any_process_id) m.packedField(8, c.process_id);
+    batch_.message(f::EventBatch::api_calls, [&](E& m) {
+      m.packedField(f::ApiCallColumns::start_delta_ns, c.start_delta);
+      m.packedField(f::ApiCallColumns::duration_ns, c.duration);
+      m.packedField(f::ApiCallColumns::domain, c.domain);
+      m.packedField(f::ApiCallColumns::cbid, c.cbid);
+      m.packedField(f::ApiCallColumns::thread_id, c.thread_id);
+      m.packedField(f::ApiCallColumns::correlation_delta, c.correlation_delta);
+      if (c.any_return_code) m.packedField(f::ApiCallColumns::return_code, c.return_code);
+      if (c.any_process_id) m.packedField(f::ApiCallColumns::process_id, c.process_id);
     });
   }
   batch_.raw(rows_.bytes());
@@ -683,7 +690,7 @@ bool TraceWriter::flush() {
   ++batch_number_;
 
   chunk_.clear();
-  chunk_.tag(2, E::kLengthDelimited);
+  chunk_.tag(f::Chunk::batch, E::kLengthDelimited);
   chunk_.varint(batch_.size());
   chunk_.raw(batch_.bytes());
   return writeChunk(chunk_);
@@ -734,7 +741,7 @@ bool TraceWriter::finish(Trailer trailer) {
   }
   finished_ = true;
   chunk_.clear();
-  chunk_.message(3, [&](E& m) { encodeTrailer(m, trailer); });
+  chunk_.message(f::Chunk::trailer, [&](E& m) { encodeTrailer(m, trailer); });
   sink_->beforeTrailer();
   return writeChunk(chunk_);
 }

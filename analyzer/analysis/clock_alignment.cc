@@ -441,7 +441,8 @@ void analyzeClock(const AnalysisInput& input, report::Report& report) {
          Cell::of(static_cast<double>(host.residual_max_ns), Unit::kNanoseconds), Cell::of(host.source)});
   }
   section.tables.push_back(std::move(hosts));
-  report.warnings.insert(report.warnings.end(), clock->warnings.begin(), clock->warnings.end());
+  for (const auto& warning : clock->warnings)
+    report::warn(report.stats, report.warnings, report::Stat::clock_alignment_problems, 1, warning);
 }
 
 }  // namespace gpuxray::analysis

@@ -51,7 +51,8 @@ void applyThresholds(const std::vector<Threshold>& thresholds, const std::vector
     }
     const report::Metric* metric = report.metric(t.metric);
     if (metric == nullptr) {
-      report.warnings.push_back(fmt::format("--fail-on '{}': this run has no {} (nothing to measure it on)", t.text, t.metric));
+      report::warn(report.stats, report.warnings, report::Stat::fail_on_metrics_missing, 1,
+                   fmt::format("--fail-on '{}': this run has no {} (nothing to measure it on)", t.text, t.metric));
       continue;
     }
     if (breaks(metric->value, t)) {

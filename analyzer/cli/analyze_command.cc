@@ -129,7 +129,8 @@ ExitCode analyze(const AnalyzeOptions& options) {
     auto [from, to] = parseWindow(options.window);
     int64_t origin = run.firstActivityNs();
     uint64_t dropped = run.keepWindow(origin + from, origin + to);
-    run.warnings.push_back(fmt::format("--window {}: {} records outside it left out", options.window, dropped));
+    report::warn(run.stats, run.warnings, report::Stat::window_records_left_out, dropped,
+                 fmt::format("--window {}: {} records outside it left out", options.window, dropped));
   }
 
   analysis::AnalysisInput input{run, {}, {}, "none", {}};
@@ -149,9 +150,11 @@ ExitCode analyze(const AnalyzeOptions& options) {
   report::Report report;
   report.run = summarize(input);
   report.warnings = run.warnings;
+  report.stats = run.stats;
   analysis::runAnalyses(input, report);
   analysis::applyThresholds(thresholds, analysis::knownMetrics(), report);
-  if (options.timeline.wanted()) writeTimelines(input, report, options.timeline, input.options.steps, stderr);
+  if (options.timeline.wanted())
+    report.stats.merge(writeTimelines(input, report, options.timeline, input.options.steps, stderr));
 
   std::string rendered = options.output_format == "json"       ? report::renderJson(report)
                          : options.output_format == "markdown" ? report::renderMarkdown(report)

@@ -90,8 +90,8 @@ std::optional<analysis::Interval> timelineWindow(const analysis::AnalysisInput& 
   return result;
 }
 
-void writeTimelines(const analysis::AnalysisInput& input, const report::Report& report, const TimelineOutput& output,
-                    const std::vector<int64_t>& steps, std::FILE* out) {
+report::Stats writeTimelines(const analysis::AnalysisInput& input, const report::Report& report,
+                             const TimelineOutput& output, const std::vector<int64_t>& steps, std::FILE* out) {
   if (!output.perfetto_path.empty() && output.perfetto_path == output.chrome_json_path)
     throw UsageError("--perfetto and --chrome-json name the same file");
   timeline::ExportOptions options;
@@ -137,9 +137,8 @@ void writeTimelines(const analysis::AnalysisInput& input, const report::Report& 
              count(summary.slices), count(summary.instants), count(summary.counter_values), count(summary.flows),
              count(summary.findings));
 
-  std::vector<std::string> left_out;
-  if (run.world_size > static_cast<int32_t>(run.ranks.size()))
-    left_out.push_back(fmt::format("{} ranks not loaded", run.world_size - static_cast<int32_t>(run.ranks.size())));
+  using report::Stat;
+  report::Stats omitted;
   if (options.window) {
     analysis::Interval span = timeline::runSpan(run);
     auto at = [&](int64_t t) {
@@ -147,17 +146,24 @@ void writeTimelines(const analysis::AnalysisInput& input, const report::Report& 
                  ? std::string("the end")
                  : report::formatValue(static_cast<double>(t - span.start), Unit::kNanoseconds);
     };
-    left_out.push_back(fmt::format("{} records outside {} to {} from the run's start", count(summary.outside_window),
-                                   at(options.window->start), at(options.window->end)));
+    omitted.warn(Stat::export_outside_window, summary.outside_window,
+                 fmt::format("{} records outside {} to {} from the run's start", count(summary.outside_window),
+                             at(options.window->start), at(options.window->end)));
   }
   if (summary.flows_unmatched > 0)
-    left_out.push_back(fmt::format("{} flows whose other end was not written", count(summary.flows_unmatched)));
+    omitted.warn(Stat::export_flows_unmatched, summary.flows_unmatched,
+                 fmt::format("{} flows whose other end was not written", count(summary.flows_unmatched)));
   if (summary.flows_backwards > 0)
-    left_out.push_back(
-        fmt::format("{} flows whose target ended before the source began", count(summary.flows_backwards)));
+    omitted.warn(Stat::export_flows_backwards, summary.flows_backwards,
+                 fmt::format("{} flows whose target ended before the source began", count(summary.flows_backwards)));
   if (summary.too_many_overlaps > 0)
-    left_out.push_back(
-        fmt::format("{} slices overlapping more than 31 others on one track", count(summary.too_many_overlaps)));
+    omitted.warn(Stat::export_overlaps_dropped, summary.too_many_overlaps,
+                 fmt::format("{} slices overlapping more than 31 others on one track",
+                             count(summary.too_many_overlaps)));
+  std::vector<std::string> left_out;
+  if (run.world_size > static_cast<int32_t>(run.ranks.size()))
+    left_out.push_back(fmt::format("{} ranks not loaded", run.world_size - static_cast<int32_t>(run.ranks.size())));
+  for (const auto& line : omitted.lines()) left_out.push_back(line.text);
   if (!left_out.empty()) {
     std::string line;
     for (const auto& item : left_out) line += (line.empty() ? "" : "; ") + item;
@@ -170,6 +176,7 @@ void writeTimelines(const analysis::AnalysisInput& input, const report::Report& 
         "or write less with --ranks, --window or --steps\n",
         output.perfetto_path, output.perfetto_path);
   }
+  return omitted;
 }
 
 void exportRunTimeline(const TimelineRequest& request, std::FILE* out) {

@@ -42,7 +42,8 @@ struct TimelineRequest {
 void exportRunTimeline(const TimelineRequest& request, std::FILE* out);
 
 // Writes the requested files in one walk of the model, then one summary line per topic to `out`.
-void writeTimelines(const analysis::AnalysisInput& input, const report::Report& report, const TimelineOutput& output,
-                    const std::vector<int64_t>& steps, std::FILE* out);
+// Returns what the export left out (the export_* stats, each with its line).
+report::Stats writeTimelines(const analysis::AnalysisInput& input, const report::Report& report,
+                             const TimelineOutput& output, const std::vector<int64_t>& steps, std::FILE* out);
 
 }  // namespace gpuxray::cli

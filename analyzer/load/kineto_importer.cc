@@ -169,11 +169,13 @@ class KinetoRankBuilder {
         if (shown++ < 5) list += fmt::format("{}\"{}\" ({})", list.empty() ? "" : ", ", name, count);
       }
       if (unknown_categories_.size() > 5) list += fmt::format(" and {} more", unknown_categories_.size() - 5);
-      warnings.push_back(fmt::format("{}: {} events of unknown categories were ignored: {}", path, total, list));
+      report::warn(rank_.stats, warnings, report::Stat::kineto_events_unknown_category, total,
+                   fmt::format("{}: {} events of unknown categories were ignored: {}", path, total, list));
     }
     if (stats_.missing_fields > 0) {
-      warnings.push_back(fmt::format("{}: {} events lack a field gpuxray needs (ts, dur or a stream); they were skipped",
-                                     path, stats_.missing_fields));
+      report::warn(rank_.stats, warnings, report::Stat::kineto_events_missing_fields, stats_.missing_fields,
+                   fmt::format("{}: {} events lack a field gpuxray needs (ts, dur or a stream); they were skipped",
+                               path, stats_.missing_fields));
     }
   }
 
@@ -729,13 +731,15 @@ class KinetoFileReader {
       stats_.truncated = true;
       std::string what = !input_problem.empty() ? input_problem : splitter.problem();
       if (stats_.events == 0 && !splitter.sawTraceEvents()) throw InputError(fmt::format("{}: {}", path_, what));
-      warnings_.push_back(fmt::format("{}: {}; the {} events before that point are used", path_, what, stats_.events));
+      report::warn(rank_.stats, warnings_, report::Stat::kineto_traces_truncated, 1,
+                   fmt::format("{}: {}; the {} events before that point are used", path_, what, stats_.events));
     } else if (!splitter.sawTraceEvents()) {
       throw InputError(fmt::format("{}: no traceEvents: not a PyTorch-profiler trace", path_));
     }
     if (stats_.malformed > 0) {
-      warnings_.push_back(fmt::format("{}: {} events are not valid JSON objects ({}); they were skipped", path_,
-                                      stats_.malformed, first_malformed_));
+      report::warn(rank_.stats, warnings_, report::Stat::kineto_events_malformed, stats_.malformed,
+                   fmt::format("{}: {} events are not valid JSON objects ({}); they were skipped", path_,
+                               stats_.malformed, first_malformed_));
     }
     rank_.header.devices = std::move(devices_);
     builder_.finish(path_, warnings_);
@@ -749,7 +753,8 @@ class KinetoFileReader {
     // The splitter leaves padding after every piece: parsed in place.
     dom::element doc;
     if (auto e = parser_.parse(piece.begin, static_cast<size_t>(piece.end - piece.begin), false).get(doc)) {
-      warnings_.push_back(fmt::format("{}: \"{}\" is malformed ({}); ignored", path_, piece.key, simdjson::error_message(e)));
+      report::warn(rank_.stats, warnings_, report::Stat::kineto_keys_malformed, 1,
+                   fmt::format("{}: \"{}\" is malformed ({}); ignored", path_, piece.key, simdjson::error_message(e)));
       return;
     }
     dom::object object;

@@ -22,7 +22,7 @@ std::optional<int32_t> rankInFileName(const std::string& path) {
 
 }  // namespace
 
-void settleKinetoRanks(std::vector<model::RankTrace>& ranks, std::vector<std::string>& warnings) {
+void settleKinetoRanks(std::vector<model::RankTrace>& ranks, std::vector<std::string>& warnings, report::Stats& stats) {
   std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
   std::map<int32_t, const model::RankTrace*> owner;
   std::vector<bool> drop(ranks.size(), false);
@@ -31,7 +31,8 @@ void settleKinetoRanks(std::vector<model::RankTrace>& ranks, std::vector<std::st
     if (r.source != model::SourceFormat::kKineto || r.rank < 0) continue;
     auto [it, inserted] = owner.emplace(r.rank, &r);
     if (!inserted) {
-      warnings.push_back(fmt::format("{}: rank {} is also in {}; this file is skipped", r.path, r.rank, it->second->path));
+      report::warn(stats, warnings, report::Stat::files_skipped, 1,
+                   fmt::format("{}: rank {} is also in {}; this file is skipped", r.path, r.rank, it->second->path));
       drop[i] = true;
     }
   }
@@ -51,7 +52,8 @@ void settleKinetoRanks(std::vector<model::RankTrace>& ranks, std::vector<std::st
     owner.emplace(rank, &r);
     r.rank = r.header.rank = rank;
     r.header.rank_source = how;
-    warnings.push_back(fmt::format("{}: no rank in the trace (no distributedInfo); taken as rank {}, {}", r.path, rank, how));
+    report::warn(stats, warnings, report::Stat::kineto_ranks_guessed, 1,
+                 fmt::format("{}: no rank in the trace (no distributedInfo); taken as rank {}, {}", r.path, rank, how));
   }
   size_t kept = 0;
   for (size_t i = 0; i < ranks.size(); ++i) {

@@ -38,12 +38,14 @@ TraceFileSet discoverTraceFiles(const std::vector<std::string>& paths) {
       std::error_code entry_error;
       fs::file_status entry_status = entry.status(entry_error);
       if (entry_error) {
-        inputs.warnings.push_back(fmt::format("{}: cannot read: {}; skipped", name, entry_error.message()));
+        report::warn(inputs.stats, inputs.warnings, report::Stat::files_skipped, 1,
+                     fmt::format("{}: cannot read: {}; skipped", name, entry_error.message()));
         continue;
       }
       if (!fs::is_regular_file(entry_status)) {
         if (!fs::is_directory(entry_status))
-          inputs.warnings.push_back(fmt::format("{}: not a regular file; skipped", name));
+          report::warn(inputs.stats, inputs.warnings, report::Stat::files_skipped, 1,
+                       fmt::format("{}: not a regular file; skipped", name));
         continue;
       }
       (native ? found : kineto).push_back(std::move(name));
@@ -109,7 +111,8 @@ RunProblems checkRunMembership(const std::vector<RankedFile>& files, bool allow_
       world_size = std::max(world_size, file->header->world_size);
       int rank = file->header->rank;
       if (rank < 0) {
-        problems.warnings.push_back(fmt::format("{}: rank unknown (no rank variable was set)", file->path));
+        report::warn(problems.stats, problems.warnings, report::Stat::ranks_unknown, 1,
+                     fmt::format("{}: rank unknown (no rank variable was set)", file->path));
         continue;
       }
       auto [it, inserted] = by_rank.emplace(rank, file);
@@ -128,8 +131,9 @@ RunProblems checkRunMembership(const std::vector<RankedFile>& files, bool allow_
       for (int rank = 0; rank < world_size && first_missing.size() <= kRanksShown; ++rank) {
         if (!by_rank.contains(rank)) first_missing.push_back(rank);
       }
-      problems.warnings.push_back(fmt::format("run '{}': {} of {} ranks have no file (rank{} {})", run_id, missing,
-                                              world_size, missing == 1 ? "" : "s", joinRanks(first_missing, missing)));
+      report::warn(problems.stats, problems.warnings, report::Stat::ranks_missing, missing,
+                   fmt::format("run '{}': {} of {} ranks have no file (rank{} {})", run_id, missing, world_size,
+                               missing == 1 ? "" : "s", joinRanks(first_missing, missing)));
     }
   }
   return problems;

@@ -15,6 +15,7 @@ struct TraceFileSet {
   bool from_directory = false;
   // Entries of a directory that look like traces but cannot be read (symlink loops, FIFOs, devices).
   std::vector<std::string> warnings;
+  report::Stats stats;  // the warnings' stats
 };
 
 // Files as given; directories contribute their *.gpuxray files (not recursively), sorted by name, or
@@ -37,6 +38,7 @@ struct RunProblems {
   std::vector<std::string> errors;
   // They can, with gaps: ranks missing from the world.
   std::vector<std::string> warnings;
+  report::Stats stats;  // the warnings' stats
 };
 
 RunProblems checkRunMembership(const std::vector<RankedFile>& files, bool allow_mixed_runs, bool report_missing_ranks);

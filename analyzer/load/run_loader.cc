@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "analyzer/errors.h"
 #include "analyzer/load/kineto_importer.h"
@@ -334,23 +335,49 @@ model::RankTrace loadRankTrace(const std::string& path, std::vector<std::string>
   }
   builder.finish();
   for (uint64_t n : counts) rank.records_read += n;
-  for (const auto& warning : reader.warnings()) warnings.push_back(warning);
+  using report::Stat;
+  report::Stats& stats = rank.stats;
+  const format::ReadStats& read = reader.stats();
+  uint64_t skipped_chunk_lines = 0;
+  for (const auto& warning : reader.warnings()) {
+    bool torn = warning.find(": torn tail at ") != std::string::npos;
+    if (!torn) ++skipped_chunk_lines;
+    report::warn(stats, warnings, torn ? Stat::trace_tail_torn : Stat::trace_chunks_damaged, 0, warning);
+  }
+  // A line the reader did not count as damage (a second header, records after the trailer) counts as one chunk.
+  stats.add(Stat::trace_chunks_damaged, std::max(read.damaged_chunks, skipped_chunk_lines));
+  stats.add(Stat::trace_tail_torn, read.torn_at ? 1 : 0);
+  stats.add(Stat::trace_bytes_skipped, read.bytes_skipped);
+  if (read.unresolved_references > 0) {
+    report::warn(stats, warnings, Stat::trace_references_unresolved, read.unresolved_references,
+                 fmt::format("{}: {} kernels refer to a launch configuration lost with a damaged chunk", path,
+                             read.unresolved_references));
+  }
   if (builder.clampedTimes() > 0) {
-    warnings.push_back(fmt::format("{}: {} times beyond 2^63 ns (or ending there) were clamped to that limit", path,
-                                   builder.clampedTimes()));
+    report::warn(stats, warnings, Stat::times_clamped, builder.clampedTimes(),
+                 fmt::format("{}: {} times beyond 2^63 ns (or ending there) were clamped to that limit", path,
+                             builder.clampedTimes()));
   }
   if (builder.implausibleAllocations() > 0) {
-    warnings.push_back(fmt::format("{}: {} memory allocations or releases of more than 16 TiB ignored", path,
-                                   builder.implausibleAllocations()));
+    report::warn(stats, warnings, Stat::allocations_implausible, builder.implausibleAllocations(),
+                 fmt::format("{}: {} memory allocations or releases of more than 16 TiB ignored", path,
+                             builder.implausibleAllocations()));
   }
   if (!reader.trailer()) {
-    warnings.push_back(path + ": no trailer: the capture did not finish cleanly; what was written is used");
+    report::warn(stats, warnings, Stat::capture_not_finished, 1,
+                 path + ": no trailer: the capture did not finish cleanly; what was written is used");
   } else {
     for (const auto& count : reader.trailer()->counts) {
       if (count.dropped > 0) {
-        warnings.push_back(fmt::format("{}: {} {} records were dropped during capture", path, count.dropped,
-                                       format::categoryName(count.category)));
+        report::warn(stats, warnings, Stat::capture_records_dropped, count.dropped,
+                     fmt::format("{}: {} {} records were dropped during capture", path, count.dropped,
+                                 format::categoryName(count.category)));
       }
+    }
+    for (const auto& warning : reader.trailer()->warnings) {
+      if (!warning.empty())
+        report::warn(stats, warnings, Stat::capture_warnings, 1,
+                     fmt::format("{}: the capture warned: {}", path, warning));
     }
   }
   return rank;
@@ -362,6 +389,7 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
   struct Loaded {
     std::optional<model::RankTrace> rank;
     std::vector<std::string> warnings;
+    report::Stats stats;
     std::string error;
   };
   std::vector<Loaded> loaded(set.files.size());
@@ -376,6 +404,7 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
         model::RankTrace rank = traceFileFormat(path) == model::SourceFormat::kKineto
                                     ? importKinetoTrace(path, loaded[i].warnings)
                                     : loadRankTrace(path, loaded[i].warnings);
+        loaded[i].stats = std::exchange(rank.stats, {});
         // A PyTorch-profiler trace without a rank gets one below, once all are read.
         if (wanted.empty() || wanted.contains(rank.rank) || rank.rank < 0) loaded[i].rank = std::move(rank);
       } catch (const std::bad_alloc&) {
@@ -396,17 +425,19 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
 
   model::RunTrace run;
   run.warnings = std::move(set.warnings);
+  run.stats = std::move(set.stats);
   std::string first_error;
   for (auto& file : loaded) {
     if (!file.error.empty()) {
-      run.warnings.push_back(file.error + "; file skipped");
+      report::warn(run.stats, run.warnings, report::Stat::files_skipped, 1, file.error + "; file skipped");
       if (first_error.empty()) first_error = file.error;
     }
     run.warnings.insert(run.warnings.end(), file.warnings.begin(), file.warnings.end());
+    run.stats.merge(file.stats);
     if (file.rank) run.ranks.push_back(std::move(*file.rank));
   }
   if (run.ranks.empty() && !first_error.empty()) throw InputError(first_error);
-  settleKinetoRanks(run.ranks, run.warnings);
+  settleKinetoRanks(run.ranks, run.warnings, run.stats);
   if (!wanted.empty()) std::erase_if(run.ranks, [&](const auto& rank) { return !wanted.contains(rank.rank); });
   std::vector<RankedFile> ranked;
   for (const auto& rank : run.ranks) ranked.push_back({rank.path, &rank.header});
@@ -417,6 +448,7 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
     throw InputError(message);
   }
   run.warnings.insert(run.warnings.end(), problems.warnings.begin(), problems.warnings.end());
+  run.stats.merge(problems.stats);
   if (run.ranks.empty()) throw InputError("no trace file holds the ranks asked for");
   std::sort(run.ranks.begin(), run.ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
   run.run_id = run.ranks.front().header.run_id;

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analyzer/report/stats.h"
 #include "proto/records.h"
 
 namespace gpuxray::model {
@@ -196,6 +197,8 @@ struct RankTrace {
   std::vector<format::Link> links;
   std::vector<MetricSample> metric_samples;  // by time
   uint64_t records_read = 0;
+  // What loading this file dropped, skipped or found suspicious (moved into RunTrace::stats by loadRun).
+  report::Stats stats;
   // Added to every time of this rank to put it on the run's clock (0 until aligned).
   int64_t clock_offset_ns = 0;
 
@@ -211,8 +214,10 @@ struct RunTrace {
   std::string run_id;
   int32_t world_size = 0;
   std::vector<RankTrace> ranks;  // by rank
-  // Problems met while loading (torn files, missing ranks, ...), each on one line.
+  // Problems met while loading (torn files, missing ranks, ...), each on one line; every line is also
+  // one of `stats`' lines, under the stat it counts toward.
   std::vector<std::string> warnings;
+  report::Stats stats;
   uint64_t records() const;
   // The first start of any GPU activity, on the run's clock (0 for a run without any).
   int64_t firstActivityNs() const;

@@ -116,6 +116,20 @@ std::string renderJson(const Report& report) {
   json.key("warnings").beginArray();
   for (const auto& w : report.warnings) json.value(w);
   json.endArray();
+  json.key("stats").beginArray();
+  for (Stat stat : report.stats.nonZero()) {
+    const StatInfo& info = statInfo(stat);
+    json.beginObject();
+    json.field("name", std::string(info.name));
+    json.field("severity", statSeverityName(info.severity));
+    json.field("value", report.stats.value(stat));
+    json.field("description", std::string(info.description));
+    json.key("warnings").beginArray();
+    for (const auto& line : report.stats.linesOf(stat)) json.value(line);
+    json.endArray();
+    json.endObject();
+  }
+  json.endArray();
   json.key("violations").beginArray();
   for (const auto& v : report.violations) json.value(v);
   json.endArray();

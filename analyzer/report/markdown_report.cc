@@ -73,6 +73,10 @@ std::string renderMarkdown(const Report& report) {
     for (const auto& table : section.tables) appendTable(out, table);
     out += "</details>\n\n";
   }
+  if (!report.stats.nonZero().empty()) {
+    out += "### Stats (what was dropped, skipped or estimated)\n\n";
+    appendTable(out, statsTable(report.stats));
+  }
   if (!report.warnings.empty()) {
     out += fmt::format("### Warnings ({})\n\n", report.warnings.size());
     for (const auto& w : report.warnings) out += fmt::format("- {}\n", escaped(w));

@@ -9,6 +9,18 @@
 
 namespace gpuxray::report {
 
+Table statsTable(const Stats& stats) {
+  Table table{
+      "stats", "", {{"name", "stat"}, {"severity", "severity"}, {"value", "count"}, {"description", "what"}}, {}};
+  for (Stat stat : stats.nonZero()) {
+    const StatInfo& info = statInfo(stat);
+    table.rows.push_back({Cell::of(std::string(info.name)), Cell::of(statSeverityName(info.severity)),
+                          Cell::of(static_cast<double>(stats.value(stat)), Unit::kCount),
+                          Cell::of(std::string(info.description))});
+  }
+  return table;
+}
+
 const char* unitName(Unit unit) {
   switch (unit) {
     case Unit::kNone: return "";

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/report/stats.h"
+
 namespace gpuxray::report {
 
 // Version of the JSON schema (docs/report-schema.md); bump on any incompatible change.
@@ -99,7 +101,10 @@ struct Report {
   std::vector<Metric> metrics;
   // For the timeline only; the renderers do not show them.
   std::vector<TimelineMark> marks;
+  // One line each; every line is also one of `stats`' lines.
   std::vector<std::string> warnings;
+  // What was dropped, skipped, estimated or suspicious (loading, analyses, the timeline export).
+  Stats stats;
   // Filled by the thresholds of --fail-on: one line per violated threshold.
   std::vector<std::string> violations;
 
@@ -109,6 +114,10 @@ struct Report {
   // Findings most costly first.
   void sortFindings();
 };
+
+// The stats that are not zero as a table (stat, severity, count, description): the text and Markdown
+// renderers show it as it is, the JSON one writes the same rows as the `stats` array.
+Table statsTable(const Stats& stats);
 
 // The renderers; each returns the whole document.
 std::string renderText(const Report& report);

@@ -92,6 +92,10 @@ std::string renderText(const Report& report) {
       out += line + "  " + m.description + "\n";
     }
   }
+  if (!report.stats.nonZero().empty()) {
+    out += "\nStats (what was dropped, skipped or estimated)\n";
+    appendTable(out, statsTable(report.stats));
+  }
   if (!report.warnings.empty()) {
     out += fmt::format("\nWarnings ({})\n", report.warnings.size());
     for (const auto& warning : report.warnings) out += fmt::format("  {}\n", warning);

@@ -31,6 +31,7 @@ inline AnalyzedRun analyzeRun(const std::string& dir, bool align = true) {
   analysis::findSteps(input);
   for (const auto& rank : a.run.ranks) input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
   a.report.warnings = a.run.warnings;
+  a.report.stats = a.run.stats;
   analysis::runAnalyses(input, a.report);
   return a;
 }
