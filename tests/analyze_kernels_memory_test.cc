@@ -2,12 +2,13 @@
 // for the kernel and memory sections.
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <memory>
 #include <string>
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/occupancy.h"
-#include "analyzer/analysis/steps.h"
-#include "analyzer/load/run_loader.h"
+#include "analyzer/analysis/session.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/temp_dir.h"
 
@@ -39,11 +40,12 @@ LaunchConfig launch(uint32_t blocks, uint32_t threads, uint32_t registers, uint3
   return LaunchConfig{blocks, 1, 1, threads, 1, 1, registers, shared, 0};
 }
 
-analysis::AnalysisInput prepared(const gpuxray::model::RunTrace& run) {
-  analysis::AnalysisInput input{run, {}, {}, "none", {}};
-  analysis::findSteps(input);
-  for (const auto& rank : run.ranks) input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
-  return input;
+// The run in `dir` as the session prepares it for the analyses (on its own clock: one rank).
+std::unique_ptr<analysis::Session> prepared(const std::filesystem::path& dir) {
+  analysis::SessionOptions options;
+  options.paths = {dir.string()};
+  options.align = false;
+  return std::make_unique<analysis::Session>(options);
 }
 
 }  // namespace
@@ -87,10 +89,9 @@ TEST_CASE("analyze: the kernel section ranks kernels by time and flags small gri
     rank.kernels.back().shape.local_memory_per_thread = 64;
   }
   run.write(dir.path());
-  auto loaded = gpuxray::load::loadRun({dir.path().string()}, {});
-  auto input = prepared(loaded);
+  auto session = prepared(dir.path());
   gpuxray::report::Report report;
-  analysis::analyzeKernels(input, report);
+  analysis::analyzeKernels(session->input(), report);
   const auto& top = report.sections.at(0).tables.at(0);
   REQUIRE(top.rows.size() == 2);
   CHECK(top.rows[0][0].text == "big_gemm");
@@ -127,10 +128,9 @@ TEST_CASE("analyze: memory in use over time, its peak, when and in which phase")
   event(500, true, 24);   // 74 in backward: the peak
   event(600, false, 30);  // 44
   run.write(dir.path());
-  auto loaded = gpuxray::load::loadRun({dir.path().string()}, {});
-  auto input = prepared(loaded);
+  auto session = prepared(dir.path());
   gpuxray::report::Report report;
-  analysis::analyzeMemory(input, report);
+  analysis::analyzeMemory(session->input(), report);
   const auto& peaks = report.sections.at(0).tables.at(0);
   REQUIRE(peaks.rows.size() == 1);
   CHECK(peaks.rows[0][2].number == Approx(74.0 * (1 << 30)));
