@@ -6,7 +6,6 @@
 #include <limits>
 #include <memory>
 
-#include <unistd.h>
 
 #include "analyzer/cli/load_progress.h"
 #include "analyzer/errors.h"
