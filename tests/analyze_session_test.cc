@@ -132,7 +132,9 @@ TEST_CASE("session: --ranks loads only those files; --steps bounds the timeline"
   // 2's timeline starts where the window does.
   options.selection = analysis::parseRunSelection({}, {"1"}, "1.5ms:");
   analysis::Session without_step(options);
-  CHECK_THROWS_AS(without_step.timelineWindow(), gpuxray::UsageError);
+  CHECK_THROWS_WITH(without_step.timelineWindow(),
+                    "--steps: no step with these numbers reaches into --window 1.5ms: (steps from NVTX ranges "
+                    "ProfilerStep#N)");
   options.selection = analysis::parseRunSelection({}, {"2"}, "1.5ms:");
   analysis::Session windowed(options);
   REQUIRE(windowed.input().steps[0].size() == 1);

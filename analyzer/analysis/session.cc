@@ -102,6 +102,9 @@ std::optional<Interval> Session::timelineWindow() const {
       span.end = std::max(span.end, step.window.end);
     }
   }
+  if (span.start > span.end && result)
+    throw UsageError(fmt::format("--steps: no step with these numbers reaches into --window {} (steps from {})",
+                                 options_.selection.window->text, input_.step_source));
   if (span.start > span.end)
     throw UsageError(
         fmt::format("--steps: the run has no step with these numbers (steps from {})", input_.step_source));
