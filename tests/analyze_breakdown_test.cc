@@ -4,8 +4,9 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "analyzer/analysis/steps.h"
-#include "analyzer/load/run_loader.h"
+#include <fmt/core.h>
+
+#include "analyzer/analysis/session.h"
 #include "tests/support/analyzed_run.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
@@ -54,9 +55,10 @@ void writeRun(const std::filesystem::path& dir) {
 TEST_CASE("analyze: steps come from ProfilerStep ranges, numbered as named") {
   TempDir dir;
   writeRun(dir.path());
-  auto run = gpuxray::load::loadRun({dir.path().string()}, {});
-  analysis::AnalysisInput input{run, {}, {}, "none", {}};
-  analysis::findSteps(input);
+  analysis::SessionOptions options;
+  options.paths = {dir.path().string()};
+  analysis::Session session(options);
+  const auto& input = session.input();
   REQUIRE(input.steps.size() == 2);
   REQUIRE(input.steps[0].size() == 2);
   CHECK(input.steps[0][0].number == 4);
@@ -141,18 +143,25 @@ TEST_CASE("analyze: the CLI prints text, JSON and Markdown, and --fail-on sets e
 TEST_CASE("analyze: --window keeps only the records that reach into it") {
   TempDir dir;
   writeRun(dir.path());
-  auto run = gpuxray::load::loadRun({dir.path().string()}, {});
-  size_t activities = run.ranks[0].activities.size();
-  int64_t origin = run.firstActivityNs();
-  // Step 5 only: [1000, 2000) µs. Step 4's kernels end by 950 µs; its range ends at 1000 (kept:
-  // it touches the window's start).
-  uint64_t dropped = run.keepWindow(origin + 1'000'000, origin + 2'000'000);
-  CHECK(run.ranks[0].activities.size() == activities / 2);
-  CHECK(run.ranks[0].nvtx.size() == 2);
-  CHECK(dropped > 0);
-  analysis::AnalysisInput input{run, {}, {}, "none", {}};
-  analysis::findSteps(input);
-  CHECK(input.steps[0].size() == 2);
+  analysis::SessionOptions whole;
+  whole.paths = {dir.path().string()};
+  analysis::Session all(whole);
+  size_t activities = all.run().ranks[0].activities.size();
+  // Step 5 only: [1000, 2000) µs from the first GPU activity. Step 4's kernels end by 950 µs; its
+  // range ends at 1000 (kept: it touches the window's start). Bare numbers are seconds.
+  for (const char* text : {"0.001:0.002", "1ms:2ms", "1000us:2000000ns"}) {
+    analysis::SessionOptions windowed = whole;
+    windowed.selection.window = analysis::parseWindow(text);
+    analysis::Session session(windowed);
+    CHECK(session.windowOriginNs() == all.windowOriginNs());
+    CHECK(session.run().ranks[0].activities.size() == activities / 2);
+    CHECK(session.run().ranks[0].nvtx.size() == 2);
+    CHECK(session.recordsOutsideWindow() > 0);
+    CHECK(session.warnings().back() ==
+          fmt::format("--window {}: {} records outside it left out", text, session.recordsOutsideWindow()));
+    CHECK(session.input().steps[0].size() == 2);
+    CHECK(session.window()->start == all.windowOriginNs() + 1'000'000);
+  }
 
   auto cli = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + dir.path().string() +
                                           " --window 1:2 --format json");

@@ -2,12 +2,17 @@
 // for the kernel and memory sections.
 
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <memory>
 #include <string>
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/occupancy.h"
-#include "analyzer/analysis/steps.h"
-#include "analyzer/load/run_loader.h"
+#include "analyzer/analysis/kernels.h"
+#include "analyzer/analysis/memory.h"
+#include "analyzer/analysis/session.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/temp_dir.h"
 
@@ -39,11 +44,12 @@ LaunchConfig launch(uint32_t blocks, uint32_t threads, uint32_t registers, uint3
   return LaunchConfig{blocks, 1, 1, threads, 1, 1, registers, shared, 0};
 }
 
-analysis::AnalysisInput prepared(const gpuxray::model::RunTrace& run) {
-  analysis::AnalysisInput input{run, {}, {}, "none", {}};
-  analysis::findSteps(input);
-  for (const auto& rank : run.ranks) input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
-  return input;
+// The run in `dir` as the session prepares it for the analyses (on its own clock: one rank).
+std::unique_ptr<analysis::Session> prepared(const std::filesystem::path& dir) {
+  analysis::SessionOptions options;
+  options.paths = {dir.string()};
+  options.align = false;
+  return std::make_unique<analysis::Session>(options);
 }
 
 }  // namespace
@@ -87,10 +93,9 @@ TEST_CASE("analyze: the kernel section ranks kernels by time and flags small gri
     rank.kernels.back().shape.local_memory_per_thread = 64;
   }
   run.write(dir.path());
-  auto loaded = gpuxray::load::loadRun({dir.path().string()}, {});
-  auto input = prepared(loaded);
+  auto session = prepared(dir.path());
   gpuxray::report::Report report;
-  analysis::analyzeKernels(input, report);
+  analysis::analyzeKernels(session->input(), report);
   const auto& top = report.sections.at(0).tables.at(0);
   REQUIRE(top.rows.size() == 2);
   CHECK(top.rows[0][0].text == "big_gemm");
@@ -102,6 +107,27 @@ TEST_CASE("analyze: the kernel section ranks kernels by time and flags small gri
   REQUIRE(report.findings.size() == 1);
   CHECK(report.findings[0].summary.find("kernel tiny_reduce (33.3 % of compute time)") == 0);
   CHECK(report.findings[0].severity == gpuxray::report::Severity::kWarning);
+
+  // The same as data: every kernel with its launch configuration, and the JSON's results.kernels.
+  auto result = analysis::computeKernels(session->input());
+  REQUIRE(result.kernels.size() == 2);
+  CHECK(result.compute_time_ns == 900'000);
+  CHECK(result.small_grid_time_ns == 300'000);
+  CHECK(result.spilling_time_ns == 300'000);
+  const auto& tiny = result.kernels[1];
+  CHECK(tiny.name == "tiny_reduce");
+  CHECK(tiny.count == 10);
+  CHECK(tiny.launch.grid_x == 8);
+  CHECK(tiny.launch.local_memory_per_thread == 64);
+  CHECK(analysis::smallGrid(tiny.launch, tiny.device));
+  std::string json = gpuxray::report::renderJson(report);
+  size_t kernels = json.find("\"results\": {\n    \"kernels\": {");
+  REQUIRE(kernels != std::string::npos);
+  size_t entry = json.find("\"name\": \"tiny_reduce\"", kernels);
+  REQUIRE(entry != std::string::npos);
+  CHECK(json.find("\"local_memory_per_thread_bytes\": 64", entry) != std::string::npos);
+  CHECK(json.find("\"device_multiprocessors\": 132", entry) != std::string::npos);
+  CHECK(json.find("\"small_grid\": true", entry) != std::string::npos);
 }
 
 TEST_CASE("analyze: memory in use over time, its peak, when and in which phase") {
@@ -127,10 +153,9 @@ TEST_CASE("analyze: memory in use over time, its peak, when and in which phase")
   event(500, true, 24);   // 74 in backward: the peak
   event(600, false, 30);  // 44
   run.write(dir.path());
-  auto loaded = gpuxray::load::loadRun({dir.path().string()}, {});
-  auto input = prepared(loaded);
+  auto session = prepared(dir.path());
   gpuxray::report::Report report;
-  analysis::analyzeMemory(input, report);
+  analysis::analyzeMemory(session->input(), report);
   const auto& peaks = report.sections.at(0).tables.at(0);
   REQUIRE(peaks.rows.size() == 1);
   CHECK(peaks.rows[0][2].number == Approx(74.0 * (1 << 30)));
@@ -146,4 +171,54 @@ TEST_CASE("analyze: memory in use over time, its peak, when and in which phase")
   CHECK(report.metric("peak_memory_pct")->value == Approx(92.5));
   REQUIRE(report.findings.size() == 1);
   CHECK(report.findings[0].summary == "rank 0 peaks at 92.5 % of its GPU's memory (74.0 GiB, during backward)");
+
+  // The same as data: the typed result, and the JSON report's results.memory.
+  auto result = analysis::computeMemory(session->input());
+  REQUIRE(result.devices.size() == 1);
+  const auto& d = result.devices[0];
+  CHECK(d.peak_bytes == 74ll << 30);
+  CHECK(d.peak_at_ns - result.origin_ns == 500'000);
+  CHECK(d.peak_phase == "backward");
+  CHECK(d.peak_pct_of_device == Approx(92.5));
+  CHECK(d.allocations == 3);
+  REQUIRE(d.curve.size() == 4);
+  CHECK(d.curve[1].bytes == 50ll << 30);
+  CHECK(d.curve[3].bytes == 44ll << 30);
+  CHECK(result.worst_rank == 0);
+  REQUIRE(result.worst_rank_phases.size() == 2);
+  CHECK(result.worst_rank_phases[0].phase == "backward");
+  std::string json = gpuxray::report::renderJson(report);
+  CHECK(json.find("\"schema_version\": 2") != std::string::npos);
+  CHECK(json.find("\"results\": {\n    \"memory\": {\n      \"recorded\": true") != std::string::npos);
+  CHECK(json.find("\"peak_at_ns\": 500000") != std::string::npos);
+}
+
+TEST_CASE("analyze: the memory curve keeps the peak when it is thinned, and says when memory is not recorded") {
+  gpuxray::testing::TempDir dir;
+  gpuxray::testing::RunBuilder run("golden-memory-curve", 1);
+  auto& rank = run.rank(0, "node-0", 0);
+  rank.header.devices.push_back(kH100);  // memory size not set: not recorded
+  rank.kernel("k", 0, 10000);
+  // 5000 changes: up 1 MiB, down 1 MiB, ..., and one 3 MiB spike at change 3001.
+  for (int i = 0; i < 5000; ++i) {
+    gpuxray::format::MemoryEventRecord m;
+    m.timestamp_ns = rank.ns(i);
+    m.operation = i % 2 == 0 ? gpuxray::format::MemoryOperation::kAllocate : gpuxray::format::MemoryOperation::kRelease;
+    m.memory_kind = gpuxray::format::MemoryKind::kDevice;
+    m.bytes = (i == 3000 || i == 3001 ? 3ull : 1ull) << 20;
+    rank.memory.push_back(m);
+  }
+  run.write(dir.path());
+  auto session = prepared(dir.path());
+  auto result = analysis::computeMemory(session->input());
+  REQUIRE(result.devices.size() == 1);
+  const auto& curve = result.devices[0].curve;
+  CHECK(curve.size() == 1000);  // ceil(5000 / 1024) = 5 changes a point
+  CHECK(result.devices[0].peak_bytes == 3ll << 20);
+  CHECK(std::any_of(curve.begin(), curve.end(), [](const auto& p) { return p.bytes == 3ll << 20; }));
+  CHECK(std::isnan(result.devices[0].peak_pct_of_device));
+  gpuxray::report::Report report;
+  analysis::presentMemory(result, 10, report);
+  CHECK(gpuxray::report::renderJson(report).find("\"peak_pct_of_device\": null") != std::string::npos);
+  CHECK_FALSE(report.metric("peak_memory_pct"));
 }

@@ -3,9 +3,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "analyzer/analysis/analysis_input.h"
-#include "analyzer/analysis/steps.h"
-#include "analyzer/load/run_loader.h"
+#include <filesystem>
+#include <memory>
+
+#include "analyzer/analysis/session.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/temp_dir.h"
 
@@ -13,10 +14,11 @@ namespace {
 
 using namespace gpuxray;
 
-analysis::AnalysisInput stepsOf(model::RunTrace& run) {
-  analysis::AnalysisInput input{run, {}, {}, "none", {}};
-  analysis::findSteps(input);
-  return input;
+std::unique_ptr<analysis::Session> sessionOf(const std::filesystem::path& dir) {
+  analysis::SessionOptions options;
+  options.paths = {dir.string()};
+  options.align = false;
+  return std::make_unique<analysis::Session>(options);
 }
 
 }  // namespace
@@ -32,8 +34,8 @@ TEST_CASE("repeated capture windows are the steps when nothing marks them", "[wi
       {r0.ns(2000), r0.ns(3000), format::WindowEdge::kProfilerApi, format::WindowEdge::kProfilerApi, ""},
       {r0.ns(0), r0.ns(1000), format::WindowEdge::kProfilerApi, format::WindowEdge::kProfilerApi, ""}};
   builder.write(dir.path());
-  auto run = load::loadRun({dir.path().string()}, {});
-  auto input = stepsOf(run);
+  auto session = sessionOf(dir.path());
+  const auto& input = session->input();
   CHECK(input.step_source == "capture windows");
   REQUIRE(input.steps[0].size() == 2);
   CHECK(input.steps[0][0].number == 0);
@@ -50,8 +52,8 @@ TEST_CASE("NVTX step ranges win over capture windows", "[window]") {
   r0.header.capture_windows = {{r0.ns(0), r0.ns(500), format::WindowEdge::kStep, format::WindowEdge::kStep, ""},
                                {r0.ns(500), r0.ns(1000), format::WindowEdge::kStep, format::WindowEdge::kStep, ""}};
   builder.write(dir.path());
-  auto run = load::loadRun({dir.path().string()}, {});
-  auto input = stepsOf(run);
+  auto session = sessionOf(dir.path());
+  const auto& input = session->input();
   CHECK(input.step_source == "NVTX ranges ProfilerStep#N");
   REQUIRE(input.steps[0].size() == 1);
   CHECK(input.steps[0][0].number == 7);

@@ -7,8 +7,7 @@
 #include <set>
 #include <string>
 
-#include "analyzer/analysis/analyses.h"
-#include "analyzer/analysis/steps.h"
+#include "analyzer/analysis/session.h"
 #include "analyzer/export/chrome_json_writer.h"
 #include "analyzer/export/perfetto_writer.h"
 #include "analyzer/export/timeline_export.h"
@@ -94,7 +93,7 @@ int64_t at(double us) {
 }
 
 struct Exported {
-  gpuxray::model::RunTrace run;
+  std::unique_ptr<analysis::Session> session;
   report::Report report;
   timeline::ExportSummary summary;
   std::string perfetto;
@@ -104,11 +103,11 @@ struct Exported {
 
 std::unique_ptr<Exported> exportRun(const std::string& dir, timeline::ExportOptions options = {}) {
   auto e = std::make_unique<Exported>();
-  e->run = gpuxray::load::loadRun({dir}, {});
-  analysis::AnalysisInput input{e->run, {}, {}, "none", {}};
-  analysis::findSteps(input);
-  for (const auto& rank : e->run.ranks) input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
-  analysis::runAnalyses(input, e->report);
+  analysis::SessionOptions session_options;
+  session_options.paths = {dir};
+  session_options.align = false;
+  e->session = std::make_unique<analysis::Session>(session_options);
+  e->report = e->session->analyze();
   // What the pipeline and straggler analyses draw: an interval with its cause, and an instant.
   e->report.marks.push_back({"pipeline", 2, at(0), at(550), "bubble: waiting on stage 0"});
   e->report.marks.push_back({"stragglers", 1, at(450), at(450), "late arrival: 50 µs after the first"});
@@ -117,7 +116,7 @@ std::unique_ptr<Exported> exportRun(const std::string& dir, timeline::ExportOpti
   timeline::PerfettoSink perfetto(perfetto_bytes);
   timeline::ChromeJsonSink json(json_bytes);
   timeline::TeeSink both({&perfetto, &json});
-  e->summary = timeline::exportTimeline(e->run, e->report, options, both);
+  e->summary = timeline::exportTimeline(e->session->run(), e->report, options, both);
   e->perfetto.assign(perfetto_bytes.bytes().begin(), perfetto_bytes.bytes().end());
   e->json.assign(json_bytes.bytes().begin(), json_bytes.bytes().end());
   e->trace = gpuxray::testing::decodePerfettoTrace(e->perfetto);
@@ -177,7 +176,7 @@ TEST_CASE("perfetto export: one process per rank, in rank order, named with host
   for (int r = 0; r < 4; ++r) CHECK(processes[static_cast<size_t>(r)]->pid == 1000 + r);
 
   // Every rank and every stream of the model is there.
-  for (const auto& rank : e->run.ranks) {
+  for (const auto& rank : e->session->run().ranks) {
     const DecodedTrack& process = processOfRank(e->trace, rank.rank);
     for (const auto& stream : rank.streams) {
       const DecodedTrack* gpu = e->trace.child(process.uuid, "GPU " + std::to_string(stream.device));
@@ -298,7 +297,7 @@ TEST_CASE("perfetto export: flows from launch to kernel, send to receive, last a
     }
   }
   size_t kernels = 0;
-  for (const auto& rank : e->run.ranks) kernels += rank.activities.size();
+  for (const auto& rank : e->session->run().ranks) kernels += rank.activities.size();
   CHECK(launches == kernels);
   CHECK(sends == 2);
   CHECK(collectives == 2);
@@ -448,10 +447,12 @@ TEST_CASE("perfetto export: the CLI writes traces from analyze and export, proto
   REQUIRE(json.exit_code == 0);
   requireNoErrors(gpuxray::testing::checkChromeJson(gpuxray::testing::readWholeFile(dir / "c.json")).errors);
 
+  // The same grammar as analyze's: bare numbers are seconds; the end comes after the start.
   auto bad_window = gpuxray::testing::runCommand(gpuxray + " export perfetto " + run + " -o " + (dir / "d.pftrace") +
-                                                 " --window 2:3");
+                                                 " --window 3:2");
   CHECK(bad_window.exit_code == 1);
-  CHECK(bad_window.err.find("--window '2:3': expected START:END") != std::string::npos);
+  CHECK(bad_window.err.find("--window '3:2': expected START:END from the run's first GPU activity") !=
+        std::string::npos);
   auto no_steps =
       gpuxray::testing::runCommand(gpuxray + " export perfetto " + run + " -o " + (dir / "d.pftrace") + " --steps 7");
   CHECK(no_steps.exit_code == 1);
@@ -465,9 +466,9 @@ TEST_CASE("perfetto export: the simulated demo run (TP2 x PP2 x DP4) passes the 
   REQUIRE(written.exit_code == 0);
   auto e = exportRun(dir / "run");
   requireNoErrors(e->trace.errors);
-  CHECK(e->trace.processes().size() == e->run.ranks.size());
+  CHECK(e->trace.processes().size() == e->session->run().ranks.size());
   size_t kernels = 0, stream_slices = 0;
-  for (const auto& rank : e->run.ranks) kernels += rank.activities.size();
+  for (const auto& rank : e->session->run().ranks) kernels += rank.activities.size();
   for (const auto& slice : e->trace.slices) {
     const DecodedTrack* track = e->trace.track(slice.track);
     const DecodedTrack* parent = track != nullptr ? e->trace.track(track->parent) : nullptr;

@@ -7,9 +7,8 @@
 #include <cmath>
 #include <string>
 
-#include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/hta_compat.h"
-#include "analyzer/analysis/steps.h"
+#include "analyzer/analysis/session.h"
 #include "analyzer/load/rank_writer.h"
 #include "analyzer/load/run_loader.h"
 #include "proto/file_layout.h"
@@ -32,15 +31,13 @@ struct HtaRow {
 };
 
 report::Report analyzeHta(const std::string& dir, bool include_last_step) {
-  auto run = gpuxray::load::loadRun({dir}, {});
-  analysis::AnalysisInput input{run, {}, {}, "none", {}};
-  input.options.hta_compat = true;
-  input.options.include_last_step = include_last_step;
-  analysis::findSteps(input);
-  for (const auto& rank : run.ranks) input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
-  report::Report r;
-  analysis::runAnalyses(input, r);
-  return r;
+  // As `analyze --compat hta`: every rank on its own clock.
+  analysis::SessionOptions options;
+  options.paths = {dir};
+  options.align = false;
+  options.analysis.hta_compat = true;
+  options.analysis.include_last_step = include_last_step;
+  return analysis::Session(options).analyze();
 }
 
 const report::Table& table(const report::Report& r, const std::string& id) {

@@ -6,8 +6,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "analyzer/analysis/analyses.h"
-#include "analyzer/analysis/steps.h"
+#include "analyzer/analysis/session.h"
 #include "analyzer/load/kineto_collectives.h"
 #include "analyzer/load/run_loader.h"
 #include "tests/support/kineto_traces.h"
@@ -20,21 +19,23 @@ namespace analysis = gpuxray::analysis;
 namespace report = gpuxray::report;
 using gpuxray::testing::TempDir;
 
+// Through the session on the ranks' own clocks (the figures compared are HTA's, per rank).
 struct Analyzed {
-  explicit Analyzed(gpuxray::model::RunTrace loaded) : run(std::move(loaded)), input{run, {}, {}, "none", {}} {}
-  gpuxray::model::RunTrace run;
-  analysis::AnalysisInput input;
+  explicit Analyzed(analysis::SessionOptions options)
+      : session(std::move(options)), run(session.run()), input(session.input()), report(session.analyze()) {}
+  analysis::Session session;
+  const gpuxray::model::RunTrace& run;
+  const analysis::AnalysisInput& input;
   report::Report report;
 };
 
 std::unique_ptr<Analyzed> analyzeShared(const std::string& name) {
   auto dir = gpuxray::testing::sharedTraces(name);
   if (!dir) return nullptr;
-  auto a = std::make_unique<Analyzed>(gpuxray::load::loadRun({dir->string()}, {}));
-  analysis::findSteps(a->input);
-  for (const auto& rank : a->run.ranks) a->input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
-  analysis::runAnalyses(a->input, a->report);
-  return a;
+  analysis::SessionOptions options;
+  options.paths = {dir->string()};
+  options.align = false;
+  return std::make_unique<Analyzed>(options);
 }
 
 const report::Table& table(const report::Report& r, const std::string& section, const std::string& id) {

@@ -8,8 +8,9 @@
 #include <map>
 #include <unordered_map>
 
+#include "analyzer/analysis/kernels.h"
+
 #include "analyzer/analysis/analyses.h"
-#include "analyzer/analysis/occupancy.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -24,12 +25,8 @@ struct LaunchTime {
 
 // One kernel name across ranks, with the launch shape that took most of its time.
 struct KernelSummary {
-  uint64_t count = 0;
-  int64_t time = 0;
+  KernelResult result;
   int64_t main_shape_time = -1;
-  model::LaunchConfig main_shape;
-  const format::DeviceProperties* device = nullptr;
-  Occupancy occupancy;
 };
 
 const format::DeviceProperties* deviceOf(const model::RankTrace& rank, uint32_t device) {
@@ -39,31 +36,73 @@ const format::DeviceProperties* deviceOf(const model::RankTrace& rank, uint32_t 
   return rank.header.devices.empty() ? nullptr : &rank.header.devices.front();
 }
 
-// A grid with fewer blocks than the GPU has multiprocessors, when both are known.
-bool smallGrid(const model::LaunchConfig& shape, const format::DeviceProperties* device) {
-  return launchRecorded(shape) && device != nullptr && device->sm_count > 0 && shape.blocks() < device->sm_count;
-}
-
 std::string shortName(const std::string& name) {
   constexpr size_t kMax = 90;
   return name.size() <= kMax ? name : name.substr(0, kMax - 3) + "...";
 }
 
+report::ResultValue resultValue(const KernelsResult& result) {
+  using report::ResultValue;
+  ResultValue kernels = ResultValue::array();
+  for (const auto& k : result.kernels) {
+    ResultValue launch;  // null: not recorded
+    if (k.launchKnown()) {
+      auto resource = [&](uint32_t value) {
+        return k.resourcesKnown() ? ResultValue::integer(value) : ResultValue();
+      };
+      launch = ResultValue::object()
+                   .set("grid", ResultValue::array()
+                                    .push(ResultValue::integer(k.launch.grid_x))
+                                    .push(ResultValue::integer(k.launch.grid_y))
+                                    .push(ResultValue::integer(k.launch.grid_z)))
+                   .set("block", ResultValue::array()
+                                     .push(ResultValue::integer(k.launch.block_x))
+                                     .push(ResultValue::integer(k.launch.block_y))
+                                     .push(ResultValue::integer(k.launch.block_z)))
+                   .set("registers_per_thread", resource(k.launch.registers_per_thread))
+                   .set("shared_memory_bytes", resource(k.launch.shared_memory_bytes))
+                   .set("local_memory_per_thread_bytes", resource(k.launch.local_memory_per_thread));
+    }
+    ResultValue occupancy;  // null: not estimated
+    if (k.occupancy.blocks_per_sm > 0) {
+      occupancy = ResultValue::object()
+                      .set("blocks_per_sm", ResultValue::integer(k.occupancy.blocks_per_sm))
+                      .set("occupancy_pct", ResultValue::number(100.0 * k.occupancy.occupancy))
+                      .set("limited_by", ResultValue::text(occupancyLimitName(k.occupancy.limit)))
+                      .set("waves", ResultValue::integer(static_cast<int64_t>(k.occupancy.waves)))
+                      .set("wave_efficiency_pct", ResultValue::number(100.0 * k.occupancy.wave_efficiency));
+    }
+    kernels.push(ResultValue::object()
+                     .set("name", ResultValue::text(k.name))
+                     .set("count", ResultValue::integer(static_cast<int64_t>(k.count)))
+                     .set("time_ns", ResultValue::integer(k.time_ns))
+                     .set("launch", std::move(launch))
+                     .set("device_multiprocessors", k.device != nullptr && k.device->sm_count > 0
+                                                        ? ResultValue::integer(k.device->sm_count)
+                                                        : ResultValue())
+                     .set("occupancy", std::move(occupancy))
+                     .set("small_grid", ResultValue::flag(smallGrid(k.launch, k.device))));
+  }
+  return ResultValue::object()
+      .set("compute_time_ns", ResultValue::integer(result.compute_time_ns))
+      .set("launch_not_recorded_time_ns", ResultValue::integer(result.launch_not_recorded_time_ns))
+      .set("low_occupancy_time_ns", ResultValue::integer(result.low_occupancy_time_ns))
+      .set("spilling_time_ns", ResultValue::integer(result.spilling_time_ns))
+      .set("small_grid_time_ns", ResultValue::integer(result.small_grid_time_ns))
+      .set("amd", ResultValue::flag(result.amd))
+      .set("kernels", std::move(kernels));
+}
+
 }  // namespace
 
-void analyzeKernels(const AnalysisInput& input, report::Report& report) {
+bool smallGrid(const model::LaunchConfig& shape, const format::DeviceProperties* device) {
+  return launchRecorded(shape) && device != nullptr && device->sm_count > 0 && shape.blocks() < device->sm_count;
+}
+
+KernelsResult computeKernels(const AnalysisInput& input) {
   const auto& run = input.run;
-  auto& section = report.addSection("kernels", "Kernels");
-  section.notes.push_back(
-      "Compute kernels over the steps, all ranks. Occupancy is theoretical (CUDA's occupancy rules for the launch "
-      "shape that took most of the kernel's time); wave efficiency = blocks / (waves x blocks the GPU holds at once).");
-  int64_t unrecorded_time = 0;
-  bool amd = false;
+  KernelsResult result;
   std::map<std::string, KernelSummary> kernels;
-  int64_t compute_time = 0;
-  int64_t low_occupancy_time = 0;
-  int64_t spilling_time = 0;
-  int64_t small_grid_time = 0;
   for (size_t r = 0; r < run.ranks.size(); ++r) {
     const auto& rank = run.ranks[r];
     // (name id, launch config, device) -> time; configs beyond 2^24 per rank share a slot.
@@ -85,31 +124,46 @@ void analyzeKernels(const AnalysisInput& input, report::Report& report) {
       const model::LaunchConfig& shape = rank.launch_configs[config_id];
       const format::DeviceProperties* device = deviceOf(rank, static_cast<uint32_t>(key & 0xffu));
       Occupancy occupancy = device != nullptr ? theoreticalOccupancy(shape, *device) : Occupancy{};
-      amd |= device != nullptr && isAmdDevice(*device);
-      compute_time += launch.time;
-      if (!launchRecorded(shape)) unrecorded_time += launch.time;
-      if (occupancy.blocks_per_sm > 0 && occupancy.occupancy < 0.25) low_occupancy_time += launch.time;
-      if (shape.local_memory_per_thread > 0) spilling_time += launch.time;
-      if (smallGrid(shape, device)) small_grid_time += launch.time;
+      result.amd |= device != nullptr && isAmdDevice(*device);
+      result.compute_time_ns += launch.time;
+      if (!launchRecorded(shape)) result.launch_not_recorded_time_ns += launch.time;
+      if (occupancy.blocks_per_sm > 0 && occupancy.occupancy < 0.25) result.low_occupancy_time_ns += launch.time;
+      if (shape.local_memory_per_thread > 0) result.spilling_time_ns += launch.time;
+      if (smallGrid(shape, device)) result.small_grid_time_ns += launch.time;
 
       KernelSummary& summary = kernels[std::string(rank.name(name_id))];
-      summary.count += launch.count;
-      summary.time += launch.time;
+      summary.result.count += launch.count;
+      summary.result.time_ns += launch.time;
       if (launch.time > summary.main_shape_time) {
         summary.main_shape_time = launch.time;
-        summary.main_shape = shape;
-        summary.device = device;
-        summary.occupancy = occupancy;
+        summary.result.launch = shape;
+        summary.result.device = device;
+        summary.result.occupancy = occupancy;
       }
     }
   }
+  for (size_t r = 0; r < run.ranks.size(); ++r) result.step_windows += input.windowsOf(r).size();
+  std::vector<std::pair<std::string, KernelSummary>> ranked(kernels.begin(), kernels.end());
+  std::sort(ranked.begin(), ranked.end(),
+            [](const auto& a, const auto& b) { return a.second.result.time_ns > b.second.result.time_ns; });
+  for (auto& [name, summary] : ranked) {
+    summary.result.name = name;
+    result.kernels.push_back(std::move(summary.result));
+  }
+  return result;
+}
+
+void presentKernels(const KernelsResult& result, size_t top_n, report::Report& report) {
+  auto& section = report.addSection("kernels", "Kernels");
+  section.notes.push_back(
+      "Compute kernels over the steps, all ranks. Occupancy is theoretical (CUDA's occupancy rules for the launch "
+      "shape that took most of the kernel's time); wave efficiency = blocks / (waves x blocks the GPU holds at once).");
+  report.results.emplace_back("kernels", resultValue(result));
+  const int64_t compute_time = result.compute_time_ns;
   if (compute_time == 0) {
     section.notes.push_back("No compute kernels in the trace.");
     return;
   }
-
-  std::vector<std::pair<std::string, KernelSummary>> ranked(kernels.begin(), kernels.end());
-  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second.time > b.second.time; });
   report::Table top{"top_kernels", "Top kernels by time",
                     {{"kernel", "kernel"}, {"count", "count"}, {"time", "time"}, {"time_pct", "% of compute"},
                      {"mean", "mean"}, {"grid_blocks", "blocks"}, {"block_threads", "threads/block"},
@@ -118,92 +172,94 @@ void analyzeKernels(const AnalysisInput& input, report::Report& report) {
                      {"local_memory", "spill/thread"}},
                     {}};
   const Cell not_recorded = Cell::of("not recorded");
-  for (size_t i = 0; i < ranked.size() && i < input.options.top; ++i) {
-    const auto& [name, k] = ranked[i];
+  for (size_t i = 0; i < result.kernels.size() && i < top_n; ++i) {
+    const KernelResult& k = result.kernels[i];
     const Occupancy& o = k.occupancy;
     bool known = o.blocks_per_sm > 0;
-    bool shape = launchRecorded(k.main_shape);
-    // Registers and shared memory are CUPTI's; a ROCm trace has the grid and block at most.
-    bool resources = shape && k.main_shape.registers_per_thread > 0;
+    bool shape = k.launchKnown();
+    bool resources = k.resourcesKnown();
     top.rows.push_back(
-        {Cell::of(shortName(name)), Cell::of(static_cast<double>(k.count), Unit::kCount),
-         Cell::of(static_cast<double>(k.time), Unit::kNanoseconds),
-         Cell::of(100.0 * static_cast<double>(k.time) / static_cast<double>(compute_time), Unit::kPercent),
-         Cell::of(static_cast<double>(k.time) / static_cast<double>(k.count), Unit::kNanoseconds),
-         shape ? Cell::of(static_cast<double>(k.main_shape.blocks()), Unit::kCount) : not_recorded,
-         shape ? Cell::of(k.main_shape.threadsPerBlock(), Unit::kNone) : not_recorded,
-         resources ? Cell::of(k.main_shape.registers_per_thread, Unit::kNone) : not_recorded,
-         resources ? Cell::of(k.main_shape.shared_memory_bytes, Unit::kBytes) : not_recorded,
+        {Cell::of(shortName(k.name)), Cell::of(static_cast<double>(k.count), Unit::kCount),
+         Cell::of(static_cast<double>(k.time_ns), Unit::kNanoseconds),
+         Cell::of(100.0 * static_cast<double>(k.time_ns) / static_cast<double>(compute_time), Unit::kPercent),
+         Cell::of(static_cast<double>(k.time_ns) / static_cast<double>(k.count), Unit::kNanoseconds),
+         shape ? Cell::of(static_cast<double>(k.launch.blocks()), Unit::kCount) : not_recorded,
+         shape ? Cell::of(k.launch.threadsPerBlock(), Unit::kNone) : not_recorded,
+         resources ? Cell::of(k.launch.registers_per_thread, Unit::kNone) : not_recorded,
+         resources ? Cell::of(k.launch.shared_memory_bytes, Unit::kBytes) : not_recorded,
          known ? Cell::of(100.0 * o.occupancy, Unit::kPercent) : Cell::of("n/a"),
          Cell::of(known ? occupancyLimitName(o.limit) : "-"),
          known ? Cell::of(static_cast<double>(o.waves), Unit::kCount) : Cell::of("n/a"),
          known ? Cell::of(100.0 * o.wave_efficiency, Unit::kPercent) : Cell::of("n/a"),
-         resources ? Cell::of(k.main_shape.local_memory_per_thread, Unit::kBytes) : not_recorded});
+         resources ? Cell::of(k.launch.local_memory_per_thread, Unit::kBytes) : not_recorded});
   }
   section.tables.push_back(std::move(top));
-  if (unrecorded_time > 0) {
+  if (result.launch_not_recorded_time_ns > 0) {
     section.notes.push_back(fmt::format(
         "{:.1f} % of compute time is in kernels whose launch configuration the trace does not record (grid, block, "
         "registers): no occupancy, waves or grid-size finding is made for them.",
-        100.0 * static_cast<double>(unrecorded_time) / static_cast<double>(compute_time)));
+        100.0 * static_cast<double>(result.launch_not_recorded_time_ns) / static_cast<double>(compute_time)));
   }
-  if (amd) {
+  if (result.amd) {
     section.notes.push_back(
         "AMD GPU: CUDA's occupancy rules do not apply to its compute units (CUs); occupancy and "
         "waves are not estimated.");
   }
 
   auto pct = [compute_time](int64_t part) { return 100.0 * static_cast<double>(part) / static_cast<double>(compute_time); };
-  report.addMetric("low_occupancy_kernel_pct", pct(low_occupancy_time), Unit::kPercent,
+  report.addMetric("low_occupancy_kernel_pct", pct(result.low_occupancy_time_ns), Unit::kPercent,
                    "compute kernel time at < 25 % theoretical occupancy");
-  report.addMetric("spilling_kernel_pct", pct(spilling_time), Unit::kPercent,
+  report.addMetric("spilling_kernel_pct", pct(result.spilling_time_ns), Unit::kPercent,
                    "compute kernel time in kernels that spill registers to local memory");
-  report.addMetric("small_grid_kernel_pct", pct(small_grid_time), Unit::kPercent,
-                   amd ? "compute kernel time in grids with fewer workgroups than the GPU has CUs"
+  report.addMetric("small_grid_kernel_pct", pct(result.small_grid_time_ns), Unit::kPercent,
+                   result.amd ? "compute kernel time in grids with fewer workgroups than the GPU has CUs"
                        : "compute kernel time in grids with fewer blocks than the GPU has SMs");
 
   // Findings: the costliest kernels among those whose launch wastes the GPU.
   size_t reported = 0;
-  for (const auto& [name, k] : ranked) {
-    if (reported == 3 || static_cast<double>(k.time) < 0.02 * static_cast<double>(compute_time)) break;
+  for (const KernelResult& k : result.kernels) {
+    if (reported == 3 || static_cast<double>(k.time_ns) < 0.02 * static_cast<double>(compute_time)) break;
     const Occupancy& o = k.occupancy;
     std::vector<std::string> problems;
     if (o.blocks_per_sm > 0 && o.occupancy < 0.25)
       problems.push_back(fmt::format("{:.1f} % theoretical occupancy, limited by {}", 100 * o.occupancy, occupancyLimitName(o.limit)));
     if (o.waves > 0 && o.waves <= 4 && o.wave_efficiency < 0.75)
       problems.push_back(fmt::format("{} wave(s) only {:.0f} % full (tail effect)", o.waves, 100 * o.wave_efficiency));
-    if (smallGrid(k.main_shape, k.device))
-      problems.push_back(fmt::format("{} blocks leave {} of {} {} idle", k.main_shape.blocks(),
-                                     k.device->sm_count - k.main_shape.blocks(), k.device->sm_count,
+    if (smallGrid(k.launch, k.device))
+      problems.push_back(fmt::format("{} blocks leave {} of {} {} idle", k.launch.blocks(),
+                                     k.device->sm_count - k.launch.blocks(), k.device->sm_count,
                                      multiprocessorsName(k.device)));
-    if (k.main_shape.local_memory_per_thread > 0)
-      problems.push_back(fmt::format("spills {} B of registers per thread to local memory", k.main_shape.local_memory_per_thread));
+    if (k.launch.local_memory_per_thread > 0)
+      problems.push_back(fmt::format("spills {} B of registers per thread to local memory", k.launch.local_memory_per_thread));
     if (problems.empty()) continue;
     report::Finding finding;
     finding.analysis = "kernels";
     // Low occupancy alone is how many tensor-core kernels are built (one big block per SM); it is
     // worth a look, not an alarm, unless the launch also leaves SMs or wave slots empty.
     bool wastes_slots = (o.waves > 0 && o.waves <= 4 && o.wave_efficiency < 0.75) ||
-                        smallGrid(k.main_shape, k.device) || k.main_shape.local_memory_per_thread > 0;
+                        smallGrid(k.launch, k.device) || k.launch.local_memory_per_thread > 0;
     finding.severity = wastes_slots ? report::Severity::kWarning : report::Severity::kInfo;
-    size_t windows = 0;
-    for (size_t r = 0; r < run.ranks.size(); ++r) windows += input.windowsOf(r).size();
-    finding.cost_ns = static_cast<double>(k.time) / static_cast<double>(std::max<size_t>(1, windows)) *
+    finding.cost_ns = static_cast<double>(k.time_ns) / static_cast<double>(std::max<size_t>(1, result.step_windows)) *
                       (o.blocks_per_sm > 0 ? 1.0 - o.occupancy * o.wave_efficiency : 0.5);
-    finding.summary = fmt::format("kernel {} ({:.1f} % of compute time) {}", shortName(name), pct(k.time), problems.front());
+    finding.summary =
+        fmt::format("kernel {} ({:.1f} % of compute time) {}", shortName(k.name), pct(k.time_ns), problems.front());
     for (size_t i = 1; i < problems.size(); ++i) finding.evidence.push_back(problems[i]);
-    if (k.main_shape.registers_per_thread > 0) {
+    if (k.launch.registers_per_thread > 0) {
       finding.evidence.push_back(fmt::format(
-          "launch: {} blocks x {} threads, {} registers/thread, {} B shared memory/block", k.main_shape.blocks(),
-          k.main_shape.threadsPerBlock(), k.main_shape.registers_per_thread, k.main_shape.shared_memory_bytes));
+          "launch: {} blocks x {} threads, {} registers/thread, {} B shared memory/block", k.launch.blocks(),
+          k.launch.threadsPerBlock(), k.launch.registers_per_thread, k.launch.shared_memory_bytes));
     } else {
       finding.evidence.push_back(
           fmt::format("launch: {} blocks x {} threads (registers and shared memory not recorded)",
-                      k.main_shape.blocks(), k.main_shape.threadsPerBlock()));
+                      k.launch.blocks(), k.launch.threadsPerBlock()));
     }
     report.findings.push_back(std::move(finding));
     ++reported;
   }
+}
+
+void analyzeKernels(const AnalysisInput& input, report::Report& report) {
+  presentKernels(computeKernels(input), input.options.top, report);
 }
 
 }  // namespace gpuxray::analysis

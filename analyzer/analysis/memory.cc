@@ -10,6 +10,8 @@
 #include <limits>
 #include <map>
 
+#include "analyzer/analysis/memory.h"
+
 #include "analyzer/analysis/analyses.h"
 
 namespace gpuxray::analysis {
@@ -35,47 +37,85 @@ std::string phaseName(const std::string& name) {
   return end < name.size() && end > 0 ? name.substr(0, end) + "N" : name;
 }
 
+// At most DeviceMemory::kMaxCurvePoints: the highest level of each run of consecutive changes.
+std::vector<MemoryPoint> thinned(std::vector<MemoryPoint> curve) {
+  if (curve.size() <= DeviceMemory::kMaxCurvePoints) return curve;
+  size_t per_point = (curve.size() + DeviceMemory::kMaxCurvePoints - 1) / DeviceMemory::kMaxCurvePoints;
+  std::vector<MemoryPoint> kept;
+  for (size_t first = 0; first < curve.size(); first += per_point) {
+    auto begin = curve.begin() + static_cast<std::ptrdiff_t>(first);
+    auto end = curve.begin() + static_cast<std::ptrdiff_t>(std::min(curve.size(), first + per_point));
+    kept.push_back(*std::max_element(begin, end, [](const auto& a, const auto& b) { return a.bytes < b.bytes; }));
+  }
+  return kept;
+}
+
+report::ResultValue resultValue(const MemoryResult& result) {
+  using report::ResultValue;
+  ResultValue devices = ResultValue::array();
+  for (const auto& d : result.devices) {
+    ResultValue curve = ResultValue::array();
+    for (const auto& point : d.curve) {
+      curve.push(ResultValue::array()
+                     .push(ResultValue::integer(point.time_ns - result.origin_ns))
+                     .push(ResultValue::integer(point.bytes)));
+    }
+    devices.push(ResultValue::object()
+                     .set("rank", ResultValue::integer(d.rank))
+                     .set("device", ResultValue::integer(d.device))
+                     .set("peak_bytes", ResultValue::integer(d.peak_bytes))
+                     .set("peak_at_ns", ResultValue::integer(d.peak_at_ns - result.origin_ns))
+                     .set("peak_phase", ResultValue::text(d.peak_phase))
+                     .set("peak_pct_of_device", ResultValue::number(d.peak_pct_of_device))
+                     .set("allocations", ResultValue::integer(static_cast<int64_t>(d.allocations)))
+                     .set("end_bytes", ResultValue::integer(d.end_bytes))
+                     .set("curve", std::move(curve)));
+  }
+  ResultValue phases = ResultValue::array();
+  for (const auto& phase : result.worst_rank_phases) {
+    phases.push(ResultValue::object()
+                    .set("phase", ResultValue::text(phase.phase))
+                    .set("peak_bytes", ResultValue::integer(phase.peak_bytes)));
+  }
+  return ResultValue::object()
+      .set("recorded", ResultValue::flag(result.recorded))
+      .set("origin_ns", ResultValue::integer(result.origin_ns))
+      .set("devices", std::move(devices))
+      .set("worst_rank", result.worst_rank >= 0 ? ResultValue::integer(result.worst_rank) : ResultValue())
+      .set("worst_rank_phases", std::move(phases));
+}
+
 }  // namespace
 
-void analyzeMemory(const AnalysisInput& input, report::Report& report) {
+MemoryResult computeMemory(const AnalysisInput& input) {
   const auto& run = input.run;
-  auto& section = report.addSection("memory", "Device memory");
-  section.notes.push_back("Device memory allocated during the capture (allocations before it are not seen), per rank and device.");
-  report::Table peaks{"peaks", "",
-                      {{"rank", "rank"}, {"device", "device"}, {"peak", "peak"}, {"peak_pct_of_device", "% of device"},
-                       {"peak_at", "at (from start)"}, {"phase", "during"}, {"allocations", "allocations"},
-                       {"end", "in use at end"}},
-                      {}};
-  std::map<int32_t, std::map<std::string, int64_t>> phase_peaks;
-  report::Table phases{"phases", "Peak per NVTX range name on the rank with the highest peak (highest over its instances)",
-                       {{"rank", "rank"}, {"phase", "range"}, {"peak", "peak"}}, {}};
-  double worst_pct = -1;
-  uint64_t worst_bytes = 0;
-  int32_t worst_rank = -1;
-  std::string worst_phase;
-  int64_t run_start = 0;
+  MemoryResult result;
   bool have_start = false;
   for (const auto& rank : run.ranks) {
     Interval span = AnalysisInput::gpuSpan(rank);
-    if (span.length() > 0) run_start = have_start ? std::min(run_start, span.start) : span.start, have_start = true;
+    if (span.length() > 0)
+      result.origin_ns = have_start ? std::min(result.origin_ns, span.start) : span.start, have_start = true;
     if (!rank.memory.empty())
-      run_start = have_start ? std::min(run_start, rank.memory.front().time_ns) : rank.memory.front().time_ns, have_start = true;
+      result.origin_ns = have_start ? std::min(result.origin_ns, rank.memory.front().time_ns) : rank.memory.front().time_ns,
+      have_start = true;
   }
+  result.recorded = std::any_of(run.ranks.begin(), run.ranks.end(), [](const auto& rank) { return !rank.memory.empty(); });
+  if (!result.recorded) return result;
 
-  if (std::all_of(run.ranks.begin(), run.ranks.end(), [](const auto& rank) { return rank.memory.empty(); })) {
-    section.notes.push_back("No device memory allocations in the trace (the PyTorch profiler records them with "
-                            "profile_memory=True; gpuxray capture always does).");
-    return;
-  }
+  std::map<int32_t, std::map<std::string, int64_t>> phase_peaks;
+  double worst_pct = -1;
+  uint64_t worst_bytes = 0;
   for (const auto& rank : run.ranks) {
     if (rank.memory.empty()) continue;
     std::map<uint32_t, int64_t> in_use, peak;
     std::map<uint32_t, int64_t> peak_at;
     std::map<uint32_t, uint64_t> allocations;
+    std::map<uint32_t, std::vector<MemoryPoint>> curves;
     std::map<std::string, int64_t> phase_peak;
     for (const auto& change : rank.memory) {
       int64_t& now = in_use[change.device];
       now += change.delta_bytes;
+      curves[change.device].push_back({change.time_ns, now});
       if (change.delta_bytes > 0) ++allocations[change.device];
       if (now > peak[change.device]) {
         peak[change.device] = now;
@@ -101,52 +141,92 @@ void analyzeMemory(const AnalysisInput& input, report::Report& report) {
       for (const auto& d : rank.header.devices) {
         if (d.device_id == device) properties = &d;
       }
-      double pct = properties != nullptr && properties->memory_bytes > 0
-                       ? 100.0 * static_cast<double>(bytes) / static_cast<double>(properties->memory_bytes)
-                       : std::numeric_limits<double>::quiet_NaN();
+      DeviceMemory memory;
+      memory.rank = rank.rank;
+      memory.device = device;
+      memory.peak_bytes = bytes;
+      memory.peak_at_ns = peak_at[device];
+      memory.peak_pct_of_device = properties != nullptr && properties->memory_bytes > 0
+                                      ? 100.0 * static_cast<double>(bytes) / static_cast<double>(properties->memory_bytes)
+                                      : std::numeric_limits<double>::quiet_NaN();
       const model::NvtxRange* phase = phaseAt(rank, peak_at[device]);
-      std::string phase_name = phase != nullptr ? rank.strings[phase->name_id] : "before any NVTX range";
-      peaks.rows.push_back({Cell::of(rank.rank, Unit::kNone), Cell::of(device, Unit::kNone),
-                            Cell::of(static_cast<double>(bytes), Unit::kBytes), Cell::of(pct, Unit::kPercent),
-                            Cell::of(static_cast<double>(peak_at[device] - run_start), Unit::kNanoseconds),
-                            Cell::of(phase_name), Cell::of(static_cast<double>(allocations[device]), Unit::kCount),
-                            Cell::of(static_cast<double>(in_use[device]), Unit::kBytes)});
-      double comparable = std::isnan(pct) ? 0 : pct;
+      memory.peak_phase = phase != nullptr ? rank.strings[phase->name_id] : "before any NVTX range";
+      memory.allocations = allocations[device];
+      memory.end_bytes = in_use[device];
+      memory.curve = thinned(std::move(curves[device]));
+      double comparable = std::isnan(memory.peak_pct_of_device) ? 0 : memory.peak_pct_of_device;
       if (comparable > worst_pct || (worst_pct <= 0 && static_cast<uint64_t>(bytes) > worst_bytes)) {
         worst_pct = comparable;
         worst_bytes = static_cast<uint64_t>(bytes);
-        worst_rank = rank.rank;
-        worst_phase = phase_name;
+        result.worst_rank = rank.rank;
+        result.worst_phase = memory.peak_phase;
       }
+      result.devices.push_back(std::move(memory));
     }
     phase_peaks[rank.rank] = std::move(phase_peak);
   }
+  result.worst_pct = worst_pct;
+  result.worst_bytes = static_cast<int64_t>(worst_bytes);
   // Phases of the rank with the highest peak only: where memory peaks is what matters.
-  if (auto it = phase_peaks.find(worst_rank); it != phase_peaks.end()) {
-    std::vector<std::pair<std::string, int64_t>> ranked(it->second.begin(), it->second.end());
-    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-    for (size_t i = 0; i < ranked.size() && i < input.options.top; ++i) {
-      phases.rows.push_back({Cell::of(worst_rank, Unit::kNone), Cell::of(ranked[i].first),
-                             Cell::of(static_cast<double>(ranked[i].second), Unit::kBytes)});
-    }
+  if (auto it = phase_peaks.find(result.worst_rank); it != phase_peaks.end()) {
+    for (const auto& [phase, bytes] : it->second) result.worst_rank_phases.push_back({phase, bytes});
+    std::sort(result.worst_rank_phases.begin(), result.worst_rank_phases.end(),
+              [](const auto& a, const auto& b) { return a.peak_bytes > b.peak_bytes; });
+  }
+  return result;
+}
+
+void presentMemory(const MemoryResult& result, size_t top, report::Report& report) {
+  auto& section = report.addSection("memory", "Device memory");
+  section.notes.push_back("Device memory allocated during the capture (allocations before it are not seen), per rank and device.");
+  report.results.emplace_back("memory", resultValue(result));
+  if (!result.recorded) {
+    section.notes.push_back("No device memory allocations in the trace (the PyTorch profiler records them with "
+                            "profile_memory=True; gpuxray capture always does).");
+    return;
+  }
+  report::Table peaks{"peaks", "",
+                      {{"rank", "rank"}, {"device", "device"}, {"peak", "peak"}, {"peak_pct_of_device", "% of device"},
+                       {"peak_at", "at (from start)"}, {"phase", "during"}, {"allocations", "allocations"},
+                       {"end", "in use at end"}},
+                      {}};
+  for (const auto& d : result.devices) {
+    peaks.rows.push_back({Cell::of(d.rank, Unit::kNone), Cell::of(d.device, Unit::kNone),
+                          Cell::of(static_cast<double>(d.peak_bytes), Unit::kBytes),
+                          Cell::of(d.peak_pct_of_device, Unit::kPercent),
+                          Cell::of(static_cast<double>(d.peak_at_ns - result.origin_ns), Unit::kNanoseconds),
+                          Cell::of(d.peak_phase), Cell::of(static_cast<double>(d.allocations), Unit::kCount),
+                          Cell::of(static_cast<double>(d.end_bytes), Unit::kBytes)});
+  }
+  report::Table phases{"phases", "Peak per NVTX range name on the rank with the highest peak (highest over its instances)",
+                       {{"rank", "rank"}, {"phase", "range"}, {"peak", "peak"}}, {}};
+  for (size_t i = 0; i < result.worst_rank_phases.size() && i < top; ++i) {
+    phases.rows.push_back({Cell::of(result.worst_rank, Unit::kNone), Cell::of(result.worst_rank_phases[i].phase),
+                           Cell::of(static_cast<double>(result.worst_rank_phases[i].peak_bytes), Unit::kBytes)});
   }
   section.tables.push_back(std::move(peaks));
   section.tables.push_back(std::move(phases));
-  if (worst_rank < 0) return;
-  report.addMetric("peak_memory_bytes", static_cast<double>(worst_bytes), Unit::kBytes,
+  if (result.worst_rank < 0) return;
+  report.addMetric("peak_memory_bytes", static_cast<double>(result.worst_bytes), Unit::kBytes,
                    "device memory allocated during the capture at its peak, worst rank");
-  if (worst_pct > 0) {
-    report.addMetric("peak_memory_pct", worst_pct, Unit::kPercent, "that peak as % of the device's memory");
-    if (worst_pct >= 90) {
+  if (result.worst_pct > 0) {
+    report.addMetric("peak_memory_pct", result.worst_pct, Unit::kPercent, "that peak as % of the device's memory");
+    if (result.worst_pct >= 90) {
       report::Finding finding;
       finding.analysis = "memory";
-      finding.severity = worst_pct >= 97 ? report::Severity::kCritical : report::Severity::kWarning;
-      finding.summary = fmt::format("rank {} peaks at {:.1f} % of its GPU's memory ({}, during {})", worst_rank, worst_pct,
-                                    report::formatValue(static_cast<double>(worst_bytes), Unit::kBytes), worst_phase);
+      finding.severity = result.worst_pct >= 97 ? report::Severity::kCritical : report::Severity::kWarning;
+      finding.summary = fmt::format("rank {} peaks at {:.1f} % of its GPU's memory ({}, during {})", result.worst_rank,
+                                    result.worst_pct,
+                                    report::formatValue(static_cast<double>(result.worst_bytes), Unit::kBytes),
+                                    result.worst_phase);
       finding.evidence.push_back("near the limit the caching allocator frees and retries (cudaFree + cudaMalloc stalls) or the job runs out of memory");
       report.findings.push_back(std::move(finding));
     }
   }
+}
+
+void analyzeMemory(const AnalysisInput& input, report::Report& report) {
+  presentMemory(computeMemory(input), input.options.top, report);
 }
 
 }  // namespace gpuxray::analysis

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/run_selection_options.h"
 #include "analyzer/cli/timeline_output.h"
 #include "analyzer/errors.h"
 #include "analyzer/load/rank_writer.h"
@@ -25,6 +26,7 @@ struct ConvertOptions {
   std::string output;
   bool allow_mixed_runs = false;
   unsigned jobs = 0;
+  RunSelectionText selection;
 };
 
 bool endsWith(const std::string& text, const std::string& suffix) {
@@ -33,16 +35,24 @@ bool endsWith(const std::string& text, const std::string& suffix) {
 
 ExitCode runConvert(const ConvertOptions& options) {
   namespace fs = std::filesystem;
+  analysis::RunSelection selection = options.selection.parse();
   if (endsWith(options.output, ".pftrace") || endsWith(options.output, ".perfetto-trace") ||
       endsWith(options.output, ".json")) {
-    TimelineRequest request;
-    request.paths = options.paths;
-    request.allow_mixed_runs = options.allow_mixed_runs;
-    request.jobs = options.jobs;
-    (endsWith(options.output, ".json") ? request.output.chrome_json_path : request.output.perfetto_path) = options.output;
-    exportRunTimeline(request, stdout);
+    TimelineOutput output;
+    (endsWith(options.output, ".json") ? output.chrome_json_path : output.perfetto_path) = options.output;
+    analysis::SessionOptions session;
+    session.paths = options.paths;
+    session.allow_mixed_runs = options.allow_mixed_runs;
+    session.jobs = options.jobs;
+    session.selection = selection;
+    exportRunTimeline(std::move(session), output, stdout);
     return ExitCode::kOk;
   }
+  // The rank files are written as recorded, on their own clocks: a window or steps would need the
+  // run's clock, which only a timeline has.
+  if (selection.window || !selection.steps.empty())
+    throw UsageError("--window and --steps go with a timeline output (-o FILE.pftrace or FILE.json); converting to "
+                     "rank files takes --ranks only");
   std::error_code error;
   fs::create_directories(options.output, error);
   if (error) throw InputError(fmt::format("{}: cannot create the directory: {}", options.output, error.message()));
@@ -53,6 +63,7 @@ ExitCode runConvert(const ConvertOptions& options) {
   load::LoadOptions load_options;
   load_options.allow_mixed_runs = options.allow_mixed_runs;
   load_options.threads = options.jobs;
+  load_options.ranks = selection.ranks;
   model::RunTrace run = load::loadRun(options.paths, load_options);
   for (const auto& warning : run.warnings) fmt::print(stderr, "gpuxray: warning: {}\n", warning);
   uint64_t read = 0, written = 0;
@@ -81,6 +92,7 @@ CommandAction addConvertCommand(CLI::App& app) {
   command->add_option("-o,--output", options->output, "Directory for the gpuxray files (created; must hold none yet), or FILE.pftrace / FILE.json for the timeline")->required();
   command->add_flag("--allow-mixed", options->allow_mixed_runs, "Accept files from different runs together");
   command->add_option("-j,--jobs", options->jobs, "Files read at once (default: one per core)");
+  addRunSelectionOptions(command, options->selection);
   return [options] { return runConvert(*options); };
 }
 

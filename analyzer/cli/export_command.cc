@@ -2,38 +2,50 @@
 // run's timeline, on one clock, without the report. The analyses still run, silently, so that what
 // they found is drawn in (the findings tracks).
 
-
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/run_selection_options.h"
 #include "analyzer/cli/timeline_output.h"
 
 namespace gpuxray::cli {
 namespace {
 
 struct ExportOptions {
-  TimelineRequest request;
+  std::vector<std::string> paths;
+  bool allow_mixed_runs = false;
+  unsigned jobs = 0;
+  RunSelectionText selection;
+  std::vector<std::string> step_markers;
+  bool no_align = false;
   std::string output;
   std::string also_chrome_json;
 };
 
 ExitCode runExport(const ExportOptions& options, bool perfetto) {
-  TimelineRequest request = options.request;
+  TimelineOutput output;
   if (perfetto) {
-    request.output.perfetto_path = options.output;
-    request.output.chrome_json_path = options.also_chrome_json;
+    output.perfetto_path = options.output;
+    output.chrome_json_path = options.also_chrome_json;
   } else {
-    request.output.chrome_json_path = options.output;
+    output.chrome_json_path = options.output;
   }
-  exportRunTimeline(request, stdout);
+  analysis::SessionOptions session;
+  session.paths = options.paths;
+  session.allow_mixed_runs = options.allow_mixed_runs;
+  session.jobs = options.jobs;
+  session.align = !options.no_align;
+  session.selection = options.selection.parse();
+  session.analysis.step_markers = options.step_markers;
+  exportRunTimeline(std::move(session), output, stdout);
   return ExitCode::kOk;
 }
 
 void addExportOptions(CLI::App* command, ExportOptions& options, bool perfetto) {
-  command->add_option("paths", options.request.paths, "Trace files or directories of them (one run)")->required();
+  command->add_option("paths", options.paths, "Trace files or directories of them (one run)")->required();
   command
       ->add_option(
           "-o,--output", options.output,
@@ -41,14 +53,11 @@ void addExportOptions(CLI::App* command, ExportOptions& options, bool perfetto) 
       ->required();
   if (perfetto)
     command->add_option("--chrome-json", options.also_chrome_json, "Also write the same timeline as Chrome JSON");
-  command->add_flag("--allow-mixed", options.request.allow_mixed_runs, "Accept files from different runs together");
-  command->add_option("-j,--jobs", options.request.jobs, "Files loaded at once (default: one per core)");
-  command->add_option("--ranks", options.request.ranks, "Write only these ranks, e.g. 0-7,12");
-  command->add_option("--window", options.request.output.window,
-                      "Write only this part of the run, from its start, e.g. 2s:2.5s");
-  command->add_option("--steps", options.request.steps, "Write only these training steps, e.g. 10-12");
-  command->add_flag("--no-align", options.request.no_align, "Leave every rank on its own clock");
-  command->add_option("--step-marker", options.request.step_markers,
+  command->add_flag("--allow-mixed", options.allow_mixed_runs, "Accept files from different runs together");
+  command->add_option("-j,--jobs", options.jobs, "Files loaded at once (default: one per core)");
+  addRunSelectionOptions(command, options.selection);
+  command->add_flag("--no-align", options.no_align, "Leave every rank on its own clock");
+  command->add_option("--step-marker", options.step_markers,
                       "Regular expression for NVTX ranges that mark a step (besides ProfilerStep#N)");
 }
 

@@ -3,19 +3,12 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <memory>
 
-#include <unistd.h>
 
-#include "analyzer/analysis/analyses.h"
-#include "analyzer/analysis/clock_alignment.h"
-#include "analyzer/analysis/steps.h"
 #include "analyzer/cli/load_progress.h"
-#include "analyzer/cli/number_list.h"
 #include "analyzer/errors.h"
-#include "analyzer/load/run_loader.h"
 #include "analyzer/export/chrome_json_writer.h"
 #include "analyzer/export/perfetto_writer.h"
 #include "analyzer/export/timeline_export.h"
@@ -30,72 +23,18 @@ using report::Unit;
 // The Perfetto UI runs in the browser with about 2 GB; a trace takes 2-4x its size there.
 constexpr uint64_t kLargeForTheUi = 1ull << 30;
 
-// "1.5s", "200ms", "30us", "100ns" -> nanoseconds.
-int64_t parseDuration(const std::string& text, const std::string& option_text) {
-  size_t number_end = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &number_end);
-  } catch (const std::exception&) {
-    number_end = 0;
-  }
-  std::string unit = text.substr(number_end);
-  double scale = unit == "ns" ? 1 : unit == "us" || unit == "µs" ? 1e3 : unit == "ms" ? 1e6 : unit == "s" ? 1e9 : 0;
-  if (number_end == 0 || scale == 0 || !std::isfinite(value) || value < 0)
-    throw UsageError(
-        fmt::format("--window '{}': expected START:END from the run's start with units, e.g. 2s:2.5s "
-                    "or 1500ms: (ns, us, ms, s)",
-                    option_text));
-  return static_cast<int64_t>(std::llround(value * scale));
-}
-
 std::string count(uint64_t n) {
   return report::formatValue(static_cast<double>(n), Unit::kCount);
 }
 
 }  // namespace
 
-std::optional<analysis::Interval> timelineWindow(const analysis::AnalysisInput& input, const std::string& window,
-                                                 const std::vector<int64_t>& steps) {
-  std::optional<analysis::Interval> result;
-  if (!window.empty()) {
-    size_t colon = window.find(':');
-    if (colon == std::string::npos) parseDuration("", window);  // throws with the expected form
-    analysis::Interval span = timeline::runSpan(input.run);
-    std::string first = window.substr(0, colon), last = window.substr(colon + 1);
-    analysis::Interval w{span.start, std::numeric_limits<int64_t>::max()};
-    if (!first.empty()) w.start = span.start + parseDuration(first, window);
-    if (!last.empty()) w.end = span.start + parseDuration(last, window);
-    if (w.end <= w.start) throw UsageError(fmt::format("--window '{}': the end must come after the start", window));
-    result = w;
-  }
-  if (!steps.empty()) {
-    analysis::Interval span{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()};
-    for (const auto& rank_steps : input.steps) {
-      for (const auto& step : rank_steps) {
-        if (std::find(steps.begin(), steps.end(), step.number) == steps.end()) continue;
-        span.start = std::min(span.start, step.window.start);
-        span.end = std::max(span.end, step.window.end);
-      }
-    }
-    if (span.start > span.end)
-      throw UsageError(
-          fmt::format("--steps: the run has no step with these numbers (steps from {})", input.step_source));
-    if (result) {
-      span = {std::max(span.start, result->start), std::min(span.end, result->end)};
-      if (span.end <= span.start) throw UsageError("--window and --steps: the window holds none of the steps");
-    }
-    result = span;
-  }
-  return result;
-}
-
-report::Stats writeTimelines(const analysis::AnalysisInput& input, const report::Report& report,
-                             const TimelineOutput& output, const std::vector<int64_t>& steps, std::FILE* out) {
+report::Stats writeTimelines(const analysis::Session& session, const report::Report& report,
+                             const TimelineOutput& output, std::FILE* out) {
   if (!output.perfetto_path.empty() && output.perfetto_path == output.chrome_json_path)
     throw UsageError("--perfetto and --chrome-json name the same file");
   timeline::ExportOptions options;
-  options.window = timelineWindow(input, output.window, steps);
+  options.window = session.timelineWindow();
 
   std::unique_ptr<format::FileSink> perfetto_file, json_file;
   std::unique_ptr<timeline::PerfettoSink> perfetto;
@@ -117,7 +56,7 @@ report::Stats writeTimelines(const analysis::AnalysisInput& input, const report:
     sinks.push_back(json.get());
   }
   timeline::TeeSink tee(sinks);
-  timeline::ExportSummary summary = timeline::exportTimeline(input.run, report, options, tee);
+  timeline::ExportSummary summary = timeline::exportTimeline(session.run(), report, options, tee);
 
   std::vector<std::string> files;
   if (perfetto) {
@@ -128,7 +67,7 @@ report::Stats writeTimelines(const analysis::AnalysisInput& input, const report:
     files.push_back(fmt::format("{} (Chrome JSON, {})", output.chrome_json_path,
                                 report::formatValue(static_cast<double>(json->bytesWritten()), Unit::kBytes)));
   }
-  const auto& run = input.run;
+  const auto& run = session.run();
   fmt::print(out,
              "gpuxray: wrote {}: {} of {} ranks, {} tracks, {} slices, {} instants, {} counter values, {} flows, {} "
              "findings\n",
@@ -139,16 +78,19 @@ report::Stats writeTimelines(const analysis::AnalysisInput& input, const report:
 
   using report::Stat;
   report::Stats omitted;
-  if (options.window) {
-    analysis::Interval span = timeline::runSpan(run);
+  if (std::optional<analysis::Interval> window = session.window()) {
     auto at = [&](int64_t t) {
       return t == std::numeric_limits<int64_t>::max()
                  ? std::string("the end")
-                 : report::formatValue(static_cast<double>(t - span.start), Unit::kNanoseconds);
+                 : report::formatValue(static_cast<double>(t - session.windowOriginNs()), Unit::kNanoseconds);
     };
+    uint64_t outside = session.recordsOutsideWindow() + summary.outside_window;
+    omitted.warn(Stat::export_outside_window, outside,
+                 fmt::format("{} records outside {} to {} from the first GPU activity", count(outside),
+                             at(window->start), at(window->end)));
+  } else if (summary.outside_window > 0) {
     omitted.warn(Stat::export_outside_window, summary.outside_window,
-                 fmt::format("{} records outside {} to {} from the run's start", count(summary.outside_window),
-                             at(options.window->start), at(options.window->end)));
+                 fmt::format("{} records outside the steps asked for", count(summary.outside_window)));
   }
   if (summary.flows_unmatched > 0)
     omitted.warn(Stat::export_flows_unmatched, summary.flows_unmatched,
@@ -179,29 +121,11 @@ report::Stats writeTimelines(const analysis::AnalysisInput& input, const report:
   return omitted;
 }
 
-void exportRunTimeline(const TimelineRequest& request, std::FILE* out) {
-  load::LoadOptions load_options;
-  load_options.allow_mixed_runs = request.allow_mixed_runs;
-  load_options.threads = request.jobs;
-  for (int64_t rank : parseNumberList(request.ranks, "--ranks")) load_options.ranks.push_back(static_cast<int32_t>(rank));
-  showLoadProgressOnTerminal(load_options);
-  model::RunTrace run = load::loadRun(request.paths, load_options);
-  for (const auto& warning : run.warnings) fmt::print(stderr, "gpuxray: warning: {}\n", warning);
-  std::optional<analysis::ClockAlignment> clock;
-  if (!request.no_align) clock = analysis::alignClocks(run);
-
-  analysis::AnalysisInput input{run, {}, {}, "none", {}};
-  if (clock) {
-    input.clock = &*clock;
-    input.collective_index = clock->matches;
-  }
-  input.options.step_markers = request.step_markers;
-  input.options.steps = parseNumberList(request.steps, "--steps");
-  analysis::findSteps(input);
-  for (const auto& rank : run.ranks) input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
-  report::Report report;
-  analysis::runAnalyses(input, report);
-  writeTimelines(input, report, request.output, input.options.steps, out);
+void exportRunTimeline(analysis::SessionOptions options, const TimelineOutput& output, std::FILE* out) {
+  showLoadProgressOnTerminal(options);
+  analysis::Session session(std::move(options));
+  for (const auto& warning : session.warnings()) fmt::print(stderr, "gpuxray: warning: {}\n", warning);
+  writeTimelines(session, session.analyze(), output, out);
 }
 
 }  // namespace gpuxray::cli

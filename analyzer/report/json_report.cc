@@ -60,6 +60,29 @@ void writeSections(JsonWriter& json, const std::vector<Section>& sections) {
   json.endObject();
 }
 
+void writeResult(JsonWriter& json, const ResultValue& value) {
+  switch (value.kind()) {
+    case ResultValue::Kind::kNull: json.null(); break;
+    case ResultValue::Kind::kInteger: json.value(value.asInteger()); break;
+    case ResultValue::Kind::kNumber: json.value(value.asNumber()); break;
+    case ResultValue::Kind::kText: json.value(value.asText()); break;
+    case ResultValue::Kind::kBool: json.value(value.asBool()); break;
+    case ResultValue::Kind::kObject:
+      json.beginObject();
+      for (const auto& [key, field] : value.fields()) {
+        json.key(key);
+        writeResult(json, field);
+      }
+      json.endObject();
+      break;
+    case ResultValue::Kind::kArray:
+      json.beginArray();
+      for (const auto& item : value.items()) writeResult(json, item);
+      json.endArray();
+      break;
+  }
+}
+
 }  // namespace
 
 std::string renderJson(const Report& report) {
@@ -113,6 +136,13 @@ std::string renderJson(const Report& report) {
 
   writeSections(json, report.sections);
 
+  json.key("results").beginObject();
+  for (const auto& [analysis, result] : report.results) {
+    json.key(analysis);
+    writeResult(json, result);
+  }
+  json.endObject();
+
   json.key("warnings").beginArray();
   for (const auto& w : report.warnings) json.value(w);
   json.endArray();
@@ -143,7 +173,7 @@ std::string renderJson(const Document& document) {
   JsonWriter json(out);
   json.beginObject();
   json.field("schema", document.schema);
-  json.field("schema_version", static_cast<int64_t>(kReportSchemaVersion));
+  json.field("schema_version", static_cast<int64_t>(kDocumentSchemaVersion));
   json.field("title", document.title);
   json.key("notes").beginArray();
   for (const auto& note : document.notes) json.value(note);

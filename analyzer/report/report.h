@@ -8,12 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/report/results.h"
 #include "analyzer/report/stats.h"
 
 namespace gpuxray::report {
 
-// Version of the JSON schema (docs/report-schema.md); bump on any incompatible change.
-inline constexpr int kReportSchemaVersion = 1;
+// Version of the JSON report's schema (docs/report-schema.md); bump on any incompatible change.
+// 2 added `results`, the analyses' typed results.
+inline constexpr int kReportSchemaVersion = 2;
+// Version of a Document's JSON (`gpuxray plan`), which has no results.
+inline constexpr int kDocumentSchemaVersion = 1;
 
 // kMilliseconds is for metrics named *_ms, whose --fail-on limits are given in milliseconds.
 enum class Unit { kNone, kNanoseconds, kMilliseconds, kBytes, kPercent, kBytesPerSecond, kCount, kRatio };
@@ -101,6 +105,9 @@ struct Report {
   std::vector<Metric> metrics;
   // For the timeline only; the renderers do not show them.
   std::vector<TimelineMark> marks;
+  // Per analysis (its section id), its typed result: JSON's `results`; text and Markdown show the
+  // sections instead.
+  std::vector<std::pair<std::string, ResultValue>> results;
   // One line each; every line is also one of `stats`' lines.
   std::vector<std::string> warnings;
   // What was dropped, skipped, estimated or suspicious (loading, analyses, the timeline export).

@@ -1,39 +1,33 @@
-// Runs `gpuxray analyze`'s pipeline in-process on a directory of trace files, and reads figures back
+// Runs `gpuxray analyze`'s pipeline (the session) in-process on a directory of trace files, and reads figures back
 // out of the report by section, table, row and column key, for the analyzer's golden tests.
 #pragma once
 
 #include <catch2/catch.hpp>
-#include <optional>
+#include <memory>
 #include <string>
 
-#include "analyzer/analysis/analyses.h"
-#include "analyzer/analysis/clock_alignment.h"
-#include "analyzer/analysis/steps.h"
-#include "analyzer/load/run_loader.h"
+#include "analyzer/analysis/session.h"
 
 namespace gpuxray::testing {
 
+// The product's pipeline (analysis::Session) on a directory, as `gpuxray analyze DIR` runs it.
 struct AnalyzedRun {
-  model::RunTrace run;
-  std::optional<analysis::ClockAlignment> clock;
+  explicit AnalyzedRun(analysis::SessionOptions options)
+      : session(std::make_unique<analysis::Session>(std::move(options))),
+        run(session->run()),
+        clock(session->clock()),
+        report(session->analyze()) {}
+  std::unique_ptr<analysis::Session> session;
+  const model::RunTrace& run;
+  const analysis::ClockAlignment* clock;  // nullptr when not aligned
   report::Report report;
 };
 
-// As the CLI does it: load, align the clocks (unless `align` is false), find steps, analyze.
 inline AnalyzedRun analyzeRun(const std::string& dir, bool align = true) {
-  AnalyzedRun a{load::loadRun({dir}, {}), std::nullopt, {}};
-  if (align) a.clock = analysis::alignClocks(a.run);
-  analysis::AnalysisInput input{a.run, {}, {}, "none", {}};
-  if (a.clock) {
-    input.clock = &*a.clock;
-    input.collective_index = a.clock->matches;
-  }
-  analysis::findSteps(input);
-  for (const auto& rank : a.run.ranks) input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
-  a.report.warnings = a.run.warnings;
-  a.report.stats = a.run.stats;
-  analysis::runAnalyses(input, a.report);
-  return a;
+  analysis::SessionOptions options;
+  options.paths = {dir};
+  options.align = align;
+  return AnalyzedRun(std::move(options));
 }
 
 inline AnalyzedRun analyze(const std::string& dir) { return analyzeRun(dir); }

@@ -1,0 +1,83 @@
+// The one pipeline every command that reads a run goes through (analyze, export, convert's timeline,
+// the tests): load the ranks, put them on one clock, keep --window, find the steps, build the
+// per-rank interval sets, and run the analyses into a report. The order is the invariant the
+// analyses rely on:
+//   1. load (--ranks: only those files' records are read into the model);
+//   2. align the clocks (unless turned off), matching NCCL operations across ranks once;
+//   3. --window: the origin is the first GPU activity after alignment, so it means the same instant
+//      on every rank; records that reach into the window are kept, the rest dropped;
+//   4. steps, found on what is kept (--steps restricts per-step figures and the timeline);
+//   5. the per-rank GPU interval sets, then the analyses.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/analysis/analysis_input.h"
+#include "analyzer/analysis/clock_alignment.h"
+#include "analyzer/analysis/run_selection.h"
+#include "analyzer/model/run_trace.h"
+#include "analyzer/report/report.h"
+
+namespace gpuxray::analysis {
+
+struct SessionOptions {
+  // Trace files or directories of them (one run); unused by the constructor that takes a run.
+  std::vector<std::string> paths;
+  bool allow_mixed_runs = false;
+  unsigned jobs = 0;  // files loaded at once; 0 = one per core
+  // Called after each file with (files done, files in all), from the worker that finished it.
+  std::function<void(size_t, size_t)> progress;
+  // Put every rank on one clock (--no-align and --compat hta turn it off).
+  bool align = true;
+  RunSelection selection;
+  // Step markers, top-N, HTA compatibility; `steps` is taken from selection.steps.
+  AnalysisOptions analysis;
+};
+
+class Session {
+ public:
+  // Loads the run under options.paths and prepares it. Throws InputError (nothing usable) and
+  // UsageError (an invalid --step-marker).
+  explicit Session(SessionOptions options);
+  // Prepares a run already in memory (generated or hand-built), as if it had been loaded.
+  Session(model::RunTrace run, SessionOptions options);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const model::RunTrace& run() const { return run_; }
+  const AnalysisInput& input() const { return input_; }
+  // What alignment did; nullptr when it was turned off.
+  const ClockAlignment* clock() const { return clock_ ? &*clock_ : nullptr; }
+  // Loading's warnings and the --window line, in order: the report's warnings.
+  const std::vector<std::string>& warnings() const { return run_.warnings; }
+
+  // --window's origin on the run clock: the first GPU activity once aligned (0 for an empty run).
+  int64_t windowOriginNs() const { return window_origin_ns_; }
+  // --window on the run clock; unset without one.
+  std::optional<Interval> window() const;
+  // Records --window left out.
+  uint64_t recordsOutsideWindow() const { return outside_window_; }
+  // The part of the run clock a timeline shows: --window intersected with the span of --steps' steps;
+  // unset for everything. Throws UsageError when no step has those numbers, or none is in the window.
+  std::optional<Interval> timelineWindow() const;
+
+  // The report of `gpuxray analyze`: the run's summary, the warnings, every analysis, findings most
+  // costly first (thresholds are the command's).
+  report::Report analyze() const;
+
+ private:
+  void prepare();
+
+  SessionOptions options_;
+  model::RunTrace run_;
+  std::optional<ClockAlignment> clock_;
+  AnalysisInput input_;
+  int64_t window_origin_ns_ = 0;
+  uint64_t outside_window_ = 0;
+};
+
+}  // namespace gpuxray::analysis
