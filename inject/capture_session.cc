@@ -431,11 +431,15 @@ void CaptureSession::setWindowKinds(bool on) {
     CUptiResult result = deps_.cupti.activityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
     if (result != CUPTI_SUCCESS && !windowed_)
       capture_warnings_.push_back("runtime API records not enabled: " + deps_.cupti.describe(result));
-    for (uint32_t cbid : runtime_calls_off_) deps_.cupti.activityEnableRuntimeApi(cbid, 0);
+    if (deps_.cupti.activityEnableRuntimeApi != nullptr) {
+      for (uint32_t cbid : runtime_calls_off_) deps_.cupti.activityEnableRuntimeApi(cbid, 0);
+    }
   } else {
     deps_.cupti.activityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
   }
-  for (uint32_t cbid : driver_calls_on_) deps_.cupti.activityEnableDriverApi(cbid, on ? 1 : 0);
+  if (deps_.cupti.activityEnableDriverApi != nullptr) {
+    for (uint32_t cbid : driver_calls_on_) deps_.cupti.activityEnableDriverApi(cbid, on ? 1 : 0);
+  }
 }
 
 // On the capture thread, each turn: timed edges, the kinds, and the windows that closed.
@@ -479,6 +483,10 @@ void CaptureSession::writeClosedWindows() {
 // Driver calls are switched on one by one, without the DRIVER kind (which would enable all).
 // This picks them; setWindowKinds() switches them.
 void CaptureSession::selectApiCalls() {
+  if (deps_.cupti.activityEnableRuntimeApi == nullptr || deps_.cupti.activityEnableDriverApi == nullptr) {
+    capture_warnings_.push_back("this libcupti (CUPTI API " + std::to_string(deps_.cupti_api_version) +
+                                ") cannot switch single API calls: every runtime call is recorded, no driver call");
+  }
   for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
     const char* name = nullptr;
     if (deps_.cupti.getCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS && name != nullptr &&
@@ -581,9 +589,10 @@ bool CaptureSession::openTraceFile() {
       return deps_.cupti.getCallbackName(domain, cbid, &name) == CUPTI_SUCCESS ? name : nullptr;
     };
     // CUDA 13.0 leaves device names, overhead details, NVTX extended payloads and payload schema
-    // descriptions to the client to free.
+    // descriptions to the client to free (older versions less: cupti_layouts.h).
     TranslatorOptions options;
     options.free_cupti_allocations = true;
+    options.layouts = deps_.cupti_layouts;
     options.on_kernel = [this](const format::KernelRecord& kernel, const char* name) {
       if (isNcclKernelName(name)) nccl_clock_.addKernel(kernel.device, kernel.start_ns, kernel.end_ns, kernel.correlation_id);
     };

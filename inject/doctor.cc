@@ -89,13 +89,13 @@ bool checkCupti(const DoctorInputs& inputs, std::vector<DoctorCheck>& checks) {
   std::string error;
   if (!loadCupti(inputs.environment, cupti, error)) {
     checks.push_back(problem("cupti", error,
-                             "install CUDA 13.0's CUPTI (the toolkit's lib64, or the nvidia/cu13/lib folder of a "
-                             "PyTorch environment) and point GPUXRAY_CUPTI_PATH at its libcupti.so.13"));
+                             "install the CUPTI of CUDA 13.0 or of CUDA 12.4-12.9 (the toolkit's lib64, or the "
+                             "nvidia/cu13/lib or nvidia/cuda_cupti/lib folder of a PyTorch environment) and point "
+                             "GPUXRAY_CUPTI_PATH at its libcupti.so.13 or libcupti.so.12"));
     return false;
   }
-  checks.push_back(ok("cupti", cupti.path + ": CUPTI API " + std::to_string(cupti.api_version) +
-                                   ", accepted (this gpuxray reads " + std::to_string(kFirstKnownCuptiApi) + "-" +
-                                   std::to_string(kLastKnownCuptiApi) + ", CUDA 13.0)"));
+  checks.push_back(ok("cupti", cupti.path + ": CUPTI API " + std::to_string(cupti.api_version) + ", accepted (" +
+                                   cupti.layouts.toolkit + "'s record layouts)"));
   return true;
 }
 
