@@ -39,8 +39,7 @@ std::optional<CuptiRecordLayouts> cuptiRecordLayouts(uint32_t api_version) {
 
 std::string knownCuptiApiVersions() {
   std::string text;
-  for (const auto& known : kCuda12)
-    text += std::to_string(known.api_version) + " (" + known.layouts.toolkit + "), ";
+  for (const auto& known : kCuda12) text += std::to_string(known.api_version) + " (" + known.layouts.toolkit + "), ";
   return text + "and " + std::to_string(kFirstCuda13Api) + "-" + std::to_string(kLastCuda13Api) + " (CUDA 13.0)";
 }
 

@@ -63,34 +63,34 @@ constexpr size_t kDevice5Bytes = 184;
 // Kernel9: every field the translator reads, at its offset.
 RawRecord kernel9(const char* name, uint64_t start) {
   RawRecord r(kKernel9Bytes, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  r.put<uint16_t>(6, 96)                  // registersPerThread
-      .put<uint64_t>(16, start)           // start
-      .put<uint64_t>(24, start + 4000)    // end
-      .put<uint32_t>(40, 3)               // deviceId
-      .put<uint32_t>(44, 11)              // contextId
-      .put<uint32_t>(48, 13)              // streamId
-      .put<int32_t>(52, 264)              // gridX
-      .put<int32_t>(56, 2)                // gridY
-      .put<int32_t>(60, 1)                // gridZ
-      .put<int32_t>(64, 384)              // blockX
-      .put<int32_t>(68, 1)                // blockY
-      .put<int32_t>(72, 1)                // blockZ
-      .put<int32_t>(76, 1024)             // staticSharedMemory
-      .put<int32_t>(80, 200 * 1024)       // dynamicSharedMemory
-      .put<uint32_t>(84, 16)              // localMemoryPerThread
-      .put<uint32_t>(92, 777)             // correlationId
-      .put<const char*>(104, name)        // name
-      .put<uint8_t>(136, 2)               // launchType
-      .put<uint8_t>(137, 1)               // isSharedMemoryCarveoutRequested
-      .put<uint8_t>(138, 100)             // sharedMemoryCarveoutRequested
-      .put<uint32_t>(140, 233472)         // sharedMemoryExecuted
-      .put<uint64_t>(144, 0x1234'5678'9abcull)  // graphNodeId
+  r.put<uint16_t>(6, 96)                                 // registersPerThread
+      .put<uint64_t>(16, start)                          // start
+      .put<uint64_t>(24, start + 4000)                   // end
+      .put<uint32_t>(40, 3)                              // deviceId
+      .put<uint32_t>(44, 11)                             // contextId
+      .put<uint32_t>(48, 13)                             // streamId
+      .put<int32_t>(52, 264)                             // gridX
+      .put<int32_t>(56, 2)                               // gridY
+      .put<int32_t>(60, 1)                               // gridZ
+      .put<int32_t>(64, 384)                             // blockX
+      .put<int32_t>(68, 1)                               // blockY
+      .put<int32_t>(72, 1)                               // blockZ
+      .put<int32_t>(76, 1024)                            // staticSharedMemory
+      .put<int32_t>(80, 200 * 1024)                      // dynamicSharedMemory
+      .put<uint32_t>(84, 16)                             // localMemoryPerThread
+      .put<uint32_t>(92, 777)                            // correlationId
+      .put<const char*>(104, name)                       // name
+      .put<uint8_t>(136, 2)                              // launchType
+      .put<uint8_t>(137, 1)                              // isSharedMemoryCarveoutRequested
+      .put<uint8_t>(138, 100)                            // sharedMemoryCarveoutRequested
+      .put<uint32_t>(140, 233472)                        // sharedMemoryExecuted
+      .put<uint64_t>(144, 0x1234'5678'9abcull)           // graphNodeId
       .put<uint32_t>(152, CUPTI_FUNC_SHMEM_LIMIT_OPTIN)  // shmemLimitConfig
-      .put<uint32_t>(156, 42)             // graphId
-      .put<uint32_t>(176, 2)              // clusterX
-      .put<uint32_t>(180, 1)              // clusterY
-      .put<uint32_t>(184, 1)              // clusterZ
-      .put<uint32_t>(204, 66);            // maxActiveClusters
+      .put<uint32_t>(156, 42)                            // graphId
+      .put<uint32_t>(176, 2)                             // clusterX
+      .put<uint32_t>(180, 1)                             // clusterY
+      .put<uint32_t>(184, 1)                             // clusterZ
+      .put<uint32_t>(204, 66);                           // maxActiveClusters
   return r;
 }
 
@@ -101,15 +101,15 @@ RawRecord memcpyRecord(size_t size) {
       .put<uint8_t>(5, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
       .put<uint8_t>(6, CUPTI_ACTIVITY_MEMORY_KIND_PINNED)
       .put<uint8_t>(7, CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC)
-      .put<uint64_t>(8, 1u << 20)    // bytes
-      .put<uint64_t>(16, 50'000)     // start
-      .put<uint64_t>(24, 60'000)     // end
-      .put<uint32_t>(32, 1)          // deviceId
-      .put<uint32_t>(36, 11)         // contextId
-      .put<uint32_t>(40, 14)         // streamId
-      .put<uint32_t>(44, 901)        // correlationId
-      .put<uint64_t>(64, 55)         // graphNodeId
-      .put<uint32_t>(72, 5);         // graphId
+      .put<uint64_t>(8, 1u << 20)  // bytes
+      .put<uint64_t>(16, 50'000)   // start
+      .put<uint64_t>(24, 60'000)   // end
+      .put<uint32_t>(32, 1)        // deviceId
+      .put<uint32_t>(36, 11)       // contextId
+      .put<uint32_t>(40, 14)       // streamId
+      .put<uint32_t>(44, 901)      // correlationId
+      .put<uint64_t>(64, 55)       // graphNodeId
+      .put<uint32_t>(72, 5);       // graphId
   return r;
 }
 
@@ -118,15 +118,15 @@ RawRecord memoryRecord(size_t size) {
   RawRecord r(size, CUPTI_ACTIVITY_KIND_MEMORY2);
   r.put<uint32_t>(4, CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION)
       .put<uint32_t>(8, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
-      .put<uint32_t>(12, 902)             // correlationId
-      .put<uint64_t>(16, 0x7f00'0000'0000ull)  // address
-      .put<uint64_t>(24, 2u << 20)        // bytes
-      .put<uint64_t>(32, 70'000)          // timestamp
-      .put<uint32_t>(52, 2)               // deviceId
-      .put<uint32_t>(60, 15)              // streamId
-      .put<uint32_t>(72, 1)               // isAsync
+      .put<uint32_t>(12, 902)                                    // correlationId
+      .put<uint64_t>(16, 0x7f00'0000'0000ull)                    // address
+      .put<uint64_t>(24, 2u << 20)                               // bytes
+      .put<uint64_t>(32, 70'000)                                 // timestamp
+      .put<uint32_t>(52, 2)                                      // deviceId
+      .put<uint32_t>(60, 15)                                     // streamId
+      .put<uint32_t>(72, 1)                                      // isAsync
       .put<uint32_t>(80, CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL)  // memoryPoolConfig.memoryPoolType
-      .put<uint64_t>(88, 0x7e00'0000'0000ull);                    // memoryPoolConfig.address
+      .put<uint64_t>(88, 0x7e00'0000'0000ull);                   // memoryPoolConfig.address
   return r;
 }
 
@@ -448,7 +448,8 @@ TEST_CASE("CUDA 12 layouts: a capture session with CUDA 12.4's libcupti", "[cuda
   REQUIRE(result.trailer);
   bool warned = false;
   for (const auto& warning : result.trailer->warnings)
-    warned |= warning == "this libcupti (CUPTI API 22) cannot switch single API calls: every runtime call is recorded, "
-                         "no driver call";
+    warned |= warning ==
+              "this libcupti (CUPTI API 22) cannot switch single API calls: every runtime call is recorded, "
+              "no driver call";
   CHECK(warned);
 }
