@@ -180,6 +180,7 @@ bool CaptureSession::start() {
   for (const auto& warning : config_.warnings) log(warning);
   windows_ = std::make_unique<CaptureWindows>(config_.window, captureNow());
   windowed_ = !config_.window.wholeRun();
+  windows_->countStepsByCollectives([this] { return captureNow(); });
 
   std::string failure;
   cupti_active_ = claimCupti(failure);

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <regex>
@@ -47,6 +48,9 @@ class CaptureWindows {
  public:
   // The step marker must already be a valid expression (readCaptureConfig checks it).
   CaptureWindows(WindowPlan plan, uint64_t capture_start_ns);
+  ~CaptureWindows();
+  CaptureWindows(const CaptureWindows&) = delete;
+  CaptureWindows& operator=(const CaptureWindows&) = delete;
 
   bool isOpen() const { return open_.load(std::memory_order_acquire); }
   const WindowPlan& plan() const { return plan_; }
@@ -70,6 +74,22 @@ class CaptureWindows {
   bool trigger(uint64_t now, uint64_t duration_ns);
   // Closes an open window at the capture's end.
   void finish(uint64_t now);
+
+  // --steps without step ranges: steps counted by the repeating data-parallel all-reduce (see
+  // collectiveStarted). Called by the capture once it runs, with its clock; NCCL's collective starts
+  // then reach this object through noteNcclCollective(). Steps marked by NVTX ranges, once one is
+  // seen, take over for good.
+  void countStepsByCollectives(std::function<uint64_t()> clock);
+  // NCCL starts an all-reduce on `communicator`; `shape` tells its element count and type apart.
+  // Rule: the all-reduces repeat with a period P (the shortest P <= kMaxStepPeriod such that the
+  // last 2P repeat the P before them); a step begins at the all-reduce that follows the longest
+  // pause within the period (the forward pass, which reduces nothing), summed over two periods.
+  // Steps are numbered from 0 at the first step of the repeating run still in the history. A
+  // collective that breaks the pattern is skipped, unless it is the one that begins a step.
+  void collectiveStarted(const void* communicator, uint64_t shape, uint64_t now);
+  static constexpr size_t kMaxStepPeriod = 128;
+  // The step the all-reduces say is running (-1 before the pattern is found), for tests.
+  int64_t collectiveStep() const;
 
   // Whether time `t` (capture clock) is inside a window. Call from the capture thread only; it
   // reads a copy of the windows refreshed by snapshot().
@@ -112,6 +132,23 @@ class CaptureWindows {
   uint32_t ranges_opened_ = 0;
   int64_t step_ordinal_ = 0;
   std::atomic<bool> steps_done_{false};
+  // A ProfilerStep (or --step-marker) range was seen: NVTX numbers the steps.
+  std::atomic<bool> nvtx_steps_seen_{false};
+
+  // Step counting by all-reduces: the history until the period is found (at most 3 periods of
+  // kMaxStepPeriod), then the period's keys and where in it the next all-reduce should be.
+  struct Collective {
+    uint64_t key;
+    uint64_t time;
+  };
+  std::function<uint64_t()> collective_clock_;
+  std::vector<Collective> collective_history_;
+  std::vector<uint64_t> step_pattern_keys_;
+  size_t pattern_cursor_ = 0;
+  size_t pattern_phase_ = 0;
+  int64_t collective_step_ = -1;
+  bool findStepPattern();
+  void collectiveStepBegins(uint64_t now);
 
   std::vector<Interval> snapshot_;
 };
@@ -119,5 +156,10 @@ class CaptureWindows {
 // Whether the process's capture is inside a window now: true when no capture has a plan. For the
 // NCCL plugin's event starts (one atomic load).
 bool captureWindowOpen();
+
+// An NCCL collective starts (the plugin, for every version): counts steps when a capture counts
+// them by all-reduces, else one atomic load. `func` is NCCL's name ("AllReduce"), `datatype` its
+// type's name.
+void noteNcclCollective(const void* communicator, const char* func, size_t count, const char* datatype);
 
 }  // namespace gpuxray::inject

@@ -291,6 +291,119 @@ TEST_CASE("steps A-B (--steps) open as step A begins and closes as step B ends",
   }
 }
 
+namespace {
+
+// One data-parallel step as DDP issues it: the forward pass reduces nothing, then the gradient
+// buckets are all-reduced during backward (a small first bucket, two full ones, the rest), with one
+// all-reduce of another (tensor-parallel) communicator among them.
+int kDataParallel = 0;
+int kTensorParallel = 0;
+void ddpStep(inject::CaptureWindows& windows, uint64_t step_start) {
+  windows.collectiveStarted(&kDataParallel, 1u << 20, step_start + 400);
+  windows.collectiveStarted(&kTensorParallel, 4096, step_start + 450);
+  windows.collectiveStarted(&kDataParallel, 25u << 20, step_start + 500);
+  windows.collectiveStarted(&kDataParallel, 25u << 20, step_start + 600);
+  windows.collectiveStarted(&kDataParallel, 10u << 20, step_start + 700);
+}
+
+}  // namespace
+
+TEST_CASE("steps A-B without step ranges: counted by the repeating all-reduce", "[window]") {
+  inject::WindowPlan plan;
+  plan.steps = std::pair<int64_t, int64_t>{3, 4};
+  inject::CaptureWindows windows(plan, 0);
+  // A warm-up all-reduce (the loss of a first batch) that is not part of the pattern.
+  windows.collectiveStarted(&kDataParallel, 8, 50);
+  ddpStep(windows, 0);
+  ddpStep(windows, 1000);
+  CHECK(windows.collectiveStep() == -1);  // two periods are not yet a pattern
+  ddpStep(windows, 2000);
+  // Three periods: the pattern (5 all-reduces) is found, steps numbered from the first that fits it.
+  CHECK(windows.collectiveStep() == 2);
+  CHECK_FALSE(windows.isOpen());
+  ddpStep(windows, 3000);
+  CHECK(windows.isOpen());
+  CHECK(windows.collectiveStep() == 3);
+  // An all-reduce off the pattern (an evaluation's) is skipped.
+  windows.collectiveStarted(&kDataParallel, 12345, 3800);
+  ddpStep(windows, 4000);
+  CHECK(windows.isOpen());
+  ddpStep(windows, 5000);
+  CHECK_FALSE(windows.isOpen());
+  ddpStep(windows, 6000);
+  auto closed = windows.takeClosed();
+  REQUIRE(closed.size() == 1);
+  // From the all-reduce that begins step 3 (after the forward pass's pause) to the one of step 5.
+  CHECK(closed[0] == format::CaptureWindow{3400, 5400, WindowEdge::kStep, WindowEdge::kStep, "all-reduce step 3"});
+}
+
+TEST_CASE("steps counted by all-reduces: one per step, NVTX steps taking over, and no pattern", "[window]") {
+  inject::WindowPlan plan;
+  plan.steps = std::pair<int64_t, int64_t>{1, 1};
+  SECTION("one all-reduce per step, and a step that began before the pattern was found") {
+    inject::CaptureWindows windows(plan, 0);
+    for (uint64_t step = 0; step < 3; ++step) windows.collectiveStarted(&kDataParallel, 1u << 26, 100 * step + 90);
+    // Found at the third (step 2): step 1 was over, and a window never opens in the past.
+    CHECK(windows.collectiveStep() == 2);
+    for (uint64_t step = 3; step < 8; ++step) windows.collectiveStarted(&kDataParallel, 1u << 26, 100 * step + 90);
+    CHECK(windows.opened() == 0);
+  }
+  SECTION("one all-reduce per step, steps 4-5") {
+    plan.steps = std::pair<int64_t, int64_t>{4, 5};
+    inject::CaptureWindows windows(plan, 0);
+    for (uint64_t step = 0; step < 8; ++step) windows.collectiveStarted(&kDataParallel, 1u << 26, 100 * step + 90);
+    auto closed = windows.takeClosed();
+    REQUIRE(closed.size() == 1);
+    CHECK(closed[0].start_ns == 490);
+    CHECK(closed[0].end_ns == 690);
+  }
+  SECTION("ProfilerStep ranges, once seen, number the steps") {
+    inject::CaptureWindows windows(plan, 0);
+    windows.rangePush(nullptr, "ProfilerStep#0", 0);
+    windows.rangePop(nullptr, 90);
+    for (uint64_t step = 1; step < 8; ++step) ddpStep(windows, 1000 * step);
+    CHECK(windows.collectiveStep() == -1);
+    CHECK_FALSE(windows.isOpen());
+  }
+  SECTION("all-reduces that never repeat open nothing, in bounded memory") {
+    inject::CaptureWindows windows(plan, 0);
+    for (uint64_t i = 0; i < 20000; ++i) windows.collectiveStarted(&kDataParallel, i, i);
+    CHECK(windows.collectiveStep() == -1);
+    CHECK(windows.opened() == 0);
+  }
+  SECTION("a step marker of one's own: the job marks its steps, all-reduces are not counted") {
+    plan.step_marker = "^iteration$";
+    inject::CaptureWindows windows(plan, 0);
+    windows.countStepsByCollectives([] { return uint64_t{0}; });
+    for (int i = 0; i < 10; ++i) inject::noteNcclCollective(&kDataParallel, "AllReduce", 100, "ncclFloat32");
+    CHECK(windows.collectiveStep() == -1);
+  }
+}
+
+TEST_CASE("NCCL's collective starts reach the step counter; only all-reduces count", "[window]") {
+  inject::WindowPlan plan;
+  plan.steps = std::pair<int64_t, int64_t>{3, 3};
+  uint64_t clock = 0;
+  {
+    inject::CaptureWindows windows(plan, 0);
+    windows.countStepsByCollectives([&clock] { return clock; });
+    for (int step = 0; step < 5; ++step) {
+      clock = 1000u * static_cast<uint64_t>(step) + 500;
+      inject::noteNcclCollective(&kDataParallel, "AllGather", 4096, "ncclBfloat16");
+      inject::noteNcclCollective(&kDataParallel, "AllReduce", 1u << 20, "ncclBfloat16");
+      clock += 100;
+      inject::noteNcclCollective(&kDataParallel, "AllReduce", 1u << 20, "ncclFloat32");
+    }
+    // Two all-reduces a step (their types differ), found at step 2's second; AllGathers not counted.
+    CHECK(windows.collectiveStep() == 4);
+    auto closed = windows.takeClosed();
+    REQUIRE(closed.size() == 1);
+    CHECK(closed[0] == format::CaptureWindow{3500, 4500, WindowEdge::kStep, WindowEdge::kStep, "all-reduce step 3"});
+  }
+  // The capture is gone: a collective start is one atomic load and nothing else.
+  inject::noteNcclCollective(&kDataParallel, "AllReduce", 1u << 20, "ncclFloat32");
+}
+
 TEST_CASE("a trigger opens a window for its duration", "[window]") {
   inject::WindowPlan plan;
   plan.range.kind = format::CaptureRange::Kind::kProfilerApi;
