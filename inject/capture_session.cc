@@ -65,8 +65,15 @@ void CUPTIAPI apiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
 
 // NVTX calls that move a window following NVTX ranges or steps.
 constexpr CUpti_CallbackId kWindowNvtxCalls[] = {
-    CUPTI_CBID_NVTX_nvtxRangePushA,       CUPTI_CBID_NVTX_nvtxRangePushEx,     CUPTI_CBID_NVTX_nvtxRangePop,
-    CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxDomainCreateA};
+    CUPTI_CBID_NVTX_nvtxRangePushA,       CUPTI_CBID_NVTX_nvtxRangePushEx,       CUPTI_CBID_NVTX_nvtxRangePop,
+    CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePop,   CUPTI_CBID_NVTX_nvtxDomainCreateA,
+    CUPTI_CBID_NVTX_nvtxRangeStartA,      CUPTI_CBID_NVTX_nvtxRangeStartEx,      CUPTI_CBID_NVTX_nvtxRangeEnd,
+    CUPTI_CBID_NVTX_nvtxDomainRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeEnd};
+
+// The id an nvtxRangeStart* call returned (CUPTI's callback sees the call's return value).
+uint64_t startedRangeId(const CUpti_NvtxData* call) {
+  return call->functionReturnValue != nullptr ? *static_cast<const nvtxRangeId_t*>(call->functionReturnValue) : 0;
+}
 
 // The message of NVTX event attributes, when it is an ASCII string.
 const char* asciiMessage(const nvtxEventAttributes_t* attributes) {
@@ -324,6 +331,29 @@ void CaptureSession::onApiCallback(CUpti_CallbackDomain domain, CUpti_CallbackId
       case CUPTI_CBID_NVTX_nvtxDomainRangePop:
         if (params != nullptr)
           windows_->rangePop(static_cast<const nvtxDomainRangePop_params*>(params)->domain, captureNow());
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangeStartA:
+        if (params != nullptr) {
+          windows_->rangeStart(nullptr, static_cast<const nvtxRangeStartA_params*>(params)->message,
+                               startedRangeId(call), captureNow());
+        }
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+        if (params != nullptr) {
+          windows_->rangeStart(nullptr, asciiMessage(static_cast<const nvtxRangeStartEx_params*>(params)->eventAttrib),
+                               startedRangeId(call), captureNow());
+        }
+        break;
+      case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
+        if (const auto* start = static_cast<const nvtxDomainRangeStartEx_params*>(params); start != nullptr)
+          windows_->rangeStart(start->domain, asciiMessage(start->core.eventAttrib), startedRangeId(call), captureNow());
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangeEnd:
+        if (params != nullptr) windows_->rangeEnd(nullptr, static_cast<const nvtxRangeEnd_params*>(params)->id, captureNow());
+        break;
+      case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
+        if (const auto* end = static_cast<const nvtxDomainRangeEnd_params*>(params); end != nullptr)
+          windows_->rangeEnd(end->domain, end->core.id, captureNow());
         break;
       case CUPTI_CBID_NVTX_nvtxDomainCreateA:
         if (params != nullptr && call->functionReturnValue != nullptr) {

@@ -142,6 +142,7 @@ void CaptureWindows::openLocked(uint64_t at, format::WindowEdge by, std::string 
 }
 
 void CaptureWindows::closeLocked(uint64_t at, format::WindowEdge by) {
+  opening_start_range_.reset();
   windows_.back().end_ns = std::max(at, windows_.back().start_ns);
   windows_.back().ended_by = by;
   close_at_.reset();
@@ -228,9 +229,7 @@ void CaptureWindows::rangePush(const void* domain, const char* name, uint64_t no
       }
     }
   } else {
-    const void* wanted = plan_.range.nvtx_domain.empty() ? nullptr : nvtx_domain_.load(std::memory_order_acquire);
-    bool domain_matches = domain == wanted && (wanted != nullptr || plan_.range.nvtx_domain.empty());
-    if (domain_matches && name != nullptr && plan_.range.nvtx_name == name) {
+    if (isCaptureRange(domain, name)) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (mayOpenLocked(now)) {
         ++ranges_opened_;
@@ -240,6 +239,30 @@ void CaptureWindows::rangePush(const void* domain, const char* name, uint64_t no
     }
   }
   threadPushes(generation_).push_back(push);
+}
+
+bool CaptureWindows::isCaptureRange(const void* domain, const char* name) const {
+  if (plan_.range.kind != format::CaptureRange::Kind::kNvtx || name == nullptr) return false;
+  const void* wanted = plan_.range.nvtx_domain.empty() ? nullptr : nvtx_domain_.load(std::memory_order_acquire);
+  bool domain_matches = domain == wanted && (wanted != nullptr || plan_.range.nvtx_domain.empty());
+  return domain_matches && plan_.range.nvtx_name == name;
+}
+
+void CaptureWindows::rangeStart(const void* domain, const char* name, uint64_t id, uint64_t now) {
+  if (!isCaptureRange(domain, name)) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!mayOpenLocked(now)) return;
+  ++ranges_opened_;
+  openLocked(now, format::WindowEdge::kNvtxRange, name);
+  opening_start_range_.emplace(domain, id);
+}
+
+void CaptureWindows::rangeEnd(const void* domain, uint64_t id, uint64_t now) {
+  if (plan_.range.kind != format::CaptureRange::Kind::kNvtx) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!opening_start_range_ || *opening_start_range_ != std::pair<const void*, uint64_t>{domain, id}) return;
+  opening_start_range_.reset();
+  if (open_ && opened_by_ == format::WindowEdge::kNvtxRange) closeLocked(now, format::WindowEdge::kNvtxRange);
 }
 
 void CaptureWindows::rangePop(const void* domain, uint64_t now) {

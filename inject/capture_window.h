@@ -67,6 +67,12 @@ class CaptureWindows {
   // An NVTX push on this thread, in `domain` (nullptr: the default domain); name may be null.
   void rangePush(const void* domain, const char* name, uint64_t now);
   void rangePop(const void* domain, uint64_t now);
+  // An NVTX start/end range (nvtxRangeStart*/nvtxDomainRangeStartEx, then nvtxRangeEnd or
+  // nvtxDomainRangeEnd with the id the start returned): process-wide, it may end on another thread
+  // and overlap others. Opens a window like a push of that name; only the end of the range that
+  // opened the window closes it.
+  void rangeStart(const void* domain, const char* name, uint64_t id, uint64_t now);
+  void rangeEnd(const void* domain, uint64_t id, uint64_t now);
   // nvtxDomainCreateA returned `handle` for `name`.
   void domainCreated(const char* name, const void* handle);
   // `gpuxray trigger`: a window from now for `duration_ns` (a window already open is extended to
@@ -110,6 +116,8 @@ class CaptureWindows {
   void closeLocked(uint64_t at, format::WindowEdge by);
   // Whether a range or step may open a window now (none open, past --delay, under the count).
   bool mayOpenLocked(uint64_t now) const;
+  // Whether an NVTX range of this name in this domain is the plan's capture range.
+  bool isCaptureRange(const void* domain, const char* name) const;
   // The step number of an NVTX range name, or -1 when it does not mark a step.
   int64_t stepNumber(const char* name);
 
@@ -130,6 +138,8 @@ class CaptureWindows {
   std::optional<uint64_t> close_at_;
   format::WindowEdge close_edge_ = format::WindowEdge::kDuration;
   uint32_t ranges_opened_ = 0;
+  // The start/end range (domain, id) that opened the window now open.
+  std::optional<std::pair<const void*, uint64_t>> opening_start_range_;
   int64_t step_ordinal_ = 0;
   std::atomic<bool> steps_done_{false};
   // A ProfilerStep (or --step-marker) range was seen: NVTX numbers the steps.

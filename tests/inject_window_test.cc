@@ -241,6 +241,57 @@ TEST_CASE("an NVTX capture range opens at its push and closes at its own pop", "
   CHECK(closed[1] == format::CaptureWindow{70, 80, WindowEdge::kNvtxRange, WindowEdge::kNvtxRange, "train"});
 }
 
+TEST_CASE("an NVTX start/end range is a capture range too: process-wide, closed by its own end", "[window]") {
+  inject::WindowPlan plan;
+  plan.range = {format::CaptureRange::Kind::kNvtx, "train", ""};
+  plan.range_count = 2;
+  inject::CaptureWindows windows(plan, 0);
+  windows.rangeStart(nullptr, "setup", 1, 10);
+  windows.rangeEnd(nullptr, 1, 20);
+  CHECK_FALSE(windows.isOpen());
+  windows.rangeStart(nullptr, "train", 2, 30);
+  CHECK(windows.isOpen());
+  // Overlapping ranges, pushes and pops, and another range's end leave it open.
+  windows.rangeStart(nullptr, "train", 3, 35);
+  windows.rangePush(nullptr, "forward", 40);
+  windows.rangePop(nullptr, 45);
+  windows.rangeEnd(nullptr, 3, 50);
+  windows.rangeEnd(nullptr, 99, 52);
+  CHECK(windows.isOpen());
+  // Its end, on another thread.
+  std::thread([&] { windows.rangeEnd(nullptr, 2, 60); }).join();
+  CHECK_FALSE(windows.isOpen());
+  // A pop does not close a window a start opened; a push range's window is not closed by an end.
+  windows.rangeStart(nullptr, "train", 4, 70);
+  windows.rangePop(nullptr, 75);
+  CHECK(windows.isOpen());
+  windows.rangeEnd(nullptr, 4, 80);
+  windows.rangeStart(nullptr, "train", 5, 90);  // past the count of two
+  CHECK_FALSE(windows.isOpen());
+  auto closed = windows.takeClosed();
+  REQUIRE(closed.size() == 2);
+  CHECK(closed[0] == format::CaptureWindow{30, 60, WindowEdge::kNvtxRange, WindowEdge::kNvtxRange, "train"});
+  CHECK(closed[1] == format::CaptureWindow{70, 80, WindowEdge::kNvtxRange, WindowEdge::kNvtxRange, "train"});
+
+  SECTION("in a named domain, with the domain's own end") {
+    inject::WindowPlan named;
+    named.range = {format::CaptureRange::Kind::kNvtx, "train", "MyLib"};
+    inject::CaptureWindows in_domain(named, 0);
+    int handle = 0;
+    in_domain.rangeStart(&handle, "train", 7, 10);  // before the domain is known
+    CHECK_FALSE(in_domain.isOpen());
+    in_domain.domainCreated("MyLib", &handle);
+    in_domain.rangeStart(nullptr, "train", 8, 20);  // the default domain
+    CHECK_FALSE(in_domain.isOpen());
+    in_domain.rangeStart(&handle, "train", 9, 30);
+    CHECK(in_domain.isOpen());
+    in_domain.rangeEnd(nullptr, 9, 35);  // the same id in another domain
+    CHECK(in_domain.isOpen());
+    in_domain.rangeEnd(&handle, 9, 40);
+    CHECK_FALSE(in_domain.isOpen());
+  }
+}
+
 TEST_CASE("an NVTX capture range in a named domain matches only that domain", "[window]") {
   inject::WindowPlan plan;
   plan.range = {format::CaptureRange::Kind::kNvtx, "train", "MyLib"};
@@ -499,6 +550,44 @@ TEST_CASE("an NVTX range through a capture, from CUPTI's NVTX callbacks", "[wind
   REQUIRE(file.windows.size() == 1);
   CHECK(file.windows[0].detail == "train");
   CHECK(file.windows[0].started_by == WindowEdge::kNvtxRange);
+}
+
+TEST_CASE("an NVTX start/end range through a capture, from CUPTI's NVTX callbacks", "[window]") {
+  WindowFixture fixture;
+  fixture.config.window.range = {format::CaptureRange::Kind::kNvtx, "epoch", ""};
+  fixture.config.window.range_count = 1;
+  auto session = fixture.session();
+  REQUIRE(session->start());
+  auto& fake = FakeCupti::instance();
+  CHECK(fake.enabled_callbacks.contains({CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeStartA}));
+  CHECK(fake.enabled_callbacks.contains({CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeEnd}));
+  // CUPTI's callback carries the id the start returns; the end names it.
+  auto start = [&](const char* name, nvtxRangeId_t id) {
+    nvtxRangeStartA_params params{name};
+    CUpti_NvtxData data{"nvtxRangeStartA", &params, &id};
+    fake.call(CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeStartA, &data);
+  };
+  auto end = [&](nvtxRangeId_t id) {
+    nvtxRangeEnd_params params{id};
+    CUpti_NvtxData data{"nvtxRangeEnd", &params, nullptr};
+    fake.call(CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeEnd, &data);
+  };
+  uint64_t before = nowAfterAWhile();
+  start("epoch", 41);
+  uint64_t inside = nowAfterAWhile();
+  CHECK(kernelsEnabled());
+  std::thread([&] { end(41); }).join();
+  uint64_t after = nowAfterAWhile();
+  fake.queue(kernelAt(1, before));
+  fake.queue(kernelAt(2, inside));
+  fake.queue(kernelAt(3, after));
+  session->stop(format::CaptureEnd::kProcessExit, "exit");
+  auto file = readWindowed(session->tracePath());
+  CHECK(file.kernels == std::vector<uint32_t>{2});
+  REQUIRE(file.windows.size() == 1);
+  CHECK(file.windows[0].detail == "epoch");
+  CHECK(file.windows[0].started_by == WindowEdge::kNvtxRange);
+  CHECK(file.windows[0].ended_by == WindowEdge::kNvtxRange);
 }
 
 TEST_CASE("delay and duration (--delay, --duration) through a capture; a window still open ends with the capture", "[window]") {
