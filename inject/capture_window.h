@@ -1,8 +1,8 @@
 // When the capture records: the window state machine. A plan (from GPUXRAY_DELAY, _DURATION,
 // _CAPTURE_RANGE, _CAPTURE_RANGE_COUNT, _STEPS, _STEP_MARKER) says what opens and closes windows;
 // events feed it from the threads they happen on: the capture thread's clock ticks, CUPTI's
-// callbacks for cudaProfilerStart/Stop and NVTX pushes and pops on the application's threads, and
-// on-demand triggers. Every transition is stamped with the capture clock at the moment it happens,
+// callbacks for cudaProfilerStart/Stop and NVTX push/pop and start/end ranges on the application's
+// threads, NCCL's all-reduce starts (steps without step ranges), and on-demand triggers. Every transition is stamped with the capture clock at the moment it happens,
 // so a record is inside a window exactly when its own timestamp falls in one (contains()), however
 // late CUPTI delivers it: a window that a record's time falls in has always opened before the
 // record is delivered.
