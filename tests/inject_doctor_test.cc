@@ -151,6 +151,10 @@ TEST_CASE("doctor: the driver's CUDA version, its kernel module and the GPUs", "
   setenv("FAKE_CUDA_MODE", "old", 1);
   CHECK(fixture.check("driver").status == DoctorStatus::kProblem);
   CHECK(contains(fixture.check("driver").detail, "(CUDA 12.4), older than the CUDA 13.0"));
+  // A CUDA 12 libcupti needs a CUDA 12 driver only.
+  fixture.variables["GPUXRAY_CUPTI_PATH"] = GPUXRAY_FAKE_CUPTI_12_6;
+  CHECK(fixture.check("driver").status == DoctorStatus::kOk);
+  CHECK(contains(fixture.check("driver").detail, "cuDriverGetVersion 12040 (CUDA 12.4)"));
 }
 
 TEST_CASE("doctor: the toolkit's stub libcuda, no visible GPU and no driver are problems that say which", "[doctor]") {
