@@ -3,6 +3,7 @@
 #include <cupti_activity.h>
 #include <nvtx3/nvToolsExtPayload.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -33,6 +34,19 @@ static_assert(sizeof(CUpti_ActivitySynchronization2) == 56);
 static_assert(sizeof(CUpti_ActivityExternalCorrelation) == 24);
 static_assert(sizeof(CUpti_ActivityNvLink4) == 136);
 static_assert(sizeof(CUpti_ActivityPcie) == 168);
+// CUDA 12.x's structs, from 13.0's cupti_activity_deprecated.h (docs/cuda-versions.md: the same
+// offsets as CUDA 12.9 Update 1's own header).
+static_assert(sizeof(CUpti_ActivityKernel9) == 208);
+static_assert(sizeof(CUpti_ActivityMemcpy5) == 88);
+static_assert(sizeof(CUpti_ActivityMemory3) == 120);
+static_assert(sizeof(CUpti_ActivitySynchronization) == 40);
+static_assert(sizeof(CUpti_ActivityMarkerData) == 32);
+// Each newer struct appends to its predecessor, so a record's time is where activityTime() reads it
+// whichever the version delivers.
+static_assert(offsetof(CUpti_ActivityKernel9, start) == offsetof(CUpti_ActivityKernel10, start));
+static_assert(offsetof(CUpti_ActivityMemcpy5, start) == offsetof(CUpti_ActivityMemcpy6, start));
+static_assert(offsetof(CUpti_ActivityMemory3, timestamp) == offsetof(CUpti_ActivityMemory4, timestamp));
+static_assert(offsetof(CUpti_ActivitySynchronization, start) == offsetof(CUpti_ActivitySynchronization2, start));
 
 // Our enums carry CUPTI's values (gpuxray.proto says so), so conversion is a range check and a cast.
 static_assert(static_cast<uint32_t>(format::CopyKind::kHtoD) == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD);
@@ -159,16 +173,46 @@ void ActivityTranslator::translate(const CUpti_Activity& record) {
   if (kind < stats_.seen.size()) ++stats_.seen[kind];
   switch (record.kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: translateKernel(record); break;
-    case CUPTI_ACTIVITY_KIND_MEMCPY: translateMemcpy(record); break;
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      if (options_.layouts.kernel == 9) {
+        translateKernel(as<CUpti_ActivityKernel9>(record));
+      } else {
+        translateKernel(as<CUpti_ActivityKernel10>(record));
+      }
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      if (options_.layouts.memcpy == 5) {
+        translateMemcpy(as<CUpti_ActivityMemcpy5>(record));
+      } else {
+        translateMemcpy(as<CUpti_ActivityMemcpy6>(record));
+      }
+      break;
     case CUPTI_ACTIVITY_KIND_MEMCPY2: translatePeerMemcpy(record); break;
     case CUPTI_ACTIVITY_KIND_MEMSET: translateMemset(record); break;
-    case CUPTI_ACTIVITY_KIND_MEMORY2: translateMemory(record); break;
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+      if (options_.layouts.memory == 3) {
+        translateMemory(as<CUpti_ActivityMemory3>(record));
+      } else {
+        translateMemory(as<CUpti_ActivityMemory4>(record));
+      }
+      break;
     case CUPTI_ACTIVITY_KIND_RUNTIME: translateApi(record, format::ApiDomain::kRuntime); break;
     case CUPTI_ACTIVITY_KIND_DRIVER: translateApi(record, format::ApiDomain::kDriver); break;
     case CUPTI_ACTIVITY_KIND_MARKER: translateMarker(record); break;
-    case CUPTI_ACTIVITY_KIND_MARKER_DATA: translateMarkerData(record); break;
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: translateSynchronization(record); break;
+    case CUPTI_ACTIVITY_KIND_MARKER_DATA:
+      if (options_.layouts.marker_data == 1) {
+        translateMarkerData(as<CUpti_ActivityMarkerData>(record));
+      } else {
+        translateMarkerData(as<CUpti_ActivityMarkerData2>(record));
+      }
+      break;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      if (options_.layouts.synchronization == 1) {
+        translateSynchronization(as<CUpti_ActivitySynchronization>(record));
+      } else {
+        translateSynchronization(as<CUpti_ActivitySynchronization2>(record));
+      }
+      break;
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: translateExternalCorrelation(record); break;
     case CUPTI_ACTIVITY_KIND_OVERHEAD: translateOverhead(record); break;
     case CUPTI_ACTIVITY_KIND_NAME: translateName(record); break;
@@ -206,8 +250,9 @@ int32_t ActivityTranslator::deviceOfUuid(const std::string& uuid) const {
   return -1;
 }
 
-void ActivityTranslator::translateKernel(const CUpti_Activity& record) {
-  const auto& k = as<CUpti_ActivityKernel10>(record);
+// Kernel9 (CUDA 12.x) and Kernel10 (13.0) share every field read here.
+template <typename Kernel>
+void ActivityTranslator::translateKernel(const Kernel& k) {
   format::KernelRecord out;
   out.start_ns = k.start;
   out.end_ns = endOrStart(k.start, k.end);
@@ -240,7 +285,7 @@ void ActivityTranslator::translateKernel(const CUpti_Activity& record) {
   if (options_.on_kernel && k.name != nullptr) options_.on_kernel(out, k.name);
 }
 
-// Memcpy6 and MemcpyPtoP4 share their fields but for the peer devices.
+// Memcpy5, Memcpy6 and MemcpyPtoP4 share their fields but for the peer devices.
 template <typename Copy>
 format::MemcpyRecord ActivityTranslator::copyRecord(const Copy& m, uint32_t src_device, uint32_t dst_device) {
   format::MemcpyRecord out;
@@ -262,8 +307,8 @@ format::MemcpyRecord ActivityTranslator::copyRecord(const Copy& m, uint32_t src_
   return out;
 }
 
-void ActivityTranslator::translateMemcpy(const CUpti_Activity& record) {
-  const auto& m = as<CUpti_ActivityMemcpy6>(record);
+template <typename Copy>
+void ActivityTranslator::translateMemcpy(const Copy& m) {
   writer_.add(copyRecord(m, m.deviceId, m.deviceId));
 }
 
@@ -289,8 +334,9 @@ void ActivityTranslator::translateMemset(const CUpti_Activity& record) {
   writer_.add(out);
 }
 
-void ActivityTranslator::translateMemory(const CUpti_Activity& record) {
-  const auto& m = as<CUpti_ActivityMemory4>(record);
+// Memory3 (CUDA 12.4-12.5) and Memory4 share every field read here.
+template <typename Memory>
+void ActivityTranslator::translateMemory(const Memory& m) {
   format::MemoryEventRecord out;
   out.timestamp_ns = m.timestamp;
   switch (m.memoryOperationType) {
@@ -431,8 +477,11 @@ void ActivityTranslator::finishNvtxEvent(uint32_t id, format::NvtxEventRecord ev
   enforceHoldLimit();
 }
 
-void ActivityTranslator::translateMarkerData(const CUpti_Activity& record) {
-  const auto& d = as<CUpti_ActivityMarkerData2>(record);
+// MarkerData (CUDA 12.x) has no NVTX domain and no extended payloads: its payload kinds end at
+// UTILIZATION_LEVEL, so kind 6 there is unknown, never a pointer.
+template <typename Data>
+void ActivityTranslator::translateMarkerData(const Data& d) {
+  constexpr bool kHasExtendedPayloads = requires(const Data& x) { x.cuptiDomainId; };
   MarkerData data;
   if ((static_cast<uint32_t>(d.flags) & CUPTI_ACTIVITY_FLAG_MARKER_COLOR_ARGB) != 0) data.color = d.color;
   data.category = d.category;
@@ -465,24 +514,25 @@ void ActivityTranslator::translateMarkerData(const CUpti_Activity& record) {
       field.type = format::PayloadField::Type::kUint;
       field.uint_value = static_cast<uint64_t>(d.payload.metricValueUtilizationLevel);
       break;
-    case CUPTI_METRIC_VALUE_KIND_NVTX_EXTENDED_PAYLOAD: {
+    case CUPTI_METRIC_VALUE_KIND_NVTX_EXTENDED_PAYLOAD:
       // A pointer to an nvtxPayloadData_t that CUPTI malloc'ed for us; its schema, registered in the
       // domain CUPTI numbers cuptiDomainId, gives the layout of its bytes.
       has_field = false;
-      ++stats_.extended_payloads;
-      auto* payload = reinterpret_cast<const nvtxPayloadData_t*>(
-          static_cast<uintptr_t>(d.payload.metricValueNvtxExtendedPayload));
-      if (payload != nullptr) {
-        data.payload_schema = payload->schemaId;
-        data.payload = payload_decoder_.decode(d.cuptiDomainId, payload->schemaId, payload->payload, payload->size);
-        stats_.nvtx_payloads = payload_decoder_.stats();
-        if (options_.free_cupti_allocations) {
-          freeCuptiAllocation(payload->payload);
-          freeCuptiAllocation(payload);
+      if constexpr (kHasExtendedPayloads) {
+        ++stats_.extended_payloads;
+        auto* payload = reinterpret_cast<const nvtxPayloadData_t*>(
+            static_cast<uintptr_t>(d.payload.metricValueNvtxExtendedPayload));
+        if (payload != nullptr) {
+          data.payload_schema = payload->schemaId;
+          data.payload = payload_decoder_.decode(d.cuptiDomainId, payload->schemaId, payload->payload, payload->size);
+          stats_.nvtx_payloads = payload_decoder_.stats();
+          if (options_.free_cupti_allocations) {
+            freeCuptiAllocation(payload->payload);
+            freeCuptiAllocation(payload);
+          }
         }
       }
       break;
-    }
     default: has_field = false; break;
   }
   if (has_field) data.payload.push_back(field);
@@ -551,8 +601,9 @@ void ActivityTranslator::finish() {
 
 // --- Everything else ------------------------------------------------------------------------------
 
-void ActivityTranslator::translateSynchronization(const CUpti_Activity& record) {
-  const auto& s = as<CUpti_ActivitySynchronization2>(record);
+// Synchronization (CUDA 12.4-12.6) and Synchronization2 share every field read here.
+template <typename Synchronization>
+void ActivityTranslator::translateSynchronization(const Synchronization& s) {
   format::SynchronizationRecord out;
   out.start_ns = s.start;
   out.end_ns = s.end >= s.start ? s.end : s.start;
@@ -588,7 +639,8 @@ void ActivityTranslator::translateOverhead(const CUpti_Activity& record) {
     case CUPTI_ACTIVITY_OBJECT_STREAM: out.device = o.objectId.dcs.deviceId; break;
     default: break;
   }
-  if (options_.free_cupti_allocations) freeCuptiAllocation(o.overheadData);
+  if (options_.free_cupti_allocations && options_.layouts.client_frees_overhead_data)
+    freeCuptiAllocation(o.overheadData);
   writer_.add(out);
 }
 
@@ -673,7 +725,7 @@ void ActivityTranslator::translateDevice(const CUpti_Activity& record) {
     out.mig_gpu_instance_id = d.gpuInstanceId;
     out.mig_compute_instance_id = d.computeInstanceId;
   }
-  if (options_.free_cupti_allocations) freeCuptiAllocation(d.name);
+  if (options_.free_cupti_allocations && options_.layouts.client_frees_device_name) freeCuptiAllocation(d.name);
   devices_[d.id] = std::move(out);
 }
 

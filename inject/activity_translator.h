@@ -2,8 +2,8 @@
 // never in a CUPTI callback. It keeps what pairing needs (NVTX range starts waiting for their
 // ends, marker data waiting for its marker) and counts what it cannot translate.
 //
-// Record layouts are those of CUDA 13.0 (CUPTI API 130000-130099): the capture must refuse any
-// other libcupti before handing records here.
+// Record layouts are those TranslatorOptions::layouts names (cupti_layouts.h): the capture must
+// refuse a libcupti whose layouts it does not know before handing records here.
 //
 // NVTX pairing. CUPTI reports a range as a START and an END MARKER record with the same id, and
 // the range's color, category and payload as a separate MARKER_DATA record with that id, which may
@@ -32,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "inject/cupti_layouts.h"
 #include "inject/nvtx_payload_decoder.h"
 #include "proto/trace_writer.h"
 
@@ -55,10 +56,13 @@ struct TranslationStats {
 };
 
 struct TranslatorOptions {
+  // The structs the records are (CUDA 13.0's by default).
+  CuptiRecordLayouts layouts;
   // CUDA 13.0's cupti_activity.h makes the client free (with free()) CUpti_ActivityDevice5::name,
   // CUpti_ActivityOverhead3::overheadData and the nvtxPayloadData_t of an NVTX extended payload
-  // (and its `payload`). Set this when the records come from a real libcupti; leave it off for
-  // hand-built records whose pointers were not malloc'ed.
+  // (and its `payload`); `layouts` says which of them an older version leaves to the client. Set
+  // this when the records come from a real libcupti; leave it off for hand-built records whose
+  // pointers were not malloc'ed.
   bool free_cupti_allocations = false;
   // Held NVTX events and marker data beyond this many force a flushPending() (bounds memory if
   // the capture never calls it).
@@ -124,15 +128,20 @@ class ActivityTranslator {
     uint64_t period = 0;
   };
 
-  void translateKernel(const CUpti_Activity& record);
-  void translateMemcpy(const CUpti_Activity& record);
+  template <typename Kernel>
+  void translateKernel(const Kernel& k);
+  template <typename Copy>
+  void translateMemcpy(const Copy& m);
   void translatePeerMemcpy(const CUpti_Activity& record);
   void translateMemset(const CUpti_Activity& record);
-  void translateMemory(const CUpti_Activity& record);
+  template <typename Memory>
+  void translateMemory(const Memory& m);
   void translateApi(const CUpti_Activity& record, format::ApiDomain domain);
   void translateMarker(const CUpti_Activity& record);
-  void translateMarkerData(const CUpti_Activity& record);
-  void translateSynchronization(const CUpti_Activity& record);
+  template <typename Data>
+  void translateMarkerData(const Data& d);
+  template <typename Synchronization>
+  void translateSynchronization(const Synchronization& s);
   void translateExternalCorrelation(const CUpti_Activity& record);
   void translateOverhead(const CUpti_Activity& record);
   void translateName(const CUpti_Activity& record);

@@ -65,8 +65,15 @@ void CUPTIAPI apiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
 
 // NVTX calls that move a window following NVTX ranges or steps.
 constexpr CUpti_CallbackId kWindowNvtxCalls[] = {
-    CUPTI_CBID_NVTX_nvtxRangePushA,       CUPTI_CBID_NVTX_nvtxRangePushEx,     CUPTI_CBID_NVTX_nvtxRangePop,
-    CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxDomainCreateA};
+    CUPTI_CBID_NVTX_nvtxRangePushA,       CUPTI_CBID_NVTX_nvtxRangePushEx,       CUPTI_CBID_NVTX_nvtxRangePop,
+    CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePop,   CUPTI_CBID_NVTX_nvtxDomainCreateA,
+    CUPTI_CBID_NVTX_nvtxRangeStartA,      CUPTI_CBID_NVTX_nvtxRangeStartEx,      CUPTI_CBID_NVTX_nvtxRangeEnd,
+    CUPTI_CBID_NVTX_nvtxDomainRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeEnd};
+
+// The id an nvtxRangeStart* call returned (CUPTI's callback sees the call's return value).
+uint64_t startedRangeId(const CUpti_NvtxData* call) {
+  return call->functionReturnValue != nullptr ? *static_cast<const nvtxRangeId_t*>(call->functionReturnValue) : 0;
+}
 
 // The message of NVTX event attributes, when it is an ASCII string.
 const char* asciiMessage(const nvtxEventAttributes_t* attributes) {
@@ -180,6 +187,7 @@ bool CaptureSession::start() {
   for (const auto& warning : config_.warnings) log(warning);
   windows_ = std::make_unique<CaptureWindows>(config_.window, captureNow());
   windowed_ = !config_.window.wholeRun();
+  windows_->countStepsByCollectives([this] { return captureNow(); });
 
   std::string failure;
   cupti_active_ = claimCupti(failure);
@@ -324,6 +332,29 @@ void CaptureSession::onApiCallback(CUpti_CallbackDomain domain, CUpti_CallbackId
         if (params != nullptr)
           windows_->rangePop(static_cast<const nvtxDomainRangePop_params*>(params)->domain, captureNow());
         break;
+      case CUPTI_CBID_NVTX_nvtxRangeStartA:
+        if (params != nullptr) {
+          windows_->rangeStart(nullptr, static_cast<const nvtxRangeStartA_params*>(params)->message,
+                               startedRangeId(call), captureNow());
+        }
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+        if (params != nullptr) {
+          windows_->rangeStart(nullptr, asciiMessage(static_cast<const nvtxRangeStartEx_params*>(params)->eventAttrib),
+                               startedRangeId(call), captureNow());
+        }
+        break;
+      case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
+        if (const auto* start = static_cast<const nvtxDomainRangeStartEx_params*>(params); start != nullptr)
+          windows_->rangeStart(start->domain, asciiMessage(start->core.eventAttrib), startedRangeId(call), captureNow());
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangeEnd:
+        if (params != nullptr) windows_->rangeEnd(nullptr, static_cast<const nvtxRangeEnd_params*>(params)->id, captureNow());
+        break;
+      case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
+        if (const auto* end = static_cast<const nvtxDomainRangeEnd_params*>(params); end != nullptr)
+          windows_->rangeEnd(end->domain, end->core.id, captureNow());
+        break;
       case CUPTI_CBID_NVTX_nvtxDomainCreateA:
         if (params != nullptr && call->functionReturnValue != nullptr) {
           windows_->domainCreated(static_cast<const nvtxDomainCreateA_params*>(params)->name,
@@ -431,11 +462,15 @@ void CaptureSession::setWindowKinds(bool on) {
     CUptiResult result = deps_.cupti.activityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
     if (result != CUPTI_SUCCESS && !windowed_)
       capture_warnings_.push_back("runtime API records not enabled: " + deps_.cupti.describe(result));
-    for (uint32_t cbid : runtime_calls_off_) deps_.cupti.activityEnableRuntimeApi(cbid, 0);
+    if (deps_.cupti.activityEnableRuntimeApi != nullptr) {
+      for (uint32_t cbid : runtime_calls_off_) deps_.cupti.activityEnableRuntimeApi(cbid, 0);
+    }
   } else {
     deps_.cupti.activityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
   }
-  for (uint32_t cbid : driver_calls_on_) deps_.cupti.activityEnableDriverApi(cbid, on ? 1 : 0);
+  if (deps_.cupti.activityEnableDriverApi != nullptr) {
+    for (uint32_t cbid : driver_calls_on_) deps_.cupti.activityEnableDriverApi(cbid, on ? 1 : 0);
+  }
 }
 
 // On the capture thread, each turn: timed edges, the kinds, and the windows that closed.
@@ -479,6 +514,10 @@ void CaptureSession::writeClosedWindows() {
 // Driver calls are switched on one by one, without the DRIVER kind (which would enable all).
 // This picks them; setWindowKinds() switches them.
 void CaptureSession::selectApiCalls() {
+  if (deps_.cupti.activityEnableRuntimeApi == nullptr || deps_.cupti.activityEnableDriverApi == nullptr) {
+    capture_warnings_.push_back("this libcupti (CUPTI API " + std::to_string(deps_.cupti_api_version) +
+                                ") cannot switch single API calls: every runtime call is recorded, no driver call");
+  }
   for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
     const char* name = nullptr;
     if (deps_.cupti.getCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS && name != nullptr &&
@@ -581,9 +620,10 @@ bool CaptureSession::openTraceFile() {
       return deps_.cupti.getCallbackName(domain, cbid, &name) == CUPTI_SUCCESS ? name : nullptr;
     };
     // CUDA 13.0 leaves device names, overhead details, NVTX extended payloads and payload schema
-    // descriptions to the client to free.
+    // descriptions to the client to free (older versions less: cupti_layouts.h).
     TranslatorOptions options;
     options.free_cupti_allocations = true;
+    options.layouts = deps_.cupti_layouts;
     options.on_kernel = [this](const format::KernelRecord& kernel, const char* name) {
       if (isNcclKernelName(name)) nccl_clock_.addKernel(kernel.device, kernel.start_ns, kernel.end_ns, kernel.correlation_id);
     };

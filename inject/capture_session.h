@@ -39,6 +39,8 @@ struct CaptureDependencies {
   CuptiApi cupti;
   std::string cupti_path;
   uint32_t cupti_api_version = 0;
+  // The record structs that libcupti delivers (CUDA 13.0's unless set).
+  CuptiRecordLayouts cupti_layouts;
   DriverApi driver;
   // Bound only when metric sampling is asked for; a null function means it is unavailable.
   PmSamplingApi pm_sampling;

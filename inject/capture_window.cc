@@ -2,12 +2,21 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 namespace gpuxray::inject {
 namespace {
 
 std::atomic<bool> g_window_open{true};
 std::atomic<uint64_t> g_generations{0};
+// The capture counting steps by all-reduces, and the calls that may be using it.
+std::atomic<CaptureWindows*> g_collective_steps{nullptr};
+std::atomic<int> g_collective_calls{0};
+
+uint64_t mix(uint64_t hash, uint64_t value) {
+  hash ^= value + 0x9e37'79b9'7f4a'7c15ull + (hash << 6) + (hash >> 2);
+  return hash;
+}
 
 // One entry per NVTX push on this thread that has not been popped yet.
 struct NvtxPush {
@@ -61,7 +70,8 @@ std::string WindowPlan::describe() const {
   auto add = [&](const std::string& part) { text += (text.empty() ? "" : ", ") + part; };
   if (steps) {
     add("steps " + std::to_string(steps->first) + "-" + std::to_string(steps->second) + " (" +
-        (step_marker.empty() ? std::string("ProfilerStep#N") : "/" + step_marker + "/") + ")");
+        (step_marker.empty() ? std::string("ProfilerStep#N, else the repeating all-reduce") : "/" + step_marker + "/") +
+        ")");
   }
   if (range.kind == format::CaptureRange::Kind::kProfilerApi) add("cudaProfilerStart/Stop");
   if (range.kind == format::CaptureRange::Kind::kTrigger) add("on trigger only");
@@ -78,6 +88,18 @@ std::string WindowPlan::describe() const {
 
 bool captureWindowOpen() {
   return g_window_open.load(std::memory_order_relaxed);
+}
+
+void noteNcclCollective(const void* communicator, const char* func, size_t count, const char* datatype) {
+  if (g_collective_steps.load(std::memory_order_relaxed) == nullptr) return;
+  if (func == nullptr || std::strcmp(func, "AllReduce") != 0) return;
+  g_collective_calls.fetch_add(1, std::memory_order_acq_rel);
+  if (CaptureWindows* windows = g_collective_steps.load(std::memory_order_acquire); windows != nullptr) {
+    uint64_t shape = count;
+    for (const char* c = datatype; c != nullptr && *c != '\0'; ++c) shape = mix(shape, static_cast<uint8_t>(*c));
+    windows->collectiveStarted(communicator, shape, 0);
+  }
+  g_collective_calls.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 CaptureWindows::CaptureWindows(WindowPlan plan, uint64_t capture_start_ns)
@@ -97,6 +119,16 @@ CaptureWindows::CaptureWindows(WindowPlan plan, uint64_t capture_start_ns)
   g_window_open.store(open_.load(), std::memory_order_relaxed);
 }
 
+CaptureWindows::~CaptureWindows() {
+  // No capture, no plan: NCCL's events are assembled again (captureWindowOpen()).
+  g_window_open.store(true, std::memory_order_relaxed);
+  CaptureWindows* self = this;
+  if (g_collective_steps.compare_exchange_strong(self, nullptr)) {
+    // An NCCL thread inside noteNcclCollective leaves it within microseconds.
+    while (g_collective_calls.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  }
+}
+
 void CaptureWindows::openLocked(uint64_t at, format::WindowEdge by, std::string detail) {
   windows_.push_back({at, 0, by, format::WindowEdge::kUnknown, std::move(detail)});
   opened_by_ = by;
@@ -110,6 +142,7 @@ void CaptureWindows::openLocked(uint64_t at, format::WindowEdge by, std::string 
 }
 
 void CaptureWindows::closeLocked(uint64_t at, format::WindowEdge by) {
+  opening_start_range_.reset();
   windows_.back().end_ns = std::max(at, windows_.back().start_ns);
   windows_.back().ended_by = by;
   close_at_.reset();
@@ -185,6 +218,7 @@ void CaptureWindows::rangePush(const void* domain, const char* name, uint64_t no
     if (steps_done_.load(std::memory_order_relaxed)) return;
     std::lock_guard<std::mutex> lock(mutex_);
     push.step = stepNumber(name);
+    if (push.step >= 0) nvtx_steps_seen_.store(true, std::memory_order_relaxed);
     if (push.step >= 0 && !steps_done_) {
       auto [first, last] = *plan_.steps;
       if (push.step > last) {
@@ -195,9 +229,7 @@ void CaptureWindows::rangePush(const void* domain, const char* name, uint64_t no
       }
     }
   } else {
-    const void* wanted = plan_.range.nvtx_domain.empty() ? nullptr : nvtx_domain_.load(std::memory_order_acquire);
-    bool domain_matches = domain == wanted && (wanted != nullptr || plan_.range.nvtx_domain.empty());
-    if (domain_matches && name != nullptr && plan_.range.nvtx_name == name) {
+    if (isCaptureRange(domain, name)) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (mayOpenLocked(now)) {
         ++ranges_opened_;
@@ -207,6 +239,30 @@ void CaptureWindows::rangePush(const void* domain, const char* name, uint64_t no
     }
   }
   threadPushes(generation_).push_back(push);
+}
+
+bool CaptureWindows::isCaptureRange(const void* domain, const char* name) const {
+  if (plan_.range.kind != format::CaptureRange::Kind::kNvtx || name == nullptr) return false;
+  const void* wanted = plan_.range.nvtx_domain.empty() ? nullptr : nvtx_domain_.load(std::memory_order_acquire);
+  bool domain_matches = domain == wanted && (wanted != nullptr || plan_.range.nvtx_domain.empty());
+  return domain_matches && plan_.range.nvtx_name == name;
+}
+
+void CaptureWindows::rangeStart(const void* domain, const char* name, uint64_t id, uint64_t now) {
+  if (!isCaptureRange(domain, name)) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!mayOpenLocked(now)) return;
+  ++ranges_opened_;
+  openLocked(now, format::WindowEdge::kNvtxRange, name);
+  opening_start_range_.emplace(domain, id);
+}
+
+void CaptureWindows::rangeEnd(const void* domain, uint64_t id, uint64_t now) {
+  if (plan_.range.kind != format::CaptureRange::Kind::kNvtx) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!opening_start_range_ || *opening_start_range_ != std::pair<const void*, uint64_t>{domain, id}) return;
+  opening_start_range_.reset();
+  if (open_ && opened_by_ == format::WindowEdge::kNvtxRange) closeLocked(now, format::WindowEdge::kNvtxRange);
 }
 
 void CaptureWindows::rangePop(const void* domain, uint64_t now) {
@@ -267,6 +323,78 @@ std::vector<format::CaptureWindow> CaptureWindows::takeClosed() {
                                            windows_.begin() + static_cast<ptrdiff_t>(closed));
   closed_taken_ = closed;
   return taken;
+}
+
+void CaptureWindows::countStepsByCollectives(std::function<uint64_t()> clock) {
+  if (!plan_.steps || !plan_.step_marker.empty() || !clock) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    collective_clock_ = std::move(clock);
+  }
+  g_collective_steps.store(this, std::memory_order_release);
+}
+
+void CaptureWindows::collectiveStarted(const void* communicator, uint64_t shape, uint64_t now) {
+  if (!plan_.steps || nvtx_steps_seen_.load(std::memory_order_relaxed) || steps_done_.load(std::memory_order_relaxed))
+    return;
+  uint64_t key = mix(reinterpret_cast<uintptr_t>(communicator), shape);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (collective_clock_) now = collective_clock_();
+  if (step_pattern_keys_.empty()) {
+    if (collective_history_.size() == 3 * kMaxStepPeriod) collective_history_.erase(collective_history_.begin());
+    collective_history_.push_back({key, now});
+    findStepPattern();
+    return;
+  }
+  if (key != step_pattern_keys_[pattern_cursor_]) {
+    if (key != step_pattern_keys_[pattern_phase_]) return;
+    pattern_cursor_ = pattern_phase_;
+  }
+  if (pattern_cursor_ == pattern_phase_) collectiveStepBegins(now);
+  pattern_cursor_ = (pattern_cursor_ + 1) % step_pattern_keys_.size();
+}
+
+bool CaptureWindows::findStepPattern() {
+  const auto& h = collective_history_;
+  size_t n = h.size();
+  for (size_t period = 1; period <= kMaxStepPeriod && 3 * period <= n; ++period) {
+    bool repeats = true;
+    for (size_t i = n - 2 * period; i < n && repeats; ++i) repeats = h[i].key == h[i - period].key;
+    if (!repeats) continue;
+    // Positions are history indices modulo the period; the step begins after the longest pause.
+    std::vector<uint64_t> pause(period, 0);
+    for (size_t i = n - 2 * period; i < n; ++i) pause[i % period] += h[i].time - std::min(h[i].time, h[i - 1].time);
+    size_t phase = static_cast<size_t>(std::max_element(pause.begin(), pause.end()) - pause.begin());
+    size_t start = n - 3 * period;
+    while (start > 0 && h[start - 1].key == h[start - 1 + period].key) --start;
+    size_t first_boundary = start + (phase + period - start % period) % period;
+    step_pattern_keys_.assign(period, 0);
+    for (size_t i = n - period; i < n; ++i) step_pattern_keys_[i % period] = h[i].key;
+    pattern_phase_ = phase;
+    pattern_cursor_ = n % period;
+    collective_step_ = first_boundary < n ? static_cast<int64_t>((n - 1 - first_boundary) / period) : -1;
+    collective_history_.clear();
+    collective_history_.shrink_to_fit();
+    return true;
+  }
+  return false;
+}
+
+void CaptureWindows::collectiveStepBegins(uint64_t now) {
+  ++collective_step_;
+  auto [first, last] = *plan_.steps;
+  if (collective_step_ > last) {
+    if (open_ && opened_by_ == format::WindowEdge::kStep) closeLocked(now, format::WindowEdge::kStep);
+    steps_done_ = true;
+    return;
+  }
+  if (collective_step_ >= first && !open_ && !(plan_.delay_ns && now < capture_start_ns_ + *plan_.delay_ns))
+    openLocked(now, format::WindowEdge::kStep, "all-reduce step " + std::to_string(collective_step_));
+}
+
+int64_t CaptureWindows::collectiveStep() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return collective_step_;
 }
 
 size_t CaptureWindows::opened() const {

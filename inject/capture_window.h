@@ -1,8 +1,8 @@
 // When the capture records: the window state machine. A plan (from GPUXRAY_DELAY, _DURATION,
 // _CAPTURE_RANGE, _CAPTURE_RANGE_COUNT, _STEPS, _STEP_MARKER) says what opens and closes windows;
 // events feed it from the threads they happen on: the capture thread's clock ticks, CUPTI's
-// callbacks for cudaProfilerStart/Stop and NVTX pushes and pops on the application's threads, and
-// on-demand triggers. Every transition is stamped with the capture clock at the moment it happens,
+// callbacks for cudaProfilerStart/Stop and NVTX push/pop and start/end ranges on the application's
+// threads, NCCL's all-reduce starts (steps without step ranges), and on-demand triggers. Every transition is stamped with the capture clock at the moment it happens,
 // so a record is inside a window exactly when its own timestamp falls in one (contains()), however
 // late CUPTI delivers it: a window that a record's time falls in has always opened before the
 // record is delivered.
@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <regex>
@@ -47,6 +48,9 @@ class CaptureWindows {
  public:
   // The step marker must already be a valid expression (readCaptureConfig checks it).
   CaptureWindows(WindowPlan plan, uint64_t capture_start_ns);
+  ~CaptureWindows();
+  CaptureWindows(const CaptureWindows&) = delete;
+  CaptureWindows& operator=(const CaptureWindows&) = delete;
 
   bool isOpen() const { return open_.load(std::memory_order_acquire); }
   const WindowPlan& plan() const { return plan_; }
@@ -63,6 +67,12 @@ class CaptureWindows {
   // An NVTX push on this thread, in `domain` (nullptr: the default domain); name may be null.
   void rangePush(const void* domain, const char* name, uint64_t now);
   void rangePop(const void* domain, uint64_t now);
+  // An NVTX start/end range (nvtxRangeStart*/nvtxDomainRangeStartEx, then nvtxRangeEnd or
+  // nvtxDomainRangeEnd with the id the start returned): process-wide, it may end on another thread
+  // and overlap others. Opens a window like a push of that name; only the end of the range that
+  // opened the window closes it.
+  void rangeStart(const void* domain, const char* name, uint64_t id, uint64_t now);
+  void rangeEnd(const void* domain, uint64_t id, uint64_t now);
   // nvtxDomainCreateA returned `handle` for `name`.
   void domainCreated(const char* name, const void* handle);
   // `gpuxray trigger`: a window from now for `duration_ns` (a window already open is extended to
@@ -70,6 +80,22 @@ class CaptureWindows {
   bool trigger(uint64_t now, uint64_t duration_ns);
   // Closes an open window at the capture's end.
   void finish(uint64_t now);
+
+  // --steps without step ranges: steps counted by the repeating data-parallel all-reduce (see
+  // collectiveStarted). Called by the capture once it runs, with its clock; NCCL's collective starts
+  // then reach this object through noteNcclCollective(). Steps marked by NVTX ranges, once one is
+  // seen, take over for good.
+  void countStepsByCollectives(std::function<uint64_t()> clock);
+  // NCCL starts an all-reduce on `communicator`; `shape` tells its element count and type apart.
+  // Rule: the all-reduces repeat with a period P (the shortest P <= kMaxStepPeriod such that the
+  // last 2P repeat the P before them); a step begins at the all-reduce that follows the longest
+  // pause within the period (the forward pass, which reduces nothing), summed over two periods.
+  // Steps are numbered from 0 at the first step of the repeating run still in the history. A
+  // collective that breaks the pattern is skipped, unless it is the one that begins a step.
+  void collectiveStarted(const void* communicator, uint64_t shape, uint64_t now);
+  static constexpr size_t kMaxStepPeriod = 128;
+  // The step the all-reduces say is running (-1 before the pattern is found), for tests.
+  int64_t collectiveStep() const;
 
   // Whether time `t` (capture clock) is inside a window. Call from the capture thread only; it
   // reads a copy of the windows refreshed by snapshot().
@@ -90,6 +116,8 @@ class CaptureWindows {
   void closeLocked(uint64_t at, format::WindowEdge by);
   // Whether a range or step may open a window now (none open, past --delay, under the count).
   bool mayOpenLocked(uint64_t now) const;
+  // Whether an NVTX range of this name in this domain is the plan's capture range.
+  bool isCaptureRange(const void* domain, const char* name) const;
   // The step number of an NVTX range name, or -1 when it does not mark a step.
   int64_t stepNumber(const char* name);
 
@@ -110,8 +138,27 @@ class CaptureWindows {
   std::optional<uint64_t> close_at_;
   format::WindowEdge close_edge_ = format::WindowEdge::kDuration;
   uint32_t ranges_opened_ = 0;
+  // The start/end range (domain, id) that opened the window now open.
+  std::optional<std::pair<const void*, uint64_t>> opening_start_range_;
   int64_t step_ordinal_ = 0;
   std::atomic<bool> steps_done_{false};
+  // A ProfilerStep (or --step-marker) range was seen: NVTX numbers the steps.
+  std::atomic<bool> nvtx_steps_seen_{false};
+
+  // Step counting by all-reduces: the history until the period is found (at most 3 periods of
+  // kMaxStepPeriod), then the period's keys and where in it the next all-reduce should be.
+  struct Collective {
+    uint64_t key;
+    uint64_t time;
+  };
+  std::function<uint64_t()> collective_clock_;
+  std::vector<Collective> collective_history_;
+  std::vector<uint64_t> step_pattern_keys_;
+  size_t pattern_cursor_ = 0;
+  size_t pattern_phase_ = 0;
+  int64_t collective_step_ = -1;
+  bool findStepPattern();
+  void collectiveStepBegins(uint64_t now);
 
   std::vector<Interval> snapshot_;
 };
@@ -119,5 +166,10 @@ class CaptureWindows {
 // Whether the process's capture is inside a window now: true when no capture has a plan. For the
 // NCCL plugin's event starts (one atomic load).
 bool captureWindowOpen();
+
+// An NCCL collective starts (the plugin, for every version): counts steps when a capture counts
+// them by all-reduces, else one atomic load. `func` is NCCL's name ("AllReduce"), `datatype` its
+// type's name.
+void noteNcclCollective(const void* communicator, const char* func, size_t count, const char* datatype);
 
 }  // namespace gpuxray::inject

@@ -11,7 +11,8 @@
 namespace gpuxray::inject {
 namespace {
 
-constexpr const char* kLibraryName = "libcupti.so.13";
+// CUDA 13's, then CUDA 12's.
+constexpr const char* kLibraryNames[] = {"libcupti.so.13", "libcupti.so.12"};
 
 // Binds every function; returns the names of those missing.
 std::string bindAll(void* library, CuptiApi& api) {
@@ -26,8 +27,6 @@ std::string bindAll(void* library, CuptiApi& api) {
   bindSymbol(library, "cuptiActivityEnable", api.activityEnable, missing);
   bindSymbol(library, "cuptiActivityEnableAndDump", api.activityEnableAndDump, missing);
   bindSymbol(library, "cuptiActivityDisable", api.activityDisable, missing);
-  bindSymbol(library, "cuptiActivityEnableRuntimeApi", api.activityEnableRuntimeApi, missing);
-  bindSymbol(library, "cuptiActivityEnableDriverApi", api.activityEnableDriverApi, missing);
   bindSymbol(library, "cuptiActivityRegisterCallbacks", api.activityRegisterCallbacks, missing);
   bindSymbol(library, "cuptiActivityGetNextRecord", api.activityGetNextRecord, missing);
   bindSymbol(library, "cuptiActivityGetNumDroppedRecords", api.activityGetNumDroppedRecords, missing);
@@ -35,7 +34,6 @@ std::string bindAll(void* library, CuptiApi& api) {
   bindSymbol(library, "cuptiActivitySetAttribute", api.activitySetAttribute, missing);
   bindSymbol(library, "cuptiFinalize", api.finalize, missing);
   bindSymbol(library, "InitializeInjectionNvtx2", api.nvtxInitialize2, missing);
-  bindSymbol(library, "InitializeInjectionNvtxExtension", api.nvtxExtensionInitialize, missing);
   return missing;
 }
 
@@ -45,6 +43,9 @@ void bindOptional(void* library, CuptiApi& api) {
   bindSymbol(library, "cuptiActivityGetNvtxExtPayloadAttr", api.activityGetNvtxExtPayloadAttr, absent);
   bindSymbol(library, "cuptiActivityGetNvtxExtPayloadEntryTypeInfo", api.activityGetNvtxExtPayloadEntryTypeInfo,
              absent);
+  bindSymbol(library, "InitializeInjectionNvtxExtension", api.nvtxExtensionInitialize, absent);
+  bindSymbol(library, "cuptiActivityEnableRuntimeApi", api.activityEnableRuntimeApi, absent);
+  bindSymbol(library, "cuptiActivityEnableDriverApi", api.activityEnableDriverApi, absent);
 }
 
 // Python environments keep CUDA libraries in site-packages/nvidia/<package>/lib: look beside
@@ -68,8 +69,9 @@ std::vector<std::string> wheelCandidates() {
       &roots);
   std::vector<std::string> candidates;
   for (const auto& root : roots) {
-    for (const char* package : {"nvidia/cu13/lib/", "nvidia/cuda_cupti/lib/", "nvidia/cupti/lib/", "torch/lib/"})
-      candidates.push_back(root + package + kLibraryName);
+    for (const char* package : {"nvidia/cu13/lib/", "nvidia/cuda_cupti/lib/", "nvidia/cupti/lib/", "torch/lib/"}) {
+      for (const char* name : kLibraryNames) candidates.push_back(root + package + name);
+    }
   }
   return candidates;
 }
@@ -82,8 +84,9 @@ std::vector<std::string> toolkitCandidates(const EnvironmentLookup& environment)
   roots.emplace_back("/usr/local/cuda");
   std::vector<std::string> candidates;
   for (const auto& root : roots) {
-    for (const char* folder : {"/extras/CUPTI/lib64/", "/lib64/", "/targets/x86_64-linux/lib/", "/targets/sbsa-linux/lib/"})
-      candidates.push_back(root + folder + kLibraryName);
+    for (const char* folder : {"/extras/CUPTI/lib64/", "/lib64/", "/targets/x86_64-linux/lib/", "/targets/sbsa-linux/lib/"}) {
+      for (const char* name : kLibraryNames) candidates.push_back(root + folder + name);
+    }
   }
   return candidates;
 }
@@ -99,18 +102,22 @@ std::string tryLoad(const std::string& path, int flags, LoadedCupti& loaded) {
   bindOptional(library, api);
   uint32_t version = 0;
   if (api.getVersion(&version) != CUPTI_SUCCESS) return "cuptiGetVersion failed";
-  if (version < kFirstKnownCuptiApi || version > kLastKnownCuptiApi) {
+  auto layouts = cuptiRecordLayouts(version);
+  if (!layouts) {
     return "CUPTI API version " + std::to_string(version) + ", whose record layouts this gpuxray does not know (it reads " +
-           std::to_string(kFirstKnownCuptiApi) + "-" + std::to_string(kLastKnownCuptiApi) + ", CUDA 13.0)";
+           knownCuptiApiVersions() + ")";
   }
   char resolved[4096] = {};
   if (dlinfo(library, RTLD_DI_ORIGIN, resolved) == 0) {
-    loaded.path = std::string(resolved) + "/" + kLibraryName;
+    std::string_view name = path;
+    if (size_t slash = name.rfind('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
+    loaded.path = std::string(resolved) + "/" + std::string(name);
   } else {
     loaded.path = path;
   }
   loaded.api = api;
   loaded.api_version = version;
+  loaded.layouts = *layouts;
   loaded.handle = library;
   return {};
 }
@@ -143,15 +150,20 @@ bool loadCupti(const EnvironmentLookup& environment, LoadedCupti& loaded, std::s
     error = "GPUXRAY_CUPTI_PATH=" + std::string(explicit_path) + " is not usable: " + why;
     return false;
   }
-  if (attempt("already loaded", kLibraryName, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return true;
-  if (attempt("library search path", kLibraryName, RTLD_NOW | RTLD_LOCAL)) return true;
+  for (const char* name : kLibraryNames) {
+    if (attempt(std::string("already loaded ") + name, name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return true;
+  }
+  for (const char* name : kLibraryNames) {
+    if (attempt(std::string("library search path ") + name, name, RTLD_NOW | RTLD_LOCAL)) return true;
+  }
   for (const auto& path : toolkitCandidates(environment)) {
     if (attempt(path, path, RTLD_NOW | RTLD_LOCAL)) return true;
   }
   for (const auto& path : wheelCandidates()) {
     if (attempt(path, path, RTLD_NOW | RTLD_LOCAL)) return true;
   }
-  error = std::string("no usable ") + kLibraryName + " (CUDA 13.0's CUPTI) in " + std::to_string(places_without) +
+  error = "no usable libcupti.so.13 or libcupti.so.12 (CUPTI API " + knownCuptiApiVersions() + ") in " +
+          std::to_string(places_without) +
           " places searched" + (unusable.empty() ? "" : "; unusable: " + unusable) + "; set GPUXRAY_CUPTI_PATH to one";
   return false;
 }

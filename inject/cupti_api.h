@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "inject/cupti_layouts.h"
 #include "inject/process_identity.h"
 
 namespace gpuxray::inject {
@@ -25,8 +26,6 @@ struct CuptiApi {
   CUptiResult (*activityEnable)(CUpti_ActivityKind kind) = nullptr;
   CUptiResult (*activityEnableAndDump)(CUpti_ActivityKind kind) = nullptr;
   CUptiResult (*activityDisable)(CUpti_ActivityKind kind) = nullptr;
-  CUptiResult (*activityEnableRuntimeApi)(CUpti_CallbackId cbid, uint8_t enable) = nullptr;
-  CUptiResult (*activityEnableDriverApi)(CUpti_CallbackId cbid, uint8_t enable) = nullptr;
   CUptiResult (*activityRegisterCallbacks)(CUpti_BuffersCallbackRequestFunc request,
                                            CUpti_BuffersCallbackCompleteFunc complete) = nullptr;
   CUptiResult (*activityGetNextRecord)(uint8_t* buffer, size_t valid_bytes, CUpti_Activity** record) = nullptr;
@@ -36,7 +35,6 @@ struct CuptiApi {
   CUptiResult (*finalize)() = nullptr;
   // libcupti's own NVTX injection entry points, to which ours forward.
   int (*nvtxInitialize2)(const void* get_export_table) = nullptr;
-  int (*nvtxExtensionInitialize)(const void* get_export_table) = nullptr;
   // Exported by libcupti 13 but not declared in its headers; optional (null when absent: NVTX
   // extended payloads are then kept undecoded). The layout of a payload schema or enum registered
   // in an NVTX domain (CUPTI mallocs `attributes` and the entries array; the caller frees them),
@@ -44,25 +42,28 @@ struct CuptiApi {
   CUptiResult (*activityGetNvtxExtPayloadAttr)(uint32_t cupti_domain_id, uint64_t schema_id,
                                                CUpti_NvtxExtPayloadAttr* attributes) = nullptr;
   const nvtxPayloadEntryTypeInfo_t* (*activityGetNvtxExtPayloadEntryTypeInfo)() = nullptr;
+  // Optional too: NVTX's payload extension entry point, and switching single API calls' records on
+  // and off (CUDA 12.5 and later; without them every runtime call is recorded and no driver call).
+  int (*nvtxExtensionInitialize)(const void* get_export_table) = nullptr;
+  CUptiResult (*activityEnableRuntimeApi)(CUpti_CallbackId cbid, uint8_t enable) = nullptr;
+  CUptiResult (*activityEnableDriverApi)(CUpti_CallbackId cbid, uint8_t enable) = nullptr;
 
   // The name CUPTI gives a result code, or its number.
   std::string describe(CUptiResult result) const;
 };
 
-// The record layouts this build reads are those of CUDA 13.0 (CUPTI API 130000-130099); a libcupti
-// of another API version is refused rather than misread.
-inline constexpr uint32_t kFirstKnownCuptiApi = 130000;
-inline constexpr uint32_t kLastKnownCuptiApi = 130099;
-
 struct LoadedCupti {
   CuptiApi api;
   std::string path;
   uint32_t api_version = 0;
+  // The record structs this version delivers.
+  CuptiRecordLayouts layouts;
   // The dlopen handle, for the optional APIs (PM sampling) bound later.
   void* handle = nullptr;
 };
 
-// Finds a usable libcupti: GPUXRAY_CUPTI_PATH; one the process already loaded; the dynamic linker's
+// Finds a usable libcupti (libcupti.so.13, else libcupti.so.12) whose API version has known record
+// layouts (cupti_layouts.h): GPUXRAY_CUPTI_PATH; one the process already loaded; the dynamic linker's
 // search (LD_LIBRARY_PATH); CUDA_HOME, CUDA_PATH and /usr/local/cuda; the `nvidia` wheel folders
 // next to a loaded PyTorch. On failure returns false with `error` saying what was tried and
 // which library is needed.

@@ -28,8 +28,11 @@ namespace fs = std::filesystem;
 using format::DoctorCheck;
 using format::DoctorStatus;
 
-// The driver's CUDA version that CUDA 13.0's CUPTI needs (cuDriverGetVersion's code).
-constexpr int kDriverForCupti = 13000;
+// The driver's CUDA version that a CUPTI needs (cuDriverGetVersion's code): one of the same CUDA
+// major version, 13.0 unless a CUDA 12 libcupti was found.
+int driverForCupti(uint32_t cupti_api_version) {
+  return cupti_api_version != 0 && cupti_api_version < 130000 ? 12000 : 13000;
+}
 // Less free space than this in the output directory is a warning: a rank writes tens of MB a minute.
 constexpr uint64_t kLowFreeBytes = 1ull << 30;
 constexpr int kCudaErrorStubLibrary = 34;
@@ -84,22 +87,24 @@ void checkSettings(const CaptureConfig& config, std::vector<DoctorCheck>& checks
     checks.push_back(warning("settings", line, "fix the variable's value (README, \"Without the wrapper\")"));
 }
 
-bool checkCupti(const DoctorInputs& inputs, std::vector<DoctorCheck>& checks) {
+// Returns the accepted libcupti's API version, 0 when none.
+uint32_t checkCupti(const DoctorInputs& inputs, std::vector<DoctorCheck>& checks) {
   LoadedCupti cupti;
   std::string error;
   if (!loadCupti(inputs.environment, cupti, error)) {
     checks.push_back(problem("cupti", error,
-                             "install CUDA 13.0's CUPTI (the toolkit's lib64, or the nvidia/cu13/lib folder of a "
-                             "PyTorch environment) and point GPUXRAY_CUPTI_PATH at its libcupti.so.13"));
-    return false;
+                             "install the CUPTI of CUDA 13.0 or of CUDA 12.4-12.9 (the toolkit's lib64, or the "
+                             "nvidia/cu13/lib or nvidia/cuda_cupti/lib folder of a PyTorch environment) and point "
+                             "GPUXRAY_CUPTI_PATH at its libcupti.so.13 or libcupti.so.12"));
+    return 0;
   }
-  checks.push_back(ok("cupti", cupti.path + ": CUPTI API " + std::to_string(cupti.api_version) +
-                                   ", accepted (this gpuxray reads " + std::to_string(kFirstKnownCuptiApi) + "-" +
-                                   std::to_string(kLastKnownCuptiApi) + ", CUDA 13.0)"));
-  return true;
+  checks.push_back(ok("cupti", cupti.path + ": CUPTI API " + std::to_string(cupti.api_version) + ", accepted (" +
+                                   cupti.layouts.toolkit + "'s record layouts)"));
+  return cupti.api_version;
 }
 
-void checkDriver(const DoctorInputs& inputs, std::vector<DoctorCheck>& checks) {
+void checkDriver(const DoctorInputs& inputs, uint32_t cupti_api_version, std::vector<DoctorCheck>& checks) {
+  const int needed = driverForCupti(cupti_api_version);
   const std::string no_gpu_fix = "capture needs a machine with an NVIDIA GPU and its driver: run on a GPU node";
   void* library = dlopen(inputs.driver_library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
@@ -131,12 +136,12 @@ void checkDriver(const DoctorInputs& inputs, std::vector<DoctorCheck>& checks) {
   if (driver.driverGetVersion == nullptr || driver.driverGetVersion(&version) != CUDA_SUCCESS) {
     checks.push_back(problem("driver", path + " does not tell its CUDA version (cuDriverGetVersion)" + kernel_module,
                              "reinstall the NVIDIA driver"));
-  } else if (version < kDriverForCupti) {
+  } else if (version < needed) {
     checks.push_back(problem("driver",
                              path + ": cuDriverGetVersion " + std::to_string(version) + " (CUDA " +
-                                 versionText(version) + "), older than the CUDA " + versionText(kDriverForCupti) +
+                                 versionText(version) + "), older than the CUDA " + versionText(needed) +
                                  " that this gpuxray's CUPTI needs" + kernel_module,
-                             "update the NVIDIA driver to one for CUDA 13.0 or newer"));
+                             "update the NVIDIA driver to one for CUDA " + versionText(needed) + " or newer"));
   } else {
     checks.push_back(ok("driver", path + ": cuDriverGetVersion " + std::to_string(version) + " (CUDA " +
                                       versionText(version) + ")" + kernel_module));
@@ -435,8 +440,9 @@ std::vector<DoctorCheck> runDoctorChecks(const DoctorInputs& inputs) {
   CaptureConfig config = readCaptureConfig(inputs.environment);
   ProcessIdentity identity = detectProcessIdentity(inputs.environment);
   checkSettings(config, checks);
-  bool cupti_usable = checkCupti(inputs, checks);
-  checkDriver(inputs, checks);
+  uint32_t cupti_api_version = checkCupti(inputs, checks);
+  bool cupti_usable = cupti_api_version != 0;
+  checkDriver(inputs, cupti_api_version, checks);
   checkNccl(inputs, config, cupti_usable, checks);
   checkPmSampling(inputs, config, checks);
   checkOtherTools(inputs, checks);

@@ -128,6 +128,7 @@ void startCapture() {
   dependencies.cupti = library.cupti.api;
   dependencies.cupti_path = library.cupti.path;
   dependencies.cupti_api_version = library.cupti.api_version;
+  dependencies.cupti_layouts = library.cupti.layouts;
   dependencies.driver = loadedDriverApi();
   if (config.metrics) {
     std::string missing = bindPmSamplingApi(library.cupti.handle, dependencies.pm_sampling);
@@ -235,7 +236,9 @@ GPUXRAY_EXPORT int InitializeInjectionNvtx2(const void* get_export_table) {
 GPUXRAY_EXPORT int InitializeInjectionNvtxExtension(const void* get_export_table) {
   try {
     auto& library = gpuxray::inject::cuptiLibrary();
-    return library.loaded ? library.cupti.api.nvtxExtensionInitialize(get_export_table) : 0;
+    // A libcupti without the payload extension (not confirmed for CUDA 12.x): NVTX payloads unrecorded.
+    bool usable = library.loaded && library.cupti.api.nvtxExtensionInitialize != nullptr;
+    return usable ? library.cupti.api.nvtxExtensionInitialize(get_export_table) : 0;
   } catch (...) {
     return 0;
   }

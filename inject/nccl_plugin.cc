@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <exception>
+#include <type_traits>
 
 #include "inject/capture_window.h"
 
@@ -130,11 +131,33 @@ nccl_abi::Result startCommon(NcclProfiler& profiler, void* context, void** handl
   }
 }
 
+// A collective's start, in or out of a window, for steps counted by all-reduces. v1 names the
+// function and datatype by code, later versions by string; v5 on nest the fields.
+template <typename Coll>
+void noteCollectiveFields(void* context, const Coll& c) {
+  if constexpr (std::is_same_v<std::decay_t<decltype(c.func)>, uint8_t>) {
+    noteNcclCollective(context, ncclFuncName(c.func), c.count, ncclDatatypeName(c.datatype));
+  } else {
+    noteNcclCollective(context, c.func, c.count, c.datatype);
+  }
+}
+
+template <typename Descr>
+void noteCollective(void* context, const Descr& descr) {
+  if (descr.type != nccl_abi::kColl) return;
+  if constexpr (requires { descr.coll.fields; }) {
+    noteCollectiveFields(context, descr.coll.fields);
+  } else {
+    noteCollectiveFields(context, descr.coll);
+  }
+}
+
 // Every start entry point: a null handle unless the event is recorded, and no exception out.
 template <typename Descr, typename Start>
 nccl_abi::Result startEvent(void* context, void** handle, Descr* descr, Start&& start) {
   *handle = nullptr;
   return guarded(kSuccess, [&] {
+    if (descr != nullptr) noteCollective(context, *descr);
     NcclProfiler* profiler = g_profiler.load(std::memory_order_acquire);
     // Outside every capture window NCCL's events are not assembled: a null handle, which NCCL passes back.
     if (profiler == nullptr || descr == nullptr || context == nullptr || !captureWindowOpen()) return kSuccess;

@@ -116,7 +116,7 @@ TEST_CASE("doctor: the libcupti found and its API version, accepted or refused b
   DoctorFixture fixture;
   auto accepted = fixture.check("cupti");
   CHECK(accepted.status == DoctorStatus::kOk);
-  CHECK(contains(accepted.detail, "libcupti.so.13: CUPTI API 130001, accepted"));
+  CHECK(contains(accepted.detail, "libcupti.so.13: CUPTI API 130001, accepted (CUDA 13.0's record layouts)"));
 
   fixture.variables["GPUXRAY_CUPTI_PATH"] = GPUXRAY_FAKE_CUPTI_REFUSED;
   auto refused = fixture.check("cupti");
@@ -124,6 +124,18 @@ TEST_CASE("doctor: the libcupti found and its API version, accepted or refused b
   CHECK(contains(refused.detail, std::string("GPUXRAY_CUPTI_PATH=") + GPUXRAY_FAKE_CUPTI_REFUSED + " is not usable"));
   CHECK(contains(refused.detail, "CUPTI API version 120000, whose record layouts this gpuxray does not know"));
   CHECK(contains(refused.fix, "GPUXRAY_CUPTI_PATH"));
+
+  fixture.variables["GPUXRAY_CUPTI_PATH"] = GPUXRAY_FAKE_CUPTI_12_6;
+  auto cuda12 = fixture.check("cupti");
+  CHECK(cuda12.status == DoctorStatus::kOk);
+  CHECK(contains(cuda12.detail, "libcupti.so.12: CUPTI API 24, accepted (CUDA 12.6's record layouts)"));
+
+  fixture.variables["GPUXRAY_CUPTI_PATH"] = GPUXRAY_FAKE_CUPTI_12_9;
+  auto unconfirmed = fixture.check("cupti");
+  CHECK(unconfirmed.status == DoctorStatus::kProblem);
+  CHECK(contains(unconfirmed.detail, "CUPTI API version 27, whose record layouts this gpuxray does not know (it reads "
+                                     "22 (CUDA 12.4), 23 (CUDA 12.5), 24 (CUDA 12.6), 26 (CUDA 12.8), 28 (CUDA 12.9 "
+                                     "Update 1), and 130000-130099 (CUDA 13.0))"));
 }
 
 TEST_CASE("doctor: the driver's CUDA version, its kernel module and the GPUs", "[doctor]") {
@@ -139,6 +151,10 @@ TEST_CASE("doctor: the driver's CUDA version, its kernel module and the GPUs", "
   setenv("FAKE_CUDA_MODE", "old", 1);
   CHECK(fixture.check("driver").status == DoctorStatus::kProblem);
   CHECK(contains(fixture.check("driver").detail, "(CUDA 12.4), older than the CUDA 13.0"));
+  // A CUDA 12 libcupti needs a CUDA 12 driver only.
+  fixture.variables["GPUXRAY_CUPTI_PATH"] = GPUXRAY_FAKE_CUPTI_12_6;
+  CHECK(fixture.check("driver").status == DoctorStatus::kOk);
+  CHECK(contains(fixture.check("driver").detail, "cuDriverGetVersion 12040 (CUDA 12.4)"));
 }
 
 TEST_CASE("doctor: the toolkit's stub libcuda, no visible GPU and no driver are problems that say which", "[doctor]") {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "inject/capture_window.h"
 #include "inject/nccl_plugin.h"
 #include "inject/nccl_profiler.h"
 
@@ -279,6 +280,40 @@ TEST_CASE("nccl: the v6 table (NCCL 2.29+) reads v5's descriptors and says which
   CHECK(done[0].record.bytes == 512);
   CHECK(profiler.takeCommunicators().at(0).profiler_version == 6);
   setNcclProfiler(nullptr);
+}
+
+TEST_CASE("nccl: --steps without step ranges: the plugin's all-reduces count the steps, and only the window's are assembled") {
+  PluginFixture plugin;
+  inject::WindowPlan plan;
+  plan.steps = std::pair<int64_t, int64_t>{3, 3};
+  std::atomic<uint64_t> clock{0};
+  CaptureWindows windows(plan, 0);
+  windows.countStepsByCollectives([&clock] { return clock.load(); });
+  std::vector<bool> assembled;
+  uint64_t seq = 0;
+  for (uint64_t step = 0; step < 6; ++step) {
+    uint64_t at = 1000 * step + 400;
+    for (size_t bucket : {1u << 18, 25u << 18, 5u << 18}) {
+      clock = at;
+      at += 100;
+      void* op = plugin.start(coll("AllReduce", seq++, bucket, "ncclFloat32", 2));
+      assembled.push_back(op != nullptr);
+      if (op != nullptr) plugin.stop(op);
+    }
+    // A broadcast is not an all-reduce: it neither counts nor breaks the pattern.
+    void* other = plugin.start(coll("Broadcast", seq++, 64, "ncclInt8", 1));
+    if (other != nullptr) plugin.stop(other);
+  }
+  CHECK(plugin.failed_calls == 0);
+  // Steps 0-2 pass before the pattern is known; step 3's three all-reduces, the first of which
+  // opens the window, are assembled; step 4's first closes it.
+  std::vector<bool> expected(18, false);
+  expected[9] = expected[10] = expected[11] = true;
+  CHECK(assembled == expected);
+  auto closed = windows.takeClosed();
+  REQUIRE(closed.size() == 1);
+  CHECK(closed[0].start_ns == 3400);
+  CHECK(closed[0].end_ns == 4400);
 }
 
 TEST_CASE("nccl: datatype sizes follow NCCL's names") {

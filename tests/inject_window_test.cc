@@ -241,6 +241,57 @@ TEST_CASE("an NVTX capture range opens at its push and closes at its own pop", "
   CHECK(closed[1] == format::CaptureWindow{70, 80, WindowEdge::kNvtxRange, WindowEdge::kNvtxRange, "train"});
 }
 
+TEST_CASE("an NVTX start/end range is a capture range too: process-wide, closed by its own end", "[window]") {
+  inject::WindowPlan plan;
+  plan.range = {format::CaptureRange::Kind::kNvtx, "train", ""};
+  plan.range_count = 2;
+  inject::CaptureWindows windows(plan, 0);
+  windows.rangeStart(nullptr, "setup", 1, 10);
+  windows.rangeEnd(nullptr, 1, 20);
+  CHECK_FALSE(windows.isOpen());
+  windows.rangeStart(nullptr, "train", 2, 30);
+  CHECK(windows.isOpen());
+  // Overlapping ranges, pushes and pops, and another range's end leave it open.
+  windows.rangeStart(nullptr, "train", 3, 35);
+  windows.rangePush(nullptr, "forward", 40);
+  windows.rangePop(nullptr, 45);
+  windows.rangeEnd(nullptr, 3, 50);
+  windows.rangeEnd(nullptr, 99, 52);
+  CHECK(windows.isOpen());
+  // Its end, on another thread.
+  std::thread([&] { windows.rangeEnd(nullptr, 2, 60); }).join();
+  CHECK_FALSE(windows.isOpen());
+  // A pop does not close a window a start opened; a push range's window is not closed by an end.
+  windows.rangeStart(nullptr, "train", 4, 70);
+  windows.rangePop(nullptr, 75);
+  CHECK(windows.isOpen());
+  windows.rangeEnd(nullptr, 4, 80);
+  windows.rangeStart(nullptr, "train", 5, 90);  // past the count of two
+  CHECK_FALSE(windows.isOpen());
+  auto closed = windows.takeClosed();
+  REQUIRE(closed.size() == 2);
+  CHECK(closed[0] == format::CaptureWindow{30, 60, WindowEdge::kNvtxRange, WindowEdge::kNvtxRange, "train"});
+  CHECK(closed[1] == format::CaptureWindow{70, 80, WindowEdge::kNvtxRange, WindowEdge::kNvtxRange, "train"});
+
+  SECTION("in a named domain, with the domain's own end") {
+    inject::WindowPlan named;
+    named.range = {format::CaptureRange::Kind::kNvtx, "train", "MyLib"};
+    inject::CaptureWindows in_domain(named, 0);
+    int handle = 0;
+    in_domain.rangeStart(&handle, "train", 7, 10);  // before the domain is known
+    CHECK_FALSE(in_domain.isOpen());
+    in_domain.domainCreated("MyLib", &handle);
+    in_domain.rangeStart(nullptr, "train", 8, 20);  // the default domain
+    CHECK_FALSE(in_domain.isOpen());
+    in_domain.rangeStart(&handle, "train", 9, 30);
+    CHECK(in_domain.isOpen());
+    in_domain.rangeEnd(nullptr, 9, 35);  // the same id in another domain
+    CHECK(in_domain.isOpen());
+    in_domain.rangeEnd(&handle, 9, 40);
+    CHECK_FALSE(in_domain.isOpen());
+  }
+}
+
 TEST_CASE("an NVTX capture range in a named domain matches only that domain", "[window]") {
   inject::WindowPlan plan;
   plan.range = {format::CaptureRange::Kind::kNvtx, "train", "MyLib"};
@@ -289,6 +340,119 @@ TEST_CASE("steps A-B (--steps) open as step A begins and closes as step B ends",
     CHECK(closed[0].start_ns == 200);
     CHECK(closed[0].end_ns == 390);
   }
+}
+
+namespace {
+
+// One data-parallel step as DDP issues it: the forward pass reduces nothing, then the gradient
+// buckets are all-reduced during backward (a small first bucket, two full ones, the rest), with one
+// all-reduce of another (tensor-parallel) communicator among them.
+int kDataParallel = 0;
+int kTensorParallel = 0;
+void ddpStep(inject::CaptureWindows& windows, uint64_t step_start) {
+  windows.collectiveStarted(&kDataParallel, 1u << 20, step_start + 400);
+  windows.collectiveStarted(&kTensorParallel, 4096, step_start + 450);
+  windows.collectiveStarted(&kDataParallel, 25u << 20, step_start + 500);
+  windows.collectiveStarted(&kDataParallel, 25u << 20, step_start + 600);
+  windows.collectiveStarted(&kDataParallel, 10u << 20, step_start + 700);
+}
+
+}  // namespace
+
+TEST_CASE("steps A-B without step ranges: counted by the repeating all-reduce", "[window]") {
+  inject::WindowPlan plan;
+  plan.steps = std::pair<int64_t, int64_t>{3, 4};
+  inject::CaptureWindows windows(plan, 0);
+  // A warm-up all-reduce (the loss of a first batch) that is not part of the pattern.
+  windows.collectiveStarted(&kDataParallel, 8, 50);
+  ddpStep(windows, 0);
+  ddpStep(windows, 1000);
+  CHECK(windows.collectiveStep() == -1);  // two periods are not yet a pattern
+  ddpStep(windows, 2000);
+  // Three periods: the pattern (5 all-reduces) is found, steps numbered from the first that fits it.
+  CHECK(windows.collectiveStep() == 2);
+  CHECK_FALSE(windows.isOpen());
+  ddpStep(windows, 3000);
+  CHECK(windows.isOpen());
+  CHECK(windows.collectiveStep() == 3);
+  // An all-reduce off the pattern (an evaluation's) is skipped.
+  windows.collectiveStarted(&kDataParallel, 12345, 3800);
+  ddpStep(windows, 4000);
+  CHECK(windows.isOpen());
+  ddpStep(windows, 5000);
+  CHECK_FALSE(windows.isOpen());
+  ddpStep(windows, 6000);
+  auto closed = windows.takeClosed();
+  REQUIRE(closed.size() == 1);
+  // From the all-reduce that begins step 3 (after the forward pass's pause) to the one of step 5.
+  CHECK(closed[0] == format::CaptureWindow{3400, 5400, WindowEdge::kStep, WindowEdge::kStep, "all-reduce step 3"});
+}
+
+TEST_CASE("steps counted by all-reduces: one per step, NVTX steps taking over, and no pattern", "[window]") {
+  inject::WindowPlan plan;
+  plan.steps = std::pair<int64_t, int64_t>{1, 1};
+  SECTION("one all-reduce per step, and a step that began before the pattern was found") {
+    inject::CaptureWindows windows(plan, 0);
+    for (uint64_t step = 0; step < 3; ++step) windows.collectiveStarted(&kDataParallel, 1u << 26, 100 * step + 90);
+    // Found at the third (step 2): step 1 was over, and a window never opens in the past.
+    CHECK(windows.collectiveStep() == 2);
+    for (uint64_t step = 3; step < 8; ++step) windows.collectiveStarted(&kDataParallel, 1u << 26, 100 * step + 90);
+    CHECK(windows.opened() == 0);
+  }
+  SECTION("one all-reduce per step, steps 4-5") {
+    plan.steps = std::pair<int64_t, int64_t>{4, 5};
+    inject::CaptureWindows windows(plan, 0);
+    for (uint64_t step = 0; step < 8; ++step) windows.collectiveStarted(&kDataParallel, 1u << 26, 100 * step + 90);
+    auto closed = windows.takeClosed();
+    REQUIRE(closed.size() == 1);
+    CHECK(closed[0].start_ns == 490);
+    CHECK(closed[0].end_ns == 690);
+  }
+  SECTION("ProfilerStep ranges, once seen, number the steps") {
+    inject::CaptureWindows windows(plan, 0);
+    windows.rangePush(nullptr, "ProfilerStep#0", 0);
+    windows.rangePop(nullptr, 90);
+    for (uint64_t step = 1; step < 8; ++step) ddpStep(windows, 1000 * step);
+    CHECK(windows.collectiveStep() == -1);
+    CHECK_FALSE(windows.isOpen());
+  }
+  SECTION("all-reduces that never repeat open nothing, in bounded memory") {
+    inject::CaptureWindows windows(plan, 0);
+    for (uint64_t i = 0; i < 20000; ++i) windows.collectiveStarted(&kDataParallel, i, i);
+    CHECK(windows.collectiveStep() == -1);
+    CHECK(windows.opened() == 0);
+  }
+  SECTION("a step marker of one's own: the job marks its steps, all-reduces are not counted") {
+    plan.step_marker = "^iteration$";
+    inject::CaptureWindows windows(plan, 0);
+    windows.countStepsByCollectives([] { return uint64_t{0}; });
+    for (int i = 0; i < 10; ++i) inject::noteNcclCollective(&kDataParallel, "AllReduce", 100, "ncclFloat32");
+    CHECK(windows.collectiveStep() == -1);
+  }
+}
+
+TEST_CASE("NCCL's collective starts reach the step counter; only all-reduces count", "[window]") {
+  inject::WindowPlan plan;
+  plan.steps = std::pair<int64_t, int64_t>{3, 3};
+  uint64_t clock = 0;
+  {
+    inject::CaptureWindows windows(plan, 0);
+    windows.countStepsByCollectives([&clock] { return clock; });
+    for (int step = 0; step < 5; ++step) {
+      clock = 1000u * static_cast<uint64_t>(step) + 500;
+      inject::noteNcclCollective(&kDataParallel, "AllGather", 4096, "ncclBfloat16");
+      inject::noteNcclCollective(&kDataParallel, "AllReduce", 1u << 20, "ncclBfloat16");
+      clock += 100;
+      inject::noteNcclCollective(&kDataParallel, "AllReduce", 1u << 20, "ncclFloat32");
+    }
+    // Two all-reduces a step (their types differ), found at step 2's second; AllGathers not counted.
+    CHECK(windows.collectiveStep() == 4);
+    auto closed = windows.takeClosed();
+    REQUIRE(closed.size() == 1);
+    CHECK(closed[0] == format::CaptureWindow{3500, 4500, WindowEdge::kStep, WindowEdge::kStep, "all-reduce step 3"});
+  }
+  // The capture is gone: a collective start is one atomic load and nothing else.
+  inject::noteNcclCollective(&kDataParallel, "AllReduce", 1u << 20, "ncclFloat32");
 }
 
 TEST_CASE("a trigger opens a window for its duration", "[window]") {
@@ -386,6 +550,44 @@ TEST_CASE("an NVTX range through a capture, from CUPTI's NVTX callbacks", "[wind
   REQUIRE(file.windows.size() == 1);
   CHECK(file.windows[0].detail == "train");
   CHECK(file.windows[0].started_by == WindowEdge::kNvtxRange);
+}
+
+TEST_CASE("an NVTX start/end range through a capture, from CUPTI's NVTX callbacks", "[window]") {
+  WindowFixture fixture;
+  fixture.config.window.range = {format::CaptureRange::Kind::kNvtx, "epoch", ""};
+  fixture.config.window.range_count = 1;
+  auto session = fixture.session();
+  REQUIRE(session->start());
+  auto& fake = FakeCupti::instance();
+  CHECK(fake.enabled_callbacks.contains({CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeStartA}));
+  CHECK(fake.enabled_callbacks.contains({CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeEnd}));
+  // CUPTI's callback carries the id the start returns; the end names it.
+  auto start = [&](const char* name, nvtxRangeId_t id) {
+    nvtxRangeStartA_params params{name};
+    CUpti_NvtxData data{"nvtxRangeStartA", &params, &id};
+    fake.call(CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeStartA, &data);
+  };
+  auto end = [&](nvtxRangeId_t id) {
+    nvtxRangeEnd_params params{id};
+    CUpti_NvtxData data{"nvtxRangeEnd", &params, nullptr};
+    fake.call(CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeEnd, &data);
+  };
+  uint64_t before = nowAfterAWhile();
+  start("epoch", 41);
+  uint64_t inside = nowAfterAWhile();
+  CHECK(kernelsEnabled());
+  std::thread([&] { end(41); }).join();
+  uint64_t after = nowAfterAWhile();
+  fake.queue(kernelAt(1, before));
+  fake.queue(kernelAt(2, inside));
+  fake.queue(kernelAt(3, after));
+  session->stop(format::CaptureEnd::kProcessExit, "exit");
+  auto file = readWindowed(session->tracePath());
+  CHECK(file.kernels == std::vector<uint32_t>{2});
+  REQUIRE(file.windows.size() == 1);
+  CHECK(file.windows[0].detail == "epoch");
+  CHECK(file.windows[0].started_by == WindowEdge::kNvtxRange);
+  CHECK(file.windows[0].ended_by == WindowEdge::kNvtxRange);
 }
 
 TEST_CASE("delay and duration (--delay, --duration) through a capture; a window still open ends with the capture", "[window]") {

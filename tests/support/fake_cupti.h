@@ -6,6 +6,7 @@
 #include <cupti.h>
 #include <nvtx3/nvToolsExtPayload.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -44,6 +45,9 @@ class FakeCupti {
     payload_enums_.clear();
     describes_payloads = true;
     payload_descriptions = 0;
+    api_version = 130001;
+    selects_api_calls = true;
+    record_ends_.clear();
   }
 
   // An NVTX payload schema or enum registered in a CUPTI domain, as an NVTX client registers it.
@@ -88,6 +92,11 @@ class FakeCupti {
     std::memcpy(bytes.data(), &record, sizeof(Record));
     queued_.push_back(std::move(bytes));
   }
+  // A record given as its bytes (a layout of another CUDA version than the headers').
+  void queueBytes(std::vector<uint8_t> bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queued_.push_back(std::move(bytes));
+  }
 
   CUptiResult subscribe_result = CUPTI_SUCCESS;
   // Reported by activityGetNumDroppedRecords at the next buffer completion.
@@ -105,11 +114,15 @@ class FakeCupti {
   bool describes_payloads = true;
   // Calls of activityGetNvtxExtPayloadAttr.
   int payload_descriptions = 0;
+  // What cuptiGetVersion answers.
+  uint32_t api_version = 130001;
+  // false: a libcupti without cuptiActivityEnableRuntimeApi and ...DriverApi (CUDA 12.4).
+  bool selects_api_calls = true;
 
   inject::CuptiApi api() const {
     inject::CuptiApi api;
     api.getVersion = [](uint32_t* version) {
-      *version = 130001;
+      *version = instance().api_version;
       return CUPTI_SUCCESS;
     };
     api.getTimestamp = [](uint64_t* timestamp) {
@@ -152,28 +165,32 @@ class FakeCupti {
       instance().enabled_kinds.erase(kind);
       return CUPTI_SUCCESS;
     };
-    api.activityEnableRuntimeApi = [](CUpti_CallbackId cbid, uint8_t enable) {
-      if (!enable) instance().runtime_disabled.insert(cbid);
-      return CUPTI_SUCCESS;
-    };
-    api.activityEnableDriverApi = [](CUpti_CallbackId cbid, uint8_t enable) {
-      if (enable) {
-        instance().driver_enabled.insert(cbid);
-      } else {
-        instance().driver_enabled.erase(cbid);
-      }
-      return CUPTI_SUCCESS;
-    };
+    if (selects_api_calls) {
+      api.activityEnableRuntimeApi = [](CUpti_CallbackId cbid, uint8_t enable) {
+        if (!enable) instance().runtime_disabled.insert(cbid);
+        return CUPTI_SUCCESS;
+      };
+      api.activityEnableDriverApi = [](CUpti_CallbackId cbid, uint8_t enable) {
+        if (enable) {
+          instance().driver_enabled.insert(cbid);
+        } else {
+          instance().driver_enabled.erase(cbid);
+        }
+        return CUPTI_SUCCESS;
+      };
+    }
     api.activityRegisterCallbacks = [](CUpti_BuffersCallbackRequestFunc request,
                                        CUpti_BuffersCallbackCompleteFunc complete) {
       instance().request_ = request;
       instance().complete_ = complete;
       return CUPTI_SUCCESS;
     };
+    // Like libcupti, which knows the size of each record it packed.
     api.activityGetNextRecord = [](uint8_t* buffer, size_t valid, CUpti_Activity** record) {
       size_t offset = 0;
       if (*record != nullptr) {
-        offset = static_cast<size_t>(reinterpret_cast<uint8_t*>(*record) - buffer) + recordSize((*record)->kind);
+        size_t at = static_cast<size_t>(reinterpret_cast<uint8_t*>(*record) - buffer);
+        offset = instance().recordEnd(buffer, at);
       }
       if (offset >= valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
       *record = reinterpret_cast<CUpti_Activity*>(buffer + offset);
@@ -211,17 +228,13 @@ class FakeCupti {
     return "cuCtxGetCurrent";
   }
 
-  static size_t recordSize(CUpti_ActivityKind kind) {
-    switch (kind) {
-      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-      case CUPTI_ACTIVITY_KIND_KERNEL: return sizeof(CUpti_ActivityKernel10);
-      case CUPTI_ACTIVITY_KIND_RUNTIME:
-      case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
-      case CUPTI_ACTIVITY_KIND_DEVICE: return sizeof(CUpti_ActivityDevice5);
-      case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
-      case CUPTI_ACTIVITY_KIND_MARKER_DATA: return sizeof(CUpti_ActivityMarkerData2);
-      default: return sizeof(CUpti_Activity);
+  // Where the record packed at `at` in `buffer` ends.
+  size_t recordEnd(const uint8_t* buffer, size_t at) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t end : record_ends_[buffer]) {
+      if (end > at) return end;
     }
+    return SIZE_MAX;
   }
 
   // Like CUPTI: take buffers from the request callback, pack queued records, complete them.
@@ -250,11 +263,17 @@ class FakeCupti {
     for (size_t b = 0; b < buffers.size(); ++b) {
       auto [buffer, size] = buffers[b];
       size_t used = 0;
+      std::vector<size_t> ends;
       // Everything goes into the first buffer; the others come back empty.
       while (b == 0 && next < records.size() && used + records[next].size() <= size) {
         std::memcpy(buffer + used, records[next].data(), records[next].size());
         used += records[next].size();
+        ends.push_back(used);
         ++next;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        record_ends_[buffer] = std::move(ends);
       }
       complete_(nullptr, 0, buffer, size, used);
     }
@@ -342,6 +361,8 @@ class FakeCupti {
   std::map<std::pair<uint32_t, uint64_t>, nvtxPayloadSchemaAttr_t> payload_schemas_;
   std::map<std::pair<uint32_t, uint64_t>, nvtxPayloadEnumAttr_t> payload_enums_;
   std::vector<std::vector<uint8_t>> queued_;
+  // The end of each record in each buffer handed to the complete callback.
+  std::map<const uint8_t*, std::vector<size_t>> record_ends_;
   CUpti_CallbackFunc callback_ = nullptr;
   CUpti_BuffersCallbackRequestFunc request_ = nullptr;
   CUpti_BuffersCallbackCompleteFunc complete_ = nullptr;

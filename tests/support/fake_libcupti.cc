@@ -1,4 +1,4 @@
-// A stand-in libcupti.so.13 for `gpuxray doctor`'s CUPTI check: it exports every function the
+// A stand-in libcupti.so.13 or .so.12 for `gpuxray doctor`'s CUPTI check: it exports every function the
 // capture binds (cupti_api.cc) and reports FAKE_CUPTI_API_VERSION from cuptiGetVersion; the rest
 // answer CUPTI_ERROR_NOT_INITIALIZED, as nothing else is called by the check.
 
