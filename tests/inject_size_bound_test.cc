@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -164,7 +165,10 @@ TEST_CASE("a size bound (--max-size-mb) through a capture: it stops near the bou
   REQUIRE(session.start());
   std::mt19937_64 random(3);
   auto& fake = FakeCupti::instance();
-  for (int round = 0; round < 200 && fake.isEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL); ++round) {
+  // Records keep coming until the bound is reached, for at most 60 s: on a loaded machine the capture
+  // thread writes the first MiB later than the 3 s that 200 rounds take.
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (fake.isEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) && std::chrono::steady_clock::now() < give_up) {
     for (int i = 0; i < 5000; ++i) {
       CUpti_ActivityKernel10 kernel{};
       kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
