@@ -427,13 +427,17 @@ void CostModel::layerBackward(BlockProgram& p) {
   if (st.recompute == Recompute::kFull) layerForward(p, true);
   // A row-parallel GEMM's backward (output projection, fc2): with sequence parallelism its output
   // gradient is all-gathered before the input-gradient GEMM.
-  auto rowBackward = [&](double n, double k, GemmSite dgrad) {
-    const double flops = 2 * T * k * n / t;
-    const double bytes = (T * k + k * n / t + T * n / t) * 2;
+  // The input-gradient GEMM both backwards start with, beside the all-gather sequence parallelism needs.
+  auto inputGradient = [&](double flops, double bytes, GemmSite dgrad) {
     if (st.sequence_parallel)
       gemmWithCollective(p, "gemm_dgrad", flops, bytes, false, dgrad, CollectiveKind::kAllGather, gathered, true);
     else
       kernel(p, "gemm_dgrad", gemm_class, flops, bytes, false);
+  };
+  auto rowBackward = [&](double n, double k, GemmSite dgrad) {
+    const double flops = 2 * T * k * n / t;
+    const double bytes = (T * k + k * n / t + T * n / t) * 2;
+    inputGradient(flops, bytes, dgrad);
     kernel(p, "gemm_wgrad", gemm_class, flops, bytes, false);
   };
   // A column-parallel GEMM's backward (QKV, fc1): the input all-gathered again for the weight
@@ -442,10 +446,7 @@ void CostModel::layerBackward(BlockProgram& p) {
   auto columnBackward = [&](double n, double k, GemmSite dgrad, GemmSite wgrad) {
     const double flops = 2 * T * k * n / t;
     const double bytes = (T * k + k * n / t + T * n / t) * 2;
-    if (st.sequence_parallel)
-      gemmWithCollective(p, "gemm_dgrad", flops, bytes, false, dgrad, CollectiveKind::kAllGather, gathered, true);
-    else
-      kernel(p, "gemm_dgrad", gemm_class, flops, bytes, false);
+    inputGradient(flops, bytes, dgrad);
     gemmWithCollective(p, "gemm_wgrad", flops, bytes, false, wgrad,
                        st.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
                        st.sequence_parallel ? shard : full, true);
