@@ -189,6 +189,41 @@ TEST_CASE("analyze: the CLI prints text, JSON and Markdown, and --fail-on sets e
   CHECK(unknown.err.find("--fail-on 'bubble>1': no metric 'bubble'") != std::string::npos);
 }
 
+TEST_CASE("analyze: the step overview keeps a lane's shape past its cap by closing the shortest gaps") {
+  // One step of 600 one-microsecond kernels: after every third kernel a 5 µs gap, else 2 µs. Past
+  // 256 intervals the 2 µs gaps close (the 344 shortest of 599 are all 2 µs), leaving the 200 longer
+  // gaps between 201 intervals.
+  TempDir dir;
+  RunBuilder run("golden-overview-cap", 1);
+  auto& rank = run.rank(0, "node-0", 0);
+  double t = 0;
+  std::vector<double> starts;
+  for (int i = 0; i < 600; ++i) {
+    starts.push_back(t);
+    rank.kernel("k", t, t + 1);
+    t += 1 + (i % 3 == 0 ? 5 : 2);
+  }
+  rank.range("ProfilerStep#0", 0, t);
+  run.write(dir.path());
+  auto a = analyze(dir.path().string());
+  auto overview = analysis::computeStepOverview(a.session->input());
+  REQUIRE(overview.ranks.size() == 1);
+  const auto& lane = overview.ranks[0].compute;
+  CHECK(lane.merged_intervals == 600);
+  CHECK(lane.busy_ns == 600'000);
+  CHECK(lane.gaps_closed_up_to_ns == 2'000);
+  REQUIRE(lane.intervals.size() == 201);
+  CHECK(lane.intervals.size() <= analysis::OverviewLane::kMaxIntervals);
+  int64_t start = overview.ranks[0].window.start;
+  CHECK(lane.intervals.front().start - start == 0);
+  CHECK(lane.intervals.front().end - start == 1'000);  // kernel 0 is followed by a 5 µs gap
+  CHECK(lane.intervals[1].start - start == 6'000);
+  CHECK(lane.intervals[1].end - start == static_cast<int64_t>((starts[3] + 1) * 1000));  // kernels 1-3 merged
+  CHECK(lane.intervals.back().end - start == static_cast<int64_t>((starts.back() + 1) * 1000));
+  for (size_t i = 1; i < lane.intervals.size(); ++i)
+    CHECK(lane.intervals[i].start - lane.intervals[i - 1].end == 5'000);
+}
+
 TEST_CASE("analyze: --window keeps only the records that reach into it") {
   TempDir dir;
   writeRun(dir.path());

@@ -323,4 +323,17 @@ TEST_CASE("analyze: the simulated demo's half-speed NIC is named as a slow link,
   CHECK(worst.find("stage")->asInteger() == 0);
   CHECK(worst.find("waits_on_stage")->asInteger() == 1);
   CHECK(summaries.at(static_cast<size_t>(verdict->find("slowest")->asInteger())).find("stage")->asInteger() == 1);
+  // Each stage and step keeps its 32 longest bubbles; with the rest counted they add up to its bubble time.
+  for (const auto& stage : pipelines[0].find("stages")->items()) {
+    for (const auto& step : stage.find("steps")->items()) {
+      const auto& bubbles = step.find("bubbles")->items();
+      CHECK(bubbles.size() <= 32);
+      int64_t kept = 0;
+      for (const auto& bubble : bubbles) {
+        const auto& span = bubble.find("span_ns")->items();
+        kept += span[1].asInteger() - span[0].asInteger();
+      }
+      CHECK(kept + step.find("bubbles_left_out_ns")->asInteger() == step.find("bubble_ns")->asInteger());
+    }
+  }
 }

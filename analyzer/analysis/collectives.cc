@@ -90,6 +90,15 @@ LinkExpectation expectedLink(const model::RunTrace& run, std::span<const MemberO
   return link;
 }
 
+// One matched collective, until the most skewed are picked.
+struct SkewRow {
+  int64_t skew;
+  int64_t transfer;
+  int64_t first_entry;
+  size_t collective;
+  int32_t first_rank, last_rank;
+};
+
 struct Signature {
   uint64_t comm_hash = 0;
   uint32_t func = 0;
@@ -167,8 +176,7 @@ CollectivesResult computeCollectives(const AnalysisInput& input) {
   std::map<uint64_t, std::vector<int64_t>> skews_per_comm;
   std::map<uint64_t, std::map<int32_t, uint64_t>> last_per_comm;
   std::map<uint64_t, LinkExpectation> links;
-  std::vector<SkewedCollective> skew_rows;
-  std::vector<size_t> skew_collective;  // parallel to skew_rows: the collective's index
+  std::vector<SkewRow> skew_rows;
   std::vector<int64_t> ends;
   for (size_t ci = 0; ci < index.collectives.size(); ++ci) {
     const MatchedCollective& c = index.collectives[ci];
@@ -211,9 +219,7 @@ CollectivesResult computeCollectives(const AnalysisInput& input) {
       ++s.last[last_rank];
       ++last_per_comm[c.comm_hash][last_rank];
     }
-    skew_rows.push_back({c.comm_hash, std::string(func), c.seq, opOf(run, index.members[c.first_member]).bytes,
-                         first_entry, skew, transfer, first_rank, last_rank});
-    skew_collective.push_back(ci);
+    skew_rows.push_back({skew, transfer, first_entry, ci, first_rank, last_rank});
   }
 
   double lowest_pct = -1;
@@ -226,16 +232,18 @@ CollectivesResult computeCollectives(const AnalysisInput& input) {
     }
   }
 
-  std::vector<size_t> order(skew_rows.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  size_t shown = std::min(input.options.top, order.size());
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shown), order.end(),
-                    [&](size_t a, size_t b) {
-                      return skew_rows[a].skew_ns != skew_rows[b].skew_ns ? skew_rows[a].skew_ns > skew_rows[b].skew_ns
-                                                                          : skew_collective[a] < skew_collective[b];
+  size_t shown = std::min(input.options.top, skew_rows.size());
+  std::partial_sort(skew_rows.begin(), skew_rows.begin() + static_cast<std::ptrdiff_t>(shown), skew_rows.end(),
+                    [](const SkewRow& a, const SkewRow& b) {
+                      return a.skew != b.skew ? a.skew > b.skew : a.collective < b.collective;
                     });
-  for (size_t i = 0; i < shown && skew_rows[order[i]].skew_ns > 0; ++i)
-    result.most_skewed.push_back(skew_rows[order[i]]);
+  for (size_t i = 0; i < shown && skew_rows[i].skew > 0; ++i) {
+    const SkewRow& row = skew_rows[i];
+    const MatchedCollective& c = index.collectives[row.collective];
+    result.most_skewed.push_back({c.comm_hash, std::string(index.funcs[c.func]), c.seq,
+                                  opOf(run, index.members[c.first_member]).bytes, row.first_entry, row.skew,
+                                  row.transfer, row.first_rank, row.last_rank});
+  }
 
   // Skew: the communicator whose collectives are entered furthest apart, by median.
   int64_t worst_skew = -1;
@@ -310,7 +318,7 @@ report::ResultValue resultValue(const CollectivesResult& result) {
         ResultValue::object()
             .set("communicator", communicatorOf(result.communicators, s.comm_hash))
             .set("operation", ResultValue::text(s.operation))
-            .set("bytes", ResultValue::integer(static_cast<int64_t>(s.bytes)))
+            .set("bytes", s.bytes > 0 ? ResultValue::integer(static_cast<int64_t>(s.bytes)) : ResultValue())
             .set("count", ResultValue::integer(static_cast<int64_t>(s.count)))
             .set("skew_median_ns", ResultValue::integer(s.skew_median_ns))
             .set("skew_p90_ns", ResultValue::integer(s.skew_p90_ns))
@@ -332,7 +340,7 @@ report::ResultValue resultValue(const CollectivesResult& result) {
                     .set("communicator", communicatorOf(result.communicators, c.comm_hash))
                     .set("operation", ResultValue::text(c.operation))
                     .set("seq", ResultValue::integer(static_cast<int64_t>(c.seq)))
-                    .set("bytes", ResultValue::integer(static_cast<int64_t>(c.bytes)))
+                    .set("bytes", c.bytes > 0 ? ResultValue::integer(static_cast<int64_t>(c.bytes)) : ResultValue())
                     .set("first_entry_ns", ResultValue::integer(c.first_entry_ns - result.origin_ns))
                     .set("skew_ns", ResultValue::integer(c.skew_ns))
                     .set("transfer_ns", ResultValue::integer(c.transfer_ns))
