@@ -85,29 +85,34 @@ report::Report readAnalyzeReport(const std::string& path) {
     const json& run = j.at("run");
     report.run.run_id = run.value("run_id", std::string());
     report.run.world_size = run.value("world_size", 0);
-    for (const auto& r : run.value("ranks", json::array())) report.run.ranks.push_back(r.get<int32_t>());
-    for (const auto& h : run.value("hosts", json::array())) report.run.hosts.push_back(h.get<std::string>());
+    // Each list bound to a name first: a range-for over items() of a temporary would outlive it.
+    const json ranks = run.value("ranks", json::array()), hosts = run.value("hosts", json::array());
+    const json metrics = j.value("metrics", json::object()), findings = j.value("findings", json::array());
+    const json results = j.value("results", json::object()), warnings = j.value("warnings", json::array());
+    for (const auto& r : ranks) report.run.ranks.push_back(r.get<int32_t>());
+    for (const auto& h : hosts) report.run.hosts.push_back(h.get<std::string>());
     report.run.records = run.value("records", uint64_t{0});
     report.run.span_ns = run.value("span_ns", int64_t{0});
     report.run.steps = run.value("steps", size_t{0});
     report.run.step_source = run.value("step_source", std::string());
-    for (const auto& [name, m] : j.value("metrics", json::object()).items()) {
+    for (const auto& [name, m] : metrics.items()) {
       if (!m.contains("value") || !m["value"].is_number()) continue;  // null: not recorded
       report.metrics.push_back({name, m["value"].get<double>(), unitOf(m.value("unit", std::string())),
                                 m.value("description", std::string())});
     }
-    for (const auto& f : j.value("findings", json::array())) {
+    for (const auto& f : findings) {
       report::Finding finding;
       finding.analysis = f.value("analysis", std::string());
       finding.severity = severityOf(f.value("severity", std::string()));
       finding.cost_ns = f.value("cost_ns", 0.0);
       finding.summary = f.value("summary", std::string());
-      for (const auto& e : f.value("evidence", json::array())) finding.evidence.push_back(e.get<std::string>());
+      const json evidence = f.value("evidence", json::array());
+      for (const auto& e : evidence) finding.evidence.push_back(e.get<std::string>());
       report.findings.push_back(std::move(finding));
     }
-    for (const auto& [analysis, result] : j.value("results", json::object()).items())
+    for (const auto& [analysis, result] : results.items())
       report.results.emplace_back(analysis, resultOf(result));
-    for (const auto& w : j.value("warnings", json::array())) report.warnings.push_back(w.get<std::string>());
+    for (const auto& w : warnings) report.warnings.push_back(w.get<std::string>());
     return report;
   } catch (const json::exception& e) {
     throw InputError(fmt::format("{}: a gpuxray analyze report with a field of the wrong type: {}", path, e.what()));

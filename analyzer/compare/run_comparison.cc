@@ -45,8 +45,8 @@ std::string normalizeKernelName(const std::string& name) {
     for (size_t i = s.size(); i-- > 0;) {
       if (s[i] == ')') ++depth;
       if (s[i] == '(' && --depth == 0) {
-        // "(anonymous namespace)" or a name that is only parentheses is not a parameter list.
-        if (i > 0) s.erase(i);
+        // A parameter list follows the name directly: "Memcpy DtoD (Device -> Device)" keeps its words.
+        if (i > 0 && !std::isspace(static_cast<unsigned char>(s[i - 1]))) s.erase(i);
         break;
       }
     }
