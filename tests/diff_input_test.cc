@@ -40,7 +40,7 @@ TEST_CASE("diff: reports of schema versions it cannot compare are a one-line err
   CHECK((names_v1 || names_v3));
   auto newer = runCommand(std::string(GPUXRAY_BINARY) + " diff " + (dir / "v2.json") + " " + (dir / "v3.json"));
   CHECK(newer.exit_code == 2);
-  CHECK(newer.err == "gpuxray: " + (dir / "v3.json") +
+  CHECK(newer.err == "gpuxray: error: " + (dir / "v3.json") +
                          ": report schema version 3, which cannot be compared: this gpuxray compares version 2 reports "
                          "(it was written by a newer gpuxray); analyze the run again with this gpuxray\n");
   // A minimal version 2 report against itself: nothing to compare, nothing changed.

@@ -34,15 +34,15 @@ struct DiffOptions {
   bool allow_mixed_runs = false;
 };
 
-bool isRegularFile(const std::string& path) {
+bool isRegularDiffInput(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-compare::ComparisonSide loadSide(const std::string& path, const DiffOptions& options) {
+compare::ComparisonSide loadDiffSide(const std::string& path, const DiffOptions& options) {
   compare::ComparisonSide side;
   side.label = path;
-  if (isRegularFile(path) && compare::isAnalyzeReport(path)) {
+  if (isRegularDiffInput(path) && compare::isAnalyzeReport(path)) {
     side.kind = "report";
     side.report = compare::readAnalyzeReport(path);
     return side;
@@ -59,15 +59,15 @@ compare::ComparisonSide loadSide(const std::string& path, const DiffOptions& opt
   return side;
 }
 
-ExitCode diff(const DiffOptions& options) {
+ExitCode runDiff(const DiffOptions& options) {
   if (options.output_format != "text" && options.output_format != "json" && options.output_format != "markdown")
     throw UsageError(fmt::format("--format '{}': expected text, json or markdown", options.output_format));
   std::vector<analysis::Threshold> thresholds;
   for (const auto& text : options.fail_on) thresholds.push_back(analysis::parseThreshold(text));
 
   // The two sides are independent: analyzed at the same time.
-  auto before_future = std::async(std::launch::async, [&] { return loadSide(options.before, options); });
-  compare::ComparisonSide after = loadSide(options.after, options);
+  auto before_future = std::async(std::launch::async, [&] { return loadDiffSide(options.before, options); });
+  compare::ComparisonSide after = loadDiffSide(options.after, options);
   compare::ComparisonSide before = before_future.get();
 
   compare::RunComparison comparison = compare::compareRuns(before, after);
@@ -106,7 +106,7 @@ CommandAction addDiffCommand(CLI::App& app) {
   command->add_option("--top", options->top, "Rows in the kernel and op tables (default 10)");
   command->add_option("-j,--jobs", options->jobs, "Files loaded at once per side (default: one per core)");
   command->add_flag("--allow-mixed", options->allow_mixed_runs, "Accept files from different runs together within a side");
-  return [options] { return diff(*options); };
+  return [options] { return runDiff(*options); };
 }
 
 }  // namespace gpuxray::cli
