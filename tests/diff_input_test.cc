@@ -16,7 +16,9 @@ using gpuxray::testing::TempDir;
 
 namespace {
 
-void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+void write(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
 
 std::string reportOfVersion(int version) {
   return "{\"schema\": \"gpuxray.analyze\", \"schema_version\": " + std::to_string(version) +
@@ -35,8 +37,10 @@ TEST_CASE("diff: reports of schema versions it cannot compare are a one-line err
   CHECK(result.out.empty());
   // One line, naming a file and the problem (either side may be read first: they are read at once).
   REQUIRE(std::count(result.err.begin(), result.err.end(), '\n') == 1);
-  bool names_v1 = result.err.find(dir / "v1.json" + ": report schema version 1, which cannot be compared") != std::string::npos;
-  bool names_v3 = result.err.find(dir / "v3.json" + ": report schema version 3, which cannot be compared") != std::string::npos;
+  bool names_v1 =
+      result.err.find(dir / "v1.json" + ": report schema version 1, which cannot be compared") != std::string::npos;
+  bool names_v3 =
+      result.err.find(dir / "v3.json" + ": report schema version 3, which cannot be compared") != std::string::npos;
   CHECK((names_v1 || names_v3));
   auto newer = runCommand(std::string(GPUXRAY_BINARY) + " diff " + (dir / "v2.json") + " " + (dir / "v3.json"));
   CHECK(newer.exit_code == 2);
@@ -46,7 +50,8 @@ TEST_CASE("diff: reports of schema versions it cannot compare are a one-line err
   // A minimal version 2 report against itself: nothing to compare, nothing changed.
   auto same = runCommand(std::string(GPUXRAY_BINARY) + " diff " + (dir / "v2.json") + " " + (dir / "v2.json"));
   CHECK(same.exit_code == 0);
-  auto baseline = runCommand(std::string(GPUXRAY_BINARY) + " analyze " + (dir / "v2.json") + " --baseline " + (dir / "v1.json"));
+  auto baseline =
+      runCommand(std::string(GPUXRAY_BINARY) + " analyze " + (dir / "v2.json") + " --baseline " + (dir / "v1.json"));
   CHECK(baseline.exit_code == 2);
 }
 
@@ -64,19 +69,28 @@ TEST_CASE("diff: kernel names are compared without return type and parameters, t
 
 TEST_CASE("diff: a finding is the same finding when only its measurements changed") {
   using gpuxray::compare::findingKey;
-  gpuxray::report::Finding before{"link_hotspots", gpuxray::report::Severity::kCritical, 0,
-                                  "slow link: node-01's NIC mlx5_2 moves data at 8.50 GB/s, 2.50x slower than the median of the "
-                                  "run's other NICs (21.3 GB/s)", {}};
+  gpuxray::report::Finding before{
+      "link_hotspots",
+      gpuxray::report::Severity::kCritical,
+      0,
+      "slow link: node-01's NIC mlx5_2 moves data at 8.50 GB/s, 2.50x slower than the median of the "
+      "run's other NICs (21.3 GB/s)",
+      {}};
   gpuxray::report::Finding after = before;
-  after.summary = "slow link: node-01's NIC mlx5_2 moves data at 15.0 GB/s, 1.60x slower than the median of the run's other "
-                  "NICs (24.1 GB/s)";
+  after.summary =
+      "slow link: node-01's NIC mlx5_2 moves data at 15.0 GB/s, 1.60x slower than the median of the run's other "
+      "NICs (24.1 GB/s)";
   CHECK(findingKey(before) == findingKey(after));
   gpuxray::report::Finding other_nic = before;
-  other_nic.summary = "slow link: node-02's NIC mlx5_2 moves data at 8.50 GB/s, 2.50x slower than the median of the run's "
-                      "other NICs (21.3 GB/s)";
+  other_nic.summary =
+      "slow link: node-02's NIC mlx5_2 moves data at 8.50 GB/s, 2.50x slower than the median of the run's "
+      "other NICs (21.3 GB/s)";
   CHECK(findingKey(before) != findingKey(other_nic));
-  gpuxray::report::Finding rank4{"time_breakdown", gpuxray::report::Severity::kCritical, 0,
-                                 "exposed communication takes 33.1 % of rank 4's step time (35.9 ms per step)", {}};
+  gpuxray::report::Finding rank4{"time_breakdown",
+                                 gpuxray::report::Severity::kCritical,
+                                 0,
+                                 "exposed communication takes 33.1 % of rank 4's step time (35.9 ms per step)",
+                                 {}};
   gpuxray::report::Finding rank5 = rank4;
   rank5.summary = "exposed communication takes 33.1 % of rank 5's step time (35.9 ms per step)";
   CHECK(findingKey(rank4) != findingKey(rank5));
@@ -98,9 +112,9 @@ TEST_CASE("--fail-on: a signed limit is a change, one ending in % a relative cha
   report.addMetric("step_time_ms", 104.9, gpuxray::report::Unit::kMilliseconds, "");
   report.addMetric("exposed_comm_pct", 12.5, gpuxray::report::Unit::kPercent, "");
   std::vector<std::string> known{"step_time_ms", "exposed_comm_pct", "tokens_per_s"};
-  gpuxray::analysis::applyThresholds({parseThreshold("step_time_ms>+5%"), parseThreshold("exposed_comm_pct>+2"),
-                                      parseThreshold("tokens_per_s<-5%")},
-                                     known, report, &baseline);
+  gpuxray::analysis::applyThresholds(
+      {parseThreshold("step_time_ms>+5%"), parseThreshold("exposed_comm_pct>+2"), parseThreshold("tokens_per_s<-5%")},
+      known, report, &baseline);
   // 104.9 against 100 is +4.9 %: within; 12.5 against 10 is +2.5 points: over; no tokens_per_s: a warning.
   REQUIRE(report.violations.size() == 1);
   CHECK(report.violations[0] == "exposed_comm_pct = 12.5 % against 10.0 % in the baseline (+2.5), threshold >+2");

@@ -23,8 +23,9 @@ struct ClassicCase {
   std::string before = dir / "before", after = dir / "after";
   std::string before_json = dir / "before.json", after_json = dir / "after.json";
   ClassicCase() {
-    std::string simulate = kGpuxray + " simulate --model gpt-1.3b --cluster dgx-a100 --nodes 4 --tp 8 --dp 4 "
-                                      "--global-batch 32 --jitter 1 --seed 3 --steps 4";
+    std::string simulate = kGpuxray +
+                           " simulate --model gpt-1.3b --cluster dgx-a100 --nodes 4 --tp 8 --dp 4 "
+                           "--global-batch 32 --jitter 1 --seed 3 --steps 4";
     REQUIRE(runCommand(simulate + " --slow-link node-01:2=0.4 -o " + before).exit_code == 0);
     REQUIRE(runCommand(simulate + " -o " + after).exit_code == 0);
     REQUIRE(runCommand(kGpuxray + " analyze --format json " + before + " > " + before_json).exit_code == 0);
@@ -46,7 +47,9 @@ nlohmann::json diffJson(const std::string& before, const std::string& after) {
 
 }  // namespace
 
-TEST_CASE("diff: the slow NIC fixed: the data-parallel all-reduce changed most, the step got faster, the slow link resolved") {
+TEST_CASE(
+    "diff: the slow NIC fixed: the data-parallel all-reduce changed most, the step got faster, the slow link "
+    "resolved") {
   const auto& c = classicCase();
   // Run directories on both sides, and a report against a run: the same comparison.
   for (auto [before, after] : {std::pair{c.before, c.after}, std::pair{c.before_json, c.after}}) {
@@ -73,7 +76,8 @@ TEST_CASE("diff: the slow NIC fixed: the data-parallel all-reduce changed most, 
     // The slow-link finding is resolved, and the slowest NIC's ratio to the median goes to about 1.
     bool slow_link_resolved = false;
     for (const auto& f : d["findings"]) {
-      if (f["status"] == "resolved" && f["before"].get<std::string>().starts_with("slow link: node-01's NIC")) slow_link_resolved = true;
+      if (f["status"] == "resolved" && f["before"].get<std::string>().starts_with("slow link: node-01's NIC"))
+        slow_link_resolved = true;
       CHECK(!(f["status"] == "new" && f["after"].get<std::string>().starts_with("slow link")));
     }
     CHECK(slow_link_resolved);
@@ -105,10 +109,12 @@ TEST_CASE("analyze --baseline: step_time_ms>+5% passes after against before and 
   auto worse = runCommand(kGpuxray + " analyze " + c.before + " --baseline " + c.after_json + fail_on);
   CHECK(worse.exit_code == 3);
   // One line per violated threshold, with both values and the change.
-  CHECK(worse.err.find("gpuxray: threshold violated: step_time_ms = 338 ms against 268 ms in the baseline (+2") != std::string::npos);
+  CHECK(worse.err.find("gpuxray: threshold violated: step_time_ms = 338 ms against 268 ms in the baseline (+2") !=
+        std::string::npos);
   CHECK(worse.err.find("gpuxray: threshold violated: exposed_comm_pct = ") != std::string::npos);
   // diff --fail-on tests AFTER against BEFORE the same way; tokens_per_s<-5% catches lost throughput.
-  CHECK(runCommand(kGpuxray + " diff " + c.before_json + " " + c.after + " --fail-on 'step_time_ms>+5%'").exit_code == 0);
+  CHECK(runCommand(kGpuxray + " diff " + c.before_json + " " + c.after + " --fail-on 'step_time_ms>+5%'").exit_code ==
+        0);
   auto diff_worse = runCommand(kGpuxray + " diff " + c.after_json + " " + c.before + " --fail-on 'tokens_per_s<-5%'");
   CHECK(diff_worse.exit_code == 3);
   CHECK(diff_worse.err.find("threshold violated: tokens_per_s = ") != std::string::npos);
@@ -123,7 +129,8 @@ TEST_CASE("diff: a run against itself, or against its own report, reports no cha
   for (const std::string& other : {c.after, c.after_json}) {
     auto result = runCommand(kGpuxray + " diff " + c.after + " " + other + " --fail-on 'step_time_ms>+0%'");
     CHECK(result.exit_code == 0);
-    CHECK(result.out.find("no change: every step time, metric, kernel, op, memory peak and finding is the same") != std::string::npos);
+    CHECK(result.out.find("no change: every step time, metric, kernel, op, memory peak and finding is the same") !=
+          std::string::npos);
     nlohmann::json d = diffJson(c.after, other);
     CHECK(d["identical"] == true);
     CHECK(d["steps"]["verdict"] == "no_change");
@@ -140,5 +147,6 @@ TEST_CASE("diff: a side missing ranks is a warning; runs of other ranks say what
   auto result = runCommand(kGpuxray + " diff " + c.before + " " + partial);
   CHECK(result.exit_code == 0);
   CHECK(result.err.find("gpuxray: warning: " + partial + ": 31 of 32 ranks (rank 5 missing)") != std::string::npos);
-  CHECK(result.out.find("not matched: the runs have other ranks (32 in before, 31 in after); only before: 5") != std::string::npos);
+  CHECK(result.out.find("not matched: the runs have other ranks (32 in before, 31 in after); only before: 5") !=
+        std::string::npos);
 }

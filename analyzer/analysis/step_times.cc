@@ -96,7 +96,8 @@ ResultValue resultValue(const StepTimesResult& result) {
       .set("max_ns", time(result.max_ns))
       .set("stddev_ns", result.steps.size() >= 2 ? ResultValue::number(result.stddev_ns) : ResultValue())
       .set("tokens_per_step", result.tokens_per_step ? ResultValue::integer(*result.tokens_per_step) : ResultValue())
-      .set("tokens_per_s", known && result.tokens_per_step ? ResultValue::number(result.tokensPerSecond()) : ResultValue());
+      .set("tokens_per_s",
+           known && result.tokens_per_step ? ResultValue::number(result.tokensPerSecond()) : ResultValue());
 }
 
 }  // namespace
@@ -105,14 +106,22 @@ void presentStepTimes(const StepTimesResult& result, report::Report& report) {
   auto& section = report.addSection("step_times", "Step time and throughput");
   report.results.emplace_back("step_times", resultValue(result));
   if (result.steps.empty()) {
-    section.notes.push_back("No training steps found, so no step time (steps come from ProfilerStep#N ranges, "
-                            "--step-marker, capture windows or the repeating collectives).");
+    section.notes.push_back(
+        "No training steps found, so no step time (steps come from ProfilerStep#N ranges, "
+        "--step-marker, capture windows or the repeating collectives).");
     return;
   }
-  section.notes.push_back(fmt::format("Each step's time is the slowest rank's length of it (steps from {}).", result.step_source));
-  report::Table summary{"summary", "",
-                        {{"steps", "steps"}, {"median", "median"}, {"min", "min"}, {"max", "max"}, {"stddev", "std dev"},
-                         {"tokens_per_step", "tokens/step"}, {"tokens_per_s", "tokens/s"}},
+  section.notes.push_back(
+      fmt::format("Each step's time is the slowest rank's length of it (steps from {}).", result.step_source));
+  report::Table summary{"summary",
+                        "",
+                        {{"steps", "steps"},
+                         {"median", "median"},
+                         {"min", "min"},
+                         {"max", "max"},
+                         {"stddev", "std dev"},
+                         {"tokens_per_step", "tokens/step"},
+                         {"tokens_per_s", "tokens/s"}},
                         {}};
   summary.rows.push_back(
       {Cell::of(static_cast<double>(result.steps.size()), Unit::kCount),
@@ -120,12 +129,18 @@ void presentStepTimes(const StepTimesResult& result, report::Report& report) {
        Cell::of(static_cast<double>(result.min_ns), Unit::kNanoseconds),
        Cell::of(static_cast<double>(result.max_ns), Unit::kNanoseconds),
        result.steps.size() >= 2 ? Cell::of(result.stddev_ns, Unit::kNanoseconds) : Cell::of("one step"),
-       result.tokens_per_step ? Cell::of(static_cast<double>(*result.tokens_per_step), Unit::kCount) : Cell::of("not recorded"),
-       result.tokens_per_step ? Cell::shownAs(result.tokensPerSecond(), Unit::kNone, fmt::format("{:.0f}", result.tokensPerSecond()))
-                              : Cell::of("not recorded")});
-  report::Table steps{"steps", "Per step", {{"step", "step"}, {"time", "time"}, {"slowest_rank", "slowest rank"}, {"ranks", "ranks"}}, {}};
+       result.tokens_per_step ? Cell::of(static_cast<double>(*result.tokens_per_step), Unit::kCount)
+                              : Cell::of("not recorded"),
+       result.tokens_per_step
+           ? Cell::shownAs(result.tokensPerSecond(), Unit::kNone, fmt::format("{:.0f}", result.tokensPerSecond()))
+           : Cell::of("not recorded")});
+  report::Table steps{"steps",
+                      "Per step",
+                      {{"step", "step"}, {"time", "time"}, {"slowest_rank", "slowest rank"}, {"ranks", "ranks"}},
+                      {}};
   for (const auto& s : result.steps) {
-    steps.rows.push_back({Cell::of(static_cast<double>(s.number), Unit::kNone), Cell::of(static_cast<double>(s.time_ns), Unit::kNanoseconds),
+    steps.rows.push_back({Cell::of(static_cast<double>(s.number), Unit::kNone),
+                          Cell::of(static_cast<double>(s.time_ns), Unit::kNanoseconds),
                           Cell::of(s.slowest_rank, Unit::kNone), Cell::of(static_cast<double>(s.ranks), Unit::kCount)});
   }
   section.tables.push_back(std::move(summary));

@@ -15,24 +15,26 @@
 namespace gpuxray::analysis {
 
 struct StepTime {
-  int64_t number = 0;        // ProfilerStep#N's N (or the ordinal)
-  int64_t time_ns = 0;       // the slowest rank's length of this step
+  int64_t number = 0;   // ProfilerStep#N's N (or the ordinal)
+  int64_t time_ns = 0;  // the slowest rank's length of this step
   int32_t slowest_rank = -1;
-  size_t ranks = 0;          // ranks that have this step
+  size_t ranks = 0;  // ranks that have this step
 };
 
 struct StepTimesResult {
-  std::string step_source;       // as the report's run summary says
-  std::vector<StepTime> steps;   // by step number; empty when no steps are known
-  int64_t median_ns = 0;         // of steps[].time_ns
+  std::string step_source;      // as the report's run summary says
+  std::vector<StepTime> steps;  // by step number; empty when no steps are known
+  int64_t median_ns = 0;        // of steps[].time_ns
   int64_t min_ns = 0;
   int64_t max_ns = 0;
-  double stddev_ns = 0;          // sample standard deviation; 0 with one step
+  double stddev_ns = 0;  // sample standard deviation; 0 with one step
   // Tokens one step trains on (global batch x sequence), when the trace tells the batch.
   std::optional<int64_t> tokens_per_step;
-  std::string tokens_source;     // where tokens_per_step comes from
+  std::string tokens_source;  // where tokens_per_step comes from
   double tokensPerSecond() const {
-    return tokens_per_step && median_ns > 0 ? static_cast<double>(*tokens_per_step) * 1e9 / static_cast<double>(median_ns) : 0;
+    return tokens_per_step && median_ns > 0
+               ? static_cast<double>(*tokens_per_step) * 1e9 / static_cast<double>(median_ns)
+               : 0;
   }
 };
 

@@ -74,15 +74,18 @@ ExitCode runDiff(const DiffOptions& options) {
   analysis::applyThresholds(thresholds, analysis::knownMetrics(), after.report, &before.report);
   for (const auto& warning : comparison.warnings) fmt::print(stderr, "gpuxray: warning: {}\n", warning);
 
-  std::string rendered = options.output_format == "json"       ? compare::renderComparisonJson(comparison)
-                         : options.output_format == "markdown" ? compare::renderComparisonMarkdown(comparison, options.top)
-                                                               : compare::renderComparisonText(comparison, options.top);
+  std::string rendered = options.output_format == "json" ? compare::renderComparisonJson(comparison)
+                         : options.output_format == "markdown"
+                             ? compare::renderComparisonMarkdown(comparison, options.top)
+                             : compare::renderComparisonText(comparison, options.top);
   std::fwrite(rendered.data(), 1, rendered.size(), stdout);
   for (size_t i = 0; i < after.report.warnings.size(); ++i) {
-    if (after.report.warnings[i].starts_with("--fail-on")) fmt::print(stderr, "gpuxray: warning: {}\n", after.report.warnings[i]);
+    if (after.report.warnings[i].starts_with("--fail-on"))
+      fmt::print(stderr, "gpuxray: warning: {}\n", after.report.warnings[i]);
   }
   if (!after.report.violations.empty()) {
-    for (const auto& violation : after.report.violations) fmt::print(stderr, "gpuxray: threshold violated: {}\n", violation);
+    for (const auto& violation : after.report.violations)
+      fmt::print(stderr, "gpuxray: threshold violated: {}\n", violation);
     return ExitCode::kThresholdExceeded;
   }
   return ExitCode::kOk;
@@ -92,20 +95,24 @@ ExitCode runDiff(const DiffOptions& options) {
 
 CommandAction addDiffCommand(CLI::App& app) {
   auto options = std::make_shared<DiffOptions>();
-  CLI::App* command =
-      app.add_subcommand("diff", "Compare two runs (run directories or analyze --format json reports): before and after");
-  command->add_option("before", options->before, "The run before the change: a run directory, trace files' directory or report")
+  CLI::App* command = app.add_subcommand(
+      "diff", "Compare two runs (run directories or analyze --format json reports): before and after");
+  command
+      ->add_option("before", options->before,
+                   "The run before the change: a run directory, trace files' directory or report")
       ->required();
   command->add_option("after", options->after, "The run after the change")->required();
   command->add_option("--format", options->output_format, "text (default), json or markdown");
   command->add_option("--fail-on", options->fail_on,
                       "Exit with 3 when AFTER's metric crosses a threshold or changed too much against BEFORE, e.g. "
                       "step_time_ms>+5% or exposed_comm_pct>+2 (repeatable)");
-  command->add_option("--step-marker", options->step_markers,
-                      "Regular expression for NVTX ranges that mark a step (besides ProfilerStep#N), for runs analyzed now");
+  command->add_option(
+      "--step-marker", options->step_markers,
+      "Regular expression for NVTX ranges that mark a step (besides ProfilerStep#N), for runs analyzed now");
   command->add_option("--top", options->top, "Rows in the kernel and op tables (default 10)");
   command->add_option("-j,--jobs", options->jobs, "Files loaded at once per side (default: one per core)");
-  command->add_flag("--allow-mixed", options->allow_mixed_runs, "Accept files from different runs together within a side");
+  command->add_flag("--allow-mixed", options->allow_mixed_runs,
+                    "Accept files from different runs together within a side");
   return [options] { return runDiff(*options); };
 }
 

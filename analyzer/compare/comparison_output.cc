@@ -31,21 +31,26 @@ std::string changeText(double before, double after, Unit unit) {
 Cell optionalCell(const std::optional<double>& value, Unit unit) {
   if (!value) return Cell::of("-");
   // Plain figures such as tokens/s: whole numbers rather than exponents.
-  if (unit == Unit::kNone && std::abs(*value) >= 1000) return Cell::shownAs(*value, unit, fmt::format("{:.0f}", *value));
+  if (unit == Unit::kNone && std::abs(*value) >= 1000)
+    return Cell::shownAs(*value, unit, fmt::format("{:.0f}", *value));
   return Cell::of(*value, unit);
 }
 
 std::string verdictText(const StepComparison& s) {
   switch (s.verdict) {
-    case StepVerdict::kNoSteps: return "no verdict: a side has no steps";
-    case StepVerdict::kOneStep: return "no verdict: a side has one step, so no step-to-step spread";
-    case StepVerdict::kNoChange: return "no change";
+    case StepVerdict::kNoSteps:
+      return "no verdict: a side has no steps";
+    case StepVerdict::kOneStep:
+      return "no verdict: a side has one step, so no step-to-step spread";
+    case StepVerdict::kNoChange:
+      return "no change";
     case StepVerdict::kWithinNoise:
       return fmt::format("within noise: the change is inside the step-to-step spread ({} std dev)",
                          report::formatValue(s.noise_ns, Unit::kNanoseconds));
     case StepVerdict::kFaster:
     case StepVerdict::kSlower:
-      return fmt::format("{}: beyond the step-to-step spread ({} std dev)", s.verdict == StepVerdict::kFaster ? "faster" : "slower",
+      return fmt::format("{}: beyond the step-to-step spread ({} std dev)",
+                         s.verdict == StepVerdict::kFaster ? "faster" : "slower",
                          report::formatValue(s.noise_ns, Unit::kNanoseconds));
   }
   return "";
@@ -57,9 +62,15 @@ std::string shortName(const std::string& name) {
 
 report::Table activityTable(const std::string& id, const std::string& title, const std::vector<ActivityDelta>& deltas,
                             size_t top, bool kernels) {
-  report::Table table{id, title,
-                      {{"name", "name"}, {"kind", "kind"}, {"change", "change"}, {"count_before", "count before"},
-                       {"count_after", "after"}, {"per_step_before", "per step before"}, {"per_step_after", "after"},
+  report::Table table{id,
+                      title,
+                      {{"name", "name"},
+                       {"kind", "kind"},
+                       {"change", "change"},
+                       {"count_before", "count before"},
+                       {"count_after", "after"},
+                       {"per_step_before", "per step before"},
+                       {"per_step_after", "after"},
                        {"per_step_change", "change per step"}},
                       {}};
   if (kernels) table.columns.push_back({"launch", "launch"});
@@ -67,15 +78,19 @@ report::Table activityTable(const std::string& id, const std::string& title, con
   for (const auto& d : deltas) {
     if (d.change == Change::kSame) continue;
     if (shown++ == top) break;
-    std::vector<Cell> row{Cell::of(shortName(d.name)), Cell::of(d.kind), Cell::of(changeName(d.change)),
+    std::vector<Cell> row{Cell::of(shortName(d.name)),
+                          Cell::of(d.kind),
+                          Cell::of(changeName(d.change)),
                           Cell::of(static_cast<double>(d.count_before), Unit::kCount),
                           Cell::of(static_cast<double>(d.count_after), Unit::kCount),
-                          Cell::of(d.per_step_before_ns, Unit::kNanoseconds), Cell::of(d.per_step_after_ns, Unit::kNanoseconds),
+                          Cell::of(d.per_step_before_ns, Unit::kNanoseconds),
+                          Cell::of(d.per_step_after_ns, Unit::kNanoseconds),
                           Cell::of(changeText(d.per_step_before_ns, d.per_step_after_ns, Unit::kNanoseconds))};
     if (kernels) {
-      row.push_back(Cell::of(d.launch_before == d.launch_after ? d.launch_after
-                                                               : fmt::format("{} -> {}", d.launch_before.empty() ? "-" : d.launch_before,
-                                                                             d.launch_after.empty() ? "-" : d.launch_after)));
+      row.push_back(Cell::of(d.launch_before == d.launch_after
+                                 ? d.launch_after
+                                 : fmt::format("{} -> {}", d.launch_before.empty() ? "-" : d.launch_before,
+                                               d.launch_after.empty() ? "-" : d.launch_after)));
     }
     table.rows.push_back(std::move(row));
   }
@@ -85,17 +100,20 @@ report::Table activityTable(const std::string& id, const std::string& title, con
 report::Document documentOf(const RunComparison& c, size_t top) {
   report::Document doc;
   doc.schema = "gpuxray.diff";
-  doc.title = fmt::format("gpuxray diff: {} ({}) -> {} ({})", c.before_label, c.before_kind, c.after_label, c.after_kind);
+  doc.title =
+      fmt::format("gpuxray diff: {} ({}) -> {} ({})", c.before_label, c.before_kind, c.after_label, c.after_kind);
   for (const auto& w : c.warnings) doc.notes.push_back("warning: " + w);
   for (const auto& n : c.notes) doc.notes.push_back("not matched: " + n);
-  if (c.identical()) doc.notes.push_back("no change: every step time, metric, kernel, op, memory peak and finding is the same");
+  if (c.identical())
+    doc.notes.push_back("no change: every step time, metric, kernel, op, memory peak and finding is the same");
 
   const StepComparison& s = c.steps;
   auto& steps = doc.sections.emplace_back(report::Section{"step_times", "Step time and throughput", {}, {}});
   steps.notes.push_back(verdictText(s));
   report::Table t{"steps", "", {{"figure", ""}, {"before", "before"}, {"after", "after"}, {"change", "change"}}, {}};
   auto ns = [](auto v) { return static_cast<double>(v); };
-  t.rows.push_back({Cell::of("steps"), Cell::of(ns(s.before.steps), Unit::kCount), Cell::of(ns(s.after.steps), Unit::kCount), Cell::of("")});
+  t.rows.push_back({Cell::of("steps"), Cell::of(ns(s.before.steps), Unit::kCount),
+                    Cell::of(ns(s.after.steps), Unit::kCount), Cell::of("")});
   if (s.before.steps > 0 && s.after.steps > 0) {
     t.rows.push_back({Cell::of("median step time"), Cell::of(ns(s.before.median_ns), Unit::kNanoseconds),
                       Cell::of(ns(s.after.median_ns), Unit::kNanoseconds),
@@ -113,7 +131,8 @@ report::Document documentOf(const RunComparison& c, size_t top) {
   steps.tables.push_back(std::move(t));
 
   auto& metrics = doc.sections.emplace_back(report::Section{"metrics", "Metrics (--fail-on's)", {}, {}});
-  report::Table m{"metrics", "", {{"metric", "metric"}, {"before", "before"}, {"after", "after"}, {"change", "change"}}, {}};
+  report::Table m{
+      "metrics", "", {{"metric", "metric"}, {"before", "before"}, {"after", "after"}, {"change", "change"}}, {}};
   size_t unchanged = 0;
   for (const auto& d : c.metrics) {
     if (d.before == d.after) {
@@ -121,18 +140,23 @@ report::Document documentOf(const RunComparison& c, size_t top) {
       continue;
     }
     m.rows.push_back({Cell::of(d.name), optionalCell(d.before, d.unit), optionalCell(d.after, d.unit),
-                      d.before && d.after ? Cell::of(changeText(*d.before, *d.after, d.unit)) : Cell::of(d.before ? "gone" : "new")});
+                      d.before && d.after ? Cell::of(changeText(*d.before, *d.after, d.unit))
+                                          : Cell::of(d.before ? "gone" : "new")});
   }
   if (unchanged > 0) metrics.notes.push_back(fmt::format("{} metrics unchanged", unchanged));
   metrics.tables.push_back(std::move(m));
 
-  auto& kernels = doc.sections.emplace_back(report::Section{"kernels", "Kernels (GPU activities by normalized name)", {}, {}});
-  kernels.notes.push_back(fmt::format("Per step and rank, largest change first (top {}); names without return type and "
-                                      "parameters, template arguments kept.", top));
+  auto& kernels =
+      doc.sections.emplace_back(report::Section{"kernels", "Kernels (GPU activities by normalized name)", {}, {}});
+  kernels.notes.push_back(
+      fmt::format("Per step and rank, largest change first (top {}); names without return type and "
+                  "parameters, template arguments kept.",
+                  top));
   if (!c.kernels_from_totals) kernels.notes.push_back("Compute kernels only (a side has no activity totals).");
   kernels.tables.push_back(activityTable("kernels", "", c.kernels, top, true));
   if (!c.ops.empty()) {
-    auto& ops = doc.sections.emplace_back(report::Section{"ops", "Ops (NVTX / record_function ranges, CUDA API calls)", {}, {}});
+    auto& ops = doc.sections.emplace_back(
+        report::Section{"ops", "Ops (NVTX / record_function ranges, CUDA API calls)", {}, {}});
     ops.tables.push_back(activityTable("ops", "", c.ops, top, false));
   }
 
@@ -141,10 +165,14 @@ report::Document documentOf(const RunComparison& c, size_t top) {
     memory.notes.push_back("not recorded on either side");
   } else {
     report::Table mem{"memory", "", {{"figure", ""}, {"before", "before"}, {"after", "after"}}, {}};
-    auto bytes = [](const MemorySide& side) { return side.recorded ? Cell::of(static_cast<double>(side.peak_bytes), Unit::kBytes) : Cell::of("not recorded"); };
+    auto bytes = [](const MemorySide& side) {
+      return side.recorded ? Cell::of(static_cast<double>(side.peak_bytes), Unit::kBytes) : Cell::of("not recorded");
+    };
     mem.rows.push_back({Cell::of("peak"), bytes(c.memory_before), bytes(c.memory_after)});
-    mem.rows.push_back({Cell::of("% of device"), optionalCell(c.memory_before.peak_pct, Unit::kPercent), optionalCell(c.memory_after.peak_pct, Unit::kPercent)});
-    mem.rows.push_back({Cell::of("rank"), Cell::of(fmt::format("{}", c.memory_before.rank)), Cell::of(fmt::format("{}", c.memory_after.rank))});
+    mem.rows.push_back({Cell::of("% of device"), optionalCell(c.memory_before.peak_pct, Unit::kPercent),
+                        optionalCell(c.memory_after.peak_pct, Unit::kPercent)});
+    mem.rows.push_back({Cell::of("rank"), Cell::of(fmt::format("{}", c.memory_before.rank)),
+                        Cell::of(fmt::format("{}", c.memory_after.rank))});
     mem.rows.push_back({Cell::of("during"), Cell::of(c.memory_before.phase), Cell::of(c.memory_after.phase)});
     memory.tables.push_back(std::move(mem));
   }

@@ -19,11 +19,16 @@ using report::ResultValue;
 
 ResultValue resultOf(const json& j) {
   switch (j.type()) {
-    case json::value_t::number_integer: return ResultValue::integer(j.get<int64_t>());
-    case json::value_t::number_unsigned: return ResultValue::integer(static_cast<int64_t>(j.get<uint64_t>()));
-    case json::value_t::number_float: return ResultValue::number(j.get<double>());
-    case json::value_t::string: return ResultValue::text(j.get<std::string>());
-    case json::value_t::boolean: return ResultValue::flag(j.get<bool>());
+    case json::value_t::number_integer:
+      return ResultValue::integer(j.get<int64_t>());
+    case json::value_t::number_unsigned:
+      return ResultValue::integer(static_cast<int64_t>(j.get<uint64_t>()));
+    case json::value_t::number_float:
+      return ResultValue::number(j.get<double>());
+    case json::value_t::string:
+      return ResultValue::text(j.get<std::string>());
+    case json::value_t::boolean:
+      return ResultValue::flag(j.get<bool>());
     case json::value_t::object: {
       ResultValue object = ResultValue::object();
       for (const auto& [key, value] : j.items()) object.set(key, resultOf(value));
@@ -34,7 +39,8 @@ ResultValue resultOf(const json& j) {
       for (const auto& value : j) array.push(resultOf(value));
       return array;
     }
-    default: return {};
+    default:
+      return {};
   }
 }
 
@@ -68,7 +74,8 @@ report::Report readAnalyzeReport(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw InputError(fmt::format("{}: not valid JSON (expected a gpuxray analyze --format json report)", path));
+  if (j.is_discarded())
+    throw InputError(fmt::format("{}: not valid JSON (expected a gpuxray analyze --format json report)", path));
   if (!j.is_object() || j.value("schema", std::string()) != "gpuxray.analyze")
     throw InputError(fmt::format("{}: not a gpuxray analyze report (no \"schema\": \"gpuxray.analyze\")", path));
   auto version_field = j.find("schema_version");
@@ -78,7 +85,8 @@ report::Report readAnalyzeReport(const std::string& path) {
         "{}: report schema version {}, which cannot be compared: this gpuxray compares version {} reports ({}); "
         "analyze the run again with this gpuxray",
         path, version, report::kReportSchemaVersion,
-        version < report::kReportSchemaVersion ? "older ones have no typed results" : "it was written by a newer gpuxray"));
+        version < report::kReportSchemaVersion ? "older ones have no typed results"
+                                               : "it was written by a newer gpuxray"));
   }
   try {
     report::Report report;
@@ -110,8 +118,7 @@ report::Report readAnalyzeReport(const std::string& path) {
       for (const auto& e : evidence) finding.evidence.push_back(e.get<std::string>());
       report.findings.push_back(std::move(finding));
     }
-    for (const auto& [analysis, result] : results.items())
-      report.results.emplace_back(analysis, resultOf(result));
+    for (const auto& [analysis, result] : results.items()) report.results.emplace_back(analysis, resultOf(result));
     for (const auto& w : warnings) report.warnings.push_back(w.get<std::string>());
     return report;
   } catch (const json::exception& e) {

@@ -16,22 +16,32 @@ using report::ResultValue;
 
 const char* changeName(Change change) {
   switch (change) {
-    case Change::kSame: return "same";
-    case Change::kChanged: return "changed";
-    case Change::kNew: return "new";
-    case Change::kGone: return "gone";
+    case Change::kSame:
+      return "same";
+    case Change::kChanged:
+      return "changed";
+    case Change::kNew:
+      return "new";
+    case Change::kGone:
+      return "gone";
   }
   return "same";
 }
 
 const char* stepVerdictName(StepVerdict verdict) {
   switch (verdict) {
-    case StepVerdict::kNoSteps: return "no_steps";
-    case StepVerdict::kOneStep: return "one_step";
-    case StepVerdict::kNoChange: return "no_change";
-    case StepVerdict::kWithinNoise: return "within_noise";
-    case StepVerdict::kFaster: return "faster";
-    case StepVerdict::kSlower: return "slower";
+    case StepVerdict::kNoSteps:
+      return "no_steps";
+    case StepVerdict::kOneStep:
+      return "one_step";
+    case StepVerdict::kNoChange:
+      return "no_change";
+    case StepVerdict::kWithinNoise:
+      return "within_noise";
+    case StepVerdict::kFaster:
+      return "faster";
+    case StepVerdict::kSlower:
+      return "slower";
   }
   return "no_steps";
 }
@@ -112,7 +122,8 @@ double numberOf(const ResultValue* value, const char* key, double fallback = 0) 
 
 bool isNumber(const ResultValue* value, const char* key) {
   const ResultValue* field = value != nullptr ? value->find(key) : nullptr;
-  return field != nullptr && (field->kind() == ResultValue::Kind::kInteger || field->kind() == ResultValue::Kind::kNumber);
+  return field != nullptr &&
+         (field->kind() == ResultValue::Kind::kInteger || field->kind() == ResultValue::Kind::kNumber);
 }
 
 std::string textOf(const ResultValue* value, const char* key) {
@@ -161,8 +172,9 @@ void matchRanks(const ComparisonSide& before, const ComparisonSide& after, RunCo
       for (int32_t r = 0; r < run.world_size; ++r) {
         if (!present.contains(r)) missing.push_back(r);
       }
-      out.warnings.push_back(fmt::format("{}: {} of {} ranks (rank {} missing): its figures cover only the ranks it has",
-                                         side->label, run.ranks.size(), run.world_size, rankList(missing)));
+      out.warnings.push_back(fmt::format("{}: {} of {} ranks ({} {} missing): its figures cover only the ranks it has",
+                                         side->label, run.ranks.size(), run.world_size,
+                                         missing.size() == 1 ? "rank" : "ranks", rankList(missing)));
     }
   }
   std::set<int32_t> b(before.report.run.ranks.begin(), before.report.run.ranks.end());
@@ -171,19 +183,21 @@ void matchRanks(const ComparisonSide& before, const ComparisonSide& after, RunCo
   std::set_difference(b.begin(), b.end(), a.begin(), a.end(), std::back_inserter(only_before));
   std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(only_after));
   if (!only_before.empty() || !only_after.empty()) {
-    std::string text = fmt::format("the runs have other ranks ({} in before, {} in after)", before.report.run.ranks.size(),
-                                   after.report.run.ranks.size());
+    std::string text = fmt::format("the runs have other ranks ({} in before, {} in after)",
+                                   before.report.run.ranks.size(), after.report.run.ranks.size());
     if (!only_before.empty()) text += fmt::format("; only before: {}", rankList(only_before));
     if (!only_after.empty()) text += fmt::format("; only after: {}", rankList(only_after));
-    out.notes.push_back(text + ": ranks are not matched one to one; step times take the slowest rank, kernels and ops "
-                               "are compared per step and rank");
+    out.notes.push_back(text +
+                        ": ranks are not matched one to one; step times take the slowest rank, kernels and ops "
+                        "are compared per step and rank");
   }
 }
 
 void compareSteps(const ComparisonSide& before, const ComparisonSide& after, RunComparison& out) {
   for (const ComparisonSide* side : {&before, &after}) {
     if (resultOf(side->report, "step_times") == nullptr)
-      out.notes.push_back(fmt::format("{}: no step_times result (a report of an older gpuxray): step times not compared", side->label));
+      out.notes.push_back(
+          fmt::format("{}: no step_times result (a report of an older gpuxray): step times not compared", side->label));
   }
   StepComparison& s = out.steps;
   s.before = stepSideOf(before.report);
@@ -195,16 +209,19 @@ void compareSteps(const ComparisonSide& before, const ComparisonSide& after, Run
   } else {
     s.noise_ns = std::max(s.before.stddev_ns, s.after.stddev_ns);
     int64_t delta = s.deltaNs();
-    if (delta == 0) s.verdict = StepVerdict::kNoChange;
-    else if (static_cast<double>(std::llabs(delta)) <= s.noise_ns) s.verdict = StepVerdict::kWithinNoise;
-    else s.verdict = delta < 0 ? StepVerdict::kFaster : StepVerdict::kSlower;
+    if (delta == 0)
+      s.verdict = StepVerdict::kNoChange;
+    else if (static_cast<double>(std::llabs(delta)) <= s.noise_ns)
+      s.verdict = StepVerdict::kWithinNoise;
+    else
+      s.verdict = delta < 0 ? StepVerdict::kFaster : StepVerdict::kSlower;
   }
   if (s.before.steps > 0 && s.after.steps > 0 &&
       (s.before.first_step != s.after.first_step || s.before.steps != s.after.steps)) {
-    out.notes.push_back(fmt::format("steps {}-{} ({}) before, {}-{} ({}) after: not matched one to one, compared by their "
-                                    "median and spread",
-                                    s.before.first_step, s.before.last_step, s.before.steps, s.after.first_step,
-                                    s.after.last_step, s.after.steps));
+    out.notes.push_back(fmt::format(
+        "steps {}-{} ({}) before, {}-{} ({}) after: not matched one to one, compared by their "
+        "median and spread",
+        s.before.first_step, s.before.last_step, s.before.steps, s.after.first_step, s.after.last_step, s.after.steps));
   }
 }
 
@@ -267,12 +284,15 @@ std::vector<ActivityDelta> compareActivities(const ResultValue* before, const Re
     d.per_step_after_ns = static_cast<double>(d.time_after_ns) / windows_after;
     if (auto it = shapes_before.find(d.name); it != shapes_before.end()) d.launch_before = it->second;
     if (auto it = shapes_after.find(d.name); it != shapes_after.end()) d.launch_after = it->second;
-    if (d.count_before == 0) d.change = Change::kNew;
-    else if (d.count_after == 0) d.change = Change::kGone;
-    else if (d.count_before == d.count_after && d.time_before_ns == d.time_after_ns && d.launch_before == d.launch_after &&
-             windows_before == windows_after)
+    if (d.count_before == 0)
+      d.change = Change::kNew;
+    else if (d.count_after == 0)
+      d.change = Change::kGone;
+    else if (d.count_before == d.count_after && d.time_before_ns == d.time_after_ns &&
+             d.launch_before == d.launch_after && windows_before == windows_after)
       d.change = Change::kSame;
-    else d.change = Change::kChanged;
+    else
+      d.change = Change::kChanged;
     deltas.push_back(std::move(d));
   }
   std::stable_sort(deltas.begin(), deltas.end(), [](const ActivityDelta& a, const ActivityDelta& b) {
@@ -291,10 +311,13 @@ void compareKernelsAndOps(const ComparisonSide& before, const ComparisonSide& af
   }
   // Reports without activity totals: the kernels result's compute kernels, totals only.
   out.kernels_from_totals = false;
-  out.notes.push_back("one side has no activity_totals result: only compute kernels are compared (from the kernels "
-                      "result), and no ops");
-  ResultValue b = ResultValue::object().set("windows", ResultValue::integer(static_cast<int64_t>(std::max<size_t>(1, before.report.run.steps))));
-  ResultValue a = ResultValue::object().set("windows", ResultValue::integer(static_cast<int64_t>(std::max<size_t>(1, after.report.run.steps))));
+  out.notes.push_back(
+      "one side has no activity_totals result: only compute kernels are compared (from the kernels "
+      "result), and no ops");
+  ResultValue b = ResultValue::object().set(
+      "windows", ResultValue::integer(static_cast<int64_t>(std::max<size_t>(1, before.report.run.steps))));
+  ResultValue a = ResultValue::object().set(
+      "windows", ResultValue::integer(static_cast<int64_t>(std::max<size_t>(1, after.report.run.steps))));
   ResultValue list_b = ResultValue::array(), list_a = ResultValue::array();
   for (const auto& k : itemsOf(resultOf(before.report, "kernels"), "kernels")) list_b.push(k);
   for (const auto& k : itemsOf(resultOf(after.report, "kernels"), "kernels")) list_a.push(k);

@@ -92,7 +92,7 @@ struct RunComparison {
   std::vector<MetricDelta> metrics;    // every metric of either side, by name
   std::vector<ActivityDelta> kernels;  // largest per-step change first
   std::vector<ActivityDelta> ops;
-  bool kernels_from_totals = true;     // false: only compute kernels were comparable (kernels result)
+  bool kernels_from_totals = true;  // false: only compute kernels were comparable (kernels result)
   MemorySide memory_before, memory_after;
   std::vector<FindingChange> findings;  // resolved, then new, then still there
   bool identical() const;               // nothing changed anywhere
