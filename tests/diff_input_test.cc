@@ -2,9 +2,12 @@
 // errors naming the file; kernel names and findings are matched across runs by their normalized forms.
 
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <string>
 
+#include "analyzer/analysis/step_times.h"
 #include "analyzer/analysis/thresholds.h"
 #include "analyzer/compare/run_comparison.h"
 #include "analyzer/errors.h"
@@ -119,4 +122,53 @@ TEST_CASE("--fail-on: a signed limit is a change, one ending in % a relative cha
   REQUIRE(report.violations.size() == 1);
   CHECK(report.violations[0] == "exposed_comm_pct = 12.5 % against 10.0 % in the baseline (+2.5), threshold >+2");
   CHECK(report.warnings.size() == 1);
+}
+
+namespace {
+
+// A report holding only step times, as presentStepTimes writes them (ms per step).
+gpuxray::compare::ComparisonSide stepSide(const std::string& label, const std::vector<double>& step_ms) {
+  gpuxray::analysis::StepTimesResult steps;
+  std::vector<int64_t> times;
+  for (size_t i = 0; i < step_ms.size(); ++i) {
+    auto ns = static_cast<int64_t>(step_ms[i] * 1e6);
+    steps.steps.push_back({static_cast<int64_t>(i), ns, 0, 1});
+    times.push_back(ns);
+  }
+  std::sort(times.begin(), times.end());
+  if (!times.empty()) {
+    steps.median_ns = times[(times.size() - 1) / 2];
+    double mean = 0, sum = 0;
+    for (int64_t t : times) mean += static_cast<double>(t) / static_cast<double>(times.size());
+    for (int64_t t : times) sum += (static_cast<double>(t) - mean) * (static_cast<double>(t) - mean);
+    if (times.size() > 1) steps.stddev_ns = std::sqrt(sum / static_cast<double>(times.size() - 1));
+  }
+  gpuxray::compare::ComparisonSide side{label, "run", {}};
+  gpuxray::analysis::presentStepTimes(steps, side.report);
+  return side;
+}
+
+}  // namespace
+
+TEST_CASE("diff: a step-time change inside the step-to-step spread is within noise; one step gives no verdict") {
+  using gpuxray::compare::compareRuns;
+  using gpuxray::compare::StepVerdict;
+  auto noisy_before = stepSide("a", {100, 104, 96, 100});  // std dev 3.27 ms
+  auto noisy_after = stepSide("b", {102, 98, 101, 103});   // median 101 ms: +1 ms, inside the spread
+  CHECK(compareRuns(noisy_before, noisy_after).steps.verdict == StepVerdict::kWithinNoise);
+  auto faster = stepSide("c", {90, 91, 89, 90});  // -10 ms, beyond it
+  auto comparison = compareRuns(noisy_before, faster);
+  CHECK(comparison.steps.verdict == StepVerdict::kFaster);
+  CHECK(comparison.steps.deltaNs() == -10'000'000);
+  CHECK(compareRuns(faster, noisy_before).steps.verdict == StepVerdict::kSlower);
+  // One step has no spread, so no verdict, however large the change.
+  CHECK(compareRuns(stepSide("d", {100}), faster).steps.verdict == StepVerdict::kOneStep);
+  CHECK(compareRuns(stepSide("e", {}), faster).steps.verdict == StepVerdict::kNoSteps);
+  CHECK(compareRuns(faster, faster).steps.verdict == StepVerdict::kNoChange);
+  CHECK(compareRuns(faster, faster).identical());
+  // Other step numbers or counts are compared by their medians, and said so.
+  auto longer = stepSide("f", {90, 91, 89, 90, 90, 90});
+  auto notes = compareRuns(faster, longer).notes;
+  CHECK(std::count(notes.begin(), notes.end(),
+                   "steps 0-3 (4) before, 0-5 (6) after: not matched one to one, compared by their median and spread") == 1);
 }

@@ -160,6 +160,35 @@ report::Document documentOf(const RunComparison& c, size_t top) {
     ops.tables.push_back(activityTable("ops", "", c.ops, top, false));
   }
 
+  for (const auto& keyed : c.tables) {
+    auto& section = doc.sections.emplace_back(report::Section{keyed.id, keyed.title, {}, {}});
+    report::Table table{keyed.id, "", {}, {}};
+    for (const auto& key : keyed.key_fields) table.columns.push_back({key, key});
+    table.columns.push_back({"change", "change"});
+    for (const auto& value : keyed.value_fields) {
+      table.columns.push_back({value + "_before", value + " before"});
+      table.columns.push_back({value + "_after", "after"});
+    }
+    size_t shown = 0, same = 0;
+    for (const auto& row : keyed.rows) {
+      if (row.change == Change::kSame) {
+        ++same;
+        continue;
+      }
+      if (shown++ == top) break;
+      std::vector<Cell> cells;
+      for (const auto& key : row.key) cells.push_back(Cell::of(key));
+      cells.push_back(Cell::of(changeName(row.change)));
+      for (size_t v = 0; v < keyed.value_fields.size(); ++v) {
+        cells.push_back(optionalCell(row.before[v], keyed.units[v]));
+        cells.push_back(optionalCell(row.after[v], keyed.units[v]));
+      }
+      table.rows.push_back(std::move(cells));
+    }
+    if (same > 0) section.notes.push_back(fmt::format("{} unchanged", same));
+    section.tables.push_back(std::move(table));
+  }
+
   auto& memory = doc.sections.emplace_back(report::Section{"memory", "Memory peak", {}, {}});
   if (!c.memory_before.recorded && !c.memory_after.recorded) {
     memory.notes.push_back("not recorded on either side");
@@ -264,6 +293,31 @@ std::string renderComparisonJson(const RunComparison& c) {
   writeActivities(json, c.kernels, true);
   json.key("ops");
   writeActivities(json, c.ops, false);
+  json.key("tables").beginObject();
+  for (const auto& keyed : c.tables) {
+    json.key(keyed.id).beginObject();
+    json.field("title", keyed.title);
+    json.key("units").beginObject();
+    for (size_t v = 0; v < keyed.value_fields.size(); ++v) json.field(keyed.value_fields[v], report::unitName(keyed.units[v]));
+    json.endObject();
+    json.key("rows").beginArray();
+    for (const auto& row : keyed.rows) {
+      json.beginObject();
+      json.key("key").beginObject();
+      for (size_t k = 0; k < keyed.key_fields.size(); ++k) json.field(keyed.key_fields[k], row.key[k]);
+      json.endObject();
+      json.field("change", changeName(row.change));
+      for (auto [name, values] : {std::pair{"before", &row.before}, std::pair{"after", &row.after}}) {
+        json.key(name).beginObject();
+        for (size_t v = 0; v < keyed.value_fields.size(); ++v) writeOptional(json, keyed.value_fields[v].c_str(), (*values)[v]);
+        json.endObject();
+      }
+      json.endObject();
+    }
+    json.endArray();
+    json.endObject();
+  }
+  json.endObject();
   json.key("memory").beginObject();
   for (auto [key, side] : {std::pair{"before", &c.memory_before}, std::pair{"after", &c.memory_after}}) {
     json.key(key);

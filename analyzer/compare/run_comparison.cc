@@ -370,7 +370,102 @@ void compareFindings(const ComparisonSide& before, const ComparisonSide& after, 
   for (auto* list : {&resolved, &added, &still}) out.findings.insert(out.findings.end(), list->begin(), list->end());
 }
 
+std::string keyText(const ResultValue* field) {
+  if (field == nullptr) return "";
+  switch (field->kind()) {
+    case ResultValue::Kind::kText: return field->asText();
+    case ResultValue::Kind::kInteger: return fmt::format("{}", field->asInteger());
+    case ResultValue::Kind::kNumber: return fmt::format("{}", field->asNumber());
+    case ResultValue::Kind::kBool: return field->asBool() ? "true" : "false";
+    case ResultValue::Kind::kArray: {
+      std::string text;
+      for (const auto& item : field->items()) text += (text.empty() ? "" : ",") + keyText(&item);
+      return text;
+    }
+    default: return "";
+  }
+}
+
+// A dotted path into nested objects: "busbw.median" is field busbw's field median.
+const ResultValue* fieldAt(const ResultValue& row, const std::string& path) {
+  const ResultValue* at = &row;
+  size_t start = 0;
+  while (at != nullptr) {
+    size_t dot = path.find('.', start);
+    at = at->find(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return at;
+}
+
+const std::vector<ResultValue>& rowsOf(const report::Report& report, const KeyedSpec& spec) {
+  static const std::vector<ResultValue> none;
+  const ResultValue* result = resultOf(report, spec.analysis);
+  if (result == nullptr) return none;
+  if (spec.list.empty()) return result->items();
+  const ResultValue* list = fieldAt(*result, spec.list);
+  return list != nullptr ? list->items() : none;
+}
+
 }  // namespace
+
+KeyedComparison compareKeyed(const KeyedSpec& spec, const report::Report& before, const report::Report& after) {
+  KeyedComparison out{spec.id, spec.title, spec.key_fields, spec.value_fields, spec.units, {}};
+  // Rows of one key add up: whole numbers (counts, times, bytes) are summed, fractional ones (bandwidths,
+  // percentages) averaged.
+  std::map<std::vector<std::string>, KeyedDelta> by_key;
+  std::map<std::pair<std::vector<std::string>, size_t>, int> averaged;  // (key, before ? v : n + v) -> rows
+  std::vector<std::vector<std::string>> order;
+  auto add = [&](const report::Report& report, bool is_before) {
+    for (const auto& row : rowsOf(report, spec)) {
+      std::vector<std::string> key;
+      for (const auto& field : spec.key_fields) key.push_back(keyText(fieldAt(row, field)));
+      auto [it, inserted] = by_key.try_emplace(key);
+      KeyedDelta& d = it->second;
+      if (inserted) {
+        d.key = key;
+        d.before.resize(spec.value_fields.size());
+        d.after.resize(spec.value_fields.size());
+        order.push_back(key);
+      }
+      auto& values = is_before ? d.before : d.after;
+      for (size_t v = 0; v < spec.value_fields.size(); ++v) {
+        const ResultValue* field = fieldAt(row, spec.value_fields[v]);
+        if (field == nullptr) continue;
+        if (field->kind() == ResultValue::Kind::kInteger) {
+          values[v] = values[v].value_or(0) + static_cast<double>(field->asInteger());
+        } else if (field->kind() == ResultValue::Kind::kNumber) {
+          int& n = averaged[{key, is_before ? v : spec.value_fields.size() + v}];
+          values[v] = (values[v].value_or(0) * n + field->asNumber()) / (n + 1);
+          ++n;
+        }
+      }
+    }
+  };
+  add(before, true);
+  std::set<std::vector<std::string>> in_before(order.begin(), order.end());
+  add(after, false);
+  std::set<std::vector<std::string>> in_after;
+  for (const auto& row : rowsOf(after, spec)) {
+    std::vector<std::string> key;
+    for (const auto& field : spec.key_fields) key.push_back(keyText(fieldAt(row, field)));
+    in_after.insert(key);
+  }
+  for (const auto& key : order) {
+    KeyedDelta d = std::move(by_key[key]);
+    if (!in_before.contains(key)) d.change = Change::kNew;
+    else if (!in_after.contains(key)) d.change = Change::kGone;
+    else d.change = d.before == d.after ? Change::kSame : Change::kChanged;
+    out.rows.push_back(std::move(d));
+  }
+  auto size = [](const KeyedDelta& d) {
+    if (d.before.empty()) return 0.0;
+    return std::abs(d.after[0].value_or(0) - d.before[0].value_or(0));
+  };
+  std::stable_sort(out.rows.begin(), out.rows.end(), [&](const KeyedDelta& a, const KeyedDelta& b) { return size(a) > size(b); });
+  return out;
+}
 
 bool RunComparison::identical() const {
   if (steps.deltaNs() != 0 || steps.before.steps != steps.after.steps) return false;
@@ -383,6 +478,11 @@ bool RunComparison::identical() const {
     }
   }
   if (memory_before.peak_bytes != memory_after.peak_bytes) return false;
+  for (const auto& table : tables) {
+    for (const auto& row : table.rows) {
+      if (row.change != Change::kSame) return false;
+    }
+  }
   return std::all_of(findings.begin(), findings.end(), [](const FindingChange& f) {
     return f.change == Change::kSame && f.summary_before == f.summary_after;
   });

@@ -81,6 +81,35 @@ struct FindingChange {
   std::string summary_before, summary_after;
 };
 
+// Rows of an analysis's typed result matched across runs by key fields (a collective by communicator
+// role, operation and size; a link by host and name), with value fields side by side.
+struct KeyedDelta {
+  std::vector<std::string> key;  // the key fields' values, as text
+  Change change = Change::kSame;
+  std::vector<std::optional<double>> before, after;  // per value field; unset: not recorded or absent
+};
+
+struct KeyedComparison {
+  std::string id;  // "collectives", "links", ...
+  std::string title;
+  std::vector<std::string> key_fields;
+  std::vector<std::string> value_fields;
+  std::vector<report::Unit> units;  // per value field
+  std::vector<KeyedDelta> rows;     // largest change of the first value field first
+};
+
+// What a keyed comparison reads: the result's array of rows and which of their fields to key and show.
+struct KeyedSpec {
+  std::string id, title;
+  std::string analysis;  // the result's section id
+  std::string list;      // the array field of the result holding the rows ("" when the result is the array)
+  std::vector<std::string> key_fields;
+  std::vector<std::string> value_fields;
+  std::vector<report::Unit> units;
+};
+
+KeyedComparison compareKeyed(const KeyedSpec& spec, const report::Report& before, const report::Report& after);
+
 struct RunComparison {
   std::string before_label, after_label;
   std::string before_kind, after_kind;
@@ -95,6 +124,7 @@ struct RunComparison {
   bool kernels_from_totals = true;  // false: only compute kernels were comparable (kernels result)
   MemorySide memory_before, memory_after;
   std::vector<FindingChange> findings;  // resolved, then new, then still there
+  std::vector<KeyedComparison> tables;  // collectives, links, time attribution (where both sides have them)
   bool identical() const;               // nothing changed anywhere
 };
 
