@@ -33,6 +33,7 @@ void runAnalyses(const AnalysisInput& input, report::Report& report) {
   analyzeKernels(input, report);
   analyzeMemory(input, report);
   analyzeActivityTotals(input, report);
+  analyzeStepOverview(input, report);
   report.sortFindings();
 }
 
