@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "analyzer/cli/memory_limit.h"
 #include "analyzer/cli/run_selection_options.h"
 #include "analyzer/cli/timeline_output.h"
+#include "analyzer/compare/report_reader.h"
 #include "analyzer/errors.h"
 #include "analyzer/model/communication_kernels.h"
 
@@ -35,6 +37,7 @@ struct AnalyzeOptions {
   RunSelectionText selection;
   std::vector<std::string> step_markers;
   std::vector<std::string> fail_on;
+  std::string baseline;
   size_t top = 10;
   std::string compat;
   bool include_last_step = false;
@@ -56,6 +59,9 @@ ExitCode analyze(const AnalyzeOptions& options) {
     if (std::string error = model::addUserCommunicationKernel(text); !error.empty()) throw UsageError(error);
   }
 
+  std::optional<report::Report> baseline;
+  if (!options.baseline.empty()) baseline = compare::readAnalyzeReport(options.baseline);
+
   analysis::SessionOptions session_options;
   session_options.paths = options.paths;
   session_options.allow_mixed_runs = options.allow_mixed_runs;
@@ -71,7 +77,7 @@ ExitCode analyze(const AnalyzeOptions& options) {
   analysis::Session session(std::move(session_options));
 
   report::Report report = session.analyze();
-  analysis::applyThresholds(thresholds, analysis::knownMetrics(), report);
+  analysis::applyThresholds(thresholds, analysis::knownMetrics(), report, baseline ? &*baseline : nullptr);
   if (options.timeline.wanted()) report.stats.merge(writeTimelines(session, report, options.timeline, stderr));
 
   std::string rendered = options.output_format == "json"       ? report::renderJson(report)
@@ -114,6 +120,9 @@ CommandAction addAnalyzeCommand(CLI::App& app) {
                       "group gives the step number");
   command->add_option("--fail-on", options->fail_on,
                       "Exit with 3 when a metric crosses a threshold, e.g. exposed_comm_pct>20 (repeatable)");
+  command->add_option("--baseline", options->baseline,
+                      "A report of an earlier run (analyze --format json): --fail-on limits with a sign test the change "
+                      "against it, e.g. step_time_ms>+5% (relative) or exposed_comm_pct>+2 (absolute)");
   command->add_option("--top", options->top, "Rows in the top-N tables (default 10)");
   command->add_option("--comm-kernel", options->comm_kernels,
                       "REGEX[=OP]: kernels whose name matches count as communication (performing OP), besides the "
