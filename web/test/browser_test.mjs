@@ -1,0 +1,168 @@
+// The X-ray in a real browser (Debian's chromium, headless): the demo's report, a plan, the real
+// PyTorch-profiler traces in ../shared/traces when they are next to the project, and runs that lack
+// data. Asserts what each view draws, saves a screenshot of every view, and fails on any console
+// error or network request.
+//
+//   node web/test/browser_test.mjs --gpuxray build/gpuxray --out build/html-report [--traces DIR]
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { launch, openReport } from './browser.mjs';
+
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const at = args.indexOf(name);
+  return at >= 0 ? args[at + 1] : fallback;
+};
+const gpuxray = resolve(option('--gpuxray', 'build/gpuxray'));
+const out = resolve(option('--out', 'build/html-report'));
+const traces = resolve(option('--traces', join(import.meta.dirname, '..', '..', '..', 'shared', 'traces')));
+const screenshots = join(out, 'screenshots');
+mkdirSync(screenshots, { recursive: true });
+
+let failures = 0;
+let checks = 0;
+function check(condition, what) {
+  checks += 1;
+  if (!condition) {
+    failures += 1;
+    console.error(`FAIL: ${what}`);
+  }
+}
+function run(...command) {
+  return execFileSync(gpuxray, command, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
+}
+
+async function views(page) {
+  return page.$$eval('nav.tabs a', (tabs) => tabs.map((t) => t.dataset.view));
+}
+async function openView(page, view) {
+  await page.click(`nav.tabs a[data-view="${view}"]`);
+  await page.waitForFunction((v) => window.gpuxray.view === v, view);
+}
+// Every view once: no exception, a screenshot; returns the views whose data is missing.
+async function everyView(page, name) {
+  const missingViews = [];
+  for (const view of await views(page)) {
+    await openView(page, view);
+    const panel = `section[data-view="${view}"]`;
+    const text = (await page.textContent(panel)) ?? '';
+    check(text.length > 20, `${name}: view ${view} draws something`);
+    if ((await page.$(`${panel} > p.missing[data-missing="${view}"]`)) !== null) missingViews.push(view);
+    await page.screenshot({ path: join(screenshots, `${name}-${view}.png`), fullPage: true });
+  }
+  return missingViews;
+}
+function finish(name, opened) {
+  check(opened.errors.length === 0, `${name}: no console errors (${opened.errors.join('; ')})`);
+  check(opened.requests.length === 0, `${name}: no network requests (${opened.requests.join(', ')})`);
+}
+
+const browser = await launch();
+try {
+  // The demo: a simulated 16-GPU run with a planted slow NIC (node-00's mlx5_3), PP=2 and m=8.
+  const demo = join(out, 'demo');
+  rmSync(demo, { recursive: true, force: true });
+  run('simulate', '--preset', 'demo', '-o', demo);
+  const demoHtml = join(out, 'demo.html');
+  run('report', demo, '-o', demoHtml);
+  {
+    const opened = await openReport(browser, demoHtml);
+    const { page } = opened;
+    const doc = await page.evaluate(() => JSON.parse(document.getElementById('gpuxray-data').textContent));
+    check(doc.schema === 'gpuxray.analyze' && doc.schema_version >= 2, 'demo: the page embeds the analyze document');
+    const identity = await page.textContent('[data-test="identity"]');
+    check(identity.includes('16 of 16 ranks') && identity.includes('2 hosts'), `demo: the identity line (${identity})`);
+    const findings = await page.$$eval('table.findings tbody tr', (rows) => rows.length);
+    check(findings === doc.findings.length, `demo: every finding listed (${findings} of ${doc.findings.length})`);
+
+    // SM view of the top GEMM: 132 SMs (H100); the idle ones those its grid leaves free in its last wave.
+    const gemm = doc.results.kernels.kernels.find((k) => /gemm/i.test(k.name) && k.launch);
+    check(gemm !== undefined, 'demo: the kernels result has a GEMM with a launch configuration');
+    await openView(page, 'sm');
+    const index = doc.results.kernels.kernels.indexOf(gemm);
+    await page.selectOption('[data-test="kernel"]', String(index));
+    const grid = gemm.launch.grid[0] * gemm.launch.grid[1] * gemm.launch.grid[2];
+    const perWave = 132 * gemm.occupancy.blocks_per_sm;
+    const lastWave = grid - (Math.ceil(grid / perWave) - 1) * perWave;
+    const expectedIdle = Math.max(0, 132 - lastWave);
+    const cells = await page.$$eval('[data-test="sm-grid"] .sm', (c) => c.length);
+    const idle = await page.$$eval('[data-test="sm-grid"] .sm.idle', (c) => c.length);
+    check(cells === 132, `demo: the SM view draws 132 SMs (${cells})`);
+    check(idle === expectedIdle, `demo: ${expectedIdle} SMs idle in the last wave of grid ${grid} (${idle})`);
+    const limiter = await page.textContent('[data-test="limiter"]');
+    check(limiter.includes(`limited by ${gemm.occupancy.limited_by}`), `demo: the limiter is named (${limiter})`);
+    // A grid that leaves SMs idle: the first kernel with a last wave of fewer blocks than SMs.
+    const partial = doc.results.kernels.kernels.slice(0, 30).findIndex((k) => {
+      if (!k.launch || !k.occupancy || !k.device_multiprocessors) return false;
+      const blocks = k.launch.grid[0] * k.launch.grid[1] * k.launch.grid[2];
+      const wave = k.device_multiprocessors * k.occupancy.blocks_per_sm;
+      return blocks % wave !== 0 && blocks % wave < k.device_multiprocessors;
+    });
+    if (partial >= 0) {
+      const k = doc.results.kernels.kernels[partial];
+      await page.selectOption('[data-test="kernel"]', String(partial));
+      const blocks = k.launch.grid[0] * k.launch.grid[1] * k.launch.grid[2];
+      const wave = k.device_multiprocessors * k.occupancy.blocks_per_sm;
+      const idleNow = await page.$$eval('[data-test="sm-grid"] .sm.idle', (c) => c.length);
+      check(idleNow === k.device_multiprocessors - (blocks % wave), `demo: partial last wave of ${k.name.slice(0, 40)}: ${idleNow} idle`);
+      await page.screenshot({ path: join(screenshots, 'demo-sm-partial-wave.png'), fullPage: true });
+    }
+
+    // Memory: the curve of the worst device, its peak marked at the peak the analysis found.
+    await openView(page, 'memory');
+    const memory = doc.results.memory;
+    const worst = memory.devices.find((d) => d.rank === memory.worst_rank);
+    const marked = await page.evaluate(() => {
+      const option = window.gpuxray.charts.memory.getOption();
+      return option.series[0].markPoint.data[0].coord;
+    });
+    check(Math.abs(marked[1] * 1024 ** 3 - worst.peak_bytes) < 1024, `demo: the memory peak is marked at ${worst.peak_bytes} bytes`);
+
+    const missingViews = await everyView(page, 'demo');
+    console.log(`demo: views whose data is missing: ${missingViews.join(', ') || 'none'}`);
+    finish('demo', opened);
+    await opened.context.close();
+  }
+
+  // The planner's view.
+  {
+    const planHtml = join(out, 'plan.html');
+    run('plan', '--model', 'gpt-1.3b', '--cluster', 'dgx-h100', '--gpus', '16', '--html', planHtml);
+    const opened = await openReport(browser, planHtml);
+    const { page } = opened;
+    const rows = await page.$$eval('[data-test="plan-table"] tbody tr', (r) => r.length);
+    check(rows > 0, `plan: strategies ranked (${rows})`);
+    const series = await page.evaluate(() => window.gpuxray.charts['plan-memory'].getOption().series.map((s) => s.name));
+    check(series.includes('optimizer state') && series.includes('activations'), `plan: memory by category (${series})`);
+    await everyView(page, 'plan');
+    finish('plan', opened);
+    await opened.context.close();
+  }
+
+  // Real PyTorch-profiler traces: every view opens; those without their data say so.
+  if (existsSync(traces)) {
+    for (const name of readdirSync(traces).sort()) {
+      const dir = join(traces, name);
+      if (!statSync(dir).isDirectory() || name === 'hta_memory_timeline') continue;
+      const html = join(out, `${name}.html`);
+      try {
+        run('report', dir, '-o', html);
+      } catch (error) {
+        check(false, `${name}: gpuxray report failed: ${error.stderr}`);
+        continue;
+      }
+      const opened = await openReport(browser, html);
+      const missingViews = await everyView(opened.page, name);
+      console.log(`${name}: views whose data is missing: ${missingViews.join(', ') || 'none'}`);
+      finish(name, opened);
+      await opened.context.close();
+    }
+  } else {
+    console.log(`skipped the real traces: ${traces} is not next to the project`);
+  }
+} finally {
+  await browser.close();
+}
+console.log(`${checks - failures} of ${checks} checks passed; screenshots in ${screenshots}`);
+process.exit(failures === 0 ? 0 : 1);
