@@ -4,7 +4,8 @@
 // error or network request.
 //
 //   node web/test/browser_test.mjs --gpuxray build/gpuxray --out build/html-report [--traces DIR]
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { launch, openReport } from './browser.mjs';
@@ -17,6 +18,7 @@ const option = (name, fallback) => {
 const gpuxray = resolve(option('--gpuxray', 'build/gpuxray'));
 const out = resolve(option('--out', 'build/html-report'));
 const traces = resolve(option('--traces', join(import.meta.dirname, '..', '..', '..', 'shared', 'traces')));
+const only = option('--only', 'all'); // demo (the demo's report and a plan), traces (the real traces) or all
 const screenshots = join(out, 'screenshots');
 mkdirSync(screenshots, { recursive: true });
 
@@ -29,6 +31,7 @@ function check(condition, what) {
     console.error(`FAIL: ${what}`);
   }
 }
+const runAsync = promisify(execFile);
 function run(...command) {
   return execFileSync(gpuxray, command, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
 }
@@ -40,16 +43,18 @@ async function openView(page, view) {
   await page.click(`nav.tabs a[data-view="${view}"]`);
   await page.waitForFunction((v) => window.gpuxray.view === v, view);
 }
-// Every view once: no exception, a screenshot; returns the views whose data is missing.
-async function everyView(page, name) {
+// Every view once: no exception, a screenshot (with `allShots` false, only of views that have their
+// data); returns the views whose data is missing.
+async function everyView(page, name, allShots = true) {
   const missingViews = [];
   for (const view of await views(page)) {
     await openView(page, view);
     const panel = `section[data-view="${view}"]`;
     const text = (await page.textContent(panel)) ?? '';
     check(text.length > 20, `${name}: view ${view} draws something`);
-    if ((await page.$(`${panel} > p.missing[data-missing="${view}"]`)) !== null) missingViews.push(view);
-    await page.screenshot({ path: join(screenshots, `${name}-${view}.png`), fullPage: true });
+    const isMissing = (await page.$(`${panel} > p.missing[data-missing="${view}"]`)) !== null;
+    if (isMissing) missingViews.push(view);
+    if (allShots || !isMissing) await page.screenshot({ path: join(screenshots, `${name}-${view}.png`), fullPage: allShots });
   }
   return missingViews;
 }
@@ -60,6 +65,15 @@ function finish(name, opened) {
 
 const browser = await launch();
 try {
+  if (only !== 'traces') await demoAndPlan();
+  if (only !== 'demo') await realTraces();
+} finally {
+  await browser.close();
+}
+console.log(`${checks - failures} of ${checks} checks passed; screenshots in ${screenshots}`);
+process.exit(failures === 0 ? 0 : 1);
+
+async function demoAndPlan() {
   // The demo: a simulated 16-GPU run with a planted slow NIC (node-00's mlx5_3), PP=2 and m=8.
   const demo = join(out, 'demo');
   rmSync(demo, { recursive: true, force: true });
@@ -140,29 +154,46 @@ try {
     await opened.context.close();
   }
 
+}
+
+// The folders of traces under `root` (a folder of folders, such as hta_trace_diff's two runs, gives each).
+function traceFolders(root) {
+  const folders = [];
+  for (const name of readdirSync(root).sort()) {
+    const dir = join(root, name);
+    if (!statSync(dir).isDirectory()) continue;
+    const files = readdirSync(dir);
+    if (files.some((f) => /\.json(\.gz)?$/.test(f))) folders.push([name, dir]);
+    else for (const [inner, innerDir] of traceFolders(dir)) folders.push([`${name}-${inner}`, innerDir]);
+  }
+  return folders;
+}
+
+async function realTrace(name, dir) {
+  const html = join(out, `${name}.html`);
+  try {
+    await runAsync(gpuxray, ['report', dir, '-o', html]);
+  } catch (error) {
+    check(false, `${name}: gpuxray report failed: ${error.stderr}`);
+    return;
+  }
+  const opened = await openReport(browser, html);
+  const missingViews = await everyView(opened.page, name, false);
+  console.log(`${name}: views whose data is missing: ${missingViews.join(', ') || 'none'}`);
+  finish(name, opened);
+  await opened.context.close();
+}
+
+async function realTraces() {
   // Real PyTorch-profiler traces: every view opens; those without their data say so.
   if (existsSync(traces)) {
-    for (const name of readdirSync(traces).sort()) {
-      const dir = join(traces, name);
-      if (!statSync(dir).isDirectory() || name === 'hta_memory_timeline') continue;
-      const html = join(out, `${name}.html`);
-      try {
-        run('report', dir, '-o', html);
-      } catch (error) {
-        check(false, `${name}: gpuxray report failed: ${error.stderr}`);
-        continue;
-      }
-      const opened = await openReport(browser, html);
-      const missingViews = await everyView(opened.page, name);
-      console.log(`${name}: views whose data is missing: ${missingViews.join(', ') || 'none'}`);
-      finish(name, opened);
-      await opened.context.close();
-    }
+    // Four at a time: each page waits on the browser more than on the CPU.
+    const queue = traceFolders(traces).filter(([name]) => !name.endsWith('-output')); // -output: HTA's own result, not a run
+    const worker = async () => {
+      for (let next = queue.shift(); next; next = queue.shift()) await realTrace(...next);
+    };
+    await Promise.all([worker(), worker(), worker(), worker()]);
   } else {
     console.log(`skipped the real traces: ${traces} is not next to the project`);
   }
-} finally {
-  await browser.close();
 }
-console.log(`${checks - failures} of ${checks} checks passed; screenshots in ${screenshots}`);
-process.exit(failures === 0 ? 0 : 1);
