@@ -10,7 +10,9 @@ import { summaryView } from './views/summary';
 import { smView } from './views/sm_view';
 import { memoryView } from './views/memory_view';
 import { planView } from './views/plan_view';
-import { opsView, pipelineView, stepView, topologyView } from './views/pending_views';
+import { opsView, stepView } from './views/pending_views';
+import { pipelineView } from './views/pipeline_view';
+import { topologyView } from './views/topology_view';
 
 declare global {
   interface Window {

@@ -15,7 +15,5 @@ function needing(id: string, title: string, key: string, what: string): View {
   };
 }
 
-export const topologyView = needing('topology', 'Topology', 'topology', 'topology or link traffic');
 export const stepView = needing('step', 'Step overview', 'step_overview', 'per-rank step timeline');
-export const pipelineView = needing('pipeline', 'Pipeline', 'pipeline', 'pipeline schedule');
 export const opsView = needing('ops', 'Ops ↔ kernels', 'ops', 'op tree');
