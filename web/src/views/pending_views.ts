@@ -15,5 +15,4 @@ function needing(id: string, title: string, key: string, what: string): View {
   };
 }
 
-export const stepView = needing('step', 'Step overview', 'step_overview', 'per-rank step timeline');
 export const opsView = needing('ops', 'Ops ↔ kernels', 'ops', 'op tree');

@@ -99,6 +99,7 @@ function drawStep(chartBox: HTMLElement, pipeline: Pipeline, step: number): void
       {
         type: 'custom',
         name: 'stages',
+        progressive: 0,
         dimensions: ['lane', 'start', 'end', 'layer', 'what', 'label', 'to_lane'],
         encode: { x: [1, 2], y: 0 },
         data: boxes,
