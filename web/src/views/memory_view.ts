@@ -10,6 +10,77 @@ import { View } from '../view';
 
 const GiB = 1024 ** 3;
 
+// results.memory_categories (analysis/memory_categories.h)
+interface CategoryDevice {
+  rank: number;
+  device: number;
+  peak_bytes: number;
+  peak_at_ns: number;
+  peak_phase: string;
+  peak_step: number | null;
+  at_peak: Record<string, number>;
+  curve: number[][];
+}
+interface MemoryCategories {
+  recorded: boolean;
+  addresses_recorded: boolean;
+  phases_recorded: boolean;
+  categories: string[];
+  devices: CategoryDevice[];
+}
+const categoryNames: Record<string, string> = {
+  parameters: 'parameters',
+  gradients: 'gradients',
+  optimizer_state: 'optimizer state',
+  activations: 'activations',
+  temporaries: 'temporaries / workspace',
+  other: 'other',
+};
+
+function drawCategories(chartBox: HTMLElement, info: HTMLElement, categories: MemoryCategories, device: CategoryDevice): void {
+  const names = categories.categories;
+  const stamp = device.peak_step === null ? '' : ` of step ${device.peak_step}`;
+  info.replaceChildren(
+    el('p', { 'data-test': 'memory-peak' }, `rank ${device.rank} device ${device.device}: peak ${formatBytes(device.peak_bytes)} at ${formatNs(device.peak_at_ns)}, ${device.peak_phase}${stamp}, holding:`),
+    table(
+      ['category', 'at the peak'],
+      names.map((c) => [categoryNames[c] ?? c, formatBytes(device.at_peak[c] ?? 0)]),
+      { 'data-test': 'memory-at-peak' },
+    ),
+  );
+  const chart = makeChart('memory', chartBox);
+  chart.setOption({
+    animation: false,
+    color: [palette[0], palette[1], palette[2], palette[3], palette[4], palette[7]],
+    legend: { top: 5 },
+    grid: { left: 70, right: 40, top: 50, bottom: 80 },
+    tooltip: { trigger: 'axis', valueFormatter: (v: unknown) => `${(v as number).toFixed(3)} GiB` },
+    xAxis: { type: 'value', name: "ms from the run's first GPU activity", nameLocation: 'middle', nameGap: 30, max: 'dataMax', axisLabel: { formatter: (v: number) => v.toFixed(0) } },
+    yAxis: { type: 'value', name: 'GiB in use', nameGap: 20 },
+    dataZoom: [{ type: 'inside' }, { type: 'slider', bottom: 10 }],
+    series: names.map((c, i) => ({
+      name: categoryNames[c] ?? c,
+      type: 'line',
+      step: 'end',
+      stack: 'memory',
+      showSymbol: false,
+      lineStyle: { width: 0.5 },
+      areaStyle: { opacity: 0.75 },
+      data: device.curve.map((point) => [point[0] / 1e6, point[i + 1] / GiB]),
+      markPoint:
+        i === names.length - 1
+          ? {
+              symbol: 'circle',
+              symbolSize: 10,
+              itemStyle: { color: '#D55E00' },
+              data: [{ name: 'peak', coord: [device.peak_at_ns / 1e6, device.peak_bytes / GiB] }],
+              label: { position: 'right', color: '#D55E00', fontWeight: 'bold', formatter: `peak ${formatBytes(device.peak_bytes)} (${device.peak_phase})` },
+            }
+          : undefined,
+    })),
+  });
+}
+
 function drawDevice(chartBox: HTMLElement, info: HTMLElement, device: MemoryDevice): void {
   info.replaceChildren(
     el(
@@ -30,7 +101,7 @@ function drawDevice(chartBox: HTMLElement, info: HTMLElement, device: MemoryDevi
       trigger: 'axis',
       valueFormatter: (v: unknown) => `${(v as number).toFixed(3)} GiB`,
     },
-    xAxis: { type: 'value', name: "ms from the run's first GPU activity", nameLocation: 'middle', nameGap: 30, max: 'dataMax' },
+    xAxis: { type: 'value', name: "ms from the run's first GPU activity", nameLocation: 'middle', nameGap: 30, max: 'dataMax', axisLabel: { formatter: (v: number) => v.toFixed(0) } },
     yAxis: { type: 'value', name: 'GiB in use', nameGap: 20 },
     dataZoom: [{ type: 'inside' }, { type: 'slider', bottom: 10 }],
     series: [
@@ -76,9 +147,19 @@ export const memoryView: View = {
     select.value = String(worst);
     const info = el('div');
     const chartBox = el('div', { class: 'chart tall', 'data-test': 'memory-chart' });
-    container.append(el('label', {}, 'device ', select), info, chartBox);
-    container.append(missing('memory-categories', 'This report does not split memory by category (parameters, gradients, optimizer state, activations, temporaries): the curve is the total in use.'));
-    const draw = () => drawDevice(chartBox, info, memory.devices[Number(select.value)]);
+    container.append(el('label', {}, 'device ', select), chartBox, info);
+    const categories = result<MemoryCategories>(doc, 'memory_categories');
+    const byDevice = (d: MemoryDevice) => categories?.recorded ? categories.devices.find((c) => c.rank === d.rank && c.device === d.device) : undefined;
+    if (!categories?.recorded)
+      container.append(missing('memory-categories', 'This report does not split memory by category (parameters, gradients, optimizer state, activations, temporaries; results.memory_categories): the curve is the total in use.'));
+    else if (!categories.addresses_recorded)
+      container.append(missing('memory-categories', 'The trace records no allocation addresses, so frees cannot be matched to allocations: categories are estimates.'));
+    const draw = () => {
+      const device = memory.devices[Number(select.value)];
+      const split = byDevice(device);
+      if (split) drawCategories(chartBox, info, categories!, split);
+      else drawDevice(chartBox, info, device);
+    };
     select.addEventListener('change', draw);
     draw();
     if (memory.worst_rank_phases.length > 0) {
