@@ -75,11 +75,15 @@ process.exit(failures === 0 ? 0 : 1);
 
 async function demoAndPlan() {
   // The demo: a simulated 16-GPU run with a planted slow NIC (node-00's mlx5_3), PP=2 and m=8.
-  const demo = join(out, 'demo');
-  rmSync(demo, { recursive: true, force: true });
-  run('simulate', '--preset', 'demo', '-o', demo);
-  const demoHtml = join(out, 'demo.html');
-  run('report', demo, '-o', demoHtml);
+  // --demo-page FILE checks a page written elsewhere instead.
+  let demoHtml = option('--demo-page');
+  if (!demoHtml) {
+    const demo = join(out, 'demo');
+    rmSync(demo, { recursive: true, force: true });
+    run('simulate', '--preset', 'demo', '-o', demo);
+    demoHtml = join(out, 'demo.html');
+    run('report', demo, '-o', demoHtml);
+  }
   {
     const opened = await openReport(browser, demoHtml);
     const { page } = opened;
@@ -123,15 +127,78 @@ async function demoAndPlan() {
       await page.screenshot({ path: join(screenshots, 'demo-sm-partial-wave.png'), fullPage: true });
     }
 
-    // Memory: the curve of the worst device, its peak marked at the peak the analysis found.
+    // Memory: the curve of the worst device, its peak marked at the peak the analysis found; by
+    // category, the categories drawn at the peak add up to the memory in use then.
     await openView(page, 'memory');
     const memory = doc.results.memory;
     const worst = memory.devices.find((d) => d.rank === memory.worst_rank);
-    const marked = await page.evaluate(() => {
-      const option = window.gpuxray.charts.memory.getOption();
-      return option.series[0].markPoint.data[0].coord;
+    const drawnMemory = await page.evaluate(() => {
+      const series = window.gpuxray.charts.memory.getOption().series;
+      const marked = series.find((s) => s.markPoint && s.markPoint.data && s.markPoint.data.length);
+      return { peak: marked.markPoint.data[0].coord, series: series.map((s) => ({ name: s.name, data: s.data })) };
     });
-    check(Math.abs(marked[1] * 1024 ** 3 - worst.peak_bytes) < 1024, `demo: the memory peak is marked at ${worst.peak_bytes} bytes`);
+    const GiB = 1024 ** 3;
+    check(Math.abs(drawnMemory.peak[1] * GiB - worst.peak_bytes) < 1024, `demo: the memory peak is marked at ${worst.peak_bytes} bytes`);
+    if (doc.results.memory_categories?.recorded) {
+      check(drawnMemory.series.length === doc.results.memory_categories.categories.length, `demo: one area per memory category (${drawnMemory.series.map((s) => s.name)})`);
+      // The point drawn at the peak time with the highest total: the stacked areas' top there.
+      const peakMs = worst.peak_at_ns / 1e6;
+      let best = 0;
+      for (let i = 0; i < drawnMemory.series[0].data.length; i++) {
+        if (Math.abs(drawnMemory.series[0].data[i][0] - peakMs) > 1e-9) continue;
+        best = Math.max(best, drawnMemory.series.reduce((sum, s) => sum + s.data[i][1], 0));
+      }
+      check(Math.abs(best * GiB - worst.peak_bytes) < 4096, `demo: the categories add up to the peak in use (${best * GiB} vs ${worst.peak_bytes})`);
+      const atPeak = await page.$$eval('[data-test="memory-at-peak"] tbody tr', (rows) => rows.length);
+      check(atPeak === doc.results.memory_categories.categories.length, 'demo: what the peak held, by category');
+    } else {
+      console.log('demo: no memory_categories result: the categories check is not run');
+    }
+
+    // Topology: node-00's mlx5_3, planted at half speed, is drawn as slow and its tooltip names it.
+    if (doc.results.link_hotspots) {
+      await openView(page, 'topology');
+      const slow = await page.evaluate(() => {
+        const chart = window.gpuxray.charts.topology;
+        const nodes = chart.getOption().series[0].data;
+        const index = nodes.findIndex((n) => n.name === 'node-00 NIC mlx5_3');
+        if (index < 0) return null;
+        chart.dispatchAction({ type: 'showTip', seriesIndex: 0, dataIndex: index });
+        return { index, node: nodes[index], slowNodes: nodes.filter((n) => /SLOW/.test(n.label?.formatter ?? '')).map((n) => n.name) };
+      });
+      check(slow !== null, 'demo: the topology draws node-00 NIC mlx5_3');
+      if (slow) {
+        check(slow.slowNodes.length === 1 && slow.slowNodes[0] === 'node-00 NIC mlx5_3', `demo: the one link drawn slow is node-00 mlx5_3 (${slow.slowNodes})`);
+        check(slow.node.itemStyle.borderColor.toUpperCase() === '#D55E00', 'demo: the slow NIC is outlined red');
+        await page.waitForTimeout(200);
+        const tip = await page.evaluate(() => [...document.querySelectorAll('[data-test="topology-chart"] div')].map((d) => d.textContent).find((t) => t.includes('mlx5_3')) ?? '');
+        check(tip.includes('node-00 NIC mlx5_3') && tip.includes('slow'), `demo: the tooltip names the slow NIC (${tip.slice(0, 120)})`);
+      }
+      await page.click('nav.tabs a[data-view="summary"]');
+    } else {
+      check(false, 'demo: the report has results.link_hotspots');
+    }
+
+    // Pipeline: p=2, m=8, stage 0 waiting on stage 1.
+    if (doc.results.pipeline_bubbles) {
+      await openView(page, 'pipeline');
+      const header = await page.textContent('[data-test="pipeline-header"]');
+      check(header.includes('p=2, m=8') && header.includes('stage 0 waits on stage 1'), `demo: the pipeline header (${header})`);
+      const labels = await page.evaluate(() => {
+        const data = window.gpuxray.charts.pipeline.getOption().series[0].data;
+        return data.map((d) => d.value[5]).filter((l) => /^[FB]\d+$/.test(l));
+      });
+      for (const name of ['F1', 'F8', 'B1', 'B8']) check(labels.includes(name), `demo: micro-batch ${name} is labelled`);
+    } else {
+      check(false, 'demo: the report has results.pipeline_bubbles');
+    }
+
+    // Step overview: a lane per rank.
+    if (doc.results.step_overview) {
+      await openView(page, 'step');
+      const lanes = await page.evaluate(() => window.gpuxray.charts.step.getOption().yAxis[0].data.length);
+      check(lanes === doc.results.step_overview.ranks.length, `demo: a lane per rank in the step overview (${lanes})`);
+    }
 
     const missingViews = await everyView(page, 'demo');
     console.log(`demo: views whose data is missing: ${missingViews.join(', ') || 'none'}`);
