@@ -85,3 +85,36 @@ TEST_CASE("gpuxray report and analyze --html write the same page; bad input is o
   REQUIRE(plan.exit_code == 0);
   CHECK(dataBlockOf(readWholeFile(dir / "plan.html")).find("\"gpuxray.plan\"") != std::string::npos);
 }
+
+TEST_CASE("a large run's page keeps the memory curves of the highest peaks and says what it left out", "[html]") {
+  using gpuxray::report::ResultValue;
+  gpuxray::report::Report report;
+  ResultValue devices = ResultValue::array();
+  for (int rank = 0; rank < 100; ++rank) {
+    ResultValue curve = ResultValue::array();
+    curve.push(ResultValue::array().push(ResultValue::integer(0)).push(ResultValue::integer(rank)));
+    devices.push(ResultValue::object()
+                     .set("rank", ResultValue::integer(rank))
+                     .set("peak_bytes", ResultValue::integer((rank * 37) % 100))
+                     .set("curve", std::move(curve)));
+  }
+  report.results.emplace_back("memory", ResultValue::object().set("devices", std::move(devices)));
+  gpuxray::report::Report fitted = gpuxray::report::fitForPage(report);
+  const ResultValue& kept = fitted.results.front().second;
+  size_t with_curve = 0;
+  for (const ResultValue& device : kept.find("devices")->items()) {
+    bool has_curve = device.find("curve")->kind() == ResultValue::Kind::kArray;
+    with_curve += has_curve ? 1 : 0;
+    // The 64 highest peaks of 0..99 (each once) are 36..99.
+    CHECK(has_curve == (device.find("peak_bytes")->asInteger() >= 36));
+  }
+  CHECK(with_curve == 64);
+  REQUIRE(fitted.results.back().first == "html_page");
+  const auto& lines = fitted.results.back().second.find("left_out")->items();
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].asText() == "36 of 100 devices' memory curves (the page keeps those of the 64 highest peaks)");
+  // A small run's page is the report as it is.
+  gpuxray::report::Report small;
+  small.results.emplace_back("memory", ResultValue::object().set("devices", ResultValue::array()));
+  CHECK(gpuxray::report::fitForPage(small).results.size() == 1);
+}

@@ -54,7 +54,8 @@ ExitCode runReport(const ReportOptions& options) {
 }  // namespace
 
 void writeHtmlReport(const std::string& path, const report::Report& report) {
-  report::writeHtml(path, report::renderJson(report), fmt::format("gpuxray X-ray: {}", report.run.run_id));
+  report::writeHtml(path, report::renderJson(report::fitForPage(report)),
+                    fmt::format("gpuxray X-ray: {}", report.run.run_id));
 }
 
 CommandAction addReportCommand(CLI::App& app) {

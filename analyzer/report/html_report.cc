@@ -2,11 +2,17 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <numeric>
+#include <optional>
+#include <vector>
 
 #include "analyzer/errors.h"
+#include "analyzer/report/report.h"
 #include "analyzer/report/report_bundle.h"
 
 namespace gpuxray::report {
@@ -22,11 +28,16 @@ std::string compactJsonForScript(std::string_view json) {
   bool escaped = false;
   for (char c : json) {
     if (in_string) {
-      if (c == '<') compact += "\\u003c";
-      else compact += c;
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (c == '<')
+        compact += "\\u003c";
+      else
+        compact += c;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
@@ -56,7 +67,97 @@ std::string escapeHtmlText(std::string_view text) {
   return escaped;
 }
 
+// Memory curves kept (the devices with the highest peaks), ranks of the step overview and pipelines:
+// as many as the page draws.
+constexpr size_t kPageMemoryCurves = 64;
+constexpr size_t kPageStepRanks = 256;
+constexpr size_t kPagePipelines = 16;
+
+using FieldEdit = std::function<std::optional<ResultValue>(const std::string& key, const ResultValue& value)>;
+
+// A copy of an object with some of its fields replaced (edit returns the replacement, or nothing).
+ResultValue editFields(const ResultValue& object, const FieldEdit& edit) {
+  ResultValue copy = ResultValue::object();
+  for (const auto& [key, value] : object.fields()) {
+    std::optional<ResultValue> replaced = edit(key, value);
+    copy.set(key, replaced ? std::move(*replaced) : value);
+  }
+  return copy;
+}
+
+int64_t integerField(const ResultValue& object, const std::string& key) {
+  const ResultValue* value = object.find(key);
+  return value != nullptr && value->kind() == ResultValue::Kind::kInteger ? value->asInteger() : 0;
+}
+
+// Keeps the `curve` of the kPageMemoryCurves devices with the highest peaks; the others' is null.
+std::optional<ResultValue> fitDevices(const ResultValue& devices, std::vector<std::string>& left_out,
+                                      const char* what) {
+  const auto& items = devices.items();
+  if (items.size() <= kPageMemoryCurves) return std::nullopt;
+  std::vector<size_t> order(items.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return integerField(items[a], "peak_bytes") > integerField(items[b], "peak_bytes");
+  });
+  std::vector<bool> kept(items.size(), false);
+  for (size_t i = 0; i < kPageMemoryCurves; ++i) kept[order[i]] = true;
+  ResultValue fitted = ResultValue::array();
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (kept[i])
+      fitted.push(items[i]);
+    else
+      fitted.push(editFields(items[i], [](const std::string& key, const ResultValue&) -> std::optional<ResultValue> {
+        if (key == "curve") return ResultValue();
+        return std::nullopt;
+      }));
+  }
+  left_out.push_back(fmt::format("{} of {} devices' {} curves (the page keeps those of the {} highest peaks)",
+                                 items.size() - kPageMemoryCurves, items.size(), what, kPageMemoryCurves));
+  return fitted;
+}
+
+std::optional<ResultValue> firstItems(const ResultValue& array, size_t keep, std::vector<std::string>& left_out,
+                                      const std::string& what) {
+  const auto& items = array.items();
+  if (items.size() <= keep) return std::nullopt;
+  ResultValue fitted = ResultValue::array();
+  for (size_t i = 0; i < keep; ++i) fitted.push(items[i]);
+  left_out.push_back(
+      fmt::format("{} of {} {} (the page draws the first {})", items.size() - keep, items.size(), what, keep));
+  return fitted;
+}
+
 }  // namespace
+
+Report fitForPage(const Report& report) {
+  Report fitted = report;
+  std::vector<std::string> left_out;
+  for (auto& [analysis, result] : fitted.results) {
+    if (result.kind() != ResultValue::Kind::kObject) continue;
+    if (analysis == "memory" || analysis == "memory_categories") {
+      const char* what = analysis == "memory" ? "memory" : "memory-by-category";
+      result = editFields(result, [&](const std::string& key, const ResultValue& value) {
+        return key == "devices" ? fitDevices(value, left_out, what) : std::nullopt;
+      });
+    } else if (analysis == "step_overview") {
+      result = editFields(result, [&](const std::string& key, const ResultValue& value) {
+        return key == "ranks" ? firstItems(value, kPageStepRanks, left_out, "ranks of the step overview")
+                              : std::nullopt;
+      });
+    } else if (analysis == "pipeline_bubbles") {
+      result = editFields(result, [&](const std::string& key, const ResultValue& value) {
+        return key == "pipelines" ? firstItems(value, kPagePipelines, left_out, "pipelines' timelines") : std::nullopt;
+      });
+    }
+  }
+  if (!left_out.empty()) {
+    ResultValue lines = ResultValue::array();
+    for (auto& line : left_out) lines.push(ResultValue::text(std::move(line)));
+    fitted.results.emplace_back("html_page", ResultValue::object().set("left_out", std::move(lines)));
+  }
+  return fitted;
+}
 
 bool htmlReportAvailable() {
   return !reportBundleScript().empty();

@@ -12,6 +12,14 @@ namespace gpuxray::report {
 // the page's script can no longer read what an older gpuxray embedded, or the other way round.
 inline constexpr int kHtmlDataVersion = 1;
 
+struct Report;
+
+// What of a report the page carries: the report as it is, except that per-device and per-rank arrays
+// past what the page can show are left out (docs/html-report.md, "What a large run's page leaves
+// out"), so that a 1024-rank run's page stays small; what was left out is listed in
+// results.html_page.left_out, which the page shows.
+Report fitForPage(const Report& report);
+
 // Whether this gpuxray was built with the page's script (Node.js and web/'s packages at build time).
 bool htmlReportAvailable();
 // What to do when it was not: one line.

@@ -104,7 +104,7 @@ export interface MemoryDevice {
   peak_pct_of_device: number | null;
   allocations: number;
   end_bytes: number;
-  curve: [number, number][];
+  curve: [number, number][] | null; // null: left out of this page (results.html_page)
   [key: string]: unknown;
 }
 export interface MemoryResult {

@@ -19,7 +19,7 @@ interface CategoryDevice {
   peak_phase: string;
   peak_step: number | null;
   at_peak: Record<string, number>;
-  curve: number[][];
+  curve: number[][] | null;
 }
 interface MemoryCategories {
   recorded: boolean;
@@ -66,7 +66,7 @@ function drawCategories(chartBox: HTMLElement, info: HTMLElement, categories: Me
       showSymbol: false,
       lineStyle: { width: 0.5 },
       areaStyle: { opacity: 0.75 },
-      data: device.curve.map((point) => [point[0] / 1e6, point[i + 1] / GiB]),
+      data: (device.curve ?? []).map((point) => [point[0] / 1e6, point[i + 1] / GiB]),
       markPoint:
         i === names.length - 1
           ? {
@@ -92,7 +92,7 @@ function drawDevice(chartBox: HTMLElement, info: HTMLElement, device: MemoryDevi
     ),
   );
   const chart = makeChart('memory', chartBox);
-  const points = device.curve.map(([t, bytes]) => [t / 1e6, bytes / GiB]);
+  const points = (device.curve ?? []).map(([t, bytes]) => [t / 1e6, bytes / GiB]);
   chart.setOption({
     animation: false,
     color: palette,
@@ -157,7 +157,14 @@ export const memoryView: View = {
     const draw = () => {
       const device = memory.devices[Number(select.value)];
       const split = byDevice(device);
-      if (split) drawCategories(chartBox, info, categories!, split);
+      if (device.curve === null) {
+        makeChart('memory', chartBox).clear();
+        info.replaceChildren(
+          missing('memory-curve', `This page leaves out rank ${device.rank} device ${device.device}'s curve (it keeps those of the highest peaks; \`gpuxray analyze --format json\` has every one): peak ${formatBytes(device.peak_bytes)} at ${formatNs(device.peak_at_ns)}.`),
+        );
+        return;
+      }
+      if (split && split.curve !== null) drawCategories(chartBox, info, categories!, split);
       else drawDevice(chartBox, info, device);
     };
     select.addEventListener('change', draw);

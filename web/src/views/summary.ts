@@ -45,6 +45,11 @@ export const summaryView: View = {
       container.append(table(['severity', 'cost / step', 'finding', 'analysis'], rows, { class: 'findings' }));
     }
 
+    const page = doc.results?.html_page as { left_out: string[] } | undefined;
+    if (page && page.left_out.length > 0) {
+      container.append(el('h2', {}, 'Left out of this page (the JSON report has it all)'));
+      container.append(el('ul', { 'data-test': 'page-left-out' }, ...page.left_out.map((line) => el('li', {}, line))));
+    }
     container.append(el('h2', {}, 'Warnings'));
     if (doc.warnings.length === 0) container.append(el('p', {}, 'None.'));
     else container.append(el('ul', { class: 'warnings' }, ...doc.warnings.map((w) => el('li', {}, w))));
