@@ -10,7 +10,7 @@ import { summaryView } from './views/summary';
 import { smView } from './views/sm_view';
 import { memoryView } from './views/memory_view';
 import { planView } from './views/plan_view';
-import { opsView } from './views/pending_views';
+import { opsView } from './views/ops_view';
 import { stepView } from './views/step_view';
 import { pipelineView } from './views/pipeline_view';
 import { topologyView } from './views/topology_view';

@@ -193,6 +193,26 @@ async function demoAndPlan() {
       check(false, 'demo: the report has results.pipeline_bubbles');
     }
 
+    // Ops ↔ kernels: selecting the op with the most kernel time of its own highlights its kernels.
+    if (doc.results.ops?.recorded && doc.results.ops.nodes.length > 0) {
+      await openView(page, 'ops');
+      const nodes = doc.results.ops.nodes;
+      const index = nodes.reduce((best, n, i) => (n.self_gpu_time_ns > nodes[best].self_gpu_time_ns ? i : best), 0);
+      // Open the path down to it, then select it.
+      const path = [];
+      for (let at = index; at !== null && at >= 0; at = nodes[at].parent) path.unshift(at);
+      for (const at of path.slice(0, -1)) {
+        const toggle = `.op-row[data-node="${at}"] .toggle`;
+        if ((await page.$(`.op-row[data-node="${path[path.indexOf(at) + 1]}"]`)) === null) await page.click(toggle);
+      }
+      await page.click(`.op-row[data-node="${index}"]`);
+      const highlighted = await page.$$eval('[data-test="op-kernels"] li.kernel.highlight', (items) => items.map((i) => i.dataset.kernel).sort());
+      const expected = nodes[index].top_kernels.map((k) => k.name).sort();
+      check(expected.length > 0 && JSON.stringify(highlighted) === JSON.stringify(expected), `demo: selecting ${nodes[index].name} highlights its ${expected.length} kernels (${highlighted.length})`);
+    } else {
+      console.log('demo: no ops result: the op-selection check is not run');
+    }
+
     // Step overview: a lane per rank.
     if (doc.results.step_overview) {
       await openView(page, 'step');

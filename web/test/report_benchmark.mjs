@@ -3,7 +3,7 @@
 // a simulated 1024-rank run (15 MiB, 5 s), each as a ratio of its budget. Simulating the 1024-rank
 // run takes minutes; --big DIR reuses one already simulated.
 //
-//   node web/test/report_benchmark.mjs --gpuxray build/gpuxray --out build/html-benchmark [--big DIR]
+//   node web/test/report_benchmark.mjs --gpuxray build/gpuxray --out build/html-benchmark [--big DIR] [--only demo]
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -23,14 +23,15 @@ function prepare(preset, dir) {
   if (!existsSync(dir)) execFileSync(gpuxray, ['simulate', '--preset', preset, '-o', dir], { stdio: 'inherit' });
   const html = join(out, `${preset}.html`);
   const started = Date.now();
-  execFileSync(gpuxray, ['report', dir, '-o', html], { stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(gpuxray, ['report', dir, '-o', html], { stdio: ['ignore', 'ignore', 'pipe'] });
   return { html, reportS: (Date.now() - started) / 1000 };
 }
 
+// --only demo skips the 1024-rank run.
 const cases = [
   { preset: 'demo', dir: join(out, 'demo'), budgetMiB: 3, budgetS: 2 },
   { preset: 'gpt3-175b-1024', dir: resolve(option('--big', join(out, 'gpt3-175b-1024'))), budgetMiB: 15, budgetS: 5 },
-];
+].filter((c) => option('--only', c.preset) === c.preset);
 const browser = await launch();
 let within = true;
 try {
