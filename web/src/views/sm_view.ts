@@ -49,6 +49,17 @@ function drawKernel(panel: HTMLElement, doc: AnalyzeDocument, kernel: KernelEntr
   }
   if (!occupancy) {
     panel.append(missing('sm', `No occupancy estimate for this kernel (${amd ? 'AMD GPUs are not estimated' : 'its device is not known'}): resident blocks per ${unit} are unknown.`));
+    if (blocks < sms) {
+      // Fewer blocks than SMs: one wave whatever the occupancy, each block on an SM of its own.
+      const grid = el('div', { class: 'sm-grid', 'data-test': 'sm-grid', 'data-sms': String(sms), 'data-idle': String(sms - blocks) });
+      for (let sm = 0; sm < sms; sm++) {
+        const busy = sm < blocks;
+        const cell = el('div', { class: busy ? 'sm' : 'sm idle', title: `${unit} ${sm}: ${busy ? '1 block' : 'idle'}`, 'data-blocks': busy ? '1' : '0' }, busy ? '1' : '');
+        if (busy) cell.style.background = 'rgba(0, 114, 178, 0.6)';
+        grid.append(cell);
+      }
+      panel.append(el('p', { class: 'sm-caption', 'data-test': 'sm-caption' }, `${formatCount(blocks)} blocks on ${sms} ${unit}s: one wave whatever the occupancy; ${sms - blocks} ${unit}s idle (white)`), grid);
+    }
     return;
   }
   const perWave = sms * occupancy.blocks_per_sm;
