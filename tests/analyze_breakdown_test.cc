@@ -1,12 +1,15 @@
 // Golden tests for the time breakdown and the overlap analysis, with answers worked out by hand,
 // and for the report's three forms and --fail-on.
 
+#include <fmt/core.h>
+
 #include <catch2/catch.hpp>
 #include <string>
 
-#include <fmt/core.h>
-
+#include "analyzer/analysis/overlap.h"
 #include "analyzer/analysis/session.h"
+#include "analyzer/analysis/step_overview.h"
+#include "analyzer/analysis/time_breakdown.h"
 #include "tests/support/analyzed_run.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
@@ -88,6 +91,39 @@ TEST_CASE("analyze: time breakdown splits each step into compute, exposed commun
   CHECK(cell(ranks, 1, "host_bound_pct") == Approx(4.5));
   CHECK(a.report.metric("idle_pct")->value == Approx(7.0));
   CHECK(a.report.metric("host_bound_pct")->value == Approx(4.5));
+
+  // The same as data, per step.
+  auto result = analysis::computeTimeBreakdown(a.session->input());
+  CHECK(result.per_step);
+  REQUIRE(result.ranks.size() == 2);
+  const auto& rank0 = result.ranks[0];
+  REQUIRE(rank0.steps.size() == 2);
+  CHECK(rank0.steps[0].step == 4);
+  CHECK(rank0.steps[0].times.compute == 650'000);
+  CHECK(rank0.steps[0].times.communication == 300'000);
+  CHECK(rank0.steps[0].times.idle == 50'000);
+  CHECK(rank0.steps[0].times.idle_split.host_bound == 50'000);
+  CHECK(rank0.steps[1].step == 5);
+  CHECK(rank0.steps[1].times.idle_split.other == 50'000);
+  CHECK(result.ranks[1].totals.compute == 2 * 730'000);
+  CHECK(result.ranks[1].totals.idle_split.host_bound == 90'000);
+  CHECK(result.worst_idle == 1);
+
+  // The median step as lanes: both steps last 1000 µs, so the first (step 4) is the lower middle.
+  auto overview = analysis::computeStepOverview(a.session->input());
+  CHECK(overview.step == 4);
+  CHECK(overview.step_length_ns == 1'000'000);
+  REQUIRE(overview.ranks.size() == 2);
+  const auto& lanes = overview.ranks[0];
+  int64_t start = lanes.window.start;
+  REQUIRE(lanes.compute.intervals.size() == 2);
+  CHECK(lanes.compute.intervals[0].start - start == 0);
+  CHECK(lanes.compute.intervals[0].end - start == 600'000);
+  CHECK(lanes.compute.intervals[1].start - start == 900'000);
+  REQUIRE(lanes.communication.intervals.size() == 1);
+  CHECK(lanes.communication.intervals[0].end - start == 900'000);
+  CHECK(lanes.memory.intervals.empty());
+  CHECK(lanes.compute.gaps_closed_up_to_ns == -1);
 }
 
 TEST_CASE("analyze: overlap and exposed communication per rank, communicator and collective") {
@@ -109,6 +145,19 @@ TEST_CASE("analyze: overlap and exposed communication per rank, communicator and
   CHECK(cell(top, 0, "exposed") == Approx(2 * 300'000 + 2 * 200'000));
   REQUIRE_FALSE(a.report.findings.empty());
   CHECK(a.report.findings[0].summary.find("exposed communication takes 30.0 % of rank 0's step time") != std::string::npos);
+
+  auto result = analysis::computeOverlap(a.session->input());
+  REQUIRE(result.ranks.size() == 2);
+  CHECK(result.ranks[1].exposed_per_step_ns == std::vector<int64_t>{200'000, 200'000});
+  CHECK(result.ranks[1].steps == std::vector<int64_t>{4, 5});
+  CHECK(result.ranks[0].exposed_marks.size() == 2);
+  REQUIRE(result.per_operation.size() == 1);
+  CHECK(result.per_operation[0].operation == "AllReduce");
+  CHECK(result.per_operation[0].count == 4);
+  CHECK(result.per_operation[0].exposed_ns == 2 * 300'000 + 2 * 200'000);
+  REQUIRE(result.per_communicator.size() == 1);
+  CHECK(result.per_communicator[0].time_ns == 4 * 300'000);
+  CHECK(result.worst == 0);
 }
 
 TEST_CASE("analyze: the CLI prints text, JSON and Markdown, and --fail-on sets exit code 3") {

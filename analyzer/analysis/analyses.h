@@ -19,6 +19,8 @@ void analyzeKernels(const AnalysisInput& input, report::Report& report);
 void analyzeMemory(const AnalysisInput& input, report::Report& report);
 // Per rank, without matching across ranks: sizes, times and bandwidth (also for one rank's trace).
 void analyzeCollectiveBandwidth(const AnalysisInput& input, report::Report& report);
+// The median step per rank as lanes of GPU intervals: results only, no section (step_overview.h).
+void analyzeStepOverview(const AnalysisInput& input, report::Report& report);
 // --compat hta, in place of the time breakdown and the overlap (hta_compat.h).
 void analyzeHtaCompat(const AnalysisInput& input, report::Report& report);
 

@@ -395,11 +395,53 @@ ClockAlignment alignClocks(model::RunTrace& run) {
   return Aligner(run).run();
 }
 
+namespace {
+
+// The typed result: what alignClocks did, as data (docs/report-schema.md, `clock`).
+report::ResultValue clockValue(const ClockAlignment* clock) {
+  using report::ResultValue;
+  ResultValue hosts = ResultValue::array();
+  ResultValue warnings = ResultValue::array();
+  if (clock != nullptr) {
+    for (const auto& host : clock->hosts) {
+      ResultValue ranks = ResultValue::array();
+      for (int32_t rank : host.ranks) ranks.push(ResultValue::integer(rank));
+      hosts.push(ResultValue::object()
+                     .set("host", ResultValue::text(host.host))
+                     .set("ranks", std::move(ranks))
+                     .set("offset_ns", ResultValue::integer(host.offset_ns))
+                     .set("drift_ns_per_s", ResultValue::number(host.drift_ns_per_s))
+                     .set("condition_shift_ns", ResultValue::integer(host.condition_shift_ns))
+                     .set("matched", ResultValue::integer(static_cast<int64_t>(host.matched)))
+                     .set("residual_median_ns", ResultValue::integer(host.residual_median_ns))
+                     .set("residual_max_ns", ResultValue::integer(host.residual_max_ns))
+                     .set("source", ResultValue::text(host.source)));
+    }
+    for (const auto& warning : clock->warnings) warnings.push(ResultValue::text(warning));
+  }
+  auto count = [&](uint64_t value) {
+    return clock != nullptr ? ResultValue::integer(static_cast<int64_t>(value)) : ResultValue();
+  };
+  return ResultValue::object()
+      .set("aligned", ResultValue::flag(clock != nullptr))
+      .set("anchors_applied", clock != nullptr ? ResultValue::flag(clock->anchors_applied) : ResultValue())
+      .set("reference_ns", clock != nullptr ? ResultValue::integer(clock->reference_ns) : ResultValue())
+      .set("hosts", std::move(hosts))
+      .set("cross_host_collectives", count(clock != nullptr ? clock->cross_host_collectives : 0))
+      .set("collective_violations", count(clock != nullptr ? clock->collective_violations : 0))
+      .set("p2p_pairs", count(clock != nullptr ? clock->p2p_pairs : 0))
+      .set("p2p_violations", count(clock != nullptr ? clock->p2p_violations : 0))
+      .set("warnings", std::move(warnings));
+}
+
+}  // namespace
+
 void analyzeClock(const AnalysisInput& input, report::Report& report) {
   using report::Cell;
   using report::Unit;
   auto& section = report.addSection("clock", "Clock alignment across hosts");
   const ClockAlignment* clock = input.clock;
+  report.results.emplace_back("clock", clockValue(clock));
   if (clock == nullptr) {
     section.notes.push_back("Not aligned (--no-align, or --compat hta as HTA does): every rank's times are compared as recorded.");
     return;

@@ -181,12 +181,82 @@ IdleSplit idleOfStream(std::vector<const HtaKernel*> kernels) {
   return split;
 }
 
+report::ResultValue resultValue(const hta::HtaResult& result) {
+  using report::ResultValue;
+  ResultValue ranks = ResultValue::array();
+  for (const hta::HtaRank& r : result.ranks) {
+    ResultValue streams = ResultValue::array();
+    for (const hta::HtaStreamIdle& s : r.streams) {
+      streams.push(ResultValue::object()
+                       .set("stream", ResultValue::integer(s.stream))
+                       .set("host_wait_ns", ResultValue::integer(s.host_wait_ns))
+                       .set("kernel_wait_ns", ResultValue::integer(s.kernel_wait_ns))
+                       .set("other_ns", ResultValue::integer(s.other_ns)));
+    }
+    ranks.push(ResultValue::object()
+                   .set("rank", ResultValue::integer(r.rank))
+                   .set("span_ns", ResultValue::integer(r.span_ns))
+                   .set("idle_ns", ResultValue::integer(r.idle_ns))
+                   .set("compute_ns", ResultValue::integer(r.compute_ns))
+                   .set("non_compute_ns", ResultValue::integer(r.non_compute_ns))
+                   .set("idle_pct", ResultValue::number(r.idle_pct))
+                   .set("compute_pct", ResultValue::number(r.compute_pct))
+                   .set("non_compute_pct", ResultValue::number(r.non_compute_pct))
+                   .set("comm_comp_overlap_pct", ResultValue::number(r.overlap_pct))
+                   .set("idle_time_breakdown", std::move(streams)));
+  }
+  ResultValue empty = ResultValue::array();
+  for (int32_t rank : result.empty_ranks) empty.push(ResultValue::integer(rank));
+  return ResultValue::object()
+      .set("profiler_step_names", ResultValue::integer(static_cast<int64_t>(result.filter.step_names)))
+      .set("last_step_dropped", ResultValue::flag(result.filter.applied))
+      .set("ranks", std::move(ranks))
+      .set("ranks_without_kernels", std::move(empty));
+}
+
 }  // namespace
 
-void analyzeHtaCompat(const AnalysisInput& input, report::Report& report) {
+hta::HtaResult computeHtaCompat(const AnalysisInput& input) {
   const auto& run = input.run;
-  hta::StepFilter filter = hta::stepFilterOf(run, input.options.include_last_step);
+  hta::HtaResult result;
+  result.filter = hta::stepFilterOf(run, input.options.include_last_step);
+  for (const auto& rank : run.ranks) {
+    std::vector<HtaKernel> kernels = htaKernels(rank, result.filter.applied);
+    if (kernels.empty()) {
+      result.empty_ranks.push_back(rank.rank);
+      continue;
+    }
+    hta::HtaRank out;
+    out.rank = rank.rank;
+    int64_t first = kernels.front().start, last = kernels.front().end;
+    for (const auto& k : kernels) first = std::min(first, k.start), last = std::max(last, k.end);
+    out.span_ns = last - first;
+    IntervalSet busy = unionOfType(kernels, std::nullopt);
+    IntervalSet compute = unionOfType(kernels, hta::KernelType::kComputation);
+    IntervalSet communication = unionOfType(kernels, hta::KernelType::kCommunication);
+    out.idle_ns = out.span_ns - totalLength(busy);
+    out.compute_ns = totalLength(compute);
+    out.non_compute_ns = out.span_ns - out.compute_ns - out.idle_ns;
+    auto us = [](int64_t ns) { return static_cast<double>(ns) / 1000.0; };
+    out.idle_pct = hta::percent(us(out.idle_ns), us(out.span_ns));
+    out.compute_pct = hta::percent(us(out.compute_ns), us(out.span_ns));
+    out.non_compute_pct = hta::percent(us(out.non_compute_ns), us(out.span_ns));
+    out.overlap_pct = hta::percent(us(totalLength(intersect(compute, communication))), us(totalLength(communication)));
+    std::map<uint32_t, std::vector<const HtaKernel*>> by_stream;
+    for (const auto& k : kernels) by_stream[k.stream].push_back(&k);
+    for (const auto& [stream, members] : by_stream) {
+      IdleSplit split = idleOfStream(members);
+      out.streams.push_back({stream, split.host_wait, split.kernel_wait, split.other});
+    }
+    result.ranks.push_back(std::move(out));
+  }
+  return result;
+}
+
+void presentHtaCompat(const hta::HtaResult& result, report::Report& report) {
+  const hta::StepFilter& filter = result.filter;
   auto& section = report.addSection("hta", "Holistic Trace Analysis figures (--compat hta)");
+  report.results.emplace_back("hta", resultValue(result));
   section.notes.push_back(
       "As HTA 0.6.1 computes them: times in whole microseconds (starts rounded up, ends down), every event with a "
       "stream counted as GPU time (cuda_sync included), kernels typed by name; docs/analyses.md says how gpuxray's "
@@ -213,47 +283,26 @@ void analyzeHtaCompat(const AnalysisInput& input, report::Report& report) {
                       {"kernel_wait_us", "kernel wait µs"}, {"other_us", "other µs"}},
                      {}};
   double worst_idle = -1, lowest_overlap = 1e9;
-  std::vector<int32_t> empty_ranks;
-  for (const auto& rank : run.ranks) {
-    std::vector<HtaKernel> kernels = htaKernels(rank, filter.applied);
-    if (kernels.empty()) {
-      empty_ranks.push_back(rank.rank);
-      continue;
-    }
-    int64_t first = kernels.front().start, last = kernels.front().end;
-    for (const auto& k : kernels) first = std::min(first, k.start), last = std::max(last, k.end);
-    int64_t span = last - first;
-    IntervalSet busy = unionOfType(kernels, std::nullopt);
-    IntervalSet compute = unionOfType(kernels, hta::KernelType::kComputation);
-    IntervalSet communication = unionOfType(kernels, hta::KernelType::kCommunication);
-    int64_t idle_ns = span - totalLength(busy);
-    int64_t compute_ns = totalLength(compute);
-    int64_t non_compute_ns = span - compute_ns - idle_ns;
-    auto us = [](int64_t ns) { return static_cast<double>(ns) / 1000.0; };
-    double idle_pct = hta::percent(us(idle_ns), us(span));
-    breakdown.rows.push_back({Cell::of(rank.rank, Unit::kNone), microsecondCell(span), microsecondCell(idle_ns),
-                              microsecondCell(compute_ns), microsecondCell(non_compute_ns), percentCell(idle_pct),
-                              percentCell(hta::percent(us(compute_ns), us(span))),
-                              percentCell(hta::percent(us(non_compute_ns), us(span)))});
-    worst_idle = std::max(worst_idle, idle_pct);
-    double overlap_pct = hta::percent(us(totalLength(intersect(compute, communication))), us(totalLength(communication)));
-    overlap.rows.push_back({Cell::of(rank.rank, Unit::kNone), percentCell(overlap_pct)});
-    if (!std::isnan(overlap_pct)) lowest_overlap = std::min(lowest_overlap, overlap_pct);
-
-    std::map<uint32_t, std::vector<const HtaKernel*>> by_stream;
-    for (const auto& k : kernels) by_stream[k.stream].push_back(&k);
-    for (const auto& [stream, members] : by_stream) {
-      IdleSplit split = idleOfStream(members);
-      idle.rows.push_back({Cell::of(rank.rank, Unit::kNone), Cell::of(stream, Unit::kNone), microsecondCell(split.host_wait),
-                           microsecondCell(split.kernel_wait), microsecondCell(split.other)});
+  for (const hta::HtaRank& r : result.ranks) {
+    breakdown.rows.push_back({Cell::of(r.rank, Unit::kNone), microsecondCell(r.span_ns), microsecondCell(r.idle_ns),
+                              microsecondCell(r.compute_ns), microsecondCell(r.non_compute_ns), percentCell(r.idle_pct),
+                              percentCell(r.compute_pct), percentCell(r.non_compute_pct)});
+    worst_idle = std::max(worst_idle, r.idle_pct);
+    overlap.rows.push_back({Cell::of(r.rank, Unit::kNone), percentCell(r.overlap_pct)});
+    if (!std::isnan(r.overlap_pct)) lowest_overlap = std::min(lowest_overlap, r.overlap_pct);
+    for (const hta::HtaStreamIdle& s : r.streams) {
+      idle.rows.push_back({Cell::of(r.rank, Unit::kNone), Cell::of(s.stream, Unit::kNone),
+                           microsecondCell(s.host_wait_ns), microsecondCell(s.kernel_wait_ns),
+                           microsecondCell(s.other_ns)});
     }
   }
-  if (!empty_ranks.empty()) {
+  if (!result.empty_ranks.empty()) {
     std::string list;
-    for (int32_t r : empty_ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
-    section.notes.push_back(fmt::format("No GPU kernels left on rank{} {} (HTA keeps none when a rank lacks a ProfilerStep "
-                                        "of its own or launched nothing before its last one).",
-                                        empty_ranks.size() == 1 ? "" : "s", list));
+    for (int32_t r : result.empty_ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    section.notes.push_back(
+        fmt::format("No GPU kernels left on rank{} {} (HTA keeps none when a rank lacks a ProfilerStep "
+                    "of its own or launched nothing before its last one).",
+                    result.empty_ranks.size() == 1 ? "" : "s", list));
   }
   section.tables.push_back(std::move(breakdown));
   section.tables.push_back(std::move(overlap));
@@ -263,6 +312,10 @@ void analyzeHtaCompat(const AnalysisInput& input, report::Report& report) {
     report.addMetric("overlap_pct", lowest_overlap, Unit::kPercent,
                      "communication overlapped by computation, % of communication time, lowest rank (HTA's definition)");
   }
+}
+
+void analyzeHtaCompat(const AnalysisInput& input, report::Report& report) {
+  presentHtaCompat(computeHtaCompat(input), report);
 }
 
 }  // namespace gpuxray::analysis
