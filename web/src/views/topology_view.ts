@@ -147,9 +147,14 @@ export const topologyView: View = {
           value: `${gpu.gpu}, rank ${gpu.rank}`,
         });
       });
-      ordered.forEach(([, group], row) => {
+      ordered.forEach(([name, group], row) => {
         const y = 70 + row * 60;
         bottom = Math.max(bottom, y);
+        if (x0 === 0)
+          nodes.push({
+            name: `row ${name}`, x: -column * 1.2, y, symbol: 'rect', symbolSize: [1, 1], itemStyle: { opacity: 0 },
+            label: { show: true, position: 'left', fontSize: 11, color: '#4b5563', formatter: name },
+          });
         group.forEach((link, i) => {
           const w = 8 + 30 * (link.bytes_per_step / maxBytes);
           nodes.push({
