@@ -71,7 +71,7 @@ std::string escapeHtmlText(std::string_view text) {
 // as many as the page draws.
 constexpr size_t kPageMemoryCurves = 64;
 constexpr size_t kPageStepRanks = 256;
-constexpr size_t kPagePipelines = 16;
+constexpr size_t kPagePipelines = 4;
 
 using FieldEdit = std::function<std::optional<ResultValue>(const std::string& key, const ResultValue& value)>;
 

@@ -46,8 +46,13 @@ export function makeChart(name: string, container: HTMLElement): Chart {
   return chart;
 }
 
-export function resizeCharts(): void {
-  for (const chart of Object.values(charts)) if (!chart.isDisposed()) chart.resize();
+// Only the charts inside `within` (the view shown): resizing a hidden 1024-rank chart costs seconds.
+export function resizeCharts(within?: HTMLElement): void {
+  for (const chart of Object.values(charts)) {
+    if (chart.isDisposed()) continue;
+    if (within && !within.contains(chart.getDom())) continue;
+    chart.resize();
+  }
 }
 
 // Categorical colours, colour-blind-safe (Okabe and Ito).

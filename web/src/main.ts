@@ -51,12 +51,13 @@ function start(): void {
     for (const [viewId, panel] of panels) panel.hidden = viewId !== view.id;
     for (const tab of nav.querySelectorAll('a')) tab.classList.toggle('active', tab.dataset.view === view.id);
     const panel = panels.get(view.id)!;
-    if (!drawn.has(view.id) || focus !== undefined) {
+    const wasDrawn = drawn.has(view.id) && focus === undefined;
+    if (!wasDrawn) {
       panel.replaceChildren(el('h2', { class: 'view-title' }, view.title));
       view.render(panel, doc, context, focus);
       drawn.add(view.id);
     }
-    resizeCharts();
+    if (wasDrawn) resizeCharts(panel);
     window.gpuxray.view = view.id;
     if (location.hash !== `#${view.id}`) history.replaceState(null, '', `#${view.id}`);
   }
@@ -72,7 +73,7 @@ function start(): void {
     panels.set(view.id, panel);
     main.append(panel);
   }
-  window.addEventListener('resize', resizeCharts);
+  window.addEventListener('resize', () => resizeCharts());
   show(location.hash.slice(1) || views[0].id);
   requestAnimationFrame(() => {
     window.gpuxray.ready = true;

@@ -56,6 +56,7 @@ interface LinkHotspots {
   groups: { host: string; group: string; links: number[]; imbalance: number }[];
   imbalance: { group: number; link: number; imbalance: number; flagged: boolean } | null;
   slowest_nic: { link: number; ratio: number; slow: boolean } | null;
+  busiest?: number[];
 }
 
 const slowColour = '#D55E00';
@@ -124,9 +125,23 @@ export const topologyView: View = {
     const edges: { source: string; target: string; lineStyle: object; link?: number }[] = [];
     const column = 46;
     const maxBytes = Math.max(1, ...hotspots.links.map((l) => l.bytes_per_step));
+    // Past kMaxHosts, the first hosts and those of the slowest NIC and the busiest links are drawn.
+    const kMaxHosts = 8;
+    let shownHosts = hotspots.hosts;
+    if (shownHosts.length > kMaxHosts) {
+      const wanted = new Set(hotspots.hosts.slice(0, kMaxHosts - 2).map((h) => h.host));
+      if (hotspots.slowest_nic) wanted.add(links.get(hotspots.slowest_nic.link)!.host);
+      for (const id of hotspots.busiest ?? []) {
+        if (wanted.size >= kMaxHosts) break;
+        wanted.add(links.get(id)!.host);
+      }
+      shownHosts = hotspots.hosts.filter((h) => wanted.has(h.host));
+      container.append(el('p', { 'data-test': 'topology-hosts' }, `${shownHosts.length} of ${hotspots.hosts.length} hosts drawn: the first ones, the slowest NIC's and the busiest links'.`));
+    }
+    const shownNames = new Set(shownHosts.map((h) => h.host));
     let x0 = 0;
     let bottom = 0;
-    for (const host of hotspots.hosts) {
+    for (const host of shownHosts) {
       const groups = new Map<string, Link[]>();
       for (const id of host.links) {
         const link = links.get(id);
@@ -181,7 +196,7 @@ export const topologyView: View = {
       itemStyle: { color: '#eef1f4', borderColor: '#7a8a99' }, label: { show: true, formatter: 'network between the hosts' },
     });
     for (const link of hotspots.links) {
-      if (link.kind !== 'NIC') continue;
+      if (link.kind !== 'NIC' || !shownNames.has(link.host)) continue;
       edges.push({
         source: `${link.host} ${link.name}`, target: 'network', link: link.id,
         lineStyle: { color: link.bytes === 0 ? '#d0d5da' : link.slow ? slowColour : utilizationColour(link), width: 1 + 9 * (link.bytes_per_step / maxBytes), type: link.slow ? 'dashed' : 'solid', curveness: 0 },
