@@ -24,6 +24,7 @@
 #include "analyzer/compare/report_reader.h"
 #include "analyzer/errors.h"
 #include "analyzer/model/communication_kernels.h"
+#include "analyzer/report/html_report.h"
 
 namespace gpuxray::cli {
 namespace {
@@ -44,6 +45,7 @@ struct AnalyzeOptions {
   std::vector<std::string> comm_kernels;
   TimelineOutput timeline;
   std::string max_memory;
+  std::string html_path;
 };
 
 ExitCode analyze(const AnalyzeOptions& options) {
@@ -53,6 +55,7 @@ ExitCode analyze(const AnalyzeOptions& options) {
     throw UsageError(fmt::format("--compat '{}': the one tool gpuxray can match is hta (Holistic Trace Analysis)", options.compat));
   if (options.include_last_step && options.compat.empty())
     throw UsageError("--include-last-step goes with --compat hta (gpuxray's own figures never drop a step)");
+  if (!options.html_path.empty() && !report::htmlReportAvailable()) throw UsageError(report::htmlReportUnavailableReason());
   std::vector<analysis::Threshold> thresholds;
   for (const auto& text : options.fail_on) thresholds.push_back(analysis::parseThreshold(text));
   for (const auto& text : options.comm_kernels) {
@@ -80,6 +83,7 @@ ExitCode analyze(const AnalyzeOptions& options) {
   analysis::applyThresholds(thresholds, analysis::knownMetrics(), report, baseline ? &*baseline : nullptr);
   if (options.timeline.wanted()) report.stats.merge(writeTimelines(session, report, options.timeline, stderr));
 
+  if (!options.html_path.empty()) writeHtmlReport(options.html_path, report);
   std::string rendered = options.output_format == "json"       ? report::renderJson(report)
                          : options.output_format == "markdown" ? report::renderMarkdown(report)
                                                                : report::renderText(report);
@@ -139,6 +143,8 @@ CommandAction addAnalyzeCommand(CLI::App& app) {
                       "Also write the run's timeline, findings drawn in, as a Perfetto trace (open in ui.perfetto.dev)");
   command->add_option("--chrome-json", options->timeline.chrome_json_path,
                       "Also write the timeline as Chrome trace-event JSON (for tools that read only that)");
+  command->add_option("--html", options->html_path,
+                      "Also write the X-ray, the report drawn as one self-contained HTML page (as `gpuxray report`)");
   return [options] { return runAnalyze(*options); };
 }
 

@@ -5,8 +5,13 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "analyzer/cli/exit_codes.h"
+
+namespace gpuxray::report {
+struct Report;
+}  // namespace gpuxray::report
 
 namespace gpuxray::cli {
 
@@ -23,5 +28,9 @@ CommandAction addConvertCommand(CLI::App& app);
 CommandAction addExportCommand(CLI::App& app);
 CommandAction addTriggerCommand(CLI::App& app);
 CommandAction addDoctorCommand(CLI::App& app);
+CommandAction addReportCommand(CLI::App& app);
+
+// The report's HTML page (report_command.cc), as `report` and `analyze --html` write it.
+void writeHtmlReport(const std::string& path, const report::Report& report);
 
 }  // namespace gpuxray::cli
