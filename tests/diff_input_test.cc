@@ -99,7 +99,7 @@ TEST_CASE("diff: a finding is the same finding when only its measurements change
   CHECK(findingKey(rank4) != findingKey(rank5));
 }
 
-TEST_CASE("--fail-on: a signed limit is a change, one ending in % a relative change, against the baseline") {
+TEST_CASE("thresholds: a signed --fail-on limit is a change, one ending in % a relative change, against the baseline") {
   using gpuxray::analysis::parseThreshold;
   using gpuxray::analysis::Threshold;
   CHECK(parseThreshold("step_time_ms>+5%").change == Threshold::Change::kRelative);

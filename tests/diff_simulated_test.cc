@@ -3,6 +3,7 @@
 // sits on the data-parallel all-reduce's path (tensor parallelism stays inside a node), so the all-reduce
 // is what changes, and the step with it.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -83,6 +84,26 @@ TEST_CASE(
     CHECK(slow_link_resolved);
     CHECK(d["metrics"]["slow_link_ratio"]["before"].get<double>() == Approx(2.5).epsilon(0.02));
     CHECK(d["metrics"]["slow_link_ratio"]["after"].get<double>() == Approx(1.0).epsilon(0.02));
+    // Collectives by (role, operation, size): the data-parallel all-reduce's time changed most, its busbw rose.
+    const auto& collective = d["tables"]["collectives"]["rows"][0];
+    CHECK(collective["key"]["communicator.role"] == "data");
+    CHECK(collective["key"]["operation"] == "AllReduce");
+    CHECK(collective["after"]["transfer_total_ns"].get<double>() <
+          collective["before"]["transfer_total_ns"].get<double>());
+    CHECK(collective["after"]["busbw_median_bytes_per_s"].get<double>() >
+          collective["before"]["busbw_median_bytes_per_s"].get<double>());
+    // The NICs even out: the spread of their busy bandwidth (% of capacity while busy) closes.
+    auto nic_spread = [&](const char* side) {
+      double low = 1e300, high = 0;
+      for (const auto& link : d["tables"]["links"]["rows"]) {
+        if (link["key"]["kind"] != "NIC" || link[side]["busy_bandwidth_pct"].is_null()) continue;
+        low = std::min(low, link[side]["busy_bandwidth_pct"].get<double>());
+        high = std::max(high, link[side]["busy_bandwidth_pct"].get<double>());
+      }
+      return high / low;
+    };
+    CHECK(nic_spread("before") > 2);
+    CHECK(nic_spread("after") == Approx(1.0).epsilon(0.02));
     CHECK(d["metrics"]["step_time_ms"]["after"].get<double>() * 1e6 == Approx(after_ns));
   }
 }

@@ -298,7 +298,8 @@ std::string renderComparisonJson(const RunComparison& c) {
     json.key(keyed.id).beginObject();
     json.field("title", keyed.title);
     json.key("units").beginObject();
-    for (size_t v = 0; v < keyed.value_fields.size(); ++v) json.field(keyed.value_fields[v], report::unitName(keyed.units[v]));
+    for (size_t v = 0; v < keyed.value_fields.size(); ++v)
+      json.field(keyed.value_fields[v], report::unitName(keyed.units[v]));
     json.endObject();
     json.key("rows").beginArray();
     for (const auto& row : keyed.rows) {
@@ -309,7 +310,8 @@ std::string renderComparisonJson(const RunComparison& c) {
       json.field("change", changeName(row.change));
       for (auto [name, values] : {std::pair{"before", &row.before}, std::pair{"after", &row.after}}) {
         json.key(name).beginObject();
-        for (size_t v = 0; v < keyed.value_fields.size(); ++v) writeOptional(json, keyed.value_fields[v].c_str(), (*values)[v]);
+        for (size_t v = 0; v < keyed.value_fields.size(); ++v)
+          writeOptional(json, keyed.value_fields[v].c_str(), (*values)[v]);
         json.endObject();
       }
       json.endObject();

@@ -373,16 +373,21 @@ void compareFindings(const ComparisonSide& before, const ComparisonSide& after, 
 std::string keyText(const ResultValue* field) {
   if (field == nullptr) return "";
   switch (field->kind()) {
-    case ResultValue::Kind::kText: return field->asText();
-    case ResultValue::Kind::kInteger: return fmt::format("{}", field->asInteger());
-    case ResultValue::Kind::kNumber: return fmt::format("{}", field->asNumber());
-    case ResultValue::Kind::kBool: return field->asBool() ? "true" : "false";
+    case ResultValue::Kind::kText:
+      return field->asText();
+    case ResultValue::Kind::kInteger:
+      return fmt::format("{}", field->asInteger());
+    case ResultValue::Kind::kNumber:
+      return fmt::format("{}", field->asNumber());
+    case ResultValue::Kind::kBool:
+      return field->asBool() ? "true" : "false";
     case ResultValue::Kind::kArray: {
       std::string text;
       for (const auto& item : field->items()) text += (text.empty() ? "" : ",") + keyText(&item);
       return text;
     }
-    default: return "";
+    default:
+      return "";
   }
 }
 
@@ -410,6 +415,65 @@ const std::vector<ResultValue>& rowsOf(const report::Report& report, const Keyed
 
 }  // namespace
 
+const std::vector<KeyedSpec>& keyedSpecs() {
+  using report::Unit;
+  using Scale = KeyedSpec::Scale;
+  static const std::vector<KeyedSpec> specs = {
+      {"collectives",
+       "Collectives (matched across ranks) by communicator role, operation and size, per step",
+       "collectives",
+       "signatures",
+       {"communicator.role", "operation", "bytes"},
+       {"transfer_total_ns", "count", "busbw_median_bytes_per_s", "skew_median_ns"},
+       {Unit::kNanoseconds, Unit::kCount, Unit::kBytesPerSecond, Unit::kNanoseconds},
+       Scale::kPerStep},
+      {"links",
+       "Links: bytes per step, utilization, network speed against the other NICs' median",
+       "link_hotspots",
+       "links",
+       {"host", "name", "kind"},
+       {"busy_bandwidth_pct", "utilization_pct", "bytes_per_step", "network.achieved_bytes_per_s", "network.vs_median"},
+       {Unit::kPercent, Unit::kPercent, Unit::kBytes, Unit::kBytesPerSecond, Unit::kRatio},
+       Scale::kTotal},
+      {"link_groups",
+       "Link groups: imbalance (busiest over mean)",
+       "link_hotspots",
+       "groups",
+       {"host", "group"},
+       {"imbalance", "mean_bytes_per_step"},
+       {Unit::kRatio, Unit::kBytes},
+       Scale::kTotal},
+      {"attribution",
+       "Where GPU time goes, per step and rank",
+       "time_breakdown",
+       "ranks",
+       {},
+       {"totals.time_ns", "totals.compute_ns", "totals.communication_exposed_ns", "totals.memory_exposed_ns",
+        "totals.idle_ns", "totals.idle_split.host_bound_ns", "totals.idle_split.dependency_ns",
+        "totals.idle_split.other_ns"},
+       {Unit::kNanoseconds, Unit::kNanoseconds, Unit::kNanoseconds, Unit::kNanoseconds, Unit::kNanoseconds,
+        Unit::kNanoseconds, Unit::kNanoseconds, Unit::kNanoseconds},
+       Scale::kPerStepAndRank},
+      {"exposed_by_role",
+       "Exposed communication per communicator role, per step",
+       "overlap",
+       "per_communicator",
+       {"communicator.role"},
+       {"exposed_ns", "time_ns", "count"},
+       {Unit::kNanoseconds, Unit::kNanoseconds, Unit::kCount},
+       Scale::kPerStep},
+      {"pipelines",
+       "Pipeline bubbles",
+       "pipeline_bubbles",
+       "pipelines",
+       {"stages_count", "schedule"},
+       {"worst_bubble_pct", "theoretical_bubble_pct", "micro_batches"},
+       {Unit::kPercent, Unit::kPercent, Unit::kCount},
+       Scale::kTotal},
+  };
+  return specs;
+}
+
 KeyedComparison compareKeyed(const KeyedSpec& spec, const report::Report& before, const report::Report& after) {
   KeyedComparison out{spec.id, spec.title, spec.key_fields, spec.value_fields, spec.units, {}};
   // Rows of one key add up: whole numbers (counts, times, bytes) are summed, fractional ones (bandwidths,
@@ -417,6 +481,7 @@ KeyedComparison compareKeyed(const KeyedSpec& spec, const report::Report& before
   std::map<std::vector<std::string>, KeyedDelta> by_key;
   std::map<std::pair<std::vector<std::string>, size_t>, int> averaged;  // (key, before ? v : n + v) -> rows
   std::vector<std::vector<std::string>> order;
+  std::set<size_t> whole;  // value fields that came as whole numbers
   auto add = [&](const report::Report& report, bool is_before) {
     for (const auto& row : rowsOf(report, spec)) {
       std::vector<std::string> key;
@@ -434,6 +499,7 @@ KeyedComparison compareKeyed(const KeyedSpec& spec, const report::Report& before
         const ResultValue* field = fieldAt(row, spec.value_fields[v]);
         if (field == nullptr) continue;
         if (field->kind() == ResultValue::Kind::kInteger) {
+          if (spec.scale != KeyedSpec::Scale::kTotal) whole.insert(v);
           values[v] = values[v].value_or(0) + static_cast<double>(field->asInteger());
         } else if (field->kind() == ResultValue::Kind::kNumber) {
           int& n = averaged[{key, is_before ? v : spec.value_fields.size() + v}];
@@ -446,6 +512,26 @@ KeyedComparison compareKeyed(const KeyedSpec& spec, const report::Report& before
   add(before, true);
   std::set<std::vector<std::string>> in_before(order.begin(), order.end());
   add(after, false);
+  auto scale = [&](const report::Report& report) {
+    double steps = static_cast<double>(std::max<size_t>(1, report.run.steps));
+    double ranks = static_cast<double>(std::max<size_t>(1, report.run.ranks.size()));
+    switch (spec.scale) {
+      case KeyedSpec::Scale::kTotal:
+        return 1.0;
+      case KeyedSpec::Scale::kPerStep:
+        return steps;
+      case KeyedSpec::Scale::kPerStepAndRank:
+        return steps * ranks;
+    }
+    return 1.0;
+  };
+  double scale_before = scale(before), scale_after = scale(after);
+  for (auto& [key, d] : by_key) {
+    for (size_t v : whole) {
+      if (d.before[v]) *d.before[v] /= scale_before;
+      if (d.after[v]) *d.after[v] /= scale_after;
+    }
+  }
   std::set<std::vector<std::string>> in_after;
   for (const auto& row : rowsOf(after, spec)) {
     std::vector<std::string> key;
@@ -454,16 +540,20 @@ KeyedComparison compareKeyed(const KeyedSpec& spec, const report::Report& before
   }
   for (const auto& key : order) {
     KeyedDelta d = std::move(by_key[key]);
-    if (!in_before.contains(key)) d.change = Change::kNew;
-    else if (!in_after.contains(key)) d.change = Change::kGone;
-    else d.change = d.before == d.after ? Change::kSame : Change::kChanged;
+    if (!in_before.contains(key))
+      d.change = Change::kNew;
+    else if (!in_after.contains(key))
+      d.change = Change::kGone;
+    else
+      d.change = d.before == d.after ? Change::kSame : Change::kChanged;
     out.rows.push_back(std::move(d));
   }
   auto size = [](const KeyedDelta& d) {
     if (d.before.empty()) return 0.0;
     return std::abs(d.after[0].value_or(0) - d.before[0].value_or(0));
   };
-  std::stable_sort(out.rows.begin(), out.rows.end(), [&](const KeyedDelta& a, const KeyedDelta& b) { return size(a) > size(b); });
+  std::stable_sort(out.rows.begin(), out.rows.end(),
+                   [&](const KeyedDelta& a, const KeyedDelta& b) { return size(a) > size(b); });
   return out;
 }
 
@@ -499,6 +589,17 @@ RunComparison compareRuns(const ComparisonSide& before, const ComparisonSide& af
   out.memory_before = memorySideOf(before.report);
   out.memory_after = memorySideOf(after.report);
   compareFindings(before, after, out);
+  for (const auto& spec : keyedSpecs()) {
+    bool in_before = resultOf(before.report, spec.analysis) != nullptr;
+    bool in_after = resultOf(after.report, spec.analysis) != nullptr;
+    if (in_before && in_after) {
+      out.tables.push_back(compareKeyed(spec, before.report, after.report));
+    } else if (in_before || in_after) {
+      out.notes.push_back(
+          fmt::format("{}: no {} result (a report of an older gpuxray, or --compat hta): {} not compared",
+                      in_before ? after.label : before.label, spec.analysis, spec.id));
+    }
+  }
   return out;
 }
 

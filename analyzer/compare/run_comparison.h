@@ -103,10 +103,18 @@ struct KeyedSpec {
   std::string id, title;
   std::string analysis;  // the result's section id
   std::string list;      // the array field of the result holding the rows ("" when the result is the array)
-  std::vector<std::string> key_fields;
+  std::vector<std::string> key_fields;  // none: every row adds up into one
   std::vector<std::string> value_fields;
   std::vector<report::Unit> units;
+  // Whole-number values (counts, times, bytes) divided by the side's steps (and ranks), so runs of
+  // other lengths or world sizes compare.
+  enum class Scale { kTotal, kPerStep, kPerStepAndRank };
+  Scale scale = Scale::kTotal;
 };
+
+// The keyed comparisons gpuxray diff shows: collectives, links, NIC groups, time attribution, exposed
+// communication per communicator role, pipeline bubbles.
+const std::vector<KeyedSpec>& keyedSpecs();
 
 KeyedComparison compareKeyed(const KeyedSpec& spec, const report::Report& before, const report::Report& after);
 
