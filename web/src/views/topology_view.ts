@@ -126,17 +126,17 @@ export const topologyView: View = {
     const column = 46;
     const maxBytes = Math.max(1, ...hotspots.links.map((l) => l.bytes_per_step));
     // Past kMaxHosts, the first hosts and those of the slowest NIC and the busiest links are drawn.
-    const kMaxHosts = 8;
+    const kMaxHosts = 3;
     let shownHosts = hotspots.hosts;
     if (shownHosts.length > kMaxHosts) {
-      const wanted = new Set(hotspots.hosts.slice(0, kMaxHosts - 2).map((h) => h.host));
+      const wanted = new Set(hotspots.hosts.slice(0, 1).map((h) => h.host));
       if (hotspots.slowest_nic) wanted.add(links.get(hotspots.slowest_nic.link)!.host);
       for (const id of hotspots.busiest ?? []) {
         if (wanted.size >= kMaxHosts) break;
         wanted.add(links.get(id)!.host);
       }
       shownHosts = hotspots.hosts.filter((h) => wanted.has(h.host));
-      container.append(el('p', { 'data-test': 'topology-hosts' }, `${shownHosts.length} of ${hotspots.hosts.length} hosts drawn: the first ones, the slowest NIC's and the busiest links'.`));
+      container.append(el('p', { 'data-test': 'topology-hosts' }, `${shownHosts.length} of ${hotspots.hosts.length} hosts drawn: the first, the slowest NIC's and the busiest links'.`));
     }
     const shownNames = new Set(shownHosts.map((h) => h.host));
     let x0 = 0;
