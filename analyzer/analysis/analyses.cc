@@ -28,6 +28,7 @@ void runAnalyses(const AnalysisInput& input, report::Report& report) {
   analyzeLinkHotspots(input, report);
   analyzeKernels(input, report);
   analyzeMemory(input, report);
+  analyzeMemoryCategories(input, report);
   report.sortFindings();
 }
 

@@ -133,6 +133,12 @@ void readArgs(simdjson::dom::object object, KinetoEvent::Args& args) {
       case 'B':
         if (key == "Bytes") args.alloc_bytes = integerOf(v);
         break;
+      case 'A':
+        if (key == "Addr") {
+          std::optional<int64_t> address = integerOf(v);
+          if (address && *address > 0) args.alloc_address = static_cast<uint64_t>(*address);
+        }
+        break;
       default: break;
     }
   }

@@ -60,6 +60,7 @@ struct KinetoEvent {
     std::string_view first_input_type;
     // [memory] instant events.
     std::optional<int64_t> device_type, device_id, alloc_bytes;
+    uint64_t alloc_address = 0;  // "Addr"; 0: not recorded
   } args;
 };
 

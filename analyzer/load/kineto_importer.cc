@@ -306,7 +306,8 @@ class KinetoRankBuilder {
     if (e.category != KinetoCategory::kCpuInstantEvent || e.name != "[memory]") return;
     if (!e.ts || !e.args.alloc_bytes) return missing();
     if (e.args.device_type.value_or(-1) != 1) return;  // 1: CUDA (c10::DeviceType)
-    rank_.memory.push_back({e.ts->ns, *e.args.alloc_bytes, saturated32(e.args.device_id.value_or(0))});
+    rank_.memory.push_back(
+        {e.ts->ns, *e.args.alloc_bytes, saturated32(e.args.device_id.value_or(0)), e.args.alloc_address});
   }
 
   uint32_t intern(std::string_view text) {

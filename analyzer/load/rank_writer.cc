@@ -144,6 +144,7 @@ WrittenFile writeRankTrace(const model::RankTrace& rank, const std::string& path
     e.timestamp_ns = unsignedTime(m.time_ns);
     e.operation = m.delta_bytes >= 0 ? format::MemoryOperation::kAllocate : format::MemoryOperation::kRelease;
     e.device = m.device;
+    e.address = m.address;
     e.bytes = static_cast<uint64_t>(m.delta_bytes >= 0 ? m.delta_bytes : -m.delta_bytes);
     e.memory_kind = format::MemoryKind::kDevice;
     writer.add(e);

@@ -39,9 +39,10 @@ constexpr MessageFields kFields[] = {
      "the analyses take a copy's time and bytes only"},
     {"Memset", "start_ns duration_ns device stream correlation_id bytes",
      "value memory_kind context graph_id graph_node_id", "the analyses take a memset's time and bytes only"},
-    {"MemoryEvent", "timestamp_ns operation device bytes memory_kind",
-     "address stream correlation_id is_async pool_address",
-     "the memory curve is the sum of allocations and releases per device"},
+    {"MemoryEvent", "timestamp_ns operation device address bytes memory_kind",
+     "stream correlation_id is_async pool_address",
+     "the memory curve is the sum of allocations and releases per device, each release paired with its allocation by "
+     "address"},
     {"PayloadField", "name_iid uint_value", "int_value double_value string_iid",
      "only a cpu_op's \"stream\" field is read (it puts the op on its stream)"},
     {"NvtxEvent", "kind start_ns end_ns domain_iid name_iid thread_id device payload depth",

@@ -110,7 +110,8 @@ class RankBuilder {
       }
       auto bytes = static_cast<int64_t>(m.bytes);
       rank_.memory.push_back({ns(m.timestamp_ns),
-                              m.operation == format::MemoryOperation::kAllocate ? bytes : -bytes, m.device});
+                              m.operation == format::MemoryOperation::kAllocate ? bytes : -bytes, m.device,
+                              m.address});
     }
     for (const auto& c : batch.nccl_communicators) {
       rank_.communicators.push_back({c.comm_hash, c.name, c.comm_rank, c.nranks, c.nnodes, c.global_rank, c.device});

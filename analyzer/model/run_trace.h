@@ -107,11 +107,13 @@ struct NvtxRange {
   uint32_t depth = 0;
 };
 
-// Device memory in use changed by `delta_bytes` at `time_ns`.
+// Device memory in use changed by `delta_bytes` at `time_ns`: an allocation (> 0) or a release of the
+// block at `address` (0: not recorded), which pairs a release with its allocation.
 struct MemoryChange {
   int64_t time_ns = 0;
   int64_t delta_bytes = 0;
   uint32_t device = 0;
+  uint64_t address = 0;
 };
 
 // A GPU metric sampled during the run (CUPTI PM sampling), e.g. SM throughput in %.
