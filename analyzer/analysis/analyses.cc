@@ -29,6 +29,7 @@ void runAnalyses(const AnalysisInput& input, report::Report& report) {
   analyzeKernels(input, report);
   analyzeMemory(input, report);
   analyzeMemoryCategories(input, report);
+  analyzeOps(input, report);
   report.sortFindings();
 }
 

@@ -18,6 +18,7 @@ void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report);
 void analyzeKernels(const AnalysisInput& input, report::Report& report);
 void analyzeMemory(const AnalysisInput& input, report::Report& report);
 void analyzeMemoryCategories(const AnalysisInput& input, report::Report& report);
+void analyzeOps(const AnalysisInput& input, report::Report& report);
 // Per rank, without matching across ranks: sizes, times and bandwidth (also for one rank's trace).
 void analyzeCollectiveBandwidth(const AnalysisInput& input, report::Report& report);
 // --compat hta, in place of the time breakdown and the overlap (hta_compat.h).

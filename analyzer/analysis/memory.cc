@@ -30,12 +30,6 @@ const model::NvtxRange* phaseAt(const model::RankTrace& rank, int64_t t) {
   return innermost;
 }
 
-// Instances of one phase share a name but for a trailing number ("ProfilerStep#12" -> "ProfilerStep#N").
-std::string phaseName(const std::string& name) {
-  size_t end = name.size();
-  while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9') --end;
-  return end < name.size() && end > 0 ? name.substr(0, end) + "N" : name;
-}
 
 report::ResultValue resultValue(const MemoryResult& result) {
   using report::ResultValue;
@@ -73,6 +67,12 @@ report::ResultValue resultValue(const MemoryResult& result) {
 }
 
 }  // namespace
+
+std::string foldedRangeName(const std::string& name) {
+  size_t end = name.size();
+  while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9') --end;
+  return end < name.size() && end > 0 ? name.substr(0, end) + "N" : name;
+}
 
 int64_t memoryOrigin(const model::RunTrace& run) {
   int64_t origin = 0;
@@ -123,7 +123,7 @@ MemoryResult computeMemory(const AnalysisInput& input) {
                                       [](const auto& l, int64_t t) { return l.first < t; });
         int64_t highest = first == level.begin() ? 0 : std::prev(first)->second;
         for (auto it = first; it != level.end() && it->first <= range.end_ns; ++it) highest = std::max(highest, it->second);
-        int64_t& best = phase_peak[phaseName(rank.strings[range.name_id])];
+        int64_t& best = phase_peak[foldedRangeName(rank.strings[range.name_id])];
         best = std::max(best, highest);
       }
     }

@@ -56,6 +56,16 @@ class RankPhases {
       if (!is_step && interval.length() > 0) ops_.push_back(interval);
       if (phase != MemoryPhase::kOutsideSteps) ranges[static_cast<size_t>(phase)].push_back(interval);
     }
+    // cpu_ops are ops (for temporaries) and mark backward (autograd's nodes) and the optimizer; an aten
+    // op with "forward" in its name is not the model's forward.
+    for (const auto& op : rank.host_ops) {
+      Interval interval{op.start_ns, op.end_ns};
+      if (interval.length() > 0) ops_.push_back(interval);
+      MemoryPhase phase = phaseOfName(rank.name(op.name_id));
+      if (phase == MemoryPhase::kBackward || phase == MemoryPhase::kOptimizer)
+        ranges[static_cast<size_t>(phase)].push_back(interval);
+    }
+    std::stable_sort(ops_.begin(), ops_.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
     for (size_t p = 0; p < 5; ++p) phase_ranges_[p] = unionOf(std::move(ranges[p]));
     explicit_forward_ = !phase_ranges_[static_cast<size_t>(MemoryPhase::kForward)].empty();
     for (const auto& set : phase_ranges_) recorded_ = recorded_ || !set.empty();
@@ -139,7 +149,7 @@ class RankPhases {
 
   std::vector<StepWindow> steps_;
   IntervalSet phase_ranges_[5];
-  std::vector<Interval> ops_;  // by start, as rank.nvtx
+  std::vector<Interval> ops_;  // ranges and cpu_ops, by start
   bool explicit_forward_ = false;
   bool recorded_ = false;
 };

@@ -43,8 +43,8 @@ constexpr MessageFields kFields[] = {
      "stream correlation_id is_async pool_address",
      "the memory curve is the sum of allocations and releases per device, each release paired with its allocation by "
      "address"},
-    {"PayloadField", "name_iid uint_value", "int_value double_value string_iid",
-     "only a cpu_op's \"stream\" field is read (it puts the op on its stream)"},
+    {"PayloadField", "name_iid uint_value string_iid", "int_value double_value",
+     "only a cpu_op's \"stream\" field (it puts the op on its stream) and \"inputs\" (its input types and shapes) are read"},
     {"NvtxEvent", "kind start_ns end_ns domain_iid name_iid thread_id device payload depth",
      "stream category color payload_schema", "ranges are placed by thread and depth"},
     {"Synchronization", "start_ns duration_ns kind device stream correlation_id", "context cuda_event_id thread_id",
