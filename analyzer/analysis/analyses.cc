@@ -34,6 +34,8 @@ void runAnalyses(const AnalysisInput& input, report::Report& report) {
   analyzeMemory(input, report);
   analyzeActivityTotals(input, report);
   analyzeStepOverview(input, report);
+  analyzeMemoryCategories(input, report);
+  analyzeOps(input, report);
   report.sortFindings();
 }
 

@@ -30,25 +30,6 @@ const model::NvtxRange* phaseAt(const model::RankTrace& rank, int64_t t) {
   return innermost;
 }
 
-// Instances of one phase share a name but for a trailing number ("ProfilerStep#12" -> "ProfilerStep#N").
-std::string phaseName(const std::string& name) {
-  size_t end = name.size();
-  while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9') --end;
-  return end < name.size() && end > 0 ? name.substr(0, end) + "N" : name;
-}
-
-// At most DeviceMemory::kMaxCurvePoints: the highest level of each run of consecutive changes.
-std::vector<MemoryPoint> thinned(std::vector<MemoryPoint> curve) {
-  if (curve.size() <= DeviceMemory::kMaxCurvePoints) return curve;
-  size_t per_point = (curve.size() + DeviceMemory::kMaxCurvePoints - 1) / DeviceMemory::kMaxCurvePoints;
-  std::vector<MemoryPoint> kept;
-  for (size_t first = 0; first < curve.size(); first += per_point) {
-    auto begin = curve.begin() + static_cast<std::ptrdiff_t>(first);
-    auto end = curve.begin() + static_cast<std::ptrdiff_t>(std::min(curve.size(), first + per_point));
-    kept.push_back(*std::max_element(begin, end, [](const auto& a, const auto& b) { return a.bytes < b.bytes; }));
-  }
-  return kept;
-}
 
 report::ResultValue resultValue(const MemoryResult& result) {
   using report::ResultValue;
@@ -87,18 +68,28 @@ report::ResultValue resultValue(const MemoryResult& result) {
 
 }  // namespace
 
+std::string foldedRangeName(const std::string& name) {
+  size_t end = name.size();
+  while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9') --end;
+  return end < name.size() && end > 0 ? name.substr(0, end) + "N" : name;
+}
+
+int64_t memoryOrigin(const model::RunTrace& run) {
+  int64_t origin = 0;
+  bool have_start = false;
+  auto take = [&](int64_t t) { origin = have_start ? std::min(origin, t) : t, have_start = true; };
+  for (const auto& rank : run.ranks) {
+    Interval span = AnalysisInput::gpuSpan(rank);
+    if (span.length() > 0) take(span.start);
+    if (!rank.memory.empty()) take(rank.memory.front().time_ns);
+  }
+  return origin;
+}
+
 MemoryResult computeMemory(const AnalysisInput& input) {
   const auto& run = input.run;
   MemoryResult result;
-  bool have_start = false;
-  for (const auto& rank : run.ranks) {
-    Interval span = AnalysisInput::gpuSpan(rank);
-    if (span.length() > 0)
-      result.origin_ns = have_start ? std::min(result.origin_ns, span.start) : span.start, have_start = true;
-    if (!rank.memory.empty())
-      result.origin_ns = have_start ? std::min(result.origin_ns, rank.memory.front().time_ns) : rank.memory.front().time_ns,
-      have_start = true;
-  }
+  result.origin_ns = memoryOrigin(run);
   result.recorded = std::any_of(run.ranks.begin(), run.ranks.end(), [](const auto& rank) { return !rank.memory.empty(); });
   if (!result.recorded) return result;
 
@@ -132,7 +123,7 @@ MemoryResult computeMemory(const AnalysisInput& input) {
                                       [](const auto& l, int64_t t) { return l.first < t; });
         int64_t highest = first == level.begin() ? 0 : std::prev(first)->second;
         for (auto it = first; it != level.end() && it->first <= range.end_ns; ++it) highest = std::max(highest, it->second);
-        int64_t& best = phase_peak[phaseName(rank.strings[range.name_id])];
+        int64_t& best = phase_peak[foldedRangeName(rank.strings[range.name_id])];
         best = std::max(best, highest);
       }
     }
@@ -153,7 +144,8 @@ MemoryResult computeMemory(const AnalysisInput& input) {
       memory.peak_phase = phase != nullptr ? rank.strings[phase->name_id] : "before any NVTX range";
       memory.allocations = allocations[device];
       memory.end_bytes = in_use[device];
-      memory.curve = thinned(std::move(curves[device]));
+      memory.curve = keepHighest(std::move(curves[device]), DeviceMemory::kMaxCurvePoints,
+                                 [](const MemoryPoint& p) { return p.bytes; });
       double comparable = std::isnan(memory.peak_pct_of_device) ? 0 : memory.peak_pct_of_device;
       if (comparable > worst_pct || (worst_pct <= 0 && static_cast<uint64_t>(bytes) > worst_bytes)) {
         worst_pct = comparable;
