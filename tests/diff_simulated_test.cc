@@ -108,7 +108,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("diff: text and Markdown name the change, the verdict and the resolved finding") {
+TEST_CASE("diff: text and Markdown name the change, the verdict and the resolved finding", "[cli-heavy]") {
   const auto& c = classicCase();
   auto text = runCommand(kGpuxray + " diff " + c.before + " " + c.after);
   REQUIRE(text.exit_code == 0);
@@ -121,7 +121,7 @@ TEST_CASE("diff: text and Markdown name the change, the verdict and the resolved
   CHECK(markdown.out.find("| resolved | critical | slow link: node-01's NIC mlx5_2") != std::string::npos);
 }
 
-TEST_CASE("analyze --baseline: step_time_ms>+5% passes after against before and fails before against after") {
+TEST_CASE("analyze --baseline: step_time_ms>+5% passes after against before and fails before against after", "[cli-heavy]") {
   const auto& c = classicCase();
   std::string fail_on = " --fail-on 'step_time_ms>+5%' --fail-on 'exposed_comm_pct>+2'";
   auto better = runCommand(kGpuxray + " analyze " + c.after + " --baseline " + c.before_json + fail_on);
@@ -145,7 +145,7 @@ TEST_CASE("analyze --baseline: step_time_ms>+5% passes after against before and 
   CHECK(no_baseline.err.find("give --baseline") != std::string::npos);
 }
 
-TEST_CASE("diff: a run against itself, or against its own report, reports no change and exits 0") {
+TEST_CASE("diff: a run against itself, or against its own report, reports no change and exits 0", "[cli-heavy]") {
   const auto& c = classicCase();
   for (const std::string& other : {c.after, c.after_json}) {
     auto result = runCommand(kGpuxray + " diff " + c.after + " " + other + " --fail-on 'step_time_ms>+0%'");
