@@ -265,6 +265,9 @@ async function realTrace(name, dir) {
     return;
   }
   const opened = await openReport(browser, html);
+  // A world size the trace does not record is said to be so, never "of 0 ranks".
+  const identity = await opened.page.textContent('[data-test="identity"]');
+  check(!identity.includes(' of 0 ranks'), `${name}: the identity line (${identity})`);
   const missingViews = await everyView(opened.page, name, false);
   console.log(`${name}: views whose data is missing: ${missingViews.join(', ') || 'none'}`);
   finish(name, opened);

@@ -8,8 +8,14 @@ import { View, ViewContext, viewOfAnalysis } from '../view';
 function identity(doc: AnalyzeDocument): string {
   const run = doc.run;
   const hosts = run.hosts.length === 1 ? '1 host' : `${run.hosts.length} hosts`;
+  // The report writes 0 for a world size the trace does not record (a PyTorch trace without
+  // distributedInfo): say so rather than "1 of 0 ranks".
+  const ranks =
+    run.world_size > 0
+      ? `${run.ranks.length} of ${run.world_size} ranks`
+      : `${run.ranks.length} ${run.ranks.length === 1 ? 'rank' : 'ranks'} (world size not recorded)`;
   return (
-    `run ${run.run_id}: ${run.ranks.length} of ${run.world_size} ranks on ${hosts}, ` +
+    `run ${run.run_id}: ${ranks} on ${hosts}, ` +
     `${run.steps} steps (${run.step_source}), ${formatNs(run.span_ns)} captured, ${formatCount(run.records)} records`
   );
 }
