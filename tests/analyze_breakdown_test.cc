@@ -11,6 +11,7 @@
 #include "analyzer/analysis/step_overview.h"
 #include "analyzer/analysis/time_breakdown.h"
 #include "tests/support/analyzed_run.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
@@ -163,7 +164,7 @@ TEST_CASE("analyze: overlap and exposed communication per rank, communicator and
 TEST_CASE("analyze: the CLI prints text, JSON and Markdown, and --fail-on sets exit code 3") {
   TempDir dir;
   writeRun(dir.path() / "run");
-  std::string gpuxray = std::string(GPUXRAY_BINARY) + " analyze " + (dir / "run");
+  std::string gpuxray = gpuxray::testing::gpuxrayBinary() + " analyze " + (dir / "run");
   auto text = gpuxray::testing::runCommand(gpuxray);
   INFO(text.err);
   REQUIRE(text.exit_code == 0);
@@ -247,7 +248,7 @@ TEST_CASE("analyze: --window keeps only the records that reach into it") {
     CHECK(session.window()->start == all.windowOriginNs() + 1'000'000);
   }
 
-  auto cli = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + dir.path().string() +
+  auto cli = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " analyze " + dir.path().string() +
                                           " --window 1:2 --format json");
   CHECK(cli.exit_code == 0);
   CHECK(cli.out.find("--window 1:2: ") != std::string::npos);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tests/support/analyzed_run.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
@@ -130,7 +131,7 @@ TEST_CASE("analyze: without clock alignment the cross-host figures are off by th
   CHECK(section.id == "clock");
   CHECK(section.notes.front().find("Not aligned (--no-align, or --compat hta") != std::string::npos);
 
-  std::string gpuxray = std::string(GPUXRAY_BINARY) + " analyze --format json " + dir.path().string();
+  std::string gpuxray = gpuxray::testing::gpuxrayBinary() + " analyze --format json " + dir.path().string();
   auto aligned = gpuxray::testing::runCommand(gpuxray);
   auto unaligned = gpuxray::testing::runCommand(gpuxray + " --no-align");
   INFO(aligned.err << unaligned.err);

@@ -9,6 +9,7 @@
 #include "analyzer/analysis/collectives.h"
 #include "analyzer/analysis/stragglers.h"
 #include "tests/support/analyzed_run.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
@@ -211,7 +212,7 @@ TEST_CASE("analyze: a host with a slow NIC limits the cross-host all-reduce, and
   CHECK(limited.link.fastest_host == "node-a");
   CHECK(limited.link_pct == Approx(100.0));
 
-  auto text = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + (dir / "run"));
+  auto text = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " analyze " + (dir / "run"));
   INFO(text.err);
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find(". [critical] slow link: node-b's NIC mlx5_0 (12.5 GB/s) is 4.0x slower than node-a's") !=
@@ -221,7 +222,7 @@ TEST_CASE("analyze: a host with a slow NIC limits the cross-host all-reduce, and
   size_t metric = text.out.find("\n  busbw_pct_of_link ");
   REQUIRE(metric != std::string::npos);
   CHECK(text.out.substr(metric, text.out.find('\n', metric + 1) - metric).find(" 100.0 %  ") != std::string::npos);
-  auto failing = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + (dir / "run") +
+  auto failing = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " analyze " + (dir / "run") +
                                               " --fail-on 'straggler_wait_ms>1' --fail-on 'busbw_pct_of_link<50'");
   CHECK(failing.exit_code == 0);
 }

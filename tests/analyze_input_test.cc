@@ -6,6 +6,7 @@
 #include <string>
 
 #include "proto/file_layout.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
@@ -33,7 +34,7 @@ void writeRun(const std::filesystem::path& dir, const std::string& run_id) {
 }
 
 std::string analyze(const std::string& arguments) {
-  return std::string(GPUXRAY_BINARY) + " analyze " + arguments;
+  return gpuxray::testing::gpuxrayBinary() + " analyze " + arguments;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "analyzer/analysis/link_hotspots.h"
 #include "tests/support/analyzed_run.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
@@ -234,7 +235,7 @@ TEST_CASE("analyze: link load from network transfers and ring estimates, with th
 TEST_CASE("analyze: the CLI names the hot NIC in text and JSON") {
   TempDir dir;
   writeRun(dir.path() / "run");
-  std::string gpuxray = std::string(GPUXRAY_BINARY) + " analyze " + (dir / "run");
+  std::string gpuxray = gpuxray::testing::gpuxrayBinary() + " analyze " + (dir / "run");
   auto result = gpuxray::testing::runCommand(gpuxray);
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
@@ -254,7 +255,7 @@ TEST_CASE("analyze: the CLI names the hot NIC in text and JSON") {
 TEST_CASE("analyze: the simulated demo's half-speed NIC is named as a slow link, and the bubbles as the pipeline's") {
   TempDir dir;
   std::string run = dir / "demo";
-  auto simulated = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " simulate --preset demo -o " + run);
+  auto simulated = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " simulate --preset demo -o " + run);
   INFO(simulated.err);
   REQUIRE(simulated.exit_code == 0);
   auto a = gpuxray::testing::analyzeRun(run);

@@ -6,6 +6,7 @@
 
 #include "analyzer/analysis/pipeline_bubbles.h"
 #include "tests/support/analyzed_run.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/pipeline_schedule.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
@@ -321,7 +322,7 @@ TEST_CASE("analyze: a run without point-to-point traffic has no pipeline stages 
 TEST_CASE("analyze: the CLI reports the slowest pipeline stage") {
   TempDir dir;
   writeImbalancedRun(dir.path() / "run");
-  auto result = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + (dir / "run"));
+  auto result = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " analyze " + (dir / "run"));
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   CHECK(result.out.find("[critical] pipeline stage 2 (rank 2) is the slowest: 1.33x the mean compute per micro-batch; "
@@ -330,7 +331,7 @@ TEST_CASE("analyze: the CLI reports the slowest pipeline stage") {
   REQUIRE(metric != std::string::npos);
   CHECK(result.out.substr(metric, result.out.find('\n', metric + 1) - metric).find(" 52.5 %  pipeline bubble") !=
         std::string::npos);
-  auto failing = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + (dir / "run") +
+  auto failing = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " analyze " + (dir / "run") +
                                               " --fail-on 'bubble_pct>50'");
   CHECK(failing.exit_code == 3);
 }

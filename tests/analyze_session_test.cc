@@ -10,6 +10,7 @@
 #include "analyzer/analysis/run_selection.h"
 #include "analyzer/analysis/session.h"
 #include "analyzer/errors.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
@@ -146,7 +147,7 @@ TEST_CASE("session: --ranks loads only those files; --steps bounds the timeline"
 TEST_CASE("session: analyze and export and convert read --window alike", "[session]") {
   TempDir dir;
   writeRun(dir.path() / "run");
-  std::string gpuxray = std::string(GPUXRAY_BINARY) + " ";
+  std::string gpuxray = gpuxray::testing::gpuxrayBinary() + " ";
   std::string run = (dir.path() / "run").string();
   auto analyzed = gpuxray::testing::runCommand(gpuxray + "analyze " + run + " --window 0.001: --format json");
   REQUIRE(analyzed.exit_code == 0);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gpuxray/version.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
@@ -38,7 +39,7 @@ CommandResult runGpuxray(const TempDir& dir, const std::string& args, const std:
   return runCommand("cd '" + dir.path().string() +
                     "' && unset CUDA_INJECTION64_PATH NVTX_INJECTION64_PATH NCCL_PROFILER_PLUGIN LD_PRELOAD "
                     "GPUXRAY_OUTPUT_DIR GPUXRAY_CAPTURE GPUXRAY_METRICS GPUXRAY_RUN_CHECKS RANK WORLD_SIZE && " +
-                    exports + " exec " + GPUXRAY_BINARY + " " + args);
+                    exports + " exec " + gpuxray::testing::gpuxrayBinary() + " " + args);
 }
 
 #ifdef GPUXRAY_INJECT_LIBRARY

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "proto/trace_writer.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
@@ -60,7 +61,7 @@ void writeRankFile(const std::string& path, const RankFile& spec) {
   }
 }
 
-CommandResult runGpuxray(const std::string& args) { return runCommand(std::string(GPUXRAY_BINARY) + " " + args); }
+CommandResult runGpuxray(const std::string& args) { return runCommand(gpuxray::testing::gpuxrayBinary() + " " + args); }
 
 }  // namespace
 

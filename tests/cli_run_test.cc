@@ -17,6 +17,7 @@
 
 #include "analyzer/cli/run_environment.h"
 #include "analyzer/errors.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
@@ -56,7 +57,7 @@ struct RunFixture {
            " && unset GPUXRAY_RUN_ID GPUXRAY_OUTPUT_DIR CUDA_INJECTION64_PATH NVTX_INJECTION64_PATH GPUXRAY_CAPTURE"
            " GPUXRAY_BUFFER_LIMIT_MB GPUXRAY_FLUSH_INTERVAL_MS GPUXRAY_METRICS GPUXRAY_METRIC_INTERVAL_US"
            " GPUXRAY_LOG_LEVEL && export GPUXRAY_RUN_CHECKS=0 GPUXRAY_INJECT_LIBRARY=" +
-           quote(library) + (exports.empty() ? "" : " " + exports) + " && exec " + GPUXRAY_BINARY + " run " + args;
+           quote(library) + (exports.empty() ? "" : " " + exports) + " && exec " + gpuxray::testing::gpuxrayBinary() + " run " + args;
   }
   CommandResult run(const std::string& args, const std::string& exports = "") const {
     return runCommand(script(args, exports));

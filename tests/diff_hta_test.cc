@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/support/build_outputs.h"
 #include "tests/support/kineto_traces.h"
 #include "tests/support/run_command.h"
 
@@ -51,7 +52,7 @@ TEST_CASE("diff: kernel and op deltas on HTA's TraceDiff traces agree with HTA's
   auto control = gpuxray::testing::sharedTraces("hta_trace_diff/control");
   auto test = gpuxray::testing::sharedTraces("hta_trace_diff/test");
   if (!control || !test) return;
-  auto result = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " diff --format json " + control->string() +
+  auto result = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " diff --format json " + control->string() +
                                              " " + test->string());
   REQUIRE(result.exit_code == 0);
   // Each side has one rank of a larger world: a warning each, not an error.

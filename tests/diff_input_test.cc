@@ -11,6 +11,7 @@
 #include "analyzer/analysis/thresholds.h"
 #include "analyzer/compare/run_comparison.h"
 #include "analyzer/errors.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
@@ -35,7 +36,7 @@ TEST_CASE("diff: reports of schema versions it cannot compare are a one-line err
   write(dir / "v1.json", reportOfVersion(1));
   write(dir / "v3.json", reportOfVersion(3));
   write(dir / "v2.json", reportOfVersion(2));
-  auto result = runCommand(std::string(GPUXRAY_BINARY) + " diff " + (dir / "v1.json") + " " + (dir / "v3.json"));
+  auto result = runCommand(gpuxray::testing::gpuxrayBinary() + " diff " + (dir / "v1.json") + " " + (dir / "v3.json"));
   CHECK(result.exit_code == 2);
   CHECK(result.out.empty());
   // One line, naming a file and the problem (either side may be read first: they are read at once).
@@ -45,16 +46,16 @@ TEST_CASE("diff: reports of schema versions it cannot compare are a one-line err
   bool names_v3 =
       result.err.find(dir / "v3.json" + ": report schema version 3, which cannot be compared") != std::string::npos;
   CHECK((names_v1 || names_v3));
-  auto newer = runCommand(std::string(GPUXRAY_BINARY) + " diff " + (dir / "v2.json") + " " + (dir / "v3.json"));
+  auto newer = runCommand(gpuxray::testing::gpuxrayBinary() + " diff " + (dir / "v2.json") + " " + (dir / "v3.json"));
   CHECK(newer.exit_code == 2);
   CHECK(newer.err == "gpuxray: error: " + (dir / "v3.json") +
                          ": report schema version 3, which cannot be compared: this gpuxray compares version 2 reports "
                          "(it was written by a newer gpuxray); analyze the run again with this gpuxray\n");
   // A minimal version 2 report against itself: nothing to compare, nothing changed.
-  auto same = runCommand(std::string(GPUXRAY_BINARY) + " diff " + (dir / "v2.json") + " " + (dir / "v2.json"));
+  auto same = runCommand(gpuxray::testing::gpuxrayBinary() + " diff " + (dir / "v2.json") + " " + (dir / "v2.json"));
   CHECK(same.exit_code == 0);
   auto baseline =
-      runCommand(std::string(GPUXRAY_BINARY) + " analyze " + (dir / "v2.json") + " --baseline " + (dir / "v1.json"));
+      runCommand(gpuxray::testing::gpuxrayBinary() + " analyze " + (dir / "v2.json") + " --baseline " + (dir / "v1.json"));
   CHECK(baseline.exit_code == 2);
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/support/build_outputs.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
@@ -16,7 +17,7 @@ namespace {
 using gpuxray::testing::runCommand;
 using gpuxray::testing::TempDir;
 
-const std::string kGpuxray = GPUXRAY_BINARY;
+const std::string kGpuxray = gpuxray::testing::gpuxrayBinary();
 
 // The two runs and their reports, made once for the test cases below.
 struct ClassicCase {

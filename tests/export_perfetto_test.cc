@@ -13,6 +13,7 @@
 #include "analyzer/export/timeline_export.h"
 #include "analyzer/load/run_loader.h"
 #include "perfetto/perfetto_trace_subset.pb.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/kineto_traces.h"
 #include "tests/support/perfetto_trace_check.h"
 #include "tests/support/run_builder.h"
@@ -405,7 +406,7 @@ TEST_CASE("chrome json export: the same slices, counters and flows, with names a
 TEST_CASE("perfetto export: the CLI writes traces from analyze and export, protoc decodes them") {
   TempDir dir;
   writeRun(dir.path() / "run");
-  std::string gpuxray = std::string(GPUXRAY_BINARY);
+  std::string gpuxray = gpuxray::testing::gpuxrayBinary();
   std::string run = (dir / "run");
   auto analyzed = gpuxray::testing::runCommand(gpuxray + " analyze " + run + " --perfetto " + (dir / "a.pftrace") +
                                                " --chrome-json " + (dir / "a.json"));
@@ -462,7 +463,7 @@ TEST_CASE("perfetto export: the CLI writes traces from analyze and export, proto
 
 TEST_CASE("perfetto export: the simulated demo run (TP2 x PP2 x DP4) passes the checks in both formats") {
   TempDir dir;
-  auto written = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " simulate --preset demo -o " + (dir / "run"));
+  auto written = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " simulate --preset demo -o " + (dir / "run"));
   REQUIRE(written.exit_code == 0);
   auto e = exportRun(dir / "run");
   requireNoErrors(e->trace.errors);
@@ -564,7 +565,7 @@ TEST_CASE("perfetto export: convert -o FILE.pftrace writes the merged timeline o
   if (!shared) return;
   std::string kineto = shared->string();
   TempDir dir;
-  auto converted = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " convert " + kineto + " -o " +
+  auto converted = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " convert " + kineto + " -o " +
                                                 (dir / "sampled.pftrace"));
   INFO(converted.err);
   REQUIRE(converted.exit_code == 0);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "proto/trace_reader.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/hostile_traces.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
@@ -54,7 +55,7 @@ Run runGpuxray(const std::vector<std::string>& args, const std::string& scratch,
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  std::vector<std::string> argv_text{GPUXRAY_BINARY};
+  std::vector<std::string> argv_text{gpuxray::testing::gpuxrayBinary()};
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_text) argv.push_back(a.data());
@@ -62,7 +63,7 @@ Run runGpuxray(const std::vector<std::string>& args, const std::string& scratch,
   auto start = std::chrono::steady_clock::now();
   pid_t pid = 0;
   Run run;
-  int spawned = posix_spawn(&pid, GPUXRAY_BINARY, &actions, nullptr, argv.data(), environ);
+  int spawned = posix_spawn(&pid, gpuxray::testing::gpuxrayBinary().c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) return run;
   int status = 0;

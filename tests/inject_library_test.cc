@@ -10,6 +10,7 @@
 #include <string>
 
 #include "proto/trace_reader.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
@@ -238,7 +239,7 @@ TEST_CASE("NCCL 2.23 to 2.29, played by a harness, load the library as their pro
   }
   CHECK(ops.size() == expected_ops);
 
-  auto info = runCommand(std::string(GPUXRAY_BINARY) + " info " + output);
+  auto info = runCommand(gpuxray::testing::gpuxrayBinary() + " info " + output);
   CHECK(info.out.find("nccl_communicator 1, nccl_operation " + std::to_string(expected_ops) + ", net_transfer 3") !=
         std::string::npos);
 }

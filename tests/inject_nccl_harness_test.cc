@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "proto/trace_reader.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
@@ -166,7 +167,7 @@ TEST_CASE("a slow NIC planted on one host is named, with 2 hosts and with 4", "[
   auto result = playHosts(version, hosts, output, dir / "truth");
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
-  auto analyzed = runCommand(std::string(GPUXRAY_BINARY) + " analyze " + output);
+  auto analyzed = runCommand(gpuxray::testing::gpuxrayBinary() + " analyze " + output);
   INFO(analyzed.out << analyzed.err);
   REQUIRE(analyzed.exit_code == 0);
   CHECK(analyzed.out.find("slow link: node1's") != std::string::npos);
@@ -192,10 +193,10 @@ TEST_CASE("a communicator recreated after NCCL dlcloses the plugin continues the
   size_t all_reduces = 0;
   for (const auto& op : file.ops) all_reduces += file.names[op.func_id] == "AllReduce" ? 1u : 0u;
   CHECK(all_reduces == 10);
-  auto info = runCommand(std::string(GPUXRAY_BINARY) + " info " + output);
+  auto info = runCommand(gpuxray::testing::gpuxrayBinary() + " info " + output);
   INFO(info.out << info.err);
   CHECK(info.exit_code == 0);
-  auto analyzed = runCommand(std::string(GPUXRAY_BINARY) + " analyze " + output);
+  auto analyzed = runCommand(gpuxray::testing::gpuxrayBinary() + " analyze " + output);
   INFO(analyzed.out << analyzed.err);
   CHECK(analyzed.exit_code == 0);
 }

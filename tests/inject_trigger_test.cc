@@ -15,6 +15,7 @@
 #include "inject/capture_session.h"
 #include "proto/capture_windows.h"
 #include "proto/trace_reader.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/fake_cupti.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
@@ -87,7 +88,7 @@ TEST_CASE("gpuxray trigger opens a window in a running capture, which answers in
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   REQUIRE(access(marker.c_str(), F_OK) == 0);
 
-  auto result = runCommand(std::string(GPUXRAY_BINARY) + " trigger " + output + " --duration 300ms");
+  auto result = runCommand(gpuxray::testing::gpuxrayBinary() + " trigger " + output + " --duration 300ms");
   int status = 0;
   waitpid(child, &status, 0);
   CHECK(result.exit_code == 0);
@@ -115,7 +116,7 @@ TEST_CASE("gpuxray trigger opens a window in a running capture, which answers in
   CHECK(windows[0].detail == "trigger for 300 ms");
 
   // Nothing is capturing there any more.
-  auto again = runCommand(std::string(GPUXRAY_BINARY) + " trigger " + output + " --duration 1s");
+  auto again = runCommand(gpuxray::testing::gpuxrayBinary() + " trigger " + output + " --duration 1s");
   CHECK(again.exit_code == 2);
   CHECK(again.err == "gpuxray: error: " + output + ": no process is capturing there (no live capture markers)\n");
 }
@@ -130,13 +131,13 @@ TEST_CASE("gpuxray trigger tells a process not started under gpuxray run apart",
     _exit(127);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  auto result = runCommand(std::string(GPUXRAY_BINARY) + " trigger " + std::to_string(child) + " --duration 1s");
+  auto result = runCommand(gpuxray::testing::gpuxrayBinary() + " trigger " + std::to_string(child) + " --duration 1s");
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   CHECK(result.exit_code == 2);
   CHECK(result.err == "gpuxray: error: pid " + std::to_string(child) +
                           ": not started under gpuxray run (no GPUXRAY_OUTPUT_DIR in its environment)\n");
-  auto bad = runCommand(std::string(GPUXRAY_BINARY) + " trigger 1 --duration soon");
+  auto bad = runCommand(gpuxray::testing::gpuxrayBinary() + " trigger 1 --duration soon");
   CHECK(bad.exit_code == 1);
   CHECK(bad.err == "gpuxray: --duration 'soon': expected a duration such as 10s, 500ms or 2m\n");
 }

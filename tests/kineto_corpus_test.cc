@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/build_outputs.h"
 #include "tests/support/kineto_traces.h"
 #include "tests/support/run_command.h"
 
@@ -47,7 +48,7 @@ TEST_CASE("corpus: every shared trace analyzes, and no finding rests on a launch
     auto dir = gpuxray::testing::sharedTraces(name);
     if (!dir) continue;
     INFO(name);
-    auto run = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze --format json " + dir->string());
+    auto run = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " analyze --format json " + dir->string());
     INFO(run.err);
     REQUIRE(run.exit_code == 0);
     auto report = nlohmann::json::parse(run.out);
@@ -66,7 +67,7 @@ TEST_CASE("corpus: every shared trace analyzes, and no finding rests on a launch
 TEST_CASE("corpus: the ROCm traces speak of CUs, and their launches are not recorded") {
   auto dir = gpuxray::testing::sharedTraces("hta_mi250_rocm_rank0");
   if (!dir) return;
-  auto run = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + dir->string());
+  auto run = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " analyze " + dir->string());
   REQUIRE(run.exit_code == 0);
   CHECK(run.out.find("not recorded") != std::string::npos);
   CHECK(run.out.find("compute units (CUs)") != std::string::npos);
@@ -77,7 +78,7 @@ TEST_CASE("corpus: the ROCm traces speak of CUs, and their launches are not reco
 TEST_CASE("corpus: vLLM's graph-capture trace leaves the capture out of its idle time") {
   auto dir = gpuxray::testing::sharedTraces("tracelens_vllm_cudagraph_rank0");
   if (!dir) return;
-  auto run = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + dir->string());
+  auto run = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " analyze " + dir->string());
   REQUIRE(run.exit_code == 0);
   CHECK(run.out.find("inside CUDA-graph captures") != std::string::npos);
   // Its 55 ms capture is no idleness of the job: the idle finding, if any, is information only.

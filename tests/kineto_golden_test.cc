@@ -9,6 +9,7 @@
 #include "analyzer/analysis/session.h"
 #include "analyzer/load/kineto_collectives.h"
 #include "analyzer/load/run_loader.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/kineto_traces.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
@@ -166,7 +167,7 @@ TEST_CASE(
 TEST_CASE("kineto golden: analyze, info and convert on a directory of PyTorch-profiler traces") {
   auto dir = gpuxray::testing::sharedTraces("hta_nccl_data_rank0_of2");
   if (!dir) return;
-  std::string gpuxray = GPUXRAY_BINARY;
+  std::string gpuxray = gpuxray::testing::gpuxrayBinary();
   auto hta = gpuxray::testing::runCommand(gpuxray + " analyze --compat hta " + dir->string());
   INFO(hta.err);
   REQUIRE(hta.exit_code == 0);

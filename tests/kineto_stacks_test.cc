@@ -15,6 +15,7 @@
 #include "analyzer/model/communication_kernels.h"
 #include "analyzer/report/units.h"
 #include "tests/support/analyzed_run.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/kineto_traces.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
@@ -293,7 +294,7 @@ TEST_CASE(
   CHECK(breakdownCell(a.report, "compute_pct").number == Approx(100.0 * 1090 / 2190));
 
   // HTA's own rule is "the name contains nccl": the same kernels are computation there.
-  auto hta = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze --format json --compat hta " + path);
+  auto hta = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " analyze --format json --compat hta " + path);
   REQUIRE(hta.exit_code == 0);
   auto report = json::parse(hta.out);
   CHECK(report["sections"]["hta"]["tables"]["temporal_breakdown"]["rows"][0]["compute_us"] == 2090);
@@ -306,7 +307,7 @@ TEST_CASE("stacks: --comm-kernel REGEX[=OP] counts a library's kernels as commun
                  {runtime("cudaLaunchKernel", 0, 2, 1), kernel("void my_gemm_kernel<float>(float*)", 10, 100, 7, 1, 1),
                   runtime("cudaLaunchKernel", 2, 2, 2),
                   kernel("void fused_moe_a2a_kernel<float>(float*, int)", 110, 100, 21, 2, 2)});
-  std::string gpuxray = GPUXRAY_BINARY;
+  std::string gpuxray = gpuxray::testing::gpuxrayBinary();
   auto plain = gpuxray::testing::runCommand(gpuxray + " analyze " + path);
   REQUIRE(plain.exit_code == 0);
   CHECK(plain.out.find("No communication kernels in the trace") != std::string::npos);

@@ -13,6 +13,7 @@
 #include "analyzer/simulate/cost_model.h"
 #include "analyzer/simulate/presets.h"
 #include "tests/support/analyzed_run.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/perfetto_trace_check.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
@@ -155,7 +156,7 @@ TEST_CASE(
   REQUIRE(signatures.rows.size() == std::size(kCollectives));
   REQUIRE(operations.rows.size() == std::size(kCollectives));
 
-  std::string gpuxray = std::string(GPUXRAY_BINARY) + " analyze --format json " + dir.path().string();
+  std::string gpuxray = gpuxray::testing::gpuxrayBinary() + " analyze --format json " + dir.path().string();
   auto command = gpuxray::testing::runCommand(gpuxray);
   INFO(command.err);
   REQUIRE(command.exit_code == 0);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/build_outputs.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
@@ -46,7 +47,7 @@ void checkReadmeBlock(const std::string& command, const std::string& demo_dir) {
     for (size_t at = actual_command.find(from); at != std::string::npos; at = actual_command.find(from, at + to.size()))
       actual_command.replace(at, from.size(), to);
   };
-  replace("build/gpuxray", GPUXRAY_BINARY);
+  replace("build/gpuxray", gpuxray::testing::gpuxrayBinary());
   replace("out/demo", demo_dir);
   auto result = runCommand(actual_command);
   INFO(result.err);
@@ -68,7 +69,7 @@ void checkReadmeBlock(const std::string& command, const std::string& demo_dir) {
 TEST_CASE("README: the demo's report and info blocks are what the commands print") {
   TempDir dir;
   std::string demo = dir / "demo";
-  auto simulated = runCommand(std::string(GPUXRAY_BINARY) + " simulate --preset demo -o " + demo);
+  auto simulated = runCommand(gpuxray::testing::gpuxrayBinary() + " simulate --preset demo -o " + demo);
   INFO(simulated.err);
   REQUIRE(simulated.exit_code == 0);
   checkReadmeBlock("build/gpuxray analyze out/demo --perfetto out/demo/trace.pftrace", demo);

@@ -8,6 +8,7 @@
 #include "analyzer/errors.h"
 #include "analyzer/report/html_report.h"
 #include "analyzer/report/report.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
@@ -55,13 +56,13 @@ TEST_CASE("the HTML page embeds the JSON so that no string in it ends the script
 
 TEST_CASE("gpuxray report and analyze --html write the same page; bad input is one line", "[html][cli]") {
   if (!gpuxray::report::htmlReportAvailable()) {
-    auto result = runCommand(std::string(GPUXRAY_BINARY) + " report /nonexistent -o /dev/null");
+    auto result = runCommand(gpuxray::testing::gpuxrayBinary() + " report /nonexistent -o /dev/null");
     CHECK(result.exit_code != 0);
     CHECK(result.err.find("scripts/setup.sh") != std::string::npos);
     return;
   }
   TempDir dir;
-  std::string gpuxray = GPUXRAY_BINARY;
+  std::string gpuxray = gpuxray::testing::gpuxrayBinary();
   REQUIRE(runCommand(gpuxray + " simulate --preset demo -o " + (dir / "demo")).exit_code == 0);
   auto reported = runCommand(gpuxray + " report " + (dir / "demo") + " -o " + (dir / "report.html"));
   REQUIRE(reported.exit_code == 0);

@@ -18,6 +18,7 @@
 #include "support/run_builder.h"
 #include "support/run_command.h"
 #include "support/temp_dir.h"
+#include "tests/support/build_outputs.h"
 
 namespace {
 
@@ -54,7 +55,7 @@ struct Analyzed {
 };
 
 Analyzed analyze(const std::string& arguments) {
-  const std::string gpuxray = GPUXRAY_BINARY;
+  const std::string gpuxray = gpuxray::testing::gpuxrayBinary();
   auto text = gpuxray::testing::runCommand(gpuxray + " analyze " + arguments);
   INFO(text.err);
   REQUIRE(text.exit_code == 0);

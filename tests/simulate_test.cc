@@ -18,6 +18,7 @@
 #include "analyzer/simulate/presets.h"
 #include "analyzer/simulate/schedule.h"
 #include "analyzer/simulate/trace_generation.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/pipeline_bubble.h"
 #include "tests/support/published_runs.h"
 #include "tests/support/run_command.h"
@@ -557,7 +558,7 @@ TEST_CASE("plan: ranks every strategy that fits, fastest first") {
 
 TEST_CASE("cli: simulate the demo, analyze it; bad input exits 2 with the reason") {
   TempDir dir;
-  const std::string gpuxray = GPUXRAY_BINARY;
+  const std::string gpuxray = gpuxray::testing::gpuxrayBinary();
   auto simulated = gpuxray::testing::runCommand(gpuxray + " simulate --preset demo --steps 2 -o " + dir / "demo");
   INFO(simulated.err);
   REQUIRE(simulated.exit_code == 0);
