@@ -2,39 +2,60 @@
 // time verdict, the findings resolved, new and still there, and the changed rows of the diff's tables
 // (collectives, link groups, time attribution, exposed communication per role, pipelines), kernels
 // and ops, all as the diff document (gpuxray.diff, docs/diff.md) has them.
-import type { DiffActivity, DiffPage, DiffTable, ReportDocument } from '../data';
+import type { DiffActivity, DiffPage, DiffRow, DiffTable, ReportDocument } from '../data';
 import { el, missing, table } from '../dom';
 import { formatBytes, formatCell, formatNs } from '../format';
 import { View } from '../view';
 
 const kActivitiesShown = 15;
+const kRowsShown = 12;
 
 function delta(before: number | null | undefined, after: number | null | undefined, unit: string): string {
   if (before === null || before === undefined || after === null || after === undefined) return '';
   const change = after - before;
-  const relative = before !== 0 ? ` (${change >= 0 ? '+' : ''}${((100 * change) / Math.abs(before)).toFixed(1)} %)` : '';
+  // A percentage's change is in points; a relative change of it would read as a second percentage.
+  const relative = before !== 0 && unit !== 'percent' ? ` (${change >= 0 ? '+' : ''}${((100 * change) / Math.abs(before)).toFixed(1)} %)` : '';
   const sign = change > 0 ? '+' : change < 0 ? '-' : '';
+  if (unit === 'percent') return `${sign}${Math.abs(change).toFixed(1)} points`;
   return `${sign}${formatCell(Math.abs(change), unit)}${relative}`;
 }
 
-// A diff table's changed, new and gone rows (the same ones are counted), before | after | change per value.
+// The largest relative change of a row over its values (1 = doubled or halved... 0 = the same).
+function rowChange(r: DiffRow, values: string[]): number {
+  if (r.change === 'new' || r.change === 'gone') return Infinity;
+  let most = 0;
+  for (const v of values) {
+    const b = r.before[v];
+    const a = r.after[v];
+    if (b === null || b === undefined || a === null || a === undefined || a === b) continue;
+    most = Math.max(most, Math.abs(a - b) / Math.max(Math.abs(a), Math.abs(b)));
+  }
+  return most;
+}
+
+function valueCell(before: number | null | undefined, after: number | null | undefined, unit: string): string {
+  if (before === after) return formatCell(before, unit);
+  if (before === null || before === undefined || after === null || after === undefined) return `${formatCell(before, unit)} -> ${formatCell(after, unit)}`;
+  return `${formatCell(before, unit)} -> ${formatCell(after, unit)} (${delta(before, after, unit)})`;
+}
+
+// A diff table's rows that changed, the largest relative change first (at most kRowsShown; the rest
+// and the rows that stayed the same counted): one cell per value, "before -> after (change)".
 export function diffTable(id: string, t: DiffTable): HTMLElement {
   const values = Object.keys(t.units);
   const keys = Object.keys(t.rows[0]?.key ?? {});
-  const shown = t.rows.filter((r) => r.change !== 'same');
+  const changed = t.rows.map((r) => ({ r, by: rowChange(r, values) })).filter((x) => x.by > 0).sort((a, b) => b.by - a.by);
+  const shown = changed.slice(0, kRowsShown).map((x) => x.r);
   const box = el('div', { 'data-test': `diff-table-${id}` }, el('h3', {}, t.title));
   if (shown.length === 0) {
     box.append(el('p', {}, `No change in its ${t.rows.length} row${t.rows.length === 1 ? '' : 's'}.`));
     return box;
   }
-  const headers = [...keys, 'change', ...values.flatMap((v) => [`${v} before`, `after`, `change`])];
-  const rows = shown.map((r) => [
-    ...keys.map((k) => r.key[k] ?? ''),
-    r.change,
-    ...values.flatMap((v) => [formatCell(r.before[v], t.units[v]), formatCell(r.after[v], t.units[v]), delta(r.before[v], r.after[v], t.units[v])]),
-  ]);
-  box.append(table(headers, rows, { class: 'diff' }));
-  if (shown.length < t.rows.length) box.append(el('p', {}, `${t.rows.length - shown.length} rows the same.`));
+  const rows = shown.map((r) => [...keys.map((k) => r.key[k] ?? ''), r.change, ...values.map((v) => valueCell(r.before[v], r.after[v], t.units[v]))]);
+  box.append(table([...keys, 'change', ...values.map((v) => `${v}: before -> after`)], rows, { class: 'diff' }));
+  const rest = changed.length - shown.length;
+  const same = t.rows.length - changed.length;
+  if (rest > 0 || same > 0) box.append(el('p', {}, [rest > 0 ? `${rest} more changed rows (smaller changes)` : '', same > 0 ? `${same} rows the same` : ''].filter(Boolean).join('; ') + '.'));
   return box;
 }
 

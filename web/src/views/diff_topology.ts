@@ -1,6 +1,6 @@
 // Comparison page, view 2: the links before and after — each link's change (the diff's `links`
-// table, with the slow-link verdict of each side), then both sides' topologies side by side, drawn
-// by the topology view.
+// table, with the slow-link verdict of each side), then both sides' topologies, one above the
+// other, drawn by the topology view.
 import type { DiffPage, ReportDocument } from '../data';
 import { result } from '../data';
 import { drawnAs } from '../charts';
@@ -33,11 +33,10 @@ export const diffTopologyView: View = {
     );
     container.append(el('h3', {}, 'Links the slow-link analysis names'), slowLines.length > 0 ? el('ul', {}, ...slowLines) : el('p', {}, 'None on either side.'));
     container.append(diffTable('links', links));
-    const sides = el('div', { class: 'sides' });
-    container.append(sides);
+    // One above the other: a topology needs the page's width.
     for (const [name, doc] of [['before', page.before], ['after', page.after]] as const) {
-      const side = el('div', { class: 'side', 'data-side': name }, el('h3', {}, name));
-      sides.append(side);
+      const side = el('div', { class: 'side', 'data-side': name }, el('h2', {}, `Topology ${name}`));
+      container.append(side);
       drawnAs(`${name}-`, () => topologyView.render(side, doc, context));
     }
   },

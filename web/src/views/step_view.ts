@@ -42,7 +42,8 @@ const kinds: [keyof Pick<RankLanes, 'compute' | 'communication' | 'memory'>, str
   ['memory', palette[4]],
 ];
 const kMaxRanksDrawn = 256;
-const kExposedColour = '#D55E00';
+const kCausesShown = 12;
+const kExposedColour = '#CC79A7'; // not communication's vermilion: the mark sits on that band
 const kBubbleColour = 'rgba(120, 120, 120, 0.28)';
 
 // The chosen step's pipeline bubbles per rank, moved onto the rank's lane (ns from its start_ns).
@@ -75,11 +76,16 @@ function causesTable(kind: string, marks: Mark[]): HTMLElement {
     byCause.set(m.cause, entry);
   }
   const rows = [...byCause.entries()].sort((a, b) => b[1].ns - a[1].ns);
+  const shown = rows.slice(0, kCausesShown);
+  const rest = rows.slice(kCausesShown);
   return el(
     'table',
     { class: 'table', 'data-test': `step-${kind}-causes` },
     el('tr', {}, el('th', {}, `${kind} cause`), el('th', {}, 'marks'), el('th', {}, 'time (drawn ranks)')),
-    ...rows.map(([cause, e]) => el('tr', {}, el('td', {}, cause), el('td', {}, String(e.count)), el('td', {}, formatNs(e.ns)))),
+    ...shown.map(([cause, e]) => el('tr', {}, el('td', {}, cause), el('td', {}, String(e.count)), el('td', {}, formatNs(e.ns)))),
+    rest.length === 0
+      ? null
+      : el('tr', {}, el('td', {}, `${rest.length} other causes`), el('td', {}, String(rest.reduce((n, [, e]) => n + e.count, 0))), el('td', {}, formatNs(rest.reduce((n, [, e]) => n + e.ns, 0)))),
   );
 }
 
@@ -103,7 +109,7 @@ function markSeries(items: { value: number[]; cause: string }[], colour: string,
       return {
         type: 'rect',
         shape: { x: start[0], y: start[1] - band / 2 + band / 3, width, height: band / 3 },
-        style: { fill: 'rgba(213, 94, 0, 0.35)', stroke: colour, lineWidth: 1.5 },
+        style: { fill: colour, stroke: '#222222', lineWidth: 1 },
       };
     },
   };
@@ -170,10 +176,10 @@ export const stepView: View = {
         'p',
         {},
         drawn.some((r) => r.exposed !== undefined)
-          ? `Exposed communication (no compute beside it, stretches of 10 us or more) outlined in vermilion on the communication band: ${exposedItems.length} marked` +
+          ? `Exposed communication (no compute beside it, stretches of 10 us or more) in reddish purple, outlined, on the communication band: ${exposedItems.length} marked` +
               (exposedLeftOut > 0 ? `, ${exposedLeftOut} shorter ones left out` : '') + '. '
           : 'This report does not carry exposed-communication stretches (written by an older gpuxray). ',
-        result<BubbleSource>(doc, 'pipeline_bubbles') && overview.step !== null
+        (result<BubbleSource>(doc, 'pipeline_bubbles')?.pipelines.length ?? 0) > 0 && overview.step !== null
           ? `Pipeline bubbles shaded grey across the lane: ${bubbleItems.length} marked` + (bubblesLeftOut > 0 ? ` (the longest per stage; ${bubblesLeftOut} slivers left out)` : '') + '.'
           : 'No pipeline bubbles: the run has no pipeline stages (results.pipeline_bubbles) or no steps.',
       ),
