@@ -79,6 +79,69 @@ TEST_CASE("analyze: theoretical occupancy follows CUDA's occupancy rules") {
   CHECK(analysis::theoreticalOccupancy(launch(10, 1024, 255, 0), kH100).blocks_per_sm == 0);
 }
 
+TEST_CASE("analyze: what would lift the occupancy limiter follows the same rules") {
+  using analysis::OccupancyLimit;
+  auto lift = [](const LaunchConfig& shape) { return analysis::occupancyLift(shape, kH100); };
+  auto fits = [](const LaunchConfig& shape) { return analysis::theoreticalOccupancy(shape, kH100).blocks_per_sm; };
+
+  // Registers: 168/thread fit one 256-thread block; at most 128 fit two, and 129 still one.
+  auto registers = lift(launch(1000, 256, 168, 0));
+  REQUIRE(registers.lift);
+  CHECK(registers.lift->limit == OccupancyLimit::kRegisters);
+  CHECK(registers.lift->from == 168);
+  CHECK(registers.lift->to == 128);
+  CHECK(registers.lift->blocks_per_sm == 2);
+  CHECK(registers.lift->occupancy == Approx(0.25));
+  CHECK(fits(launch(1000, 256, 129, 0)) == 1);
+  CHECK(analysis::occupancyLiftSentence(registers, OccupancyLimit::kRegisters) ==
+        "168 registers/thread -> <= 128 fits 2 blocks per SM, 25.0 % occupancy");
+  // From two blocks, the next is at 80 (registers are allocated per warp in 256s).
+  auto from_two = lift(launch(1000, 256, 128, 0));
+  REQUIRE(from_two.lift);
+  CHECK(from_two.lift->to == 80);
+  CHECK(fits(launch(1000, 256, 80, 0)) == 3);
+  CHECK(fits(launch(1000, 256, 81, 0)) == 2);
+
+  // Shared memory: 48 KiB/block fit four; the largest size that fits five, and one byte more does not.
+  auto shared = lift(launch(1000, 256, 32, 48 * 1024));
+  REQUIRE(shared.lift);
+  CHECK(shared.lift->limit == OccupancyLimit::kSharedMemory);
+  CHECK(shared.lift->to == 45568);
+  CHECK(shared.lift->blocks_per_sm == 5);
+  CHECK(fits(launch(1000, 256, 32, 45568)) == 5);
+  CHECK(fits(launch(1000, 256, 32, 45569)) == 4);
+
+  // Warps: two 768-thread blocks hold 48 of 64 warps; 512 threads fit four blocks, every warp.
+  auto warps = lift(launch(1000, 768, 32, 0));
+  REQUIRE(warps.lift);
+  CHECK(warps.lift->limit == OccupancyLimit::kWarps);
+  CHECK(warps.lift->to == 512);
+  CHECK(warps.lift->occupancy == Approx(1.0));
+  CHECK(analysis::occupancyLiftSentence(warps, OccupancyLimit::kWarps) ==
+        "768 threads/block -> 512 fits 4 blocks per SM, 100.0 % occupancy");
+  // The blocks-per-SM cap: 32 blocks of one warp fill half the SM; two-warp blocks fill it.
+  auto blocks = lift(launch(1000, 32, 32, 0));
+  REQUIRE(blocks.lift);
+  CHECK(blocks.lift->limit == OccupancyLimit::kBlocks);
+  CHECK(blocks.lift->from == 32);
+  CHECK(blocks.lift->to == 64);
+  CHECK(blocks.lift->occupancy == Approx(1.0));
+
+  // The other side: nothing to lift when the SM is full, or when another limit binds as tightly.
+  auto full = lift(launch(1000, 256, 32, 0));
+  CHECK_FALSE(full.lift);
+  CHECK(full.full);
+  auto tied = lift(launch(1000, 256, 128, 100 * 1024));
+  CHECK(analysis::theoreticalOccupancy(launch(1000, 256, 128, 100 * 1024), kH100).limit == OccupancyLimit::kRegisters);
+  CHECK_FALSE(tied.lift);
+  CHECK_FALSE(tied.full);
+  CHECK(tied.also_limited_by == OccupancyLimit::kSharedMemory);
+  CHECK(analysis::occupancyLiftSentence(tied, OccupancyLimit::kRegisters) ==
+        "registers and shared memory limit it alike: changing one alone fits no more blocks");
+  // Launches the rules do not estimate have no lift.
+  CHECK_FALSE(lift(launch(0, 0, 0, 0)).lift);
+}
+
 TEST_CASE("analyze: the kernel section ranks kernels by time and flags small grids and spills") {
   gpuxray::testing::TempDir dir;
   gpuxray::testing::RunBuilder run("golden-kernels", 1);
@@ -128,6 +191,10 @@ TEST_CASE("analyze: the kernel section ranks kernels by time and flags small gri
   CHECK(json.find("\"local_memory_per_thread_bytes\": 64", entry) != std::string::npos);
   CHECK(json.find("\"device_multiprocessors\": 132", entry) != std::string::npos);
   CHECK(json.find("\"small_grid\": true", entry) != std::string::npos);
+  // 32 registers, 256 threads: 8 blocks hold every warp of an H100 SM.
+  CHECK(json.find("\"sm_full\": true", entry) != std::string::npos);
+  CHECK(json.find("\"lift_summary\": \"the SMs already hold the most warps they can: nothing to lift\"", entry) !=
+        std::string::npos);
 }
 
 TEST_CASE("analyze: memory in use over time, its peak, when and in which phase") {

@@ -554,6 +554,29 @@ TEST_CASE("plan: ranks every strategy that fits, fastest first") {
   CHECK(table.rows[0][1].text == result.ranked[0].strategy.label());
   // 1.3B on 16 GPUs: pure data parallelism beats deep pipelines.
   CHECK(result.ranked[0].strategy.pp <= 2);
+
+  // The exposed communication splits into its tensor- and data-parallel parts; without TP the
+  // tensor part is nothing, and with it some strategy waits on its TP collectives.
+  bool tensor_exposed = false, data_exposed = false;
+  for (const auto& c : result.ranked) {
+    const auto& p = c.prediction;
+    CHECK(p.exposed_tp_pct + p.exposed_dp_pct == Approx(p.exposed_comm_pct).margin(1e-9));
+    CHECK(p.exposed_tp_pct >= 0);
+    CHECK(p.exposed_dp_pct >= 0);
+    if (c.strategy.tp == 1) CHECK(p.exposed_tp_pct == 0);
+    tensor_exposed |= p.exposed_tp_pct > 0;
+    data_exposed |= p.exposed_dp_pct > 0;
+  }
+  CHECK(tensor_exposed);
+  CHECK(data_exposed);
+  // The memory table carries the GPU's memory, what every row's total must fit in.
+  CHECK(result.device_memory_bytes == cluster.gpu.hbm_bytes);
+  report::Table memory = planMemoryTable(result, 5);
+  REQUIRE(memory.columns.back().key == "device_bytes");
+  for (const auto& row : memory.rows) {
+    CHECK(row.back().number == Approx(static_cast<double>(cluster.gpu.hbm_bytes)));
+    CHECK(row[row.size() - 2].number <= row.back().number);
+  }
 }
 
 TEST_CASE("cli: simulate the demo, analyze it; bad input exits 2 with the reason") {

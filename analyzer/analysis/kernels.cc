@@ -41,6 +41,33 @@ std::string shortName(const std::string& name) {
   return name.size() <= kMax ? name : name.substr(0, kMax - 3) + "...";
 }
 
+const char* liftedQuantity(OccupancyLimit limit) {
+  switch (limit) {
+    case OccupancyLimit::kRegisters: return "registers_per_thread";
+    case OccupancyLimit::kSharedMemory: return "shared_memory_bytes";
+    default: return "threads_per_block";
+  }
+}
+
+void addLift(report::ResultValue& occupancy, const OccupancyLiftResult& lift, OccupancyLimit limit) {
+  using report::ResultValue;
+  ResultValue value;  // null: changing the limiter alone fits no more warps
+  if (lift.lift) {
+    value = ResultValue::object()
+                .set("changes", ResultValue::text(liftedQuantity(lift.lift->limit)))
+                .set("from", ResultValue::integer(static_cast<int64_t>(lift.lift->from)))
+                .set("to", ResultValue::integer(static_cast<int64_t>(lift.lift->to)))
+                .set("blocks_per_sm", ResultValue::integer(lift.lift->blocks_per_sm))
+                .set("occupancy_pct", ResultValue::number(100.0 * lift.lift->occupancy));
+  }
+  occupancy.set("lift", std::move(value))
+      .set("lift_summary", ResultValue::text(occupancyLiftSentence(lift, limit)))
+      .set("sm_full", ResultValue::flag(lift.full))
+      .set("also_limited_by", lift.also_limited_by == OccupancyLimit::kUnknown
+                                  ? ResultValue()
+                                  : ResultValue::text(occupancyLimitName(lift.also_limited_by)));
+}
+
 report::ResultValue resultValue(const KernelsResult& result) {
   using report::ResultValue;
   ResultValue kernels = ResultValue::array();
@@ -72,6 +99,7 @@ report::ResultValue resultValue(const KernelsResult& result) {
                       .set("waves", ResultValue::integer(static_cast<int64_t>(k.occupancy.waves)))
                       .set("wave_efficiency_pct", ResultValue::number(100.0 * k.occupancy.wave_efficiency));
     }
+    if (k.occupancy.blocks_per_sm > 0) addLift(occupancy, k.lift, k.occupancy.limit);
     kernels.push(ResultValue::object()
                      .set("name", ResultValue::text(k.name))
                      .set("count", ResultValue::integer(static_cast<int64_t>(k.count)))
@@ -148,6 +176,8 @@ KernelsResult computeKernels(const AnalysisInput& input) {
             [](const auto& a, const auto& b) { return a.second.result.time_ns > b.second.result.time_ns; });
   for (auto& [name, summary] : ranked) {
     summary.result.name = name;
+    if (summary.result.occupancy.limit != OccupancyLimit::kUnknown && summary.result.device != nullptr)
+      summary.result.lift = occupancyLift(summary.result.launch, *summary.result.device);
     result.kernels.push_back(std::move(summary.result));
   }
   return result;
@@ -244,6 +274,8 @@ void presentKernels(const KernelsResult& result, size_t top_n, report::Report& r
     finding.summary =
         fmt::format("kernel {} ({:.1f} % of compute time) {}", shortName(k.name), pct(k.time_ns), problems.front());
     for (size_t i = 1; i < problems.size(); ++i) finding.evidence.push_back(problems[i]);
+    if (o.blocks_per_sm > 0 && o.occupancy < 0.25)
+      finding.evidence.push_back("what would lift the occupancy: " + occupancyLiftSentence(k.lift, o.limit));
     if (k.launch.registers_per_thread > 0) {
       finding.evidence.push_back(fmt::format(
           "launch: {} blocks x {} threads, {} registers/thread, {} B shared memory/block", k.launch.blocks(),

@@ -23,6 +23,7 @@ struct KernelResult {
   model::LaunchConfig launch;
   const format::DeviceProperties* device = nullptr;
   Occupancy occupancy;  // blocks_per_sm == 0: not estimated
+  OccupancyLiftResult lift;  // what would lift the limiter (estimated launches only)
 
   bool launchKnown() const { return launchRecorded(launch); }
   // Registers and shared memory are CUPTI's; a ROCm trace has the grid and block at most.

@@ -114,6 +114,8 @@ double RankOverlap::exposedPct() const {
   return 100.0 * static_cast<double>(exposed_ns) / static_cast<double>(time_ns);
 }
 
+IntervalSet exposedCommunication(const GpuTimeSets& sets) { return subtract(sets.communication, sets.compute); }
+
 OverlapResult computeOverlap(const AnalysisInput& input) {
   const auto& run = input.run;
   OverlapResult result;
@@ -121,7 +123,7 @@ OverlapResult computeOverlap(const AnalysisInput& input) {
   for (size_t r = 0; r < run.ranks.size(); ++r) {
     const GpuTimeSets& sets = input.time_sets[r];
     if (sets.communication.empty()) continue;
-    IntervalSet exposed_set = subtract(sets.communication, sets.compute);
+    IntervalSet exposed_set = exposedCommunication(sets);
     RankOverlap rank;
     rank.rank = run.ranks[r].rank;
     for (const StepWindow& step : input.windowsOf(r)) {

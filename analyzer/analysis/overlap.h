@@ -57,6 +57,9 @@ struct OverlapResult {
   static constexpr int64_t kShortestMarkNs = 10'000;
 };
 
+// Exposed communication: the rank's communication with no compute beside it.
+IntervalSet exposedCommunication(const GpuTimeSets& sets);
+
 OverlapResult computeOverlap(const AnalysisInput& input);
 void presentOverlap(const OverlapResult& result, size_t top, report::Report& report);
 

@@ -1,8 +1,14 @@
 #include "analyzer/analysis/step_overview.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <map>
 
 #include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/communicators.h"
+#include "analyzer/analysis/overlap.h"
+#include "analyzer/report/units.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -48,6 +54,42 @@ report::ResultValue laneValue(const OverviewLane& lane, int64_t origin) {
       .set("intervals", std::move(intervals));
 }
 
+// Exposed stretches in the window, each named by the NCCL operation that overlaps it most.
+void addExposed(const model::RankTrace& trace, const GpuTimeSets& sets,
+                const std::map<uint64_t, CommunicatorInfo>& communicators, OverviewRank& rank) {
+  std::vector<Interval> pieces = clip(exposedCommunication(sets), rank.window);
+  rank.exposed_ns = totalLength(pieces);
+  std::erase_if(pieces, [](const Interval& i) { return i.length() < OverlapResult::kShortestMarkNs; });
+  if (pieces.size() > OverviewRank::kMaxExposed) {
+    std::nth_element(pieces.begin(), pieces.begin() + OverviewRank::kMaxExposed - 1, pieces.end(),
+                     [](const Interval& a, const Interval& b) { return a.length() > b.length(); });
+    rank.exposed_left_out = pieces.size() - OverviewRank::kMaxExposed;
+    pieces.resize(OverviewRank::kMaxExposed);
+    std::sort(pieces.begin(), pieces.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  }
+  std::vector<const model::NcclOp*> ops;
+  for (const auto& op : trace.nccl_ops) {
+    if (op.hasGpuTimes() && op.gpu_start_ns < rank.window.end && op.gpu_end_ns > rank.window.start) ops.push_back(&op);
+  }
+  for (const Interval& piece : pieces) {
+    const model::NcclOp* cause = nullptr;
+    int64_t most = 0;
+    for (const model::NcclOp* op : ops) {
+      int64_t shared = std::min(op->gpu_end_ns, piece.end) - std::max(op->gpu_start_ns, piece.start);
+      if (shared > most) most = shared, cause = op;
+    }
+    std::string text = "communication outside NCCL's recorded operations";
+    if (cause != nullptr) {
+      auto communicator = communicators.find(cause->comm_hash);
+      text =
+          fmt::format("{}{} on {}", trace.name(cause->func_id),
+                      cause->bytes > 0 ? " " + report::formatBytes(cause->bytes) : std::string(),
+                      communicator != communicators.end() ? communicator->second.label() : CommunicatorInfo{}.label());
+    }
+    rank.exposed.push_back({piece, std::move(text)});
+  }
+}
+
 }  // namespace
 
 StepOverviewResult computeStepOverview(const AnalysisInput& input) {
@@ -66,6 +108,7 @@ StepOverviewResult computeStepOverview(const AnalysisInput& input) {
   const StepWindow& chosen = first[by_length[(by_length.size() - 1) / 2]];
   result.step = result.per_step ? chosen.number : -1;
   result.step_length_ns = chosen.window.length();
+  const std::map<uint64_t, CommunicatorInfo> communicators = gatherCommunicators(run);
   for (size_t r = 0; r < run.ranks.size(); ++r) {
     std::vector<StepWindow> windows = input.windowsOf(r);
     auto window = result.per_step ? std::find_if(windows.begin(), windows.end(),
@@ -79,6 +122,7 @@ StepOverviewResult computeStepOverview(const AnalysisInput& input) {
     rank.compute = laneOf(sets.compute, rank.window);
     rank.communication = laneOf(sets.communication, rank.window);
     rank.memory = laneOf(sets.memory, rank.window);
+    addExposed(run.ranks[r], sets, communicators, rank);
     result.ranks.push_back(std::move(rank));
   }
   return result;
@@ -89,13 +133,24 @@ void presentStepOverview(const StepOverviewResult& result, report::Report& repor
   ResultValue ranks = ResultValue::array();
   for (const OverviewRank& rank : result.ranks) {
     const int64_t start = rank.window.start;
+    ResultValue exposed = ResultValue::array();
+    for (const ExposedStretch& stretch : rank.exposed) {
+      exposed.push(ResultValue::object()
+                       .set("span_ns", ResultValue::array()
+                                           .push(ResultValue::integer(stretch.span.start - start))
+                                           .push(ResultValue::integer(stretch.span.end - start)))
+                       .set("cause", ResultValue::text(stretch.cause)));
+    }
     ranks.push(ResultValue::object()
                    .set("rank", ResultValue::integer(rank.rank))
                    .set("start_ns", ResultValue::integer(start))
                    .set("length_ns", ResultValue::integer(rank.window.length()))
                    .set("compute", laneValue(rank.compute, start))
                    .set("communication", laneValue(rank.communication, start))
-                   .set("memory", laneValue(rank.memory, start)));
+                   .set("memory", laneValue(rank.memory, start))
+                   .set("exposed_ns", ResultValue::integer(rank.exposed_ns))
+                   .set("exposed", std::move(exposed))
+                   .set("exposed_left_out", ResultValue::integer(static_cast<int64_t>(rank.exposed_left_out))));
   }
   report.results.emplace_back(
       "step_overview",

@@ -23,10 +23,22 @@ struct OverviewLane {
   static constexpr size_t kMaxIntervals = 256;
 };
 
+// A stretch of exposed communication (overlap's rule: communication with no compute beside it) and
+// what caused it: the NCCL operation that covers most of it.
+struct ExposedStretch {
+  Interval span;      // run clock
+  std::string cause;  // "AllReduce 64 MiB on dp (data-parallel, 4 ranks)"; "communication outside NCCL"
+};
+
 struct OverviewRank {
   int32_t rank = -1;
   Interval window;  // the rank's own window of the step, run clock
   OverviewLane compute, communication, memory;
+  // The longest kMaxExposed stretches of at least OverlapResult::kShortestMarkNs, in time order.
+  std::vector<ExposedStretch> exposed;
+  size_t exposed_left_out = 0;
+  int64_t exposed_ns = 0;  // all exposed time in the step, shorter stretches too
+  static constexpr size_t kMaxExposed = 64;
 };
 
 struct StepOverviewResult {

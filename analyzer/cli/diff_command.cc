@@ -20,6 +20,8 @@
 #include "analyzer/compare/report_reader.h"
 #include "analyzer/compare/run_comparison.h"
 #include "analyzer/errors.h"
+#include "analyzer/report/html_report.h"
+#include "analyzer/report/report.h"
 
 namespace gpuxray::cli {
 namespace {
@@ -27,6 +29,7 @@ namespace {
 struct DiffOptions {
   std::string before, after;
   std::string output_format = "text";
+  std::string html_path;
   std::vector<std::string> fail_on;
   std::vector<std::string> step_markers;
   size_t top = 10;
@@ -59,11 +62,24 @@ compare::ComparisonSide loadDiffSide(const std::string& path, const DiffOptions&
   return side;
 }
 
+// The X-ray of the comparison: the diff document with both sides' reports as the page draws them.
+void writeDiffPage(const std::string& path, const compare::RunComparison& comparison,
+                   const compare::ComparisonSide& before, const compare::ComparisonSide& after) {
+  std::string document = fmt::format(R"({{"schema": "gpuxray.diff_page", "schema_version": 1, "diff": {}, "before": {}, "after": {}}})",
+                                     compare::renderComparisonJson(comparison),
+                                     report::renderJson(report::fitForPage(before.report)),
+                                     report::renderJson(report::fitForPage(after.report)));
+  report::writeHtml(path, document, fmt::format("gpuxray diff: {} -> {}", before.label, after.label));
+  fmt::print(stderr, "gpuxray: wrote {} (open it in a browser; it needs no network)\n", path);
+}
+
 ExitCode runDiff(const DiffOptions& options) {
   if (options.output_format != "text" && options.output_format != "json" && options.output_format != "markdown")
     throw UsageError(fmt::format("--format '{}': expected text, json or markdown", options.output_format));
   std::vector<analysis::Threshold> thresholds;
   for (const auto& text : options.fail_on) thresholds.push_back(analysis::parseThreshold(text));
+  if (!options.html_path.empty() && !report::htmlReportAvailable())
+    throw UsageError(report::htmlReportUnavailableReason());
 
   // The two sides are independent: analyzed at the same time.
   auto before_future = std::async(std::launch::async, [&] { return loadDiffSide(options.before, options); });
@@ -79,6 +95,7 @@ ExitCode runDiff(const DiffOptions& options) {
                              ? compare::renderComparisonMarkdown(comparison, options.top)
                              : compare::renderComparisonText(comparison, options.top);
   std::fwrite(rendered.data(), 1, rendered.size(), stdout);
+  if (!options.html_path.empty()) writeDiffPage(options.html_path, comparison, before, after);
   for (size_t i = 0; i < after.report.warnings.size(); ++i) {
     if (after.report.warnings[i].starts_with("--fail-on"))
       fmt::print(stderr, "gpuxray: warning: {}\n", after.report.warnings[i]);
@@ -103,6 +120,8 @@ CommandAction addDiffCommand(CLI::App& app) {
       ->required();
   command->add_option("after", options->after, "The run after the change")->required();
   command->add_option("--format", options->output_format, "text (default), json or markdown");
+  command->add_option("--html", options->html_path,
+                      "Also write the comparison as one self-contained HTML page (the X-ray of before and after)");
   command->add_option("--fail-on", options->fail_on,
                       "Exit with 3 when AFTER's metric crosses a threshold or changed too much against BEFORE, e.g. "
                       "step_time_ms>+5% or exposed_comm_pct>+2 (repeatable)");

@@ -279,6 +279,7 @@ Prediction Timeline::predict() const {
   const auto& c = in.cluster;
   Prediction p;
   double step_total = 0, bubble_total = 0, exposed_worst = 0, nic_bytes = 0, nvlink_bytes = 0;
+  double exposed_worst_tp = 0, exposed_worst_dp = 0;
   for (const auto& ranks : steps_) {
     int64_t first = ranks.front().start, last = ranks.front().end;
     for (const auto& r : ranks) first = std::min(first, r.start), last = std::max(last, r.end);
@@ -302,13 +303,17 @@ Prediction Timeline::predict() const {
       const RankStep& r = ranks[index];
       const int stage = static_cast<int>(index) / (sim_tp_ * sim_dp_);
       const auto& order = orders_[static_cast<size_t>(stage)];
-      int64_t exposed = 0;
+      int64_t tensor_exposed = 0;
       for (const auto& block : order) {
         const int vs = block.virtualStage(stage, st.pp);
-        exposed += block.forward ? cost_.forward(vs).communication_ns : cost_.backward(vs).communication_ns;
+        tensor_exposed += block.forward ? cost_.forward(vs).communication_ns : cost_.backward(vs).communication_ns;
       }
-      exposed += (r.optimizer_start - r.block_end.back()) + (r.end - r.optimizer_end);
-      exposed_worst = std::max(exposed_worst, static_cast<double>(exposed) / step);
+      const int64_t data_exposed = (r.optimizer_start - r.block_end.back()) + (r.end - r.optimizer_end);
+      if (static_cast<double>(tensor_exposed + data_exposed) / step > exposed_worst) {
+        exposed_worst = static_cast<double>(tensor_exposed + data_exposed) / step;
+        exposed_worst_tp = static_cast<double>(tensor_exposed) / step;
+        exposed_worst_dp = static_cast<double>(data_exposed) / step;
+      }
       // Bytes through this rank's NIC (the busier direction) and NVLink.
       const int real = simulatedRank(index);
       uint64_t sent = 0, received = 0;
@@ -343,6 +348,8 @@ Prediction Timeline::predict() const {
   p.mfu_pct = 100 * cost_.modelFlopsPerStep() / (p.step_seconds * world * c.gpu.peak_bf16_flops);
   p.bubble_pct = 100 * bubble_total / steps;
   p.exposed_comm_pct = 100 * exposed_worst;
+  p.exposed_tp_pct = 100 * exposed_worst_tp;
+  p.exposed_dp_pct = 100 * exposed_worst_dp;
   for (int s = 0; s < st.pp; ++s) p.memory_per_gpu = std::max(p.memory_per_gpu, cost_.memory(s).total());
   // Per ns of step: bytes/ns = GB/s.
   const double nic_util = c.nic_bandwidth > 0 ? 100 * nic_bytes * 1e9 / c.nic_bandwidth : 0;

@@ -54,7 +54,12 @@ struct Prediction {
   double model_tflops_per_gpu = 0;
   double mfu_pct = 0;
   double bubble_pct = 0;
-  double exposed_comm_pct = 0;
+  double exposed_comm_pct = 0;  // of the rank with the most, split below
+  // Its parts: tensor-parallel collectives inside the blocks, and the data-parallel gradient
+  // reduction and parameter gathering around the optimizer. Pipeline transfers are not in it: a
+  // stage waiting on its neighbour is idle, counted in the bubble.
+  double exposed_tp_pct = 0;
+  double exposed_dp_pct = 0;
   uint64_t memory_per_gpu = 0;
   double hottest_link_pct = 0;
   std::string hottest_link;  // "NIC", "NVLink"

@@ -82,6 +82,7 @@ PlanResult plan(const ModelSpec& model, const ClusterSpec& cluster_in, const Pla
   if (options.gpus < cluster.gpus_per_node) cluster.gpus_per_node = options.gpus;
 
   PlanResult result;
+  result.device_memory_bytes = cluster.gpu.hbm_bytes;
   for (const StrategySpec& strategy : enumerate(model, cluster, options)) {
     ++result.considered;
     SimulationInputs in;
@@ -132,6 +133,8 @@ report::Table planTable(const PlanResult& result, size_t top) {
                    {"mfu_pct", "MFU"},
                    {"bubble_pct", "bubble"},
                    {"exposed_comm_pct", "exposed comm"},
+                   {"exposed_tp_pct", "of which TP"},
+                   {"exposed_dp_pct", "DP"},
                    {"memory_per_gpu_bytes", "memory/GPU"},
                    {"hottest_link_pct", "hottest link"},
                    {"hottest_link", "link"}};
@@ -141,7 +144,8 @@ report::Table planTable(const PlanResult& result, size_t top) {
     table.rows.push_back({Cell::of(static_cast<double>(i + 1), Unit::kCount), Cell::of(c.strategy.label()),
                           Cell::of(p.step_seconds * 1e9, Unit::kNanoseconds), Cell::of(std::round(p.tokens_per_second), Unit::kCount),
                           Cell::of(p.mfu_pct, Unit::kPercent), Cell::of(p.bubble_pct, Unit::kPercent),
-                          Cell::of(p.exposed_comm_pct, Unit::kPercent),
+                          Cell::of(p.exposed_comm_pct, Unit::kPercent), Cell::of(p.exposed_tp_pct, Unit::kPercent),
+                          Cell::of(p.exposed_dp_pct, Unit::kPercent),
                           Cell::of(static_cast<double>(p.memory_per_gpu), Unit::kBytes),
                           Cell::of(p.hottest_link_pct, Unit::kPercent), Cell::of(p.hottest_link)});
   }
@@ -175,9 +179,11 @@ report::Table planMemoryTable(const PlanResult& result, size_t top) {
   table.title = "Memory per GPU of the fastest strategies (the pipeline stage that needs most)";
   table.columns = {{"strategy", "strategy"}};
   addMemoryColumns(table);
+  table.columns.push_back({"device_bytes", "GPU memory"});
   for (size_t i = 0; i < result.ranked.size() && i < top; ++i) {
     std::vector<Cell> row{Cell::of(result.ranked[i].strategy.label())};
     addMemoryCells(row, result.ranked[i].memory);
+    row.push_back(Cell::of(static_cast<double>(result.device_memory_bytes), report::Unit::kBytes));
     table.rows.push_back(row);
   }
   return table;

@@ -33,6 +33,7 @@ struct PlanResult {
   size_t invalid = 0;                 // rejected by validate()
   size_t too_big = 0;                 // rejected for memory
   std::vector<PlanCandidate> nearest_misses;  // the too-big strategies that need least memory, least first
+  uint64_t device_memory_bytes = 0;           // one GPU's memory, what a strategy must fit in
 };
 
 // `cluster.nodes` is set from the GPU count. Throws InputError when the GPU count does not fill

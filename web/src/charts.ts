@@ -39,7 +39,21 @@ export type Chart = echarts.ECharts;
 // Every chart the page made, by name, so that tests and the benchmark can read what was drawn.
 export const charts: Record<string, Chart> = {};
 
-export function makeChart(name: string, container: HTMLElement): Chart {
+// While a view draws inside drawnAs(prefix, ...), its charts are named prefix + name, so that the
+// comparison page can draw a view twice (before and after) side by side.
+let chartPrefix = '';
+export function drawnAs(prefix: string, draw: () => void): void {
+  const saved = chartPrefix;
+  chartPrefix = prefix;
+  try {
+    draw();
+  } finally {
+    chartPrefix = saved;
+  }
+}
+
+export function makeChart(unprefixed: string, container: HTMLElement): Chart {
+  const name = chartPrefix + unprefixed;
   charts[name]?.dispose();
   const chart = echarts.init(container, undefined, { renderer: 'canvas' });
   charts[name] = chart;

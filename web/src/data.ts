@@ -62,7 +62,60 @@ export interface PlanDocument {
   sections: Record<string, Section>;
 }
 
-export type ReportDocument = AnalyzeDocument | PlanDocument;
+// `gpuxray diff --html`: the comparison (gpuxray.diff 1, docs/diff.md) and both sides' reports.
+export interface DiffRow {
+  key: Record<string, string>;
+  change: 'same' | 'changed' | 'new' | 'gone';
+  before: Record<string, number | null>;
+  after: Record<string, number | null>;
+}
+export interface DiffTable {
+  title: string;
+  units: Record<string, string>;
+  rows: DiffRow[];
+}
+export interface DiffActivity {
+  name: string;
+  kind: string;
+  change: string;
+  count_before: number;
+  count_after: number;
+  per_step_before_ns: number;
+  per_step_after_ns: number;
+  launch_before?: string | null;
+  launch_after?: string | null;
+}
+export interface DiffStepSide {
+  steps: number;
+  median_ns: number | null;
+  stddev_ns: number | null;
+  tokens_per_s: number | null;
+}
+export interface DiffDocument {
+  schema: 'gpuxray.diff';
+  schema_version: number;
+  before: { path: string; kind: string };
+  after: { path: string; kind: string };
+  identical: boolean;
+  notes: string[];
+  warnings: string[];
+  steps: { before: DiffStepSide; after: DiffStepSide; verdict: string; noise_ns: number };
+  metrics: Record<string, { before: number | null; after: number | null; unit: string }>;
+  kernels: DiffActivity[];
+  ops: DiffActivity[];
+  tables: Record<string, DiffTable>;
+  memory: Record<'before' | 'after', { peak_bytes: number; peak_pct_of_device: number | null; rank: number; phase: string } | null>;
+  findings: { status: 'resolved' | 'new' | 'still'; analysis: string; severity: string; before: string | null; after: string | null }[];
+}
+export interface DiffPage {
+  schema: 'gpuxray.diff_page';
+  schema_version: number;
+  diff: DiffDocument;
+  before: AnalyzeDocument;
+  after: AnalyzeDocument;
+}
+
+export type ReportDocument = AnalyzeDocument | PlanDocument | DiffPage;
 
 // results.kernels (analysis/kernels.h)
 export interface LaunchConfig {
@@ -78,6 +131,11 @@ export interface Occupancy {
   limited_by: string;
   waves: number;
   wave_efficiency_pct: number;
+  // What would lift the limiter (analysis/occupancy.h, occupancyLift); absent in older reports.
+  lift?: { changes: 'registers_per_thread' | 'shared_memory_bytes' | 'threads_per_block'; from: number; to: number; blocks_per_sm: number; occupancy_pct: number } | null;
+  lift_summary?: string;
+  sm_full?: boolean;
+  also_limited_by?: string | null;
 }
 export interface KernelEntry {
   name: string;
@@ -125,7 +183,7 @@ export function readDocument(): ReportDocument {
   if (version !== kDataVersion)
     throw new Error(`the data block is version ${block.dataset.version}, this page reads version ${kDataVersion}`);
   const parsed = JSON.parse(block.textContent ?? '');
-  if (parsed.schema !== 'gpuxray.analyze' && parsed.schema !== 'gpuxray.plan')
+  if (parsed.schema !== 'gpuxray.analyze' && parsed.schema !== 'gpuxray.plan' && parsed.schema !== 'gpuxray.diff_page')
     throw new Error(`the data block holds '${parsed.schema}', not a gpuxray report`);
   return parsed as ReportDocument;
 }

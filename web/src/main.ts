@@ -14,6 +14,9 @@ import { opsView } from './views/ops_view';
 import { stepView } from './views/step_view';
 import { pipelineView } from './views/pipeline_view';
 import { topologyView } from './views/topology_view';
+import { diffSummaryView } from './views/diff_summary';
+import { diffTopologyView } from './views/diff_topology';
+import { diffStepView } from './views/diff_step';
 
 declare global {
   interface Window {
@@ -23,6 +26,7 @@ declare global {
 
 const analyzeViews: View[] = [summaryView, topologyView, stepView, pipelineView, smView, memoryView, opsView];
 const planViews: View[] = [planView];
+const diffViews: View[] = [diffSummaryView, diffTopologyView, diffStepView];
 
 function start(): void {
   document.head.append(el('style', {}, style));
@@ -37,8 +41,11 @@ function start(): void {
     app.replaceChildren(el('p', { class: 'error' }, `gpuxray report: ${message}`));
     throw error;
   }
-  const views = doc.schema === 'gpuxray.plan' ? planViews : analyzeViews;
-  const title = doc.schema === 'gpuxray.plan' ? 'gpuxray plan' : `gpuxray X-ray: ${doc.run.run_id}`;
+  const views = doc.schema === 'gpuxray.plan' ? planViews : doc.schema === 'gpuxray.diff_page' ? diffViews : analyzeViews;
+  const title =
+    doc.schema === 'gpuxray.plan' ? 'gpuxray plan'
+    : doc.schema === 'gpuxray.diff_page' ? `gpuxray diff: ${doc.diff.before.path} -> ${doc.diff.after.path}`
+    : `gpuxray X-ray: ${doc.run.run_id}`;
   const nav = el('nav', { class: 'tabs' });
   const main = el('main');
   app.replaceChildren(el('header', {}, el('h1', {}, title), nav), main);

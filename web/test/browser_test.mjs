@@ -110,6 +110,20 @@ async function demoAndPlan() {
     check(idle === expectedIdle, `demo: ${expectedIdle} SMs idle in the last wave of grid ${grid} (${idle})`);
     const limiter = await page.textContent('[data-test="limiter"]');
     check(limiter.includes(`limited by ${gemm.occupancy.limited_by}`), `demo: the limiter is named (${limiter})`);
+    // What would lift it, as the analyzer wrote it: a kernel with a lift and one without, both shown.
+    const listedKernels = doc.results.kernels.kernels.slice(0, 30);
+    for (const [label, wanted] of [['a lift', (o) => o.lift], ['no lift', (o) => !o.lift]]) {
+      const at = listedKernels.findIndex((k) => k.occupancy && wanted(k.occupancy));
+      check(at >= 0, `demo: a listed kernel with ${label}`);
+      if (at < 0) continue;
+      await page.selectOption('[data-test="kernel"]', String(at));
+      const o = listedKernels[at].occupancy;
+      const text = await page.textContent('[data-test="lift"]');
+      const to = await page.getAttribute('[data-test="lift"]', 'data-to');
+      check(text.includes(o.lift_summary) && to === (o.lift ? String(o.lift.to) : null), `demo: SM view of a kernel with ${label} says '${o.lift_summary}' (${text})`);
+      if (o.lift) await page.screenshot({ path: join(screenshots, 'demo-sm-lift.png'), fullPage: true });
+    }
+    await page.selectOption('[data-test="kernel"]', String(index));
     // A grid that leaves SMs idle: the first kernel with a last wave of fewer blocks than SMs.
     const partial = doc.results.kernels.kernels.slice(0, 30).findIndex((k) => {
       if (!k.launch || !k.occupancy || !k.device_multiprocessors) return false;
@@ -173,6 +187,20 @@ async function demoAndPlan() {
         await page.waitForTimeout(200);
         const tip = await page.evaluate(() => [...document.querySelectorAll('[data-test="topology-chart"] div')].map((d) => d.textContent).find((t) => t.includes('mlx5_3')) ?? '');
         check(tip.includes('node-00 NIC mlx5_3') && tip.includes('slow'), `demo: the tooltip names the slow NIC (${tip.slice(0, 120)})`);
+        // Click on it: the collectives whose bytes cross it, joined with the matched collectives.
+        const at = await page.evaluate((index) => {
+          const chart = window.gpuxray.charts.topology;
+          const layout = chart.convertToPixel({ seriesIndex: 0 }, chart.getModel().getSeriesByIndex(0).getData().getItemLayout(index));
+          const box = chart.getDom().getBoundingClientRect();
+          return [box.left + layout[0], box.top + layout[1]];
+        }, slow.index);
+        await page.mouse.click(at[0], at[1]);
+        const link = doc.results.link_hotspots.links.find((l) => l.host === 'node-00' && l.name === 'NIC mlx5_3');
+        const expected = new Set(link.uses.map((u) => `${u.communicator} ${u.operation ?? 'not recorded'}`)).size;
+        const shown = await page.$eval('[data-test="link-collectives"]', (b) => [Number(b.dataset.collectives), b.textContent]).catch(() => [0, '']);
+        check(expected > 0 && shown[0] === expected && /AllReduce/.test(shown[1]) && /GB\/s/.test(shown[1]),
+          `demo: clicking the slow NIC lists the ${expected} collectives that use it (${shown[0]}: ${shown[1].slice(0, 160)})`);
+        await page.screenshot({ path: join(screenshots, 'demo-topology-click.png'), fullPage: true });
       }
       await page.click('nav.tabs a[data-view="summary"]');
     } else {
@@ -218,6 +246,24 @@ async function demoAndPlan() {
       await openView(page, 'step');
       const lanes = await page.evaluate(() => window.gpuxray.charts.step.getOption().yAxis[0].data.length);
       check(lanes === doc.results.step_overview.ranks.length, `demo: a lane per rank in the step overview (${lanes})`);
+      // Exposed communication and bubbles marked with their cause: as many marks as the results hold.
+      const overview = doc.results.step_overview;
+      const exposed = overview.ranks.reduce((n, r) => n + r.exposed.length, 0);
+      let bubbles = 0;
+      for (const p of doc.results.pipeline_bubbles?.pipelines ?? [])
+        for (const st of p.stages) bubbles += st.steps.find((x) => x.step === overview.step)?.bubbles.length ?? 0;
+      const marks = await page.$eval('[data-test="step-marks"]', (m) => [Number(m.dataset.exposed), Number(m.dataset.bubbles)]);
+      check(exposed > 0 && marks[0] === exposed, `demo: step overview marks the ${exposed} exposed stretches (${marks[0]})`);
+      check(bubbles > 0 && marks[1] === bubbles, `demo: step overview marks the step's ${bubbles} pipeline bubbles (${marks[1]})`);
+      const drawnMarks = await page.evaluate(() => window.gpuxray.charts.step.getOption().series.slice(1).map((s) => s.data.length));
+      check(drawnMarks[0] === bubbles && drawnMarks[1] === exposed, `demo: the marks are drawn on the lanes (${drawnMarks})`);
+      const causes = (await page.textContent('[data-test="step-bubble-causes"]')) ?? '';
+      check(causes.includes('waiting on stage 1'), `demo: a bubble's cause is named (waiting on stage 1)`);
+      const exposedCauses = (await page.textContent('[data-test="step-exposed-causes"]')) ?? '';
+      const byCause = new Map();
+      for (const r of overview.ranks) for (const m of r.exposed) byCause.set(m.cause, (byCause.get(m.cause) ?? 0) + m.span_ns[1] - m.span_ns[0]);
+      const firstCause = [...byCause.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? '(none)';
+      check(exposedCauses.includes(firstCause), `demo: an exposed stretch's cause is named (${firstCause})`);
     }
 
     const missingViews = await everyView(page, 'demo');
@@ -236,11 +282,58 @@ async function demoAndPlan() {
     check(rows > 0, `plan: strategies ranked (${rows})`);
     const series = await page.evaluate(() => window.gpuxray.charts['plan-memory'].getOption().series.map((s) => s.name));
     check(series.includes('optimizer state') && series.includes('activations'), `plan: memory by category (${series})`);
+    // The step split into TP and DP exposed communication, adding up to the exposed share; the GPU's memory as a line.
+    const split = await page.evaluate(() => window.gpuxray.charts['plan-time'].getOption().series.map((s) => [s.name, s.data]));
+    const named = Object.fromEntries(split);
+    check(named['exposed TP communication'] && named['exposed DP communication'], `plan: exposed communication split into TP and DP (${split.map((x) => x[0])})`);
+    const planDoc = JSON.parse(run('plan', '--model', 'gpt-1.3b', '--cluster', 'dgx-h100', '--gpus', '16', '--format', 'json'));
+    const ranking = Object.values(planDoc.sections.plan.tables)[0].rows;
+    const splitOk = ranking.every((r, i) => Math.abs(named['exposed TP communication'][i] + named['exposed DP communication'][i] - (r.step_time_ns / 1e6) * r.exposed_comm_pct / 100) < 1e-6);
+    check(splitOk && ranking.some((r) => r.exposed_dp_pct > 0), 'plan: TP + DP bars add up to each strategy\'s exposed communication');
+    const deviceLine = await page.evaluate(() => window.gpuxray.charts['plan-memory'].getOption().series.map((s) => s.markLine?.data?.[0]?.xAxis).find((x) => x !== undefined));
+    const deviceBytes = Object.values(planDoc.sections.plan_memory.tables)[0].rows[0].device_bytes;
+    check(deviceBytes > 0 && Math.abs(deviceLine - deviceBytes / 1024 ** 3) < 1e-9, `plan: the GPU's memory drawn as a line at ${deviceBytes} B (${deviceLine} GiB)`);
     await everyView(page, 'plan');
     finish('plan', opened);
     await opened.context.close();
   }
 
+  // The comparison: the classic case (4 nodes x 8 A100, TP8 x DP4), node-01's NIC 2 at 40 % before,
+  // fixed after; the same seed. The page shows the slow link's change and both sides side by side.
+  {
+    const simulate = ['simulate', '--model', 'gpt-1.3b', '--cluster', 'dgx-a100', '--nodes', '4', '--tp', '8', '--dp', '4', '--global-batch', '32', '--jitter', '1', '--seed', '3', '--steps', '2'];
+    const before = join(out, 'diff-before');
+    const after = join(out, 'diff-after');
+    for (const dir of [before, after]) rmSync(dir, { recursive: true, force: true });
+    await Promise.all([runAsync(gpuxray, [...simulate, '--slow-link', 'node-01:2=0.4', '-o', before]), runAsync(gpuxray, [...simulate, '-o', after])]);
+    const diffHtml = join(out, 'diff.html');
+    const diff = JSON.parse(run('diff', before, after, '--format', 'json', '--html', diffHtml));
+    const opened = await openReport(browser, diffHtml);
+    const { page } = opened;
+    const steps = await page.textContent('[data-test="diff-steps"]');
+    check(steps.includes(`verdict: ${diff.steps.verdict}`) && diff.steps.verdict === 'faster', `diff: the step verdict (${steps})`);
+    const resolved = await page.$$eval('[data-test="diff-findings"] tbody tr', (rows) => rows.filter((r) => r.cells[0].textContent === 'resolved' && /slow|NIC/i.test(r.cells[3].textContent)).length);
+    check(resolved > 0, `diff: the slow-link finding is listed as resolved (${resolved})`);
+    await openView(page, 'topology');
+    const slowLinks = await page.$$eval('[data-test="diff-slow-link"]', (items) => items.map((i) => i.textContent));
+    check(slowLinks.length === 1 && slowLinks[0].startsWith('node-01 ') && slowLinks[0].includes('slow before, not slow after'), `diff: node-01's NIC slow before, not after (${slowLinks})`);
+    const linkName = slowLinks[0]?.split(':')[0] ?? '';
+    const slowRow = diff.tables.links.rows.find((r) => `${r.key.host} ${r.key.name}` === linkName);
+    const before_ = slowRow?.before['network.achieved_bytes_per_s'];
+    const after_ = slowRow?.after['network.achieved_bytes_per_s'];
+    const rowText = await page.$$eval('[data-test="diff-table-links"] tbody tr', (rows, name) => rows.map((r) => [...r.cells].map((c) => c.textContent)).find((cells) => `${cells[0]} ${cells[1]}` === name) ?? [], linkName);
+    const shownDelta = `+${((after_ - before_) / 1e9).toFixed(1)} GB/s`;
+    check(after_ > before_ * 1.5 && rowText.some((c) => c.includes(`(${shownDelta}`)), `diff: the slow link's speed change is shown (${shownDelta}: ${rowText.join(' | ')})`);
+    const sides = await page.evaluate(() => ['before-topology', 'after-topology'].map((n) => window.gpuxray.charts[n]?.getOption().series[0].data.length ?? 0));
+    check(sides[0] > 0 && sides[1] > 0, `diff: both sides' topologies drawn (${sides})`);
+    await page.screenshot({ path: join(screenshots, 'diff-topology.png'), fullPage: true });
+    await openView(page, 'step');
+    const lanes = await page.evaluate(() => ['before-step', 'after-step'].map((n) => window.gpuxray.charts[n]?.getOption().yAxis[0].data.length ?? 0));
+    check(lanes[0] === 32 && lanes[1] === 32, `diff: both step overviews drawn, 32 lanes each (${lanes})`);
+    await everyView(page, 'diff');
+    finish('diff', opened);
+    await opened.context.close();
+  }
 }
 
 // The folders of traces under `root` (a folder of folders, such as hta_trace_diff's two runs, gives each).

@@ -1,5 +1,6 @@
 // 8. Plan (`gpuxray plan --html`): the strategies ranked by predicted step time, each step split
-// into bubble, exposed communication and the rest, and its memory per GPU by category.
+// into bubble, exposed TP and DP communication and the rest, and its memory per GPU by category
+// against the GPU's memory.
 import type { PlanDocument, ReportDocument, Table } from '../data';
 import { makeChart, palette } from '../charts';
 import { el, missing, table } from '../dom';
@@ -47,19 +48,28 @@ export const planView: View = {
     const share = (key: string) => ranking.rows.map((r, i) => (stepMs[i] * Number(r[key])) / 100);
     const bubble = share('bubble_pct');
     const exposed = share('exposed_comm_pct');
+    // The exposed communication by parallelism where the plan splits it (exposed_tp_pct, exposed_dp_pct).
+    const split = ranking.rows.every((r) => typeof r.exposed_tp_pct === 'number' && typeof r.exposed_dp_pct === 'number');
     const rest = stepMs.map((s, i) => s - bubble[i] - exposed[i]);
     const bars = (name: string, data: number[]) => ({ name, type: 'bar', stack: 'step', data, emphasis: { focus: 'series' } });
+    const series = split
+      ? [bars('compute and the rest', rest), bars('exposed TP communication', share('exposed_tp_pct')), bars('exposed DP communication', share('exposed_dp_pct')), bars('pipeline bubble (PP waits)', bubble)]
+      : [bars('compute and the rest', rest), bars('exposed communication', exposed), bars('pipeline bubble', bubble)];
     makeChart('plan-time', timeBox).setOption({
       animation: false,
-      color: [palette[2], palette[5], palette[7]],
+      color: split ? [palette[2], palette[5], palette[1], palette[7]] : [palette[2], palette[5], palette[7]],
       legend: { top: 5 },
       tooltip: { trigger: 'axis', valueFormatter: (v: unknown) => `${(v as number).toFixed(2)} ms` },
       grid: { left: 260, right: 30, top: 40, bottom: 30 },
       xAxis: { type: 'value', name: 'ms per step' },
       yAxis: { type: 'category', data: strategies, inverse: true, axisLabel: { fontSize: 10 } },
-      series: [bars('compute and the rest', rest), bars('exposed communication', exposed), bars('pipeline bubble', bubble)],
+      series,
     });
-    container.append(missing('plan-split', 'The plan does not split exposed communication into TP, PP and DP: it is shown as one.'));
+    container.append(
+      split
+        ? el('p', { 'data-test': 'plan-split' }, 'Exposed communication of the rank with the most, split: TP (tensor-parallel collectives inside the layers) and DP (gradient reduction and parameter gathering around the optimizer). Pipeline (PP) transfers are not exposed communication in the simulator: a stage waiting on its neighbour is idle, counted in the bubble.')
+        : missing('plan-split', 'This plan does not split exposed communication into TP and DP (written by an older gpuxray): it is shown as one.'),
+    );
 
     const memory = firstTable(doc, 'plan_memory');
     container.append(el('h2', {}, 'Memory per GPU'));
@@ -69,21 +79,31 @@ export const planView: View = {
       const memoryBox = el('div', { class: 'chart', 'data-test': 'plan-memory' });
       container.append(memoryBox);
       const GiB = 1024 ** 3;
+      const device = memory.rows.map((r) => r.device_bytes).find((v) => typeof v === 'number') as number | undefined;
+      const categories = memoryCategories.map(([key, name]) => ({
+        name,
+        type: 'bar',
+        stack: 'memory',
+        data: memory.rows.map((r) => Number(r[key]) / GiB),
+      }));
+      // The GPU's memory as a line across the bars: how much room each strategy leaves.
+      const deviceLine = device === undefined ? {} : { markLine: { symbol: 'none', silent: true, lineStyle: { color: '#D55E00', width: 2, type: 'dashed' }, label: { formatter: `GPU memory ${(device / GiB).toFixed(0)} GiB`, position: 'insideEndTop' }, data: [{ xAxis: device / GiB }] } };
+      Object.assign(categories[categories.length - 1], deviceLine);
       makeChart('plan-memory', memoryBox).setOption({
         animation: false,
         color: palette,
         legend: { top: 5 },
         tooltip: { trigger: 'axis', valueFormatter: (v: unknown) => `${(v as number).toFixed(2)} GiB` },
         grid: { left: 260, right: 30, top: 40, bottom: 30 },
-        xAxis: { type: 'value', name: 'GiB per GPU' },
+        xAxis: { type: 'value', name: 'GiB per GPU', max: device === undefined ? undefined : (v: { max: number }) => Math.max(v.max, (device * 1.05) / GiB) },
         yAxis: { type: 'category', data: memory.rows.map((r) => String(r.strategy)), inverse: true, axisLabel: { fontSize: 10 } },
-        series: memoryCategories.map(([key, name]) => ({
-          name,
-          type: 'bar',
-          stack: 'memory',
-          data: memory.rows.map((r) => Number(r[key]) / GiB),
-        })),
+        series: categories,
       });
+      container.append(
+        device === undefined
+          ? missing('plan-device', 'This plan does not carry the GPU\'s memory (written by an older gpuxray): no device line.')
+          : el('p', { 'data-test': 'plan-device', 'data-device-bytes': String(device) }, `Dashed line: one GPU's memory, ${(device / GiB).toFixed(1)} GiB, that every strategy must fit in.`),
+      );
     }
     container.append(el('h2', {}, 'Ranking'), rowsTable(ranking, { 'data-test': 'plan-table' }));
     for (const [id, section] of Object.entries(doc.sections)) {

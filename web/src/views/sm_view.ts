@@ -1,7 +1,7 @@
 // 5. SM view, the chip from above: for a kernel, its GPU's SMs (CUs on AMD) as a grid; for a chosen
 // wave each SM is shaded by the blocks resident on it over the most it can hold (the occupancy
 // estimate of analysis/occupancy), idle SMs white, so the partial last wave shows as it is.
-import type { AnalyzeDocument, KernelEntry, KernelsResult, ReportDocument } from '../data';
+import type { AnalyzeDocument, KernelEntry, KernelsResult, Occupancy, ReportDocument } from '../data';
 import { result } from '../data';
 import { el, missing } from '../dom';
 import { formatBytes, formatCount, formatNs, formatPct } from '../format';
@@ -20,6 +20,18 @@ function residentBlocks(blocks: number, sms: number, blocksPerSm: number, wave: 
   const perWave = sms * blocksPerSm;
   const inWave = Math.max(0, Math.min(perWave, blocks - wave * perWave));
   return Array.from({ length: sms }, (_, sm) => Math.floor(inWave / sms) + (sm < inWave % sms ? 1 : 0));
+}
+
+// What would lift the limiter, as the analyzer computed it (results.kernels[].occupancy.lift).
+function liftLine(occupancy: Occupancy): HTMLElement {
+  const line = el('p', { class: 'lift', 'data-test': 'lift' });
+  if (occupancy.lift_summary === undefined) {
+    line.textContent = 'What would lift the limiter is not in this report (written by an older gpuxray).';
+    return line;
+  }
+  line.append(el('strong', {}, 'What would lift it: '), occupancy.lift_summary);
+  if (occupancy.lift) line.dataset.to = String(occupancy.lift.to);
+  return line;
 }
 
 function drawKernel(panel: HTMLElement, doc: AnalyzeDocument, kernel: KernelEntry, amd: boolean): void {
@@ -72,6 +84,7 @@ function drawKernel(panel: HTMLElement, doc: AnalyzeDocument, kernel: KernelEntr
         `${formatCount(blocks)} blocks over ${sms} ${unit}s x ${occupancy.blocks_per_sm} = ${occupancy.waves.toFixed(2)} waves, wave efficiency ${formatPct(occupancy.wave_efficiency_pct)}.`,
     ),
   );
+  panel.append(liftLine(occupancy));
   const related = doc.findings.filter((f) => f.analysis === 'kernels' && f.summary.includes(kernel.name.slice(0, 40)));
   for (const finding of related)
     panel.append(el('div', { class: `finding ${finding.severity}` }, finding.summary, el('ul', { class: 'evidence' }, ...finding.evidence.map((e) => el('li', {}, e)))));

@@ -1,6 +1,8 @@
 // 3. Step overview (results.step_overview): one representative step, one lane per rank with its
 // compute, communication and memory activity (idle is what is left), ranks grouped by host when
-// there are many; zoom and pan; and the command that opens the same step in Perfetto.
+// there are many; exposed communication (step_overview's stretches) and pipeline bubbles
+// (results.pipeline_bubbles) marked with their cause; zoom and pan; and the command that opens the
+// same step in Perfetto.
 import type { AnalyzeDocument, ReportDocument } from '../data';
 import { result } from '../data';
 import { makeChart, palette } from '../charts';
@@ -9,7 +11,23 @@ import { formatNs } from '../format';
 import { View } from '../view';
 
 interface Lane { busy_ns: number; merged_intervals: number; gaps_closed_up_to_ns: number | null; intervals: [number, number][] }
-interface RankLanes { rank: number; start_ns: number; length_ns: number; compute: Lane; communication: Lane; memory: Lane }
+interface Mark { span_ns: [number, number]; cause: string }
+interface RankLanes {
+  rank: number;
+  start_ns: number;
+  length_ns: number;
+  compute: Lane;
+  communication: Lane;
+  memory: Lane;
+  exposed_ns?: number;
+  exposed?: Mark[];
+  exposed_left_out?: number;
+}
+// What the step view reads of results.pipeline_bubbles (its spans are ns from origin_ns).
+interface BubbleSource {
+  origin_ns: number;
+  pipelines: { stages: { rank: number; steps: { step: number; bubbles: Mark[]; bubbles_left_out: number }[] }[] }[];
+}
 interface StepOverview {
   per_step: boolean;
   step: number | null;
@@ -24,6 +42,78 @@ const kinds: [keyof Pick<RankLanes, 'compute' | 'communication' | 'memory'>, str
   ['memory', palette[4]],
 ];
 const kMaxRanksDrawn = 256;
+const kCausesShown = 12;
+const kExposedColour = '#CC79A7'; // not communication's vermilion: the mark sits on that band
+const kBubbleColour = 'rgba(120, 120, 120, 0.28)';
+
+// The chosen step's pipeline bubbles per rank, moved onto the rank's lane (ns from its start_ns).
+function bubblesOnLanes(doc: AnalyzeDocument, overview: StepOverview): Map<number, { marks: Mark[]; leftOut: number }> {
+  const byRank = new Map<number, { marks: Mark[]; leftOut: number }>();
+  const source = result<BubbleSource>(doc, 'pipeline_bubbles');
+  if (!source || overview.step === null) return byRank;
+  const startOf = new Map(overview.ranks.map((r) => [r.rank, r.start_ns]));
+  for (const pipeline of source.pipelines)
+    for (const stage of pipeline.stages) {
+      const start = startOf.get(stage.rank);
+      const step = stage.steps.find((s) => s.step === overview.step);
+      if (start === undefined || !step) continue;
+      const shift = source.origin_ns - start;
+      byRank.set(stage.rank, {
+        marks: step.bubbles.map((b) => ({ span_ns: [b.span_ns[0] + shift, b.span_ns[1] + shift], cause: b.cause })),
+        leftOut: step.bubbles_left_out,
+      });
+    }
+  return byRank;
+}
+
+// The marks by cause, longest first: what the step lost and to what.
+function causesTable(kind: string, marks: Mark[]): HTMLElement {
+  const byCause = new Map<string, { count: number; ns: number }>();
+  for (const m of marks) {
+    const entry = byCause.get(m.cause) ?? { count: 0, ns: 0 };
+    entry.count += 1;
+    entry.ns += m.span_ns[1] - m.span_ns[0];
+    byCause.set(m.cause, entry);
+  }
+  const rows = [...byCause.entries()].sort((a, b) => b[1].ns - a[1].ns);
+  const shown = rows.slice(0, kCausesShown);
+  const rest = rows.slice(kCausesShown);
+  return el(
+    'table',
+    { class: 'table', 'data-test': `step-${kind}-causes` },
+    el('tr', {}, el('th', {}, `${kind} cause`), el('th', {}, 'marks'), el('th', {}, 'time (drawn ranks)')),
+    ...shown.map(([cause, e]) => el('tr', {}, el('td', {}, cause), el('td', {}, String(e.count)), el('td', {}, formatNs(e.ns)))),
+    rest.length === 0
+      ? null
+      : el('tr', {}, el('td', {}, `${rest.length} other causes`), el('td', {}, String(rest.reduce((n, [, e]) => n + e.count, 0))), el('td', {}, formatNs(rest.reduce((n, [, e]) => n + e.ns, 0)))),
+  );
+}
+
+type Api = { value: (i: number) => number; coord: (p: number[]) => number[]; size: (p: number[]) => number[] };
+// Bubbles fill the whole lane behind the work; exposed stretches outline the communication band.
+function markSeries(items: { value: number[]; cause: string }[], colour: string, kind: 'bubble' | 'exposed') {
+  return {
+    type: 'custom',
+    progressive: 0,
+    z: kind === 'bubble' ? 1 : 3,
+    dimensions: ['lane', 'start', 'end', 'band'],
+    encode: { x: [1, 2], y: 0 },
+    data: items,
+    renderItem: (_p: unknown, api: Api) => {
+      const lane = api.value(0);
+      const start = api.coord([api.value(1), lane]);
+      const end = api.coord([api.value(2), lane]);
+      const band = api.size([0, 1])[1] * 0.9;
+      const width = Math.max(1, end[0] - start[0]);
+      if (kind === 'bubble') return { type: 'rect', shape: { x: start[0], y: start[1] - band / 2, width, height: band }, style: { fill: colour } };
+      return {
+        type: 'rect',
+        shape: { x: start[0], y: start[1] - band / 2 + band / 3, width, height: band / 3 },
+        style: { fill: colour, stroke: '#222222', lineWidth: 1 },
+      };
+    },
+  };
+}
 
 export const stepView: View = {
   id: 'step',
@@ -50,6 +140,10 @@ export const stepView: View = {
       const swatch = el('span', { class: 'swatch' });
       swatch.style.background = colour;
       return el('span', {}, swatch, name);
+    }), ...([['exposed communication', kExposedColour], ['bubble', kBubbleColour]] as const).map(([name, colour]) => {
+      const swatch = el('span', { class: 'swatch' });
+      swatch.style.background = colour;
+      return el('span', {}, swatch, name);
     }));
     const chartBox = el('div', { class: 'chart', 'data-test': 'step-chart' });
     chartBox.style.height = `${Math.min(1400, 90 + drawn.length * 22)}px`;
@@ -61,11 +155,47 @@ export const stepView: View = {
         for (const [s, e] of rank[kind].intervals) data.push({ value: [lane, s / 1e6, e / 1e6, sub], itemStyle: { color: colour } });
       });
     });
+    // Marks: exposed communication on the communication band, bubbles shaded across the lane.
+    const bubbles = bubblesOnLanes(doc, overview);
+    type MarkItem = { value: [number, number, number, number]; cause: string };
+    const exposedItems: MarkItem[] = [];
+    const bubbleItems: MarkItem[] = [];
+    let exposedLeftOut = 0;
+    let bubblesLeftOut = 0;
+    drawn.forEach((rank, lane) => {
+      for (const m of rank.exposed ?? []) exposedItems.push({ value: [lane, m.span_ns[0] / 1e6, m.span_ns[1] / 1e6, 1], cause: m.cause });
+      exposedLeftOut += rank.exposed_left_out ?? 0;
+      const b = bubbles.get(rank.rank);
+      for (const m of b?.marks ?? []) bubbleItems.push({ value: [lane, m.span_ns[0] / 1e6, m.span_ns[1] / 1e6, -1], cause: m.cause });
+      bubblesLeftOut += b?.leftOut ?? 0;
+    });
+    const marksNote = el(
+      'div',
+      { class: 'step-marks', 'data-test': 'step-marks', 'data-exposed': String(exposedItems.length), 'data-bubbles': String(bubbleItems.length) },
+      el(
+        'p',
+        {},
+        drawn.some((r) => r.exposed !== undefined)
+          ? `Exposed communication (no compute beside it, stretches of 10 us or more) in reddish purple, outlined, on the communication band: ${exposedItems.length} marked` +
+              (exposedLeftOut > 0 ? `, ${exposedLeftOut} shorter ones left out` : '') + '. '
+          : 'This report does not carry exposed-communication stretches (written by an older gpuxray). ',
+        (result<BubbleSource>(doc, 'pipeline_bubbles')?.pipelines.length ?? 0) > 0 && overview.step !== null
+          ? `Pipeline bubbles shaded grey across the lane: ${bubbleItems.length} marked` + (bubblesLeftOut > 0 ? ` (the longest per stage; ${bubblesLeftOut} slivers left out)` : '') + '.'
+          : 'No pipeline bubbles: the run has no pipeline stages (results.pipeline_bubbles) or no steps.',
+      ),
+    );
+    if (exposedItems.length > 0) marksNote.append(causesTable('exposed', exposedItems.map((i) => ({ span_ns: [i.value[1] * 1e6, i.value[2] * 1e6], cause: i.cause }))));
+    if (bubbleItems.length > 0) marksNote.append(causesTable('bubble', bubbleItems.map((i) => ({ span_ns: [i.value[1] * 1e6, i.value[2] * 1e6], cause: i.cause }))));
+    container.append(marksNote);
+
     const labels = drawn.map((r) => `${hostOf.get(r.rank) ? `${hostOf.get(r.rank)} ` : ''}rank ${r.rank}`);
     makeChart('step', chartBox).setOption({
       animation: false,
       tooltip: {
-        formatter: (p: { value: number[] }) => {
+        formatter: (p: { value: number[]; seriesIndex: number; data: { cause?: string } }) => {
+          if (p.seriesIndex > 0)
+            return `${labels[p.value[0]]}: ${p.seriesIndex === 1 ? 'bubble' : 'exposed communication'} ${p.value[1].toFixed(3)}-${p.value[2].toFixed(3)} ms` +
+              `<br>cause: ${p.data.cause}`;
           const rank = drawn[p.value[0]];
           const kind = kinds[p.value[3]][0];
           const lane = rank[kind];
@@ -97,6 +227,8 @@ export const stepView: View = {
             };
           },
         },
+        markSeries(bubbleItems, kBubbleColour, 'bubble'),
+        markSeries(exposedItems, kExposedColour, 'exposed'),
       ],
     });
   },

@@ -2,7 +2,8 @@
 // links group by group, equivalent links side by side, the NICs at the bottom) and the network
 // between the hosts. A link's width grows with its bytes per step and its colour with its
 // utilization; idle links are white; slow links are outlined red and say so. Hover: bytes per step,
-// achieved vs capacity, time waiting; click: whose bytes it carries.
+// achieved vs capacity, time waiting; click: the collectives that use it (its `uses` joined with
+// results.collectives' signatures) and whose bytes it carries.
 import type { AnalyzeDocument, ReportDocument } from '../data';
 import { result } from '../data';
 import { makeChart } from '../charts';
@@ -42,6 +43,16 @@ interface Link {
   network: Network | null;
   slow: boolean;
   uses: Use[];
+}
+// What the topology view reads of results.collectives.
+interface Signature {
+  communicator: { id: string; name: string | null; role: string | null; nranks: number | null };
+  operation: string;
+  bytes: number | null;
+  count: number;
+  transfer_median_ns: number;
+  busbw_median_bytes_per_s: number | null;
+  link_pct: number | null;
 }
 interface Host {
   host: string;
@@ -93,6 +104,51 @@ export function linkTooltip(link: Link): string {
   }
   if (link.bytes === 0) lines.push('idle: no bytes recorded');
   return lines.map((l) => l.replace(/&(?!lt;|gt;|amp;)/g, '&amp;')).join('<br>');
+}
+
+// The collectives whose bytes cross the link: its uses grouped by (communicator, operation), each
+// with the matched collectives of that communicator and operation (one row per size).
+function collectivesOnLink(doc: AnalyzeDocument, link: Link): HTMLElement {
+  const groups = new Map<string, { communicator: string; operation: string; bytes: number; ranks: Set<number> }>();
+  for (const u of link.uses) {
+    const operation = u.operation ?? 'not recorded';
+    const key = `${u.communicator} ${operation}`;
+    const g = groups.get(key) ?? { communicator: u.communicator, operation, bytes: 0, ranks: new Set<number>() };
+    g.bytes += u.bytes;
+    g.ranks.add(u.from_rank);
+    groups.set(key, g);
+  }
+  const signatures = result<{ signatures: Signature[] }>(doc, 'collectives')?.signatures ?? [];
+  const rows: string[][] = [];
+  for (const g of [...groups.values()].sort((a, b) => b.bytes - a.bytes)) {
+    const matched = signatures.filter((s) => s.communicator.id === g.communicator && s.operation === g.operation);
+    const name = matched[0]?.communicator;
+    const label = name ? `${name.name ?? g.communicator} (${name.role ?? 'role not recorded'}${name.nranks ? `, ${name.nranks} ranks` : ''})` : g.communicator;
+    const share = `${formatBytes(g.bytes)} from ${g.ranks.size} rank${g.ranks.size === 1 ? '' : 's'}`;
+    if (matched.length === 0) {
+      const p2p = g.operation === 'Send' || g.operation === 'Recv';
+      rows.push([g.operation, label, share, p2p ? 'point-to-point: not a collective' : 'not matched across ranks', '', '', '']);
+      continue;
+    }
+    for (const s of matched)
+      rows.push([
+        g.operation,
+        label,
+        share,
+        s.bytes === null ? 'size not recorded' : formatBytes(s.bytes),
+        String(s.count),
+        formatNs(s.transfer_median_ns),
+        s.busbw_median_bytes_per_s === null ? 'n/a' : `${(s.busbw_median_bytes_per_s / 1e9).toFixed(1)} GB/s`,
+      ]);
+  }
+  const box = el('div', { 'data-test': 'link-collectives', 'data-collectives': String(groups.size) }, el('h4', {}, 'Collectives that use it'));
+  box.append(
+    rows.length === 0
+      ? el('p', {}, 'No collective crosses this link.')
+      : table(['operation', 'communicator', 'bytes on this link (all steps)', 'size', 'count', 'median transfer', 'median busbw'], rows),
+  );
+  if (!result(doc, 'collectives')) box.append(el('p', {}, 'This report has no matched collectives (results.collectives): sizes, counts and bandwidth are not shown.'));
+  return box;
 }
 
 export const topologyView: View = {
@@ -205,7 +261,7 @@ export const topologyView: View = {
 
     const chartBox = el('div', { class: 'chart topology', 'data-test': 'topology-chart' });
     chartBox.style.height = `${Math.min(900, networkY + 160)}px`;
-    const uses = el('div', { 'data-test': 'link-uses' }, el('p', {}, 'Click a link to see whose bytes it carries.'));
+    const uses = el('div', { 'data-test': 'link-uses' }, el('p', {}, 'Click a link to see the collectives that use it and whose bytes it carries.'));
     container.append(chartBox, uses);
     const chart = makeChart('topology', chartBox);
     chart.setOption({
@@ -236,6 +292,8 @@ export const topologyView: View = {
       const link = links.get(data.link)!;
       uses.replaceChildren(
         el('h3', {}, `${link.host} ${link.name}: ${formatBytes(link.bytes_per_step)} per step`),
+        collectivesOnLink(doc, link),
+        el('h4', {}, 'Whose bytes it carries'),
         link.uses.length === 0
           ? el('p', {}, 'No traffic recorded on this link.')
           : table(
