@@ -62,7 +62,7 @@ class RankGraph {
     addGpuEdges();
   }
 
-  RankCriticalPath longestPath() const;
+  RankCriticalPath longestPath(PathEnd end_rule) const;
 
  private:
   uint32_t startNode(uint32_t event) const { return 2 * event; }
@@ -292,7 +292,7 @@ PathSlice RankGraph::sliceOf(const Edge& edge) const {
   return s;
 }
 
-RankCriticalPath RankGraph::longestPath() const {
+RankCriticalPath RankGraph::longestPath(PathEnd end_rule) const {
   RankCriticalPath out;
   out.rank = rank_.rank;
   out.window = window_;
@@ -335,7 +335,7 @@ RankCriticalPath RankGraph::longestPath() const {
   }
   uint32_t end = order.front();
   for (uint32_t n : order) {
-    if (distance[n] > distance[end]) end = n;
+    if (distance[n] > distance[end] || (end_rule == PathEnd::kLatest && distance[n] == distance[end])) end = n;
   }
   out.length_ns = distance[end];
   std::vector<uint32_t> path_edges;
@@ -345,6 +345,7 @@ RankCriticalPath RankGraph::longestPath() const {
     first = edges_[static_cast<size_t>(via[first])].from;
   }
   std::reverse(path_edges.begin(), path_edges.end());
+  out.nodes = path_edges.size() + 1;
 
   std::vector<bool> seen(events_.size(), false);
   auto note = [&](uint32_t node) {
@@ -413,8 +414,8 @@ const char* pathCauseName(PathCause cause) {
   return "other";
 }
 
-RankCriticalPath rankCriticalPath(const model::RankTrace& rank, Interval window) {
-  return RankGraph(rank, window).longestPath();
+RankCriticalPath rankCriticalPath(const model::RankTrace& rank, Interval window, PathEnd end) {
+  return RankGraph(rank, window).longestPath(end);
 }
 
 std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices) {

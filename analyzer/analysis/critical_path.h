@@ -49,13 +49,18 @@ struct RankCriticalPath {
   int64_t step = -1;  // -1: the rank's whole span
   Interval window;
   int64_t length_ns = 0;          // the longest path's summed edge weights (HTA's measure)
+  size_t nodes = 0;               // the path's nodes (an event's start and end are two)
   std::vector<PathEvent> events;  // the events on the path, each once, in path order
   std::vector<PathSlice> slices;  // in time order, covering the window
 };
 
+// Where the path ends when several nodes end a longest path: the latest (gpuxray's: a wait that ends
+// the step is then on the path, not after it) or the earliest (networkx's, so HTA's).
+enum class PathEnd : uint8_t { kLatest, kEarliest };
+
 // The critical path of one rank in `window`: host events that start in it, GPU work whose launch
 // call starts in it (HTA's clipping).
-RankCriticalPath rankCriticalPath(const model::RankTrace& rank, Interval window);
+RankCriticalPath rankCriticalPath(const model::RankTrace& rank, Interval window, PathEnd end = PathEnd::kLatest);
 
 struct PathAttribution {
   PathCause cause = PathCause::kOther;
