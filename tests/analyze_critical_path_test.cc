@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "analyzer/analysis/collective_matching.h"
 #include "analyzer/analysis/critical_path.h"
 #include "analyzer/analysis/intervals.h"
 #include "analyzer/analysis/session.h"
@@ -19,6 +20,7 @@ namespace {
 
 namespace analysis = gpuxray::analysis;
 namespace model = gpuxray::model;
+namespace format = gpuxray::format;
 using analysis::PathCause;
 using gpuxray::analysis::Interval;
 
@@ -185,4 +187,126 @@ TEST_CASE("critical path: HTA's figures on simple_add's second measured forward"
   analysis::RankCriticalPath latest = analysis::rankCriticalPath(rank, forwards[1]);
   CHECK(latest.nodes == 316);
   CHECK(latest.length_ns == path.length_ns);
+}
+
+namespace {
+
+constexpr int64_t kUs = 1000;
+
+// A rank whose one thread launches each kernel 10 us before it starts (the call takes 5 us), all on
+// one stream; communication kernels carry their NCCL operation.
+struct RankSketch {
+  model::RankTrace rank;
+  uint32_t next_correlation = 1;
+  uint16_t stream = 0;
+
+  explicit RankSketch(int32_t number) {
+    rank.rank = number;
+    rank.threads = {1};
+    rank.api_functions = {0, intern(rank, "cudaLaunchKernel")};
+    uint16_t hint = 0;
+    stream = rank.streamIndex(0, 7, hint);
+  }
+  void kernel(const std::string& name, int64_t start, int64_t end, bool communication = false) {
+    uint32_t c = next_correlation++;
+    rank.host_calls.push_back({start - 10 * kUs, start - 5 * kUs, c, 0, 1});
+    rank.activities.push_back({start, end, intern(rank, name), 0, c, stream, 0,
+                               communication ? model::ActivityKind::kCommunication : model::ActivityKind::kCompute});
+  }
+  void nccl(format::NcclOperationKind kind, uint64_t comm, uint64_t seq, int32_t peer, int64_t start, int64_t end) {
+    kernel(kind == format::NcclOperationKind::kCollective ? "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+                                                          : "ncclDevKernel_SendRecv",
+           start, end, true);
+    model::NcclOp op;
+    op.kind = kind;
+    op.comm_hash = comm;
+    op.seq = seq;
+    op.func_id = intern(rank, kind == format::NcclOperationKind::kCollective ? "AllReduce"
+                              : kind == format::NcclOperationKind::kSend     ? "Send"
+                                                                             : "Recv");
+    op.gpu_start_ns = start;
+    op.gpu_end_ns = end;
+    op.peer = peer;
+    rank.nccl_ops.push_back(op);
+  }
+  void communicator(uint64_t hash, const std::string& name, int32_t comm_rank, int32_t nranks) {
+    rank.communicators.push_back({hash, name, comm_rank, nranks, 1, rank.rank, 0});
+  }
+};
+
+int64_t attributed(const std::vector<analysis::PathAttribution>& rows, PathCause cause, int32_t rank) {
+  int64_t ns = 0;
+  for (const auto& a : rows) {
+    if (a.cause == cause && a.rank == rank) ns += a.ns;
+  }
+  return ns;
+}
+
+}  // namespace
+
+TEST_CASE("critical path across ranks: a data-parallel all-reduce gated by one late rank", "[critical_path]") {
+  // Four ranks compute 100 us from 10 us, but rank 2 takes 400 us; each all-reduce starts 1 us after
+  // its rank's compute and all end 50 us after rank 2's started (461 us).
+  model::RunTrace run;
+  for (int32_t r = 0; r < 4; ++r) {
+    RankSketch s(r);
+    int64_t compute_end = (r == 2 ? 410 : 110) * kUs;
+    s.kernel("gemm", 10 * kUs, compute_end);
+    s.communicator(0xd0, "dp", r, 4);
+    s.nccl(format::NcclOperationKind::kCollective, 0xd0, 1, -1, compute_end + kUs, 461 * kUs);
+    run.ranks.push_back(std::move(s.rank));
+  }
+  run.world_size = 4;
+  analysis::CollectiveIndex matched = analysis::matchOperations(run);
+  REQUIRE(matched.collectives.size() == 1);
+  std::vector<Interval> windows(4, Interval{0, 461 * kUs});
+  analysis::RunStepPath path = analysis::runCriticalPath(run, matched, windows);
+  // By hand: rank 2's launch delay [0, 10), its compute [10, 410), the gap [410, 411), then the
+  // all-reduce from rank 2's start to the end [411, 461); the other ranks' waits are off the path.
+  auto rows = analysis::attributionOf(path.slices, true);
+  CHECK(attributed(rows, PathCause::kLaunch, 2) == 10 * kUs);
+  CHECK(attributed(rows, PathCause::kCompute, 2) == 400 * kUs);
+  CHECK(attributed(rows, PathCause::kKernelGap, 2) == 1 * kUs);
+  int64_t communication = 0;
+  for (const auto& a : rows) communication += a.cause == PathCause::kCommunication ? a.ns : 0;
+  CHECK(communication == 50 * kUs);
+  for (int32_t r : {0, 1, 3}) CHECK(attributed(rows, PathCause::kCompute, r) == 0);
+  CHECK(sum(path.slices) == 461 * kUs);
+  CHECK(path.length_ns == 461 * kUs);
+}
+
+TEST_CASE("critical path across ranks: a pipeline's slow stage, through sends and receives", "[critical_path]") {
+  // Three stages, one micro-batch forward: stage s receives from s-1, computes, sends to s+1. Stage 1
+  // computes 300 us, the others 100 us. Each receive ends when its send does.
+  //   stage 0: compute [10, 110), send [111, 121)
+  //   stage 1: recv [20, 121) (posted early: it waits), compute [122, 422), send [423, 433)
+  //   stage 2: recv [30, 433), compute [434, 534)
+  model::RunTrace run;
+  RankSketch s0(0), s1(1), s2(2);
+  for (auto* s : {&s0, &s1, &s2}) s->communicator(0xe0, "pp", s->rank.rank, 3);
+  s0.kernel("fwd", 10 * kUs, 110 * kUs);
+  s0.nccl(format::NcclOperationKind::kSend, 0xe0, 1, 1, 111 * kUs, 121 * kUs);
+  s1.nccl(format::NcclOperationKind::kRecv, 0xe0, 1, 0, 20 * kUs, 121 * kUs);
+  s1.kernel("fwd", 122 * kUs, 422 * kUs);
+  s1.nccl(format::NcclOperationKind::kSend, 0xe0, 2, 2, 423 * kUs, 433 * kUs);
+  s2.nccl(format::NcclOperationKind::kRecv, 0xe0, 1, 1, 30 * kUs, 433 * kUs);
+  s2.kernel("fwd", 434 * kUs, 534 * kUs);
+  for (auto* s : {&s0, &s1, &s2}) run.ranks.push_back(std::move(s->rank));
+  run.world_size = 3;
+  analysis::CollectiveIndex matched = analysis::matchOperations(run);
+  REQUIRE(matched.p2p.size() == 2);
+  analysis::RunStepPath path = analysis::runCriticalPath(run, matched, std::vector<Interval>(3, Interval{0, 534 * kUs}));
+  auto rows = analysis::attributionOf(path.slices, true);
+  // By hand: stage 0's launch delay [0, 10) and compute [10, 110), gap [110, 111), its send's span
+  // reaches stage 1's receive end [111, 121); stage 1's gap [121, 122), compute [122, 422), gap, send
+  // [423, 433) into stage 2's receive; stage 2's gap [433, 434) and compute [434, 534).
+  CHECK(attributed(rows, PathCause::kCompute, 0) == 100 * kUs);
+  CHECK(attributed(rows, PathCause::kCompute, 1) == 300 * kUs);
+  CHECK(attributed(rows, PathCause::kCompute, 2) == 100 * kUs);
+  CHECK(attributed(rows, PathCause::kLaunch, 0) == 10 * kUs);
+  int64_t communication = 0;
+  for (const auto& a : rows) communication += a.cause == PathCause::kCommunication ? a.ns : 0;
+  CHECK(communication == 20 * kUs);
+  CHECK(sum(path.slices) == 534 * kUs);
+  CHECK(path.rank_changes == 2);  // stage 0 to 1 through the first receive, 1 to 2 through the second
 }

@@ -64,13 +64,25 @@ class RankGraph {
 
   RankCriticalPath longestPath(PathEnd end_rule) const;
 
- private:
+  uint32_t nodeCount() const { return static_cast<uint32_t>(2 * events_.size()); }
+  const std::vector<Edge>& edges() const { return edges_; }
   uint32_t startNode(uint32_t event) const { return 2 * event; }
   uint32_t endNode(uint32_t event) const { return 2 * event + 1; }
   int64_t timeOf(uint32_t node) const {
     const GraphEvent& e = events_[node / 2];
     return node % 2 == 0 ? e.start_ns : e.end_ns;
   }
+  // The events of communication kernels, by start time.
+  std::vector<std::pair<int64_t, uint32_t>> communicationEvents() const;
+  // The edge of an event's own span (GPU work only), or -1.
+  int64_t spanEdge(uint32_t event) const {
+    auto it = span_edge_.find(event);
+    return it != span_edge_.end() ? static_cast<int64_t>(it->second) : -1;
+  }
+  PathSlice sliceOf(const Edge& edge) const;
+  int32_t rank() const { return rank_.rank; }
+
+ private:
   void addEdge(uint32_t from, uint32_t to, EdgeKind kind, bool zero_weight = false) {
     int64_t weight = 0;
     if (!zero_weight && kind != EdgeKind::kDependency && kind != EdgeKind::kSync)
@@ -88,7 +100,6 @@ class RankGraph {
   void collectEvents();
   void addCallStackEdges();
   void addGpuEdges();
-  PathSlice sliceOf(const Edge& edge) const;
 
   const model::RankTrace& rank_;
   Interval window_;
@@ -97,7 +108,18 @@ class RankGraph {
   std::unordered_map<uint32_t, uint32_t> call_event_;  // host call index -> event
   std::vector<Edge> edges_;
   std::unordered_map<int64_t, uint64_t> comm_by_start_;  // NCCL operations' GPU start -> communicator
+  std::unordered_map<uint32_t, uint32_t> span_edge_;     // GPU event -> its span edge
 };
+
+std::vector<std::pair<int64_t, uint32_t>> RankGraph::communicationEvents() const {
+  std::vector<std::pair<int64_t, uint32_t>> out;
+  for (uint32_t e = 0; e < events_.size(); ++e) {
+    if (!events_[e].host && rank_.activities[events_[e].ref.index].kind == ActivityKind::kCommunication)
+      out.emplace_back(events_[e].start_ns, e);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 void RankGraph::collectEvents() {
   auto addHost = [&](PathEventSource source, uint32_t index, int64_t start, int64_t end, uint64_t thread) {
@@ -231,6 +253,7 @@ void RankGraph::addGpuEdges() {
       continue;
     }
     uint32_t e = item.event;
+    span_edge_.emplace(e, static_cast<uint32_t>(edges_.size()));
     addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
     uint32_t call = launch_event.at(e);
     auto last = last_on_stream.find(item.stream);
@@ -248,7 +271,7 @@ void RankGraph::addGpuEdges() {
 // What an edge on the path was spent on. A host edge belongs to the event it lies in: its source's
 // when that is a start, its destination's when that is an end, else the parent of both.
 PathSlice RankGraph::sliceOf(const Edge& edge) const {
-  PathSlice s{timeOf(edge.from), timeOf(edge.to), PathCause::kOther, ""};
+  PathSlice s{timeOf(edge.from), timeOf(edge.to), PathCause::kOther, "", rank_.rank};
   switch (edge.kind) {
     case EdgeKind::kDependency: s.detail = "between top-level host ops"; return s;
     case EdgeKind::kLaunch: s.cause = PathCause::kLaunch; return s;
@@ -270,7 +293,7 @@ PathSlice RankGraph::sliceOf(const Edge& edge) const {
       if (a.kind == ActivityKind::kCommunication) {
         s.cause = PathCause::kCommunication;
         auto it = comm_by_start_.find(a.start_ns);
-        s.detail = it != comm_by_start_.end() ? fmt::format("{:#x}", it->second) : "";
+        if (it != comm_by_start_.end()) s.comm_hash = it->second;
       } else if (a.kind == ActivityKind::kMemcpy || a.kind == ActivityKind::kMemset) {
         s.cause = PathCause::kMemcpy;
         s.detail = a.kind == ActivityKind::kMemcpy ? "copy" : "memset";
@@ -292,99 +315,140 @@ PathSlice RankGraph::sliceOf(const Edge& edge) const {
   return s;
 }
 
-RankCriticalPath RankGraph::longestPath(PathEnd end_rule) const {
-  RankCriticalPath out;
-  out.rank = rank_.rank;
-  out.window = window_;
-  size_t nodes = 2 * events_.size();
-  std::vector<std::vector<uint32_t>> incoming(nodes), outgoing(nodes);
-  for (uint32_t i = 0; i < edges_.size(); ++i) {
-    incoming[edges_[i].to].push_back(i);
-    outgoing[edges_[i].from].push_back(i);
+// The longest path through a graph of nodes with times: Kahn's order taking the earliest node first
+// (HTA numbers its nodes by time), each node reached by its heaviest incoming edge (the first such).
+struct LongestPath {
+  std::vector<uint32_t> edges;  // in path order
+  uint32_t first = 0;           // its first node
+  int64_t length = 0;
+  bool empty = true;
+};
+
+LongestPath findLongestPath(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathEnd end_rule) {
+  size_t nodes = times.size();
+  std::vector<uint32_t> first_in(nodes + 1, 0), first_out(nodes + 1, 0);
+  for (const Edge& e : edges) ++first_in[e.to + 1], ++first_out[e.from + 1];
+  for (size_t n = 0; n < nodes; ++n) first_in[n + 1] += first_in[n], first_out[n + 1] += first_out[n];
+  std::vector<uint32_t> incoming(edges.size()), outgoing(edges.size());
+  {
+    std::vector<uint32_t> in_fill(first_in.begin(), first_in.end() - 1), out_fill(first_out.begin(), first_out.end() - 1);
+    for (uint32_t i = 0; i < edges.size(); ++i) {
+      incoming[in_fill[edges[i].to]++] = i;
+      outgoing[out_fill[edges[i].from]++] = i;
+    }
   }
-  // Kahn's order, taking the earliest node first (HTA numbers its nodes by time).
   std::vector<uint32_t> pending(nodes);
   using Ready = std::tuple<int64_t, uint32_t>;
   std::priority_queue<Ready, std::vector<Ready>, std::greater<>> ready;
   for (uint32_t n = 0; n < nodes; ++n) {
-    pending[n] = static_cast<uint32_t>(incoming[n].size());
-    if (pending[n] == 0) ready.emplace(timeOf(n), n);
+    pending[n] = first_in[n + 1] - first_in[n];
+    if (pending[n] == 0) ready.emplace(times[n], n);
   }
   std::vector<int64_t> distance(nodes, 0);
   std::vector<int64_t> via(nodes, -1);  // the edge the longest path arrives by
-  std::vector<uint32_t> order;
-  order.reserve(nodes);
+  LongestPath out;
+  uint32_t end = 0;
   while (!ready.empty()) {
     uint32_t n = std::get<1>(ready.top());
     ready.pop();
-    order.push_back(n);
-    for (uint32_t i : incoming[n]) {
-      int64_t d = distance[edges_[i].from] + edges_[i].weight;
+    for (uint32_t k = first_in[n]; k < first_in[n + 1]; ++k) {
+      const Edge& e = edges[incoming[k]];
+      int64_t d = distance[e.from] + e.weight;
       if (via[n] < 0 || d > distance[n]) {
         distance[n] = d;
-        via[n] = i;
+        via[n] = incoming[k];
       }
     }
-    for (uint32_t i : outgoing[n]) {
-      if (--pending[edges_[i].to] == 0) ready.emplace(timeOf(edges_[i].to), edges_[i].to);
+    if (out.empty || distance[n] > distance[end] || (end_rule == PathEnd::kLatest && distance[n] == distance[end])) end = n;
+    out.empty = false;
+    for (uint32_t k = first_out[n]; k < first_out[n + 1]; ++k) {
+      uint32_t to = edges[outgoing[k]].to;
+      if (--pending[to] == 0) ready.emplace(times[to], to);
     }
   }
-  if (order.empty()) {
-    out.slices.push_back({window_.start, window_.end, PathCause::kOther, "no events"});
+  if (out.empty) return out;
+  out.length = distance[end];
+  out.first = end;
+  while (via[out.first] >= 0) {
+    out.edges.push_back(static_cast<uint32_t>(via[out.first]));
+    out.first = edges[static_cast<size_t>(via[out.first])].from;
+  }
+  std::reverse(out.edges.begin(), out.edges.end());
+  return out;
+}
+
+// Cuts [window) into slices along a path: each edge's stretch goes to its cause, time before the path's
+// first node and after its last to "other"; clipped to the window, so the slices sum to it.
+class SliceCutter {
+ public:
+  SliceCutter(Interval window, std::vector<PathSlice>& out) : window_(window), cursor_(window.start), out_(out) {}
+  void cover(PathSlice s) {
+    s.start_ns = std::max(s.start_ns, cursor_);
+    s.end_ns = std::min(std::max(s.end_ns, cursor_), window_.end);
+    if (s.end_ns <= s.start_ns) return;
+    if (!out_.empty() && out_.back().cause == s.cause && out_.back().detail == s.detail &&
+        out_.back().rank == s.rank && out_.back().comm_hash == s.comm_hash && out_.back().end_ns == s.start_ns) {
+      out_.back().end_ns = s.end_ns;
+    } else {
+      out_.push_back(std::move(s));
+    }
+    cursor_ = out_.back().end_ns;
+  }
+  void finish(int32_t rank) {
+    PathSlice s{cursor_, window_.end, PathCause::kOther, "after the path", rank, 0};
+    cover(std::move(s));
+  }
+
+ private:
+  Interval window_;
+  int64_t cursor_;
+  std::vector<PathSlice>& out_;
+};
+
+RankCriticalPath RankGraph::longestPath(PathEnd end_rule) const {
+  RankCriticalPath out;
+  out.rank = rank_.rank;
+  out.window = window_;
+  std::vector<int64_t> times(nodeCount());
+  for (uint32_t n = 0; n < times.size(); ++n) times[n] = timeOf(n);
+  LongestPath path = findLongestPath(times, edges_, end_rule);
+  if (path.empty) {
+    out.slices.push_back({window_.start, window_.end, PathCause::kOther, "no events", rank_.rank, 0});
     return out;
   }
-  uint32_t end = order.front();
-  for (uint32_t n : order) {
-    if (distance[n] > distance[end] || (end_rule == PathEnd::kLatest && distance[n] == distance[end])) end = n;
-  }
-  out.length_ns = distance[end];
-  std::vector<uint32_t> path_edges;
-  uint32_t first = end;
-  while (via[first] >= 0) {
-    path_edges.push_back(static_cast<uint32_t>(via[first]));
-    first = edges_[static_cast<size_t>(via[first])].from;
-  }
-  std::reverse(path_edges.begin(), path_edges.end());
-  out.nodes = path_edges.size() + 1;
-
+  out.length_ns = path.length;
+  out.nodes = path.edges.size() + 1;
   std::vector<bool> seen(events_.size(), false);
   auto note = [&](uint32_t node) {
     if (!seen[node / 2]) out.events.push_back(events_[node / 2].ref);
     seen[node / 2] = true;
   };
-  note(first);
-  int64_t cursor = window_.start;
-  auto cover = [&](PathSlice s) {
-    s.start_ns = std::max(s.start_ns, cursor);
-    s.end_ns = std::min(std::max(s.end_ns, cursor), window_.end);
-    if (s.end_ns <= s.start_ns) return;
-    if (!out.slices.empty() && out.slices.back().cause == s.cause && out.slices.back().detail == s.detail &&
-        out.slices.back().end_ns == s.start_ns) {
-      out.slices.back().end_ns = s.end_ns;
-    } else {
-      out.slices.push_back(std::move(s));
-    }
-    cursor = out.slices.back().end_ns;
-  };
-  cover({window_.start, timeOf(first), PathCause::kOther, "before the path"});
-  for (uint32_t i : path_edges) {
+  note(path.first);
+  SliceCutter cutter(window_, out.slices);
+  cutter.cover({window_.start, timeOf(path.first), PathCause::kOther, "before the path", rank_.rank, 0});
+  for (uint32_t i : path.edges) {
     note(edges_[i].to);
-    cover(sliceOf(edges_[i]));
+    cutter.cover(sliceOf(edges_[i]));
   }
-  cover({cursor, window_.end, PathCause::kOther, "after the path"});
+  cutter.finish(rank_.rank);
   return out;
+}
+
+ResultValue attributionValue(const std::vector<PathAttribution>& attribution, bool with_rank) {
+  ResultValue rows = ResultValue::array();
+  for (const PathAttribution& a : attribution) {
+    ResultValue row = ResultValue::object()
+                          .set("cause", ResultValue::text(pathCauseName(a.cause)))
+                          .set("detail", a.detail.empty() ? ResultValue() : ResultValue::text(a.detail));
+    if (with_rank) row.set("rank", a.rank >= 0 ? ResultValue::integer(a.rank) : ResultValue());
+    rows.push(row.set("ns", ResultValue::integer(a.ns)));
+  }
+  return rows;
 }
 
 ResultValue resultValue(const CriticalPathResult& result) {
   ResultValue steps = ResultValue::array();
   for (const StepCriticalPath& s : result.steps) {
-    ResultValue rows = ResultValue::array();
-    for (const PathAttribution& a : s.attribution) {
-      rows.push(ResultValue::object()
-                    .set("cause", ResultValue::text(pathCauseName(a.cause)))
-                    .set("detail", a.detail.empty() ? ResultValue() : ResultValue::text(a.detail))
-                    .set("ns", ResultValue::integer(a.ns)));
-    }
     steps.push(ResultValue::object()
                    .set("rank", ResultValue::integer(s.rank))
                    .set("step", s.step >= 0 ? ResultValue::integer(s.step) : ResultValue())
@@ -393,10 +457,27 @@ ResultValue resultValue(const CriticalPathResult& result) {
                    .set("step_ns", ResultValue::integer(s.window.length()))
                    .set("path_weight_ns", ResultValue::integer(s.length_ns))
                    .set("events_on_path", ResultValue::integer(static_cast<int64_t>(s.events_on_path)))
-                   .set("attribution", std::move(rows)));
+                   .set("attribution", attributionValue(s.attribution, false)));
   }
-  return ResultValue::object().set("steps", std::move(steps));
+  ResultValue run_steps = ResultValue::array();
+  for (const CriticalPathResult::RunStep& s : result.run_steps) {
+    run_steps.push(ResultValue::object()
+                       .set("step", s.step >= 0 ? ResultValue::integer(s.step) : ResultValue())
+                       .set("start_ns", ResultValue::integer(s.window.start))
+                       .set("end_ns", ResultValue::integer(s.window.end))
+                       .set("step_ns", ResultValue::integer(s.window.length()))
+                       .set("path_weight_ns", ResultValue::integer(s.length_ns))
+                       .set("rank_changes", ResultValue::integer(static_cast<int64_t>(s.rank_changes)))
+                       .set("attribution", attributionValue(s.attribution, true)));
+  }
+  return ResultValue::object().set("steps", std::move(steps)).set("run_steps", std::move(run_steps));
 }
+
+// A member of a join: the rank's graph and the event of its communication kernel.
+struct JoinMember {
+  uint32_t rank = 0;
+  uint32_t event = 0;
+};
 
 }  // namespace
 
@@ -409,6 +490,7 @@ const char* pathCauseName(PathCause cause) {
     case PathCause::kLaunch: return "launch delay";
     case PathCause::kSynchronization: return "synchronization";
     case PathCause::kKernelGap: return "kernel gap";
+    case PathCause::kWait: return "wait";
     case PathCause::kOther: return "other";
   }
   return "other";
@@ -418,31 +500,172 @@ RankCriticalPath rankCriticalPath(const model::RankTrace& rank, Interval window,
   return RankGraph(rank, window).longestPath(end);
 }
 
-std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices) {
-  std::map<std::pair<PathCause, std::string>, int64_t> sums;
-  for (const PathSlice& s : slices) sums[{s.cause, s.detail}] += s.end_ns - s.start_ns;
+RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& matched,
+                            const std::vector<Interval>& windows) {
+  RunStepPath out;
+  std::vector<RankGraph> graphs;
+  std::vector<uint32_t> offset, edge_base;
+  std::vector<int64_t> times;
+  std::vector<Edge> edges;
+  std::vector<std::pair<int32_t, uint32_t>> origin;  // per edge: (rank index, its local edge); -1: a join
+  out.window = windows.empty() ? Interval{} : windows.front();
+  for (size_t r = 0; r < run.ranks.size() && r < windows.size(); ++r) {
+    graphs.emplace_back(run.ranks[r], windows[r]);
+    out.window.start = std::min(out.window.start, windows[r].start);
+    out.window.end = std::max(out.window.end, windows[r].end);
+  }
+  for (uint32_t r = 0; r < graphs.size(); ++r) {
+    offset.push_back(static_cast<uint32_t>(times.size()));
+    edge_base.push_back(static_cast<uint32_t>(edges.size()));
+    for (uint32_t n = 0; n < graphs[r].nodeCount(); ++n) times.push_back(graphs[r].timeOf(n));
+    for (uint32_t i = 0; i < graphs[r].edges().size(); ++i) {
+      Edge e = graphs[r].edges()[i];
+      e.from += offset[r];
+      e.to += offset[r];
+      edges.push_back(e);
+      origin.emplace_back(static_cast<int32_t>(r), i);
+    }
+  }
+  // Each NCCL operation's kernel: the first communication kernel that starts within the operation's GPU
+  // span.
+  std::vector<std::vector<std::pair<int64_t, uint32_t>>> kernels;
+  for (const RankGraph& g : graphs) kernels.push_back(g.communicationEvents());
+  auto kernelOf = [&](MemberOp m) -> std::optional<JoinMember> {
+    if (m.rank_index >= graphs.size()) return std::nullopt;
+    const model::NcclOp& op = opOf(run, m);
+    const auto& list = kernels[m.rank_index];
+    auto it = std::lower_bound(list.begin(), list.end(), std::pair<int64_t, uint32_t>{op.gpu_start_ns, 0});
+    if (it == list.end() || it->first > op.gpu_end_ns) return std::nullopt;
+    return JoinMember{m.rank_index, it->second};
+  };
+  std::vector<std::tuple<uint32_t, uint32_t, int32_t>> waits;  // (rank, event, the rank waited for)
+  // The members that started before the last one wait for it: their span carries only the time after
+  // it started, and the last one's start leads to their end.
+  auto join = [&](const std::vector<JoinMember>& members, const std::vector<JoinMember>& waiters) {
+    if (members.empty()) return;
+    const JoinMember* last = &members.front();
+    for (const JoinMember& m : members) {
+      if (graphs[m.rank].timeOf(graphs[m.rank].startNode(m.event)) >
+          graphs[last->rank].timeOf(graphs[last->rank].startNode(last->event)))
+        last = &m;
+    }
+    uint32_t last_start = offset[last->rank] + graphs[last->rank].startNode(last->event);
+    for (const JoinMember& w : waiters) {
+      if (w.rank == last->rank) continue;
+      uint32_t end = offset[w.rank] + graphs[w.rank].endNode(w.event);
+      int64_t span = graphs[w.rank].spanEdge(w.event);
+      if (times[last_start] <= times[end - 1] || span < 0) continue;  // it started last itself
+      edges[edge_base[w.rank] + static_cast<size_t>(span)].weight = std::max<int64_t>(0, times[end] - times[last_start]);
+      edges.push_back({last_start, end, std::max<int64_t>(0, times[end] - times[last_start]), EdgeKind::kSpan});
+      origin.emplace_back(-1, static_cast<uint32_t>(span));
+      waits.emplace_back(w.rank, w.event, graphs[last->rank].rank());
+    }
+  };
+  for (const MatchedCollective& c : matched.collectives) {
+    std::vector<JoinMember> members;
+    for (MemberOp m : matched.membersOf(c)) {
+      if (auto k = kernelOf(m)) members.push_back(*k);
+    }
+    if (members.size() >= 2) join(members, members);
+  }
+  for (const P2pPair& p : matched.p2p) {
+    auto send = kernelOf(p.send);
+    auto recv = kernelOf(p.recv);
+    if (send && recv) join({*send, *recv}, {*recv});
+  }
+  std::map<std::pair<uint32_t, uint32_t>, int32_t> waited_for;
+  for (const auto& [rank, event, on] : waits) waited_for[{rank, event}] = on;
+
+  LongestPath path = findLongestPath(times, edges, PathEnd::kLatest);
+  SliceCutter cutter(out.window, out.slices);
+  if (path.empty) {
+    cutter.finish(-1);
+    return out;
+  }
+  out.length_ns = path.length;
+  auto rankOfNode = [&](uint32_t node) {
+    return static_cast<uint32_t>(std::upper_bound(offset.begin(), offset.end(), node) - offset.begin() - 1);
+  };
+  uint32_t first_rank = rankOfNode(path.first);
+  cutter.cover({out.window.start, times[path.first], PathCause::kOther, "before the path", graphs[first_rank].rank(), 0});
+  int32_t previous_rank = graphs[first_rank].rank();
+  for (uint32_t i : path.edges) {
+    const Edge& e = edges[i];
+    uint32_t r = rankOfNode(e.to);
+    const RankGraph& g = graphs[r];
+    auto [from_rank, local] = origin[i];
+    PathSlice s;
+    if (from_rank < 0) {  // a join: the span of the waiting kernel after the last member started
+      s = g.sliceOf(g.edges()[local]);
+      s.start_ns = times[e.from];
+    } else {
+      s = g.sliceOf(g.edges()[local]);
+      auto w = waited_for.find({r, (e.from - offset[r]) / 2});
+      if (e.from % 2 == 0 && e.to == e.from + 1 && w != waited_for.end()) {
+        // The kernel's own start led here although it waited: its wait is the other rank's doing.
+        int64_t waited_until = times[e.to] - e.weight;
+        cutter.cover({times[e.from], waited_until, PathCause::kWait, fmt::format("rank {}", w->second), g.rank(), 0});
+      }
+    }
+    if (g.rank() != previous_rank) ++out.rank_changes;
+    previous_rank = g.rank();
+    cutter.cover(std::move(s));
+  }
+  cutter.finish(previous_rank);
+  return out;
+}
+
+std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices, bool by_rank) {
+  std::map<std::tuple<PathCause, std::string, int32_t>, int64_t> sums;
+  for (const PathSlice& s : slices) sums[{s.cause, s.detail, by_rank ? s.rank : -1}] += s.end_ns - s.start_ns;
   std::vector<PathAttribution> out;
-  for (const auto& [key, ns] : sums) out.push_back({key.first, key.second, ns});
+  for (const auto& [key, ns] : sums) out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), ns});
   std::stable_sort(out.begin(), out.end(), [](const PathAttribution& a, const PathAttribution& b) { return a.ns > b.ns; });
   return out;
 }
 
+namespace {
+
+// Communication slices are told by their communicator's role.
+void nameCommunicators(std::vector<PathSlice>& slices, const std::map<uint64_t, CommunicatorInfo>& communicators) {
+  for (PathSlice& s : slices) {
+    if (s.cause != PathCause::kCommunication) continue;
+    auto it = communicators.find(s.comm_hash);
+    s.detail = it != communicators.end() ? communicatorRoleName(it->second.role) : "not recorded";
+  }
+}
+
+}  // namespace
+
 CriticalPathResult computeCriticalPath(const AnalysisInput& input) {
   CriticalPathResult result;
   std::map<uint64_t, CommunicatorInfo> communicators = gatherCommunicators(input.run);
+  size_t common_steps = SIZE_MAX;
   for (size_t r = 0; r < input.run.ranks.size(); ++r) {
-    for (const StepWindow& w : input.windowsOf(r)) {
+    std::vector<StepWindow> windows = input.windowsOf(r);
+    common_steps = std::min(common_steps, windows.size());
+    for (const StepWindow& w : windows) {
       if (w.window.length() <= 0) continue;
       RankCriticalPath path = rankCriticalPath(input.run.ranks[r], w.window);
-      for (PathSlice& s : path.slices) {
-        if (s.cause != PathCause::kCommunication) continue;
-        auto it = std::find_if(communicators.begin(), communicators.end(),
-                               [&](const auto& c) { return fmt::format("{:#x}", c.first) == s.detail; });
-        s.detail = it != communicators.end() ? communicatorRoleName(it->second.role) : "not recorded";
-      }
+      nameCommunicators(path.slices, communicators);
       result.steps.push_back({path.rank, input.hasSteps() ? w.number : -1, w.window, path.length_ns,
                               path.events.size(), attributionOf(path.slices)});
     }
+  }
+  if (input.run.ranks.size() < 2 || common_steps == SIZE_MAX) return result;
+  for (size_t i = 0; i < common_steps; ++i) {
+    std::vector<Interval> windows;
+    int64_t number = -1;
+    for (size_t r = 0; r < input.run.ranks.size(); ++r) {
+      StepWindow w = input.windowsOf(r)[i];
+      windows.push_back(w.window);
+      if (input.hasSteps()) number = w.number;
+    }
+    RunStepPath path = runCriticalPath(input.run, input.collectives(), windows);
+    if (path.window.length() <= 0) continue;
+    nameCommunicators(path.slices, communicators);
+    result.run_steps.push_back(
+        {number, path.window, path.length_ns, path.rank_changes, attributionOf(path.slices, true)});
   }
   return result;
 }
@@ -451,36 +674,43 @@ void presentCriticalPath(const CriticalPathResult& result, size_t top_rows, repo
   auto& section = report.addSection("critical_path", "Critical path");
   report.results.emplace_back("critical_path", resultValue(result));
   section.notes.push_back(
-      "Each rank's longest path through its dependency graph (host ops, launches, kernels in stream order, "
-      "synchronizations), every nanosecond of the step attributed to one cause along it.");
+      "The longest path through the step's dependency graph (host ops, launches, kernels in stream order, "
+      "synchronizations; across ranks, collectives joined and receives tied to their sends), every nanosecond of "
+      "the step attributed to one cause along it.");
   if (result.steps.empty()) {
     section.notes.push_back("No steps with events: no critical path.");
     return;
   }
-  // The rank whose windows are longest, summed over its steps: the one the job waits for.
-  std::map<int32_t, int64_t> time_per_rank;
-  for (const StepCriticalPath& s : result.steps) time_per_rank[s.rank] += s.window.length();
-  int32_t slowest = time_per_rank.begin()->first;
-  for (const auto& [rank, ns] : time_per_rank) {
-    if (ns > time_per_rank[slowest]) slowest = rank;
-  }
   std::vector<PathSlice> slices;
-  for (const StepCriticalPath& s : result.steps) {
-    if (s.rank != slowest) continue;
-    for (const PathAttribution& a : s.attribution) slices.push_back({0, a.ns, a.cause, a.detail});
+  int64_t all = 0;
+  std::string title;
+  if (!result.run_steps.empty()) {
+    for (const CriticalPathResult::RunStep& s : result.run_steps) {
+      all += s.window.length();
+      for (const PathAttribution& a : s.attribution) slices.push_back({0, a.ns, a.cause, a.detail, a.rank, 0});
+    }
+    title = fmt::format("Across ranks, {} step(s)", result.run_steps.size());
+  } else {
+    int32_t rank = result.steps.front().rank;
+    for (const StepCriticalPath& s : result.steps) {
+      if (s.rank != rank) continue;
+      all += s.window.length();
+      for (const PathAttribution& a : s.attribution) slices.push_back({0, a.ns, a.cause, a.detail, rank, 0});
+    }
+    title = fmt::format("Rank {}, all its steps", rank);
   }
-  std::vector<PathAttribution> total = attributionOf(slices);
-  double all = static_cast<double>(time_per_rank[slowest]);
+  std::vector<PathAttribution> total = attributionOf(slices, true);
   report::Table table{"attribution",
-                      fmt::format("Rank {}, all its steps ({} rows of {})", slowest, std::min(top_rows, total.size()),
-                                  total.size()),
-                      {{"cause", "cause"}, {"detail", "detail"}, {"time", "time"}, {"pct", "% of steps"}},
+                      fmt::format("{} ({} rows of {})", title, std::min(top_rows, total.size()), total.size()),
+                      {{"cause", "cause"}, {"detail", "detail"}, {"rank", "rank"}, {"time", "time"}, {"pct", "% of steps"}},
                       {}};
   for (size_t i = 0; i < total.size() && i < top_rows; ++i) {
     table.rows.push_back({Cell::of(std::string(pathCauseName(total[i].cause))),
                           Cell::of(total[i].detail.empty() ? std::string("-") : total[i].detail),
+                          Cell::of(static_cast<double>(total[i].rank), Unit::kNone),
                           Cell::of(static_cast<double>(total[i].ns), Unit::kNanoseconds),
-                          Cell::of(all > 0 ? 100.0 * static_cast<double>(total[i].ns) / all : 0.0, Unit::kPercent)});
+                          Cell::of(all > 0 ? 100.0 * static_cast<double>(total[i].ns) / static_cast<double>(all) : 0.0,
+                                   Unit::kPercent)});
   }
   section.tables.push_back(std::move(table));
 }

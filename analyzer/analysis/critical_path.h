@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analyzer/analysis/analysis_input.h"
+#include "analyzer/analysis/collective_matching.h"
 #include "analyzer/report/report.h"
 
 namespace gpuxray::analysis {
@@ -24,6 +25,7 @@ enum class PathCause : uint8_t {
   kLaunch,           // a kernel waited for its launch with nothing queued on its stream (host-bound)
   kSynchronization,  // the CPU waited in a synchronizing call, or on the GPU through it
   kKernelGap,        // the gap between two kernels of one stream
+  kWait,             // a rank waited in a collective or a receive for a later rank (detail: "rank N")
   kOther,            // no event on the path covers it (the CPU between top-level ops, the window's ends)
 };
 const char* pathCauseName(PathCause cause);
@@ -42,6 +44,8 @@ struct PathSlice {
   int64_t end_ns = 0;
   PathCause cause = PathCause::kOther;
   std::string detail;
+  int32_t rank = -1;       // whose event it is
+  uint64_t comm_hash = 0;  // communication: the NCCL operation's communicator (0: not recorded)
 };
 
 struct RankCriticalPath {
@@ -65,6 +69,7 @@ RankCriticalPath rankCriticalPath(const model::RankTrace& rank, Interval window,
 struct PathAttribution {
   PathCause cause = PathCause::kOther;
   std::string detail;
+  int32_t rank = -1;
   int64_t ns = 0;
 };
 
@@ -77,12 +82,35 @@ struct StepCriticalPath {
   std::vector<PathAttribution> attribution;  // largest first; sums to window.length()
 };
 
-struct CriticalPathResult {
-  std::vector<StepCriticalPath> steps;  // per rank (run order), per window
+// One step across ranks: every rank's graph, each collective's members joined (its kernels cannot
+// end before the last member started: the others' wait is "wait", the rest "communication") and each
+// receive tied to its send; the longest path through all of them over the union of the ranks' windows.
+struct RunStepPath {
+  int64_t step = -1;
+  Interval window;
+  int64_t length_ns = 0;
+  size_t rank_changes = 0;        // times the path crosses from one rank to another
+  std::vector<PathSlice> slices;  // in time order, covering the window
 };
 
-// The slices summed by (cause, detail), largest first.
-std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices);
+// `windows`: per rank of the run, its window of the step.
+RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& matched,
+                            const std::vector<Interval>& windows);
+
+struct CriticalPathResult {
+  std::vector<StepCriticalPath> steps;  // per rank (run order), per window
+  struct RunStep {
+    int64_t step = -1;
+    Interval window;
+    int64_t length_ns = 0;
+    size_t rank_changes = 0;
+    std::vector<PathAttribution> attribution;  // by (cause, detail, rank), largest first
+  };
+  std::vector<RunStep> run_steps;  // across ranks, per step (runs of two or more ranks)
+};
+
+// The slices summed by (cause, detail, rank), largest first; by_rank false sums over ranks.
+std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices, bool by_rank = false);
 
 CriticalPathResult computeCriticalPath(const AnalysisInput& input);
 void presentCriticalPath(const CriticalPathResult& result, size_t top, report::Report& report);
