@@ -310,3 +310,30 @@ TEST_CASE("critical path across ranks: a pipeline's slow stage, through sends an
   CHECK(sum(path.slices) == 534 * kUs);
   CHECK(path.rank_changes == 2);  // stage 0 to 1 through the first receive, 1 to 2 through the second
 }
+
+TEST_CASE("critical path across ranks: a wait for a rank whose lateness the trace does not explain", "[critical_path]") {
+  // Rank 0 computes [10, 110) and enters the all-reduce at 111; rank 1 has nothing before it launches
+  // its all-reduce at 290 (starting at 300). Both end at 350. Rank 1's chain is short (its 10 us launch
+  // delay), so the path stays on rank 0, whose kernel waited [111, 300) for rank 1.
+  model::RunTrace run;
+  RankSketch early(0), late(1);
+  early.communicator(0xd1, "dp", 0, 2);
+  late.communicator(0xd1, "dp", 1, 2);
+  early.kernel("gemm", 10 * kUs, 110 * kUs);
+  early.nccl(format::NcclOperationKind::kCollective, 0xd1, 1, -1, 111 * kUs, 350 * kUs);
+  late.nccl(format::NcclOperationKind::kCollective, 0xd1, 1, -1, 300 * kUs, 350 * kUs);
+  run.ranks.push_back(std::move(early.rank));
+  run.ranks.push_back(std::move(late.rank));
+  analysis::CollectiveIndex matched = analysis::matchOperations(run);
+  analysis::RunStepPath path = analysis::runCriticalPath(run, matched, std::vector<Interval>(2, Interval{0, 350 * kUs}));
+  auto rows = analysis::attributionOf(path.slices, true);
+  CHECK(attributed(rows, PathCause::kCompute, 0) == 100 * kUs);
+  CHECK(attributed(rows, PathCause::kWait, 0) == 189 * kUs);
+  CHECK(attributed(rows, PathCause::kCommunication, 0) == 50 * kUs);
+  auto wait = std::find_if(path.slices.begin(), path.slices.end(),
+                           [](const analysis::PathSlice& s) { return s.cause == PathCause::kWait; });
+  REQUIRE(wait != path.slices.end());
+  CHECK(wait->detail == "rank 1");
+  CHECK(sum(path.slices) == 350 * kUs);
+  CHECK(path.rank_changes == 0);
+}
