@@ -54,9 +54,38 @@ bool blocksOnGpu(std::string_view call) {
          call == "cudaEventSynchronize" || call == "cudaMemcpy";
 }
 
+// Per rank, built once for all its windows: its host calls by start, and its GPU work and stream
+// synchronizations by their call's start, so that a window's events are two binary searches away.
+struct RankTimeIndex {
+  explicit RankTimeIndex(const model::RankTrace& rank) {
+    calls_by_start.resize(rank.host_calls.size());
+    for (uint32_t i = 0; i < calls_by_start.size(); ++i) calls_by_start[i] = i;
+    std::sort(calls_by_start.begin(), calls_by_start.end(), [&](uint32_t a, uint32_t b) {
+      return std::pair(rank.host_calls[a].start_ns, a) < std::pair(rank.host_calls[b].start_ns, b);
+    });
+    for (uint32_t i = 0; i < rank.activities.size(); ++i) {
+      const model::GpuActivity& a = rank.activities[i];
+      bool stream_sync = a.kind == ActivityKind::kSync && rank.name(a.name_id) == "Stream Sync";
+      if ((!model::isGpuWork(a.kind) && !stream_sync) || a.correlation_id == 0) continue;
+      const model::HostCall* call = rank.launchOf(a.correlation_id);
+      if (call != nullptr) work_by_launch.push_back({call->start_ns, i, static_cast<uint32_t>(call - rank.host_calls.data())});
+    }
+    std::sort(work_by_launch.begin(), work_by_launch.end(),
+              [](const Work& a, const Work& b) { return std::pair(a.call_start_ns, a.activity) < std::pair(b.call_start_ns, b.activity); });
+  }
+  struct Work {
+    int64_t call_start_ns;
+    uint32_t activity;
+    uint32_t call;
+  };
+  std::vector<uint32_t> calls_by_start;
+  std::vector<Work> work_by_launch;
+};
+
 class RankGraph {
  public:
-  RankGraph(const model::RankTrace& rank, Interval window) : rank_(rank), window_(window) {
+  RankGraph(const model::RankTrace& rank, const RankTimeIndex& index, Interval window)
+      : rank_(rank), index_(index), window_(window) {
     collectEvents();
     addCallStackEdges();
     addGpuEdges();
@@ -102,13 +131,16 @@ class RankGraph {
   void addGpuEdges();
 
   const model::RankTrace& rank_;
+  const RankTimeIndex& index_;
   Interval window_;
   std::vector<GraphEvent> events_;
   std::vector<uint64_t> threads_;                      // per host event: its OS thread
   std::unordered_map<uint32_t, uint32_t> call_event_;  // host call index -> event
+  std::unordered_map<uint32_t, uint32_t> launch_call_;  // activity index -> its launch call's index
   std::vector<Edge> edges_;
   std::unordered_map<int64_t, uint64_t> comm_by_start_;  // NCCL operations' GPU start -> communicator
   std::unordered_map<uint32_t, uint32_t> span_edge_;     // GPU event -> its span edge
+  std::vector<std::pair<uint32_t, uint32_t>> stream_syncs_;  // (Stream Sync activity, its call's event)
 };
 
 std::vector<std::pair<int64_t, uint32_t>> RankGraph::communicationEvents() const {
@@ -135,20 +167,39 @@ void RankGraph::collectEvents() {
     if (rank_.name(r.domain_id) == model::kCpuOpDomain && inWindow(r.start_ns, r.end_ns))
       addHost(PathEventSource::kStepRange, i, r.start_ns, r.end_ns, r.thread_id);
   }
-  for (uint32_t i = 0; i < rank_.host_calls.size(); ++i) {
+  // Calls in correlation order and work in start order, as the whole rank's lists have them.
+  std::vector<uint32_t> calls;
+  auto first_call = std::lower_bound(index_.calls_by_start.begin(), index_.calls_by_start.end(), window_.start,
+                                     [&](uint32_t c, int64_t t) { return rank_.host_calls[c].start_ns < t; });
+  for (auto it = first_call; it != index_.calls_by_start.end() && rank_.host_calls[*it].start_ns <= window_.end; ++it) {
+    const model::HostCall& c = rank_.host_calls[*it];
+    if (inWindow(c.start_ns, c.end_ns)) calls.push_back(*it);
+  }
+  std::sort(calls.begin(), calls.end());
+  for (uint32_t i : calls) {
     const model::HostCall& c = rank_.host_calls[i];
-    if (!inWindow(c.start_ns, c.end_ns)) continue;
     call_event_.emplace(i, static_cast<uint32_t>(events_.size()));
     addHost(PathEventSource::kHostCall, i, c.start_ns, c.end_ns,
             c.thread < rank_.threads.size() ? rank_.threads[c.thread] : 0);
   }
-  for (uint32_t i = 0; i < rank_.activities.size(); ++i) {
+  std::vector<uint32_t> work;
+  auto first_work = std::lower_bound(index_.work_by_launch.begin(), index_.work_by_launch.end(), window_.start,
+                                     [](const RankTimeIndex::Work& w, int64_t t) { return w.call_start_ns < t; });
+  for (auto it = first_work; it != index_.work_by_launch.end() && it->call_start_ns <= window_.end; ++it) {
+    if (!call_event_.contains(it->call)) continue;
+    launch_call_.emplace(it->activity, it->call);
+    if (model::isGpuWork(rank_.activities[it->activity].kind)) {
+      work.push_back(it->activity);
+    } else {
+      stream_syncs_.emplace_back(it->activity, call_event_.at(it->call));
+    }
+  }
+  std::sort(work.begin(), work.end());
+  for (uint32_t i : work) {
     const model::GpuActivity& a = rank_.activities[i];
-    if (!model::isGpuWork(a.kind) || a.correlation_id == 0) continue;
-    const model::HostCall* call = rank_.launchOf(a.correlation_id);
-    if (call == nullptr || !call_event_.contains(static_cast<uint32_t>(call - rank_.host_calls.data()))) continue;
     events_.push_back({{PathEventSource::kActivity, i}, a.start_ns, std::max(a.start_ns, a.end_ns), -1, false});
   }
+  std::sort(stream_syncs_.begin(), stream_syncs_.end());
   for (const model::NcclOp& op : rank_.nccl_ops) {
     if (op.hasGpuTimes()) comm_by_start_.emplace(op.gpu_start_ns, op.comm_hash);
   }
@@ -213,12 +264,9 @@ void RankGraph::addGpuEdges() {
       items.push_back({ev.end_ns, e, -1, true});
     }
   }
-  for (const model::GpuActivity& a : rank_.activities) {
-    if (a.kind != ActivityKind::kSync || rank_.name(a.name_id) != "Stream Sync" || a.correlation_id == 0) continue;
-    const model::HostCall* call = rank_.launchOf(a.correlation_id);
-    if (call == nullptr) continue;
-    auto it = call_event_.find(static_cast<uint32_t>(call - rank_.host_calls.data()));
-    if (it != call_event_.end()) items.push_back({a.end_ns, it->second, a.stream, true});
+  for (const auto& [activity, call_event] : stream_syncs_) {
+    const model::GpuActivity& a = rank_.activities[activity];
+    items.push_back({a.end_ns, call_event, a.stream, true});
   }
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.sort_ns < b.sort_ns; });
 
@@ -228,8 +276,7 @@ void RankGraph::addGpuEdges() {
   for (const Item& item : items) {
     if (item.sync) continue;
     const model::GpuActivity& a = rank_.activities[events_[item.event].ref.index];
-    const model::HostCall* call = rank_.launchOf(a.correlation_id);
-    uint32_t call_event = call_event_.at(static_cast<uint32_t>(call - rank_.host_calls.data()));
+    uint32_t call_event = call_event_.at(launch_call_.at(events_[item.event].ref.index));
     launch_event.emplace(item.event, call_event);
     queue_changes[item.stream].emplace_back(events_[call_event].start_ns, 0, item.event);
     queue_changes[item.stream].emplace_back(a.start_ns, 1, item.event);
@@ -497,11 +544,13 @@ const char* pathCauseName(PathCause cause) {
 }
 
 RankCriticalPath rankCriticalPath(const model::RankTrace& rank, Interval window, PathEnd end) {
-  return RankGraph(rank, window).longestPath(end);
+  return RankGraph(rank, RankTimeIndex(rank), window).longestPath(end);
 }
 
-RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& matched,
-                            const std::vector<Interval>& windows) {
+namespace {
+
+RunStepPath runPath(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
+                    const CollectiveIndex& matched, const std::vector<Interval>& windows) {
   RunStepPath out;
   std::vector<RankGraph> graphs;
   std::vector<uint32_t> offset, edge_base;
@@ -510,7 +559,7 @@ RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& m
   std::vector<std::pair<int32_t, uint32_t>> origin;  // per edge: (rank index, its local edge); -1: a join
   out.window = windows.empty() ? Interval{} : windows.front();
   for (size_t r = 0; r < run.ranks.size() && r < windows.size(); ++r) {
-    graphs.emplace_back(run.ranks[r], windows[r]);
+    graphs.emplace_back(run.ranks[r], indexes[r], windows[r]);
     out.window.start = std::min(out.window.start, windows[r].start);
     out.window.end = std::max(out.window.end, windows[r].end);
   }
@@ -615,6 +664,15 @@ RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& m
   return out;
 }
 
+}  // namespace
+
+RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& matched,
+                            const std::vector<Interval>& windows) {
+  std::vector<RankTimeIndex> indexes;
+  for (const model::RankTrace& rank : run.ranks) indexes.emplace_back(rank);
+  return runPath(run, indexes, matched, windows);
+}
+
 std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices, bool by_rank) {
   std::map<std::tuple<PathCause, std::string, int32_t>, int64_t> sums;
   for (const PathSlice& s : slices) sums[{s.cause, s.detail, by_rank ? s.rank : -1}] += s.end_ns - s.start_ns;
@@ -641,12 +699,14 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input) {
   CriticalPathResult result;
   std::map<uint64_t, CommunicatorInfo> communicators = gatherCommunicators(input.run);
   size_t common_steps = SIZE_MAX;
+  std::vector<RankTimeIndex> indexes;
+  for (const model::RankTrace& rank : input.run.ranks) indexes.emplace_back(rank);
   for (size_t r = 0; r < input.run.ranks.size(); ++r) {
     std::vector<StepWindow> windows = input.windowsOf(r);
     common_steps = std::min(common_steps, windows.size());
     for (const StepWindow& w : windows) {
       if (w.window.length() <= 0) continue;
-      RankCriticalPath path = rankCriticalPath(input.run.ranks[r], w.window);
+      RankCriticalPath path = RankGraph(input.run.ranks[r], indexes[r], w.window).longestPath(PathEnd::kLatest);
       nameCommunicators(path.slices, communicators);
       result.steps.push_back({path.rank, input.hasSteps() ? w.number : -1, w.window, path.length_ns,
                               path.events.size(), attributionOf(path.slices)});
@@ -661,7 +721,7 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input) {
       windows.push_back(w.window);
       if (input.hasSteps()) number = w.number;
     }
-    RunStepPath path = runCriticalPath(input.run, input.collectives(), windows);
+    RunStepPath path = runPath(input.run, indexes, input.collectives(), windows);
     if (path.window.length() <= 0) continue;
     nameCommunicators(path.slices, communicators);
     result.run_steps.push_back(
