@@ -333,7 +333,10 @@ TEST_CASE("critical path across ranks: a wait for a rank whose lateness the trac
   auto wait = std::find_if(path.slices.begin(), path.slices.end(),
                            [](const analysis::PathSlice& s) { return s.cause == PathCause::kWait; });
   REQUIRE(wait != path.slices.end());
-  CHECK(wait->detail == "rank 1");
+  CHECK(wait->waited_for == 1);
+  CHECK(std::find_if(rows.begin(), rows.end(), [](const analysis::PathAttribution& a) {
+          return a.cause == PathCause::kWait && a.detail == "rank 1";
+        }) != rows.end());
   CHECK(sum(path.slices) == 350 * kUs);
   CHECK(path.rank_changes == 0);
 }

@@ -434,7 +434,8 @@ class SliceCutter {
     s.end_ns = std::min(std::max(s.end_ns, cursor_), window_.end);
     if (s.end_ns <= s.start_ns) return;
     if (!out_.empty() && out_.back().cause == s.cause && out_.back().detail == s.detail &&
-        out_.back().rank == s.rank && out_.back().comm_hash == s.comm_hash && out_.back().end_ns == s.start_ns) {
+        out_.back().rank == s.rank && out_.back().comm_hash == s.comm_hash &&
+        out_.back().waited_for == s.waited_for && out_.back().end_ns == s.start_ns) {
       out_.back().end_ns = s.end_ns;
     } else {
       out_.push_back(std::move(s));
@@ -653,7 +654,7 @@ RunStepPath runPath(const model::RunTrace& run, const std::vector<RankTimeIndex>
       if (e.from % 2 == 0 && e.to == e.from + 1 && w != waited_for.end()) {
         // The kernel's own start led here although it waited: its wait is the other rank's doing.
         int64_t waited_until = times[e.to] - e.weight;
-        cutter.cover({times[e.from], waited_until, PathCause::kWait, fmt::format("rank {}", w->second), g.rank(), 0});
+        cutter.cover({times[e.from], waited_until, PathCause::kWait, "", g.rank(), 0, w->second});
       }
     }
     if (g.rank() != previous_rank) ++out.rank_changes;
@@ -674,8 +675,28 @@ RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& m
 }
 
 std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices, bool by_rank) {
+  // Summed first by where the detail's text lives (the same interned name on a rank), then by text.
+  struct Key {
+    PathCause cause;
+    const char* text;
+    size_t size;
+    int32_t rank, waited_for;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<const void*>()(k.text) ^ (static_cast<size_t>(k.cause) << 1) ^
+             (static_cast<size_t>(static_cast<uint32_t>(k.rank)) << 8) ^ static_cast<size_t>(static_cast<uint32_t>(k.waited_for) << 20);
+    }
+  };
+  std::unordered_map<Key, int64_t, KeyHash> by_place;
+  for (const PathSlice& s : slices)
+    by_place[{s.cause, s.detail.data(), s.detail.size(), by_rank ? s.rank : -1, s.waited_for}] += s.end_ns - s.start_ns;
   std::map<std::tuple<PathCause, std::string, int32_t>, int64_t> sums;
-  for (const PathSlice& s : slices) sums[{s.cause, s.detail, by_rank ? s.rank : -1}] += s.end_ns - s.start_ns;
+  for (const auto& [k, ns] : by_place) {
+    std::string detail = k.waited_for >= 0 ? fmt::format("rank {}", k.waited_for) : std::string(k.text, k.size);
+    sums[{k.cause, std::move(detail), k.rank}] += ns;
+  }
   std::vector<PathAttribution> out;
   for (const auto& [key, ns] : sums) out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), ns});
   std::stable_sort(out.begin(), out.end(), [](const PathAttribution& a, const PathAttribution& b) { return a.ns > b.ns; });
@@ -701,10 +722,15 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input) {
   size_t common_steps = SIZE_MAX;
   std::vector<RankTimeIndex> indexes;
   for (const model::RankTrace& rank : input.run.ranks) indexes.emplace_back(rank);
+  // One rank's path as HTA defines it for single-rank runs; across ranks, the joined path (building
+  // every rank's graph once more for its own path would double the cost).
+  bool single = input.run.ranks.size() == 1;
+  std::vector<std::vector<StepWindow>> rank_windows;
   for (size_t r = 0; r < input.run.ranks.size(); ++r) {
-    std::vector<StepWindow> windows = input.windowsOf(r);
-    common_steps = std::min(common_steps, windows.size());
-    for (const StepWindow& w : windows) {
+    rank_windows.push_back(input.windowsOf(r));
+    common_steps = std::min(common_steps, rank_windows.back().size());
+    for (const StepWindow& w : rank_windows.back()) {
+      if (!single) break;
       if (w.window.length() <= 0) continue;
       RankCriticalPath path = RankGraph(input.run.ranks[r], indexes[r], w.window).longestPath(PathEnd::kLatest);
       nameCommunicators(path.slices, communicators);
@@ -717,7 +743,7 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input) {
     std::vector<Interval> windows;
     int64_t number = -1;
     for (size_t r = 0; r < input.run.ranks.size(); ++r) {
-      StepWindow w = input.windowsOf(r)[i];
+      const StepWindow& w = rank_windows[r][i];
       windows.push_back(w.window);
       if (input.hasSteps()) number = w.number;
     }
@@ -737,7 +763,7 @@ void presentCriticalPath(const CriticalPathResult& result, size_t top_rows, repo
       "The longest path through the step's dependency graph (host ops, launches, kernels in stream order, "
       "synchronizations; across ranks, collectives joined and receives tied to their sends), every nanosecond of "
       "the step attributed to one cause along it.");
-  if (result.steps.empty()) {
+  if (result.steps.empty() && result.run_steps.empty()) {
     section.notes.push_back("No steps with events: no critical path.");
     return;
   }

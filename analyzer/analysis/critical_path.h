@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analyzer/analysis/analysis_input.h"
@@ -43,9 +44,10 @@ struct PathSlice {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   PathCause cause = PathCause::kOther;
-  std::string detail;
-  int32_t rank = -1;       // whose event it is
-  uint64_t comm_hash = 0;  // communication: the NCCL operation's communicator (0: not recorded)
+  std::string_view detail;  // into the rank's strings or a constant
+  int32_t rank = -1;        // whose event it is
+  uint64_t comm_hash = 0;   // communication: the NCCL operation's communicator (0: not recorded)
+  int32_t waited_for = -1;  // wait: the rank waited for
 };
 
 struct RankCriticalPath {
