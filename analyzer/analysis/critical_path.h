@@ -1,0 +1,120 @@
+// The critical path of each rank's steps (docs/analyses.md, "Critical path"): Holistic Trace
+// Analysis's dependency graph of one rank (host ops and runtime calls in call-stack order, kernels
+// in stream order, launch and kernel-to-kernel delays, stream and device synchronization), its
+// longest path, and every nanosecond of the step's window attributed to exactly one cause along
+// that path. The per-rank part (rankCriticalPath) reads one rank's events only and reduces them to
+// slices, the digest a cross-rank join needs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analyzer/analysis/analysis_input.h"
+#include "analyzer/analysis/collective_matching.h"
+#include "analyzer/report/report.h"
+
+namespace gpuxray::analysis {
+
+// What a stretch of the critical path was spent on.
+enum class PathCause : uint8_t {
+  kCompute,          // a compute kernel ran (detail: its name)
+  kCommunication,    // a communication kernel ran (detail: the communicator's role)
+  kMemcpy,           // a copy or memset ran
+  kHost,             // the CPU ran an op or a runtime call (detail: "cpu op" or the call's name)
+  kLaunch,           // a kernel waited for its launch with nothing queued on its stream (host-bound)
+  kSynchronization,  // the CPU waited in a synchronizing call, or on the GPU through it
+  kKernelGap,        // the gap between two kernels of one stream
+  kWait,             // a rank waited in a collective or a receive for a later rank (detail: "rank N")
+  kOther,            // no event on the path covers it (the CPU between top-level ops, the window's ends)
+};
+const char* pathCauseName(PathCause cause);
+
+// Which of a rank's records an event on the path is.
+enum class PathEventSource : uint8_t { kHostOp, kHostCall, kStepRange, kActivity };
+struct PathEvent {
+  PathEventSource source = PathEventSource::kHostOp;
+  uint32_t index = 0;  // into host_ops, host_calls, nvtx or activities
+  bool operator==(const PathEvent&) const = default;
+};
+
+// A stretch of the window and what the path spent it on; a rank's slices cover its window exactly.
+struct PathSlice {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  PathCause cause = PathCause::kOther;
+  std::string_view detail;  // into the rank's strings or a constant
+  int32_t rank = -1;        // whose event it is
+  uint64_t comm_hash = 0;   // communication: the NCCL operation's communicator (0: not recorded)
+  int32_t waited_for = -1;  // wait: the rank waited for
+};
+
+struct RankCriticalPath {
+  int32_t rank = -1;
+  int64_t step = -1;  // -1: the rank's whole span
+  Interval window;
+  int64_t length_ns = 0;          // the longest path's summed edge weights (HTA's measure)
+  size_t nodes = 0;               // the path's nodes (an event's start and end are two)
+  std::vector<PathEvent> events;  // the events on the path, each once, in path order
+  std::vector<PathSlice> slices;  // in time order, covering the window
+};
+
+// Where the path ends when several nodes end a longest path: the latest (gpuxray's: a wait that ends
+// the step is then on the path, not after it) or the earliest (networkx's, so HTA's).
+enum class PathEnd : uint8_t { kLatest, kEarliest };
+
+// The critical path of one rank in `window`: host events that start in it, GPU work whose launch
+// call starts in it (HTA's clipping).
+RankCriticalPath rankCriticalPath(const model::RankTrace& rank, Interval window, PathEnd end = PathEnd::kLatest);
+
+struct PathAttribution {
+  PathCause cause = PathCause::kOther;
+  std::string detail;
+  int32_t rank = -1;
+  int64_t ns = 0;
+};
+
+struct StepCriticalPath {
+  int32_t rank = -1;
+  int64_t step = -1;
+  Interval window;
+  int64_t length_ns = 0;
+  size_t events_on_path = 0;
+  std::vector<PathAttribution> attribution;  // largest first; sums to window.length()
+};
+
+// One step across ranks: every rank's graph, each collective's members joined (its kernels cannot
+// end before the last member started: the others' wait is "wait", the rest "communication") and each
+// receive tied to its send; the longest path through all of them over the union of the ranks' windows.
+struct RunStepPath {
+  int64_t step = -1;
+  Interval window;
+  int64_t length_ns = 0;
+  size_t rank_changes = 0;        // times the path crosses from one rank to another
+  std::vector<PathSlice> slices;  // in time order, covering the window
+};
+
+// `windows`: per rank of the run, its window of the step.
+RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& matched,
+                            const std::vector<Interval>& windows);
+
+struct CriticalPathResult {
+  std::vector<StepCriticalPath> steps;  // per rank (run order), per window
+  struct RunStep {
+    int64_t step = -1;
+    Interval window;
+    int64_t length_ns = 0;
+    size_t rank_changes = 0;
+    std::vector<PathAttribution> attribution;  // by (cause, detail, rank), largest first
+  };
+  std::vector<RunStep> run_steps;  // across ranks, per step (runs of two or more ranks)
+};
+
+// The slices summed by (cause, detail, rank), largest first; by_rank false sums over ranks.
+std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices, bool by_rank = false);
+
+CriticalPathResult computeCriticalPath(const AnalysisInput& input);
+void presentCriticalPath(const CriticalPathResult& result, size_t top, report::Report& report);
+
+}  // namespace gpuxray::analysis
