@@ -36,7 +36,7 @@ void runAnalyses(const AnalysisInput& input, report::Report& report) {
   analyzeStepOverview(input, report);
   analyzeMemoryCategories(input, report);
   analyzeOps(input, report);
-  analyzeCriticalPath(input, report);
+  if (input.options.critical_path) analyzeCriticalPath(input, report);
   report.sortFindings();
 }
 

@@ -24,6 +24,9 @@ struct AnalysisOptions {
   bool hta_compat = false;
   // With hta_compat: keep the last ProfilerStep, which HTA drops by default.
   bool include_last_step = false;
+  // --critical-path: the critical path and its attribution (critical_path.h). Off by default while it
+  // costs about three times the rest of analyze.
+  bool critical_path = false;
 };
 
 // One training step on one rank, on the run clock.

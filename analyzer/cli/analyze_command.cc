@@ -42,6 +42,7 @@ struct AnalyzeOptions {
   size_t top = 10;
   std::string compat;
   bool include_last_step = false;
+  bool critical_path = false;
   std::vector<std::string> comm_kernels;
   TimelineOutput timeline;
   std::string max_memory;
@@ -76,6 +77,7 @@ ExitCode analyze(const AnalyzeOptions& options) {
   session_options.analysis.top = options.top;
   session_options.analysis.hta_compat = options.compat == "hta";
   session_options.analysis.include_last_step = options.include_last_step;
+  session_options.analysis.critical_path = options.critical_path;
   showLoadProgressOnTerminal(session_options);
   analysis::Session session(std::move(session_options));
 
@@ -136,6 +138,8 @@ CommandAction addAnalyzeCommand(CLI::App& app) {
                       "computes them (whole-microsecond times, last ProfilerStep dropped, cuda_sync counted as busy)");
   command->add_flag("--include-last-step", options->include_last_step,
                     "With --compat hta: keep the last ProfilerStep (HTA's include_last_profiler_step=True)");
+  command->add_flag("--critical-path", options->critical_path,
+                    "Add each step's critical path, every nanosecond attributed to one cause (docs/analyses.md)");
   command->add_option("--max-memory", options->max_memory,
                       "Stop with an error rather than use more memory than this, e.g. 16G (default: 3/4 of RAM; 0: no "
                       "limit)");
