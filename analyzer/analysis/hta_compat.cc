@@ -11,6 +11,7 @@
 #include <set>
 
 #include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/rank_digest.h"
 #include "analyzer/report/units.h"
 
 namespace gpuxray::analysis {
@@ -149,6 +150,8 @@ std::string microseconds(int64_t ns) {
   return fmt::format("{:.3f}", static_cast<double>(ns) / 1000.0);
 }
 
+double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
 Cell microsecondCell(int64_t ns) {
   return Cell::shownAs(static_cast<double>(ns) / 1000.0, Unit::kNone, microseconds(ns));
 }
@@ -183,6 +186,37 @@ IdleSplit idleOfStream(std::vector<const HtaKernel*> kernels) {
 
 }  // namespace
 
+bool htaStepFilterApplied(const model::RunTrace& run, bool include_last_step) {
+  return hta::stepFilterOf(run, include_last_step).applied;
+}
+
+HtaPart htaOfRank(const model::RankTrace& rank, bool filter_applied) {
+  HtaPart part;
+  part.filter_applied = filter_applied;
+  std::vector<HtaKernel> kernels = htaKernels(rank, filter_applied);
+  if (kernels.empty()) return part;
+  part.empty = false;
+  int64_t first = kernels.front().start, last = kernels.front().end;
+  for (const auto& k : kernels) first = std::min(first, k.start), last = std::max(last, k.end);
+  int64_t span = last - first;
+  IntervalSet busy = unionOfType(kernels, std::nullopt);
+  IntervalSet compute = unionOfType(kernels, hta::KernelType::kComputation);
+  IntervalSet communication = unionOfType(kernels, hta::KernelType::kCommunication);
+  part.span = span;
+  part.idle = span - totalLength(busy);
+  part.compute = totalLength(compute);
+  part.non_compute = span - part.compute - part.idle;
+  part.idle_pct = hta::percent(us(part.idle), us(span));
+  part.overlap_pct = hta::percent(us(totalLength(intersect(compute, communication))), us(totalLength(communication)));
+  std::map<uint32_t, std::vector<const HtaKernel*>> by_stream;
+  for (const auto& k : kernels) by_stream[k.stream].push_back(&k);
+  for (const auto& [stream, members] : by_stream) {
+    IdleSplit split = idleOfStream(members);
+    part.streams.push_back({stream, split.host_wait, split.kernel_wait, split.other});
+  }
+  return part;
+}
+
 void analyzeHtaCompat(const AnalysisInput& input, report::Report& report) {
   const auto& run = input.run;
   hta::StepFilter filter = hta::stepFilterOf(run, input.options.include_last_step);
@@ -214,38 +248,23 @@ void analyzeHtaCompat(const AnalysisInput& input, report::Report& report) {
                      {}};
   double worst_idle = -1, lowest_overlap = 1e9;
   std::vector<int32_t> empty_ranks;
-  for (const auto& rank : run.ranks) {
-    std::vector<HtaKernel> kernels = htaKernels(rank, filter.applied);
-    if (kernels.empty()) {
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const auto& rank = run.ranks[r];
+    const HtaPart& part = *input.digest(r).hta;
+    if (part.empty) {
       empty_ranks.push_back(rank.rank);
       continue;
     }
-    int64_t first = kernels.front().start, last = kernels.front().end;
-    for (const auto& k : kernels) first = std::min(first, k.start), last = std::max(last, k.end);
-    int64_t span = last - first;
-    IntervalSet busy = unionOfType(kernels, std::nullopt);
-    IntervalSet compute = unionOfType(kernels, hta::KernelType::kComputation);
-    IntervalSet communication = unionOfType(kernels, hta::KernelType::kCommunication);
-    int64_t idle_ns = span - totalLength(busy);
-    int64_t compute_ns = totalLength(compute);
-    int64_t non_compute_ns = span - compute_ns - idle_ns;
-    auto us = [](int64_t ns) { return static_cast<double>(ns) / 1000.0; };
-    double idle_pct = hta::percent(us(idle_ns), us(span));
-    breakdown.rows.push_back({Cell::of(rank.rank, Unit::kNone), microsecondCell(span), microsecondCell(idle_ns),
-                              microsecondCell(compute_ns), microsecondCell(non_compute_ns), percentCell(idle_pct),
-                              percentCell(hta::percent(us(compute_ns), us(span))),
-                              percentCell(hta::percent(us(non_compute_ns), us(span)))});
-    worst_idle = std::max(worst_idle, idle_pct);
-    double overlap_pct = hta::percent(us(totalLength(intersect(compute, communication))), us(totalLength(communication)));
-    overlap.rows.push_back({Cell::of(rank.rank, Unit::kNone), percentCell(overlap_pct)});
-    if (!std::isnan(overlap_pct)) lowest_overlap = std::min(lowest_overlap, overlap_pct);
-
-    std::map<uint32_t, std::vector<const HtaKernel*>> by_stream;
-    for (const auto& k : kernels) by_stream[k.stream].push_back(&k);
-    for (const auto& [stream, members] : by_stream) {
-      IdleSplit split = idleOfStream(members);
-      idle.rows.push_back({Cell::of(rank.rank, Unit::kNone), Cell::of(stream, Unit::kNone), microsecondCell(split.host_wait),
-                           microsecondCell(split.kernel_wait), microsecondCell(split.other)});
+    breakdown.rows.push_back({Cell::of(rank.rank, Unit::kNone), microsecondCell(part.span), microsecondCell(part.idle),
+                              microsecondCell(part.compute), microsecondCell(part.non_compute), percentCell(part.idle_pct),
+                              percentCell(hta::percent(us(part.compute), us(part.span))),
+                              percentCell(hta::percent(us(part.non_compute), us(part.span)))});
+    worst_idle = std::max(worst_idle, part.idle_pct);
+    overlap.rows.push_back({Cell::of(rank.rank, Unit::kNone), percentCell(part.overlap_pct)});
+    if (!std::isnan(part.overlap_pct)) lowest_overlap = std::min(lowest_overlap, part.overlap_pct);
+    for (const auto& s : part.streams) {
+      idle.rows.push_back({Cell::of(rank.rank, Unit::kNone), Cell::of(s.stream, Unit::kNone), microsecondCell(s.host_wait),
+                           microsecondCell(s.kernel_wait), microsecondCell(s.other)});
     }
   }
   if (!empty_ranks.empty()) {

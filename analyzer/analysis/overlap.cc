@@ -10,6 +10,7 @@
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/communicators.h"
+#include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/statistics.h"
 #include "analyzer/model/communication_kernels.h"
 
@@ -30,22 +31,16 @@ struct CollectiveExposure {
 
 // Communication that is not NCCL's (DeepEP, custom all-reduce, --comm-kernel ...): no NCCL
 // operation stands for it, so its kernels are summed per library and operation, all ranks.
-report::Table otherCommunication(const model::RunTrace& run) {
+report::Table otherCommunication(const AnalysisInput& input) {
   report::Table table{"other_communication", "Communication kernels outside NCCL (all ranks)",
                       {{"library", "library"}, {"operation", "operation"}, {"kernels", "kernels"}, {"time", "time"}},
                       {}};
   std::map<std::pair<std::string, std::string>, CollectiveExposure> per_family;
-  for (const auto& rank : run.ranks) {
-    std::map<uint32_t, const model::CommunicationKernelFamily*> families;
-    for (const auto& a : rank.activities) {
-      if (a.kind != model::ActivityKind::kCommunication) continue;
-      auto [it, inserted] = families.try_emplace(a.name_id, nullptr);
-      if (inserted) it->second = model::communicationFamilyOf(rank.name(a.name_id));
-      if (it->second == nullptr || it->second->nccl) continue;
-      std::string operation = model::communicationOperationOf(rank.name(a.name_id));
-      auto& sum = per_family[{std::string(it->second->library), operation.empty() ? "not recorded" : operation}];
-      ++sum.count;
-      sum.time += a.duration();
+  for (size_t r = 0; r < input.run.ranks.size(); ++r) {
+    for (const auto& family : input.digest(r).overlap.other_communication) {
+      auto& sum = per_family[{family.library, family.operation}];
+      sum.count += family.count;
+      sum.time += family.time;
     }
   }
   for (const auto& [key, sum] : per_family) {
@@ -56,6 +51,40 @@ report::Table otherCommunication(const model::RunTrace& run) {
 }
 
 }  // namespace
+
+OverlapPart overlapOfRank(const AnalysisInput& input, size_t r) {
+  const auto& rank = input.run.ranks[r];
+  OverlapPart part;
+  std::map<std::pair<std::string, std::string>, CollectiveExposure> per_family;
+  std::map<uint32_t, const model::CommunicationKernelFamily*> families;
+  for (const auto& a : rank.activities) {
+    if (a.kind != model::ActivityKind::kCommunication) continue;
+    auto [it, inserted] = families.try_emplace(a.name_id, nullptr);
+    if (inserted) it->second = model::communicationFamilyOf(rank.name(a.name_id));
+    if (it->second == nullptr || it->second->nccl) continue;
+    std::string operation = model::communicationOperationOf(rank.name(a.name_id));
+    auto& sum = per_family[{std::string(it->second->library), operation.empty() ? "not recorded" : operation}];
+    ++sum.count;
+    sum.time += a.duration();
+  }
+  for (const auto& [key, sum] : per_family) part.other_communication.push_back({key.first, key.second, sum.count, sum.time});
+
+  const GpuTimeSets& sets = input.time_sets[r];
+  if (sets.communication.empty()) return part;
+  part.has_communication = true;
+  IntervalSet exposed_set = subtract(sets.communication, sets.compute);
+  for (const StepWindow& step : input.windowsOf(r)) {
+    for (const Interval& piece : clip(exposed_set, step.window)) {
+      if (piece.length() >= kShortestMarkNs) part.exposed_marks.push_back(piece);
+    }
+    int64_t e = lengthWithin(exposed_set, step.window);
+    part.communication += lengthWithin(sets.communication, step.window);
+    part.exposed += e;
+    part.time += step.window.length();
+    part.exposed_per_step.push_back(e);
+  }
+  return part;
+}
 
 void analyzeOverlap(const AnalysisInput& input, report::Report& report) {
   const auto& run = input.run;
@@ -74,22 +103,12 @@ void analyzeOverlap(const AnalysisInput& input, report::Report& report) {
   double lowest_overlap = 101;
 
   for (size_t r = 0; r < run.ranks.size(); ++r) {
-    const GpuTimeSets& sets = input.time_sets[r];
-    if (sets.communication.empty()) continue;
-    IntervalSet exposed_set = subtract(sets.communication, sets.compute);
-    int64_t communication = 0, exposed = 0, time = 0;
-    std::vector<int64_t> per_step;
-    for (const StepWindow& step : input.windowsOf(r)) {
-      for (const Interval& piece : clip(exposed_set, step.window)) {
-        if (piece.length() >= kShortestMarkNs)
-          report.marks.push_back({"overlap", run.ranks[r].rank, piece.start, piece.end, "exposed communication"});
-      }
-      int64_t e = lengthWithin(exposed_set, step.window);
-      communication += lengthWithin(sets.communication, step.window);
-      exposed += e;
-      time += step.window.length();
-      per_step.push_back(e);
-    }
+    const OverlapPart& part = input.digest(r).overlap;
+    if (!part.has_communication) continue;
+    for (const Interval& piece : part.exposed_marks)
+      report.marks.push_back({"overlap", run.ranks[r].rank, piece.start, piece.end, "exposed communication"});
+    const int64_t communication = part.communication, exposed = part.exposed, time = part.time;
+    const std::vector<int64_t>& per_step = part.exposed_per_step;
     if (communication == 0 || time == 0) continue;
     double overlap_pct = 100.0 * static_cast<double>(communication - exposed) / static_cast<double>(communication);
     double exposed_pct = 100.0 * static_cast<double>(exposed) / static_cast<double>(time);
@@ -109,7 +128,7 @@ void analyzeOverlap(const AnalysisInput& input, report::Report& report) {
     return;
   }
   section.tables.push_back(std::move(ranks));
-  if (report::Table other = otherCommunication(run); !other.rows.empty()) section.tables.push_back(std::move(other));
+  if (report::Table other = otherCommunication(input); !other.rows.empty()) section.tables.push_back(std::move(other));
 
   // Per communicator and per collective signature, from NCCL's own GPU times.
   auto communicators = gatherCommunicators(run);
@@ -118,7 +137,7 @@ void analyzeOverlap(const AnalysisInput& input, report::Report& report) {
   std::map<Signature, CollectiveExposure> per_signature;
   for (size_t r = 0; r < run.ranks.size(); ++r) {
     const auto& rank = run.ranks[r];
-    const IntervalSet& compute = input.time_sets[r].compute;
+    const RankDigest& digest = input.digest(r);
     std::vector<StepWindow> windows = input.windowsOf(r);
     for (const auto& op : rank.nccl_ops) {
       if (!op.hasGpuTimes()) continue;
@@ -127,7 +146,7 @@ void analyzeOverlap(const AnalysisInput& input, report::Report& report) {
         return span.start < w.window.end && span.end > w.window.start;
       });
       if (!in_steps) continue;
-      int64_t exposed = span.length() - lengthWithin(compute, span);
+      int64_t exposed = span.length() - digest.computeWithin(span.start, span.end);
       auto& c = per_comm[op.comm_hash];
       ++c.count, c.time += span.length(), c.exposed += exposed;
       auto& s = per_signature[{op.comm_hash, std::string(rank.name(op.func_id)), op.bytes}];

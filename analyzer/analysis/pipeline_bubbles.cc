@@ -11,6 +11,7 @@
 #include <set>
 
 #include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/communicators.h"
 #include "analyzer/analysis/statistics.h"
 
@@ -256,9 +257,9 @@ void describeStep(const Stage& stage, StageStep& step, bool first_stage) {
 class Attributor {
  public:
   // Each idle gap also becomes a mark on the timeline, labelled with its main cause.
-  Attributor(const model::RankTrace& rank, const IntervalSet& compute, const Stage& stage, size_t stage_index,
+  Attributor(const model::RankTrace& rank, const RankDigest& digest, const Stage& stage, size_t stage_index,
              std::vector<report::TimelineMark>& marks)
-      : rank_(rank), compute_(compute), stage_(stage), stage_index_(stage_index), marks_(marks) {}
+      : rank_(rank), digest_(digest), compute_(digest.compute), stage_(stage), stage_index_(stage_index), marks_(marks) {}
 
   // Steps must come in time order: the lookups below move forward from where the last one ended.
   IdleSplit split(const StageStep& step, int64_t drained) {
@@ -306,29 +307,17 @@ class Attributor {
     }
     int64_t rest = gap.length() - covered;
     if (rest <= 0) return;
-    const model::HostCall* launch = launchOfComputeAt(gap_end);
-    bool host_bound = launch != nullptr && launch->start_ns >= std::max(gap.start, last_cover_end);
+    int64_t launch = digest_.computeLaunchAt(gap_end);
+    bool host_bound = launch != TimePoint::kNoLaunch && launch >= std::max(gap.start, last_cover_end);
     (host_bound ? idle.host_bound : idle.other) += rest;
   }
 
-  // The launch of the compute kernel that starts at `t`, or nullptr.
-  const model::HostCall* launchOfComputeAt(int64_t t) {
-    const auto& activities = rank_.activities;
-    if (next_activity_ > 0 && activities[next_activity_ - 1].start_ns >= t) next_activity_ = 0;
-    while (next_activity_ < activities.size() && activities[next_activity_].start_ns < t) ++next_activity_;
-    for (size_t i = next_activity_; i < activities.size() && activities[i].start_ns == t; ++i) {
-      const model::GpuActivity& a = activities[i];
-      if (a.kind == model::ActivityKind::kCompute && a.correlation_id != 0) return rank_.launchOf(a.correlation_id);
-    }
-    return nullptr;
-  }
-
   const model::RankTrace& rank_;
+  const RankDigest& digest_;
   const IntervalSet& compute_;
   const Stage& stage_;
   size_t stage_index_;
   std::vector<report::TimelineMark>& marks_;
-  size_t next_activity_ = 0;
 };
 
 Stage stageOf(const AnalysisInput& input, size_t r, const std::vector<PeerOp>& ops, int32_t previous, int32_t next,
@@ -342,7 +331,7 @@ Stage stageOf(const AnalysisInput& input, size_t r, const std::vector<PeerOp>& o
   }
   std::sort(stage.ops.begin(), stage.ops.end(),
             [](const StageOp& a, const StageOp& b) { return a.span.start < b.span.start; });
-  const IntervalSet& compute = input.time_sets[r].compute;
+  const IntervalSet& compute = input.digest(r).compute;
   for (const StepWindow& window : input.windowsOf(r)) {
     StageStep step;
     step.number = window.number;
@@ -415,8 +404,8 @@ void analyzePipelineBubbles(const AnalysisInput& input, report::Report& report) 
     for (size_t s = 0; s < p; ++s) {
       if (!loaded[s]) continue;
       const Stage& stage = stages[s];
-      const IntervalSet& compute = input.time_sets[stage.rank_index].compute;
-      Attributor attributor(run.ranks[stage.rank_index], compute, stage, s, report.marks);
+      const IntervalSet& compute = input.digest(stage.rank_index).compute;
+      Attributor attributor(run.ranks[stage.rank_index], input.digest(stage.rank_index), stage, s, report.marks);
       StageRow& row = rows[{p, s}];
       row.pipeline_stages = p;
       row.stage = s;

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/idle_split.h"
 #include "analyzer/analysis/statistics.h"
 
@@ -89,7 +90,7 @@ void analyzeStragglers(const AnalysisInput& input, report::Report& report) {
   std::vector<int64_t> previous_end(run.ranks.size(), kUnset);
   std::vector<int64_t> span_start(run.ranks.size(), 0);
   for (size_t r = 0; r < run.ranks.size(); ++r) {
-    if (!run.ranks[r].activities.empty()) span_start[r] = run.ranks[r].activities.front().start_ns;
+    if (const auto& first = input.digest(r).first_activity_ns) span_start[r] = *first;
   }
   std::array<std::vector<int64_t>, kUnclear> parts;  // per member: compute, host-bound idle, communication
   std::array<std::vector<int64_t>, kUnclear> scratch;
@@ -121,14 +122,13 @@ void analyzeStragglers(const AnalysisInput& input, report::Report& report) {
     if (counts && wait > 0) {
       for (auto& p : parts) p.clear();
       for (MemberOp m : members) {
-        const auto& rank = run.ranks[m.rank_index];
-        const GpuTimeSets& sets = input.time_sets[m.rank_index];
+        const RankDigest& digest = input.digest(m.rank_index);
         int64_t entry = opOf(run, m).gpu_start_ns;
         int64_t from = previous_end[m.rank_index] != kUnset ? previous_end[m.rank_index] : span_start[m.rank_index];
         Interval before{std::min(from, entry), entry};
-        parts[kCompute].push_back(lengthWithin(sets.compute, before));
-        parts[kHostGaps].push_back(idleWithin(rank, sets.busy, before).host_bound);
-        parts[kCommunication].push_back(lengthWithin(sets.communication, before));
+        parts[kCompute].push_back(digest.computeWithin(before.start, before.end));
+        parts[kHostGaps].push_back(digest.hostBoundWithin(before.start, before.end));
+        parts[kCommunication].push_back(digest.communicationWithin(before.start, before.end));
       }
       RankStats& s = stats[members[last].rank_index];
       size_t cause = kUnclear;

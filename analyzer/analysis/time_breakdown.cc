@@ -10,6 +10,7 @@
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/idle_split.h"
+#include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/statistics.h"
 #include "analyzer/model/graph_capture.h"
 
@@ -50,6 +51,67 @@ uint64_t graphLaunchedKernels(const model::RankTrace& rank) {
 
 }  // namespace
 
+BreakdownPart breakdownOfRank(const AnalysisInput& input, size_t r) {
+  const auto& rank = input.run.ranks[r];
+  BreakdownPart part;
+  // Without CUPTI's records (an NCCL-only capture) the GPU's other work is unknown: so is its idle time.
+  if (rank.activities.empty()) return part;
+  part.has_activities = true;
+  const GpuTimeSets& sets = input.time_sets[r];
+  IdleSplit split;
+  IntervalSet comm_exposed = subtract(sets.communication, sets.compute);
+  IntervalSet memory_exposed = subtract(subtract(sets.memory, sets.compute), sets.communication);
+  IntervalSet capturing = idleWhileCapturing(rank, sets.busy);
+  // Idle is split over the time outside captures: a capture's idle counts as neither busy nor idle.
+  IntervalSet busy_or_capturing = capturing.empty() ? IntervalSet() : unionOf([&] {
+    std::vector<Interval> all(sets.busy.begin(), sets.busy.end());
+    all.insert(all.end(), capturing.begin(), capturing.end());
+    return all;
+  }());
+  const IntervalSet& not_idle = capturing.empty() ? sets.busy : busy_or_capturing;
+  part.replayed_kernels = graphLaunchedKernels(rank);
+  std::vector<StepWindow> windows = input.windowsOf(r);
+  for (const StepWindow& step : windows) {
+    Interval w = step.window;
+    int64_t left_out = lengthWithin(capturing, w);
+    part.captured += left_out;
+    part.time += w.length() - left_out;
+    part.compute += lengthWithin(sets.compute, w);
+    part.communication += lengthWithin(comm_exposed, w);
+    part.memory += lengthWithin(memory_exposed, w);
+    part.idle += w.length() - left_out - lengthWithin(sets.busy, w);
+    split += idleWithin(rank, not_idle, w);
+  }
+  part.host_bound = split.host_bound, part.dependency = split.dependency, part.other = split.other;
+  if (part.time <= 0) return part;
+
+  // Per stream: gaps between consecutive activities of the stream inside the windows.
+  std::vector<StreamTime> per_stream(rank.streams.size());
+  for (const StepWindow& step : windows) {
+    for (auto& s : per_stream) s.started = false;
+    auto first = std::lower_bound(rank.activities.begin(), rank.activities.end(), step.window.start,
+                                  [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; });
+    for (auto it = first; it != rank.activities.end() && it->start_ns < step.window.end; ++it) {
+      if (!model::isGpuWork(it->kind)) continue;
+      StreamTime& s = per_stream[it->stream];
+      int64_t end = std::min(it->end_ns, step.window.end);
+      int64_t gap = it->start_ns - s.last_end;
+      if (s.started && gap > 0) gap -= lengthWithin(capturing, {s.last_end, it->start_ns});
+      if (s.started && gap > 0) classifyGap(rank, s.last_end, *it, gap, s.idle);
+      s.busy += std::max<int64_t>(0, end - std::max(it->start_ns, s.started ? s.last_end : it->start_ns));
+      s.last_end = s.started ? std::max(s.last_end, end) : end;
+      s.started = true;
+    }
+  }
+  for (size_t i = 0; i < per_stream.size(); ++i) {
+    const StreamTime& s = per_stream[i];
+    if (s.busy == 0) continue;
+    part.streams.push_back({rank.streams[i].device, rank.streams[i].stream, s.busy, s.idle.host_bound,
+                            s.idle.dependency, s.idle.other});
+  }
+  return part;
+}
+
 void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
   auto& section = report.addSection("time_breakdown", "Where GPU time goes");
   section.notes.push_back(input.hasSteps()
@@ -72,82 +134,39 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
 
   for (size_t r = 0; r < input.run.ranks.size(); ++r) {
     const auto& rank = input.run.ranks[r];
-    // Without CUPTI's records (an NCCL-only capture) the GPU's other work is unknown: so is its idle time.
-    if (rank.activities.empty()) {
+    const BreakdownPart& part = input.digest(r).breakdown;
+    if (!part.has_activities) {
       section.notes.push_back(fmt::format(
           "Rank {} ({}): its file holds no CUPTI activity records (NCCL-only capture): its GPU time split and idle "
           "time are not recorded.",
           rank.rank, rank.header.hostname));
       continue;
     }
-    const GpuTimeSets& sets = input.time_sets[r];
-    int64_t time = 0, compute = 0, communication = 0, memory = 0, idle = 0, captured = 0;
-    IdleSplit split;
-    IntervalSet comm_exposed = subtract(sets.communication, sets.compute);
-    IntervalSet memory_exposed = subtract(subtract(sets.memory, sets.compute), sets.communication);
-    IntervalSet capturing = idleWhileCapturing(rank, sets.busy);
-    // Idle is split over the time outside captures: a capture's idle counts as neither busy nor idle.
-    IntervalSet busy_or_capturing = capturing.empty() ? IntervalSet() : unionOf([&] {
-      std::vector<Interval> all(sets.busy.begin(), sets.busy.end());
-      all.insert(all.end(), capturing.begin(), capturing.end());
-      return all;
-    }());
-    const IntervalSet& not_idle = capturing.empty() ? sets.busy : busy_or_capturing;
-    replayed_kernels += graphLaunchedKernels(rank);
-    for (const StepWindow& step : input.windowsOf(r)) {
-      Interval w = step.window;
-      int64_t left_out = lengthWithin(capturing, w);
-      captured += left_out;
-      time += w.length() - left_out;
-      compute += lengthWithin(sets.compute, w);
-      communication += lengthWithin(comm_exposed, w);
-      memory += lengthWithin(memory_exposed, w);
-      idle += w.length() - left_out - lengthWithin(sets.busy, w);
-      split += idleWithin(rank, not_idle, w);
-    }
-    captured_idle += captured;
+    const int64_t time = part.time;
+    IdleSplit split{part.host_bound, part.dependency, part.other};
+    replayed_kernels += part.replayed_kernels;
+    captured_idle += part.captured;
     if (time <= 0) continue;
-    auto pct = [time](int64_t part) { return 100.0 * static_cast<double>(part) / static_cast<double>(time); };
+    auto pct = [time](int64_t share) { return 100.0 * static_cast<double>(share) / static_cast<double>(time); };
     ranks.rows.push_back({Cell::of(rank.rank, Unit::kNone), Cell::of(rank.header.hostname),
-                          Cell::of(static_cast<double>(time), Unit::kNanoseconds), Cell::of(pct(compute), Unit::kPercent),
-                          Cell::of(pct(communication), Unit::kPercent), Cell::of(pct(memory), Unit::kPercent),
-                          Cell::of(pct(idle), Unit::kPercent), Cell::of(pct(split.host_bound), Unit::kPercent),
+                          Cell::of(static_cast<double>(time), Unit::kNanoseconds), Cell::of(pct(part.compute), Unit::kPercent),
+                          Cell::of(pct(part.communication), Unit::kPercent), Cell::of(pct(part.memory), Unit::kPercent),
+                          Cell::of(pct(part.idle), Unit::kPercent), Cell::of(pct(split.host_bound), Unit::kPercent),
                           Cell::of(pct(split.dependency), Unit::kPercent), Cell::of(pct(split.other), Unit::kPercent)});
-    if (pct(idle) > worst_idle) {
-      worst_idle = pct(idle);
+    if (pct(part.idle) > worst_idle) {
+      worst_idle = pct(part.idle);
       worst_idle_rank = rank.rank;
       worst_split = split;
       worst_time = time;
-      worst_captured = captured;
+      worst_captured = part.captured;
     }
     worst_host_bound = std::max(worst_host_bound, pct(split.host_bound));
-
-    // Per stream: gaps between consecutive activities of the stream inside the windows.
-    std::vector<StreamTime> per_stream(rank.streams.size());
-    for (const StepWindow& step : input.windowsOf(r)) {
-      for (auto& s : per_stream) s.started = false;
-      auto first = std::lower_bound(rank.activities.begin(), rank.activities.end(), step.window.start,
-                                    [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; });
-      for (auto it = first; it != rank.activities.end() && it->start_ns < step.window.end; ++it) {
-        if (!model::isGpuWork(it->kind)) continue;
-        StreamTime& s = per_stream[it->stream];
-        int64_t end = std::min(it->end_ns, step.window.end);
-        int64_t gap = it->start_ns - s.last_end;
-        if (s.started && gap > 0) gap -= lengthWithin(capturing, {s.last_end, it->start_ns});
-        if (s.started && gap > 0) classifyGap(rank, s.last_end, *it, gap, s.idle);
-        s.busy += std::max<int64_t>(0, end - std::max(it->start_ns, s.started ? s.last_end : it->start_ns));
-        s.last_end = s.started ? std::max(s.last_end, end) : end;
-        s.started = true;
-      }
-    }
-    for (size_t i = 0; i < per_stream.size(); ++i) {
-      const StreamTime& s = per_stream[i];
-      if (s.busy == 0) continue;
-      streams.rows.push_back({Cell::of(rank.rank, Unit::kNone), Cell::of(rank.streams[i].device, Unit::kNone),
-                              Cell::of(rank.streams[i].stream, Unit::kNone), Cell::of(static_cast<double>(s.busy), Unit::kNanoseconds),
-                              Cell::of(static_cast<double>(s.idle.host_bound), Unit::kNanoseconds),
-                              Cell::of(static_cast<double>(s.idle.dependency), Unit::kNanoseconds),
-                              Cell::of(static_cast<double>(s.idle.other), Unit::kNanoseconds)});
+    for (const auto& s : part.streams) {
+      streams.rows.push_back({Cell::of(rank.rank, Unit::kNone), Cell::of(s.device, Unit::kNone),
+                              Cell::of(s.stream, Unit::kNone), Cell::of(static_cast<double>(s.busy), Unit::kNanoseconds),
+                              Cell::of(static_cast<double>(s.host_bound), Unit::kNanoseconds),
+                              Cell::of(static_cast<double>(s.dependency), Unit::kNanoseconds),
+                              Cell::of(static_cast<double>(s.other), Unit::kNanoseconds)});
     }
   }
   if (ranks.rows.empty()) {

@@ -67,6 +67,8 @@ ExitCode analyze(const AnalyzeOptions& options) {
   session_options.analysis.top = options.top;
   session_options.analysis.hta_compat = options.compat == "hta";
   session_options.analysis.include_last_step = options.include_last_step;
+  // Only the timeline needs every event: without it each rank is digested as it is read.
+  session_options.keep_events = options.timeline.wanted();
   showLoadProgressOnTerminal(session_options);
   analysis::Session session(std::move(session_options));
 
