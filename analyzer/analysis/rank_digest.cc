@@ -9,15 +9,24 @@
 namespace gpuxray::analysis {
 namespace {
 
-// Per gap of the rank's GPU activity: when the work after it was launched (TimePoint::kNoLaunch
-// when no launch is recorded or nothing came after), as idle_split.cc classifies gaps.
-int64_t launchAfter(const model::RankTrace& rank, int64_t gap_end) {
-  auto next = std::lower_bound(rank.activities.begin(), rank.activities.end(), gap_end,
-                               [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; });
-  while (next != rank.activities.end() && !model::isGpuWork(next->kind)) ++next;
-  if (next == rank.activities.end() || next->correlation_id == 0) return TimePoint::kNoLaunch;
-  const model::HostCall* launch = rank.launchOf(next->correlation_id);
+// When the first GPU work starting at or after `t` was launched (TimePoint::kNoLaunch when no
+// launch is recorded or nothing comes after), as idle_split.cc classifies gaps. Successive calls
+// with times that do not decrease walk on from `cursor`.
+int64_t launchAfter(const model::RankTrace& rank, int64_t t, size_t& cursor) {
+  const auto& activities = rank.activities;
+  while (cursor < activities.size() && activities[cursor].start_ns < t) ++cursor;
+  size_t next = cursor;
+  while (next < activities.size() && !model::isGpuWork(activities[next].kind)) ++next;
+  if (next == activities.size() || activities[next].correlation_id == 0) return TimePoint::kNoLaunch;
+  const model::HostCall* launch = rank.launchOf(activities[next].correlation_id);
   return launch != nullptr ? launch->start_ns : TimePoint::kNoLaunch;
+}
+
+int64_t launchAfter(const model::RankTrace& rank, int64_t t) {
+  auto first = std::lower_bound(rank.activities.begin(), rank.activities.end(), t,
+                                [](const model::GpuActivity& a, int64_t v) { return a.start_ns < v; });
+  size_t cursor = static_cast<size_t>(first - rank.activities.begin());
+  return launchAfter(rank, t, cursor);
 }
 
 // The measure of `set` before each of the sorted `times`.
@@ -49,6 +58,7 @@ std::vector<TimePoint> timePoints(const model::RankTrace& rank, const GpuTimeSet
     return Interval{i == 0 ? INT64_MIN : busy[i - 1].end, i < busy.size() ? busy[i].start : INT64_MAX};
   };
   size_t counted = 0;    // gaps before busy[0 .. counted) are in host_bound
+  size_t cursor = 0;     // into rank.activities, for the gaps' ends in order
   size_t next_busy = 0;  // the first busy interval that ends after the current time
   int64_t host_bound = 0;
   for (size_t k = 0; k < times.size(); ++k) {
@@ -57,7 +67,7 @@ std::vector<TimePoint> timePoints(const model::RankTrace& rank, const GpuTimeSet
     for (; counted < busy.size() && busy[counted].start <= t; ++counted) {
       Interval gap = gapBefore(counted);
       if (counted == 0 || gap.length() <= 0) continue;
-      int64_t launch = launchAfter(rank, gap.end);
+      int64_t launch = launchAfter(rank, gap.end, cursor);
       if (launch != TimePoint::kNoLaunch && launch >= gap.start) host_bound += gap.length();
     }
     while (next_busy < busy.size() && busy[next_busy].end <= t) ++next_busy;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -31,6 +32,12 @@ model::RunTrace loadSelected(const SessionOptions& options) {
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double processCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
 }
 
 // A rank digested on its own, as it is loaded: on its own clock, over its own steps, with --compat
@@ -110,7 +117,7 @@ report::RunSummary summarize(const AnalysisInput& input) {
 struct Session::Loaded {
   model::RunTrace run;
   std::map<std::string, RankDigest> digests;  // without keep_events, by file
-  double seconds = 0;
+  double seconds = 0, cpu_seconds = 0;
   bool digested = false;
 };
 
@@ -118,6 +125,7 @@ Session::Session(SessionOptions options)
     : Session(
           [&options] {
             auto started = std::chrono::steady_clock::now();
+            double cpu_started = processCpuSeconds();
             Loaded loaded;
             if (options.keep_events) {
               loaded.run = loadSelected(options);
@@ -144,11 +152,13 @@ Session::Session(SessionOptions options)
               loaded.digested = true;
             }
             loaded.seconds = secondsSince(started);
+            loaded.cpu_seconds = processCpuSeconds() - cpu_started;
             return loaded;
           }(),
           options) {}
 
-Session::Session(model::RunTrace run, SessionOptions options) : Session(Loaded{std::move(run), {}, 0, false}, std::move(options)) {}
+Session::Session(model::RunTrace run, SessionOptions options)
+    : Session(Loaded{std::move(run), {}, 0, 0, false}, std::move(options)) {}
 
 Session::Session(Loaded loaded, SessionOptions options)
     : options_(std::move(options)),
@@ -157,11 +167,14 @@ Session::Session(Loaded loaded, SessionOptions options)
       early_digests_(std::move(loaded.digests)),
       digested_(loaded.digested) {
   phase_times_.per_rank_s = loaded.seconds;
+  phase_times_.per_rank_cpu_s = loaded.cpu_seconds;
   prepare();
 }
 
 void Session::prepare() {
   auto started = std::chrono::steady_clock::now();
+  double cpu_started = processCpuSeconds();
+  double again_s = 0, again_cpu_s = 0;
   if (options_.align) {
     clock_ = alignClocks(run_);
     input_.clock = &*clock_;
@@ -209,14 +222,19 @@ void Session::prepare() {
     }
     early_digests_.clear();
     auto again_started = std::chrono::steady_clock::now();
+    double again_cpu_started = processCpuSeconds();
     digestAgain(again, hta_filter);
-    phase_times_.per_rank_s += secondsSince(again_started);
+    again_s = secondsSince(again_started);
+    again_cpu_s = processCpuSeconds() - again_cpu_started;
+    phase_times_.per_rank_s += again_s;
+    phase_times_.per_rank_cpu_s += again_cpu_s;
     phase_times_.ranks_read_again = again.size();
     if (kept) warnWindow();
   }
   input_.digests = &digests_;
   for (const auto& digest : digests_) phase_times_.digest_bytes += digest.bytes();
-  phase_times_.cross_rank_s += secondsSince(started);
+  phase_times_.cross_rank_s += secondsSince(started) - again_s;
+  phase_times_.cross_rank_cpu_s += processCpuSeconds() - cpu_started - again_cpu_s;
 }
 
 // The ranks whose early digests did not hold, read again and digested now that their clock, steps
@@ -286,12 +304,14 @@ std::optional<Interval> Session::timelineWindow() const {
 
 report::Report Session::analyze() const {
   auto started = std::chrono::steady_clock::now();
+  double cpu_started = processCpuSeconds();
   report::Report report;
   report.run = summarize(input_);
   report.warnings = run_.warnings;
   report.stats = run_.stats;
   runAnalyses(input_, report);
   phase_times_.cross_rank_s += secondsSince(started);
+  phase_times_.cross_rank_cpu_s += processCpuSeconds() - cpu_started;
   return report;
 }
 

@@ -54,6 +54,7 @@ struct SessionOptions {
 struct PhaseTimes {
   double per_rank_s = 0;    // loading and digesting, wall time
   double cross_rank_s = 0;  // alignment, window, steps, the analyses on the digests
+  double per_rank_cpu_s = 0, cross_rank_cpu_s = 0;  // CPU time of the process in each
   size_t ranks_read_again = 0;
   size_t digest_bytes = 0;  // all digests, roughly
 };
