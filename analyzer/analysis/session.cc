@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <ctime>
 #include <exception>
 #include <limits>
@@ -144,6 +147,11 @@ Session::Session(SessionOptions options)
                 std::optional<RankDigest> digest;
                 if (!options.selection.window) digest = digestAlone(rank, options);
                 reduceToSkeleton(rank);
+#ifdef __GLIBC__
+                // glibc keeps freed events in its heap (its mmap threshold grows after the first large
+                // free): give them back, so that memory does not grow with the ranks read.
+                malloc_trim(0);
+#endif
                 if (!digest) return;
                 std::lock_guard lock(mutex);
                 loaded.digests.emplace(rank.path, std::move(*digest));
