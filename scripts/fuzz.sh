@@ -4,7 +4,7 @@
 #   kineto_import_fuzz  the PyTorch-profiler importer, from the seed traces in tests/fuzz/corpus;
 #   native_load_fuzz    the native reader and loader, from seeds cut from a run simulated now (with
 #                       build/gpuxray when there is one, else a gpuxray built here with clang).
-# Exits non-zero on any crash, hang, sanitizer report or runaway allocation (the input is left in
+# The targets run side by side. Exits non-zero on any crash, hang, sanitizer report or runaway allocation (the input is left in
 # build-fuzz/).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
@@ -22,6 +22,8 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_CO
 cmake --build build-fuzz --target "${targets[@]}" native_fuzz_seeds
 
 fuzz_options=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1)
+# The targets run at once (one core each), each for SECONDS; the script fails if any of them does.
+pids=()
 for target in "${targets[@]}"; do
   corpus=build-fuzz/corpus-$target
   rm -rf "$corpus"
@@ -42,5 +44,18 @@ for target in "${targets[@]}"; do
       max_len=16384 ;;
     *) echo "fuzz.sh: unknown target '$target'" >&2; exit 1 ;;
   esac
-  (cd build-fuzz && "tests/fuzz/$target" "${fuzz_options[@]}" -max_len="$max_len" "corpus-$target")
+  (cd build-fuzz && "tests/fuzz/$target" "${fuzz_options[@]}" -max_len="$max_len" "corpus-$target" \
+     > "fuzz-$target.log" 2>&1) &
+  pids+=("$!")
 done
+status=0
+for i in "${!targets[@]}"; do
+  if wait "${pids[$i]}"; then
+    tail -n 12 "build-fuzz/fuzz-${targets[$i]}.log"
+  else
+    status=1
+    echo "fuzz.sh: ${targets[$i]} failed (build-fuzz/fuzz-${targets[$i]}.log):" >&2
+    tail -n 60 "build-fuzz/fuzz-${targets[$i]}.log" >&2
+  fi
+done
+exit "$status"

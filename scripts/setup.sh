@@ -30,6 +30,11 @@ missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
+# The HTML report (web/): Node.js and npm bundle its script; chromium runs its browser tests. A Node.js
+# from elsewhere (NodeSource) is kept.
+command -v node > /dev/null || missing+=(nodejs)
+command -v npm > /dev/null || missing+=(npm)
+[[ -x /usr/bin/chromium ]] || missing+=(chromium)
 if [[ ${#missing[@]} -gt 0 ]]; then
   echo "setup.sh: installing ${missing[*]}"
   sudo_if_needed=$([[ $(id -u) -eq 0 ]] && echo "" || echo sudo)
@@ -44,6 +49,16 @@ if [[ ! -f "$cuda_root/include/cupti.h" || ! -f "$cuda_root/include/cuda.h" ]]; 
   echo "setup.sh: no CUDA 13.0 toolkit at $cuda_root (no include/cupti.h), so the capture library and" \
        "'gpuxray run' are left out and only the analyzer is built; set CUDAToolkit_ROOT to the toolkit" \
        "to build capture too" >&2
+fi
+
+# web/'s packages, exactly as package-lock.json pins them (from the npm registry; the build itself
+# downloads nothing). Skipped when they are installed from this lock file already.
+if [[ ! -f web/node_modules/.gpuxray-lock ]] || ! cmp -s web/package-lock.json web/node_modules/.gpuxray-lock; then
+  if (cd web && npm ci --no-audit --no-fund --loglevel=error); then
+    cp web/package-lock.json web/node_modules/.gpuxray-lock
+  else
+    echo "setup.sh: 'npm ci' in web/ failed, so gpuxray is built without the HTML report (gpuxray report)" >&2
+  fi
 fi
 
 mkdir -p "$build_dir"

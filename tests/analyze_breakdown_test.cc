@@ -1,12 +1,15 @@
 // Golden tests for the time breakdown and the overlap analysis, with answers worked out by hand,
 // and for the report's three forms and --fail-on.
 
+#include <fmt/core.h>
+
 #include <catch2/catch.hpp>
 #include <string>
 
-#include <fmt/core.h>
-
+#include "analyzer/analysis/overlap.h"
 #include "analyzer/analysis/session.h"
+#include "analyzer/analysis/step_overview.h"
+#include "analyzer/analysis/time_breakdown.h"
 #include "tests/support/analyzed_run.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
@@ -88,6 +91,39 @@ TEST_CASE("analyze: time breakdown splits each step into compute, exposed commun
   CHECK(cell(ranks, 1, "host_bound_pct") == Approx(4.5));
   CHECK(a.report.metric("idle_pct")->value == Approx(7.0));
   CHECK(a.report.metric("host_bound_pct")->value == Approx(4.5));
+
+  // The same as data, per step.
+  auto result = analysis::computeTimeBreakdown(a.session->input());
+  CHECK(result.per_step);
+  REQUIRE(result.ranks.size() == 2);
+  const auto& rank0 = result.ranks[0];
+  REQUIRE(rank0.steps.size() == 2);
+  CHECK(rank0.steps[0].step == 4);
+  CHECK(rank0.steps[0].times.compute == 650'000);
+  CHECK(rank0.steps[0].times.communication == 300'000);
+  CHECK(rank0.steps[0].times.idle == 50'000);
+  CHECK(rank0.steps[0].times.idle_split.host_bound == 50'000);
+  CHECK(rank0.steps[1].step == 5);
+  CHECK(rank0.steps[1].times.idle_split.other == 50'000);
+  CHECK(result.ranks[1].totals.compute == 2 * 730'000);
+  CHECK(result.ranks[1].totals.idle_split.host_bound == 90'000);
+  CHECK(result.worst_idle == 1);
+
+  // The median step as lanes: both steps last 1000 µs, so the first (step 4) is the lower middle.
+  auto overview = analysis::computeStepOverview(a.session->input());
+  CHECK(overview.step == 4);
+  CHECK(overview.step_length_ns == 1'000'000);
+  REQUIRE(overview.ranks.size() == 2);
+  const auto& lanes = overview.ranks[0];
+  int64_t start = lanes.window.start;
+  REQUIRE(lanes.compute.intervals.size() == 2);
+  CHECK(lanes.compute.intervals[0].start - start == 0);
+  CHECK(lanes.compute.intervals[0].end - start == 600'000);
+  CHECK(lanes.compute.intervals[1].start - start == 900'000);
+  REQUIRE(lanes.communication.intervals.size() == 1);
+  CHECK(lanes.communication.intervals[0].end - start == 900'000);
+  CHECK(lanes.memory.intervals.empty());
+  CHECK(lanes.compute.gaps_closed_up_to_ns == -1);
 }
 
 TEST_CASE("analyze: overlap and exposed communication per rank, communicator and collective") {
@@ -109,6 +145,19 @@ TEST_CASE("analyze: overlap and exposed communication per rank, communicator and
   CHECK(cell(top, 0, "exposed") == Approx(2 * 300'000 + 2 * 200'000));
   REQUIRE_FALSE(a.report.findings.empty());
   CHECK(a.report.findings[0].summary.find("exposed communication takes 30.0 % of rank 0's step time") != std::string::npos);
+
+  auto result = analysis::computeOverlap(a.session->input());
+  REQUIRE(result.ranks.size() == 2);
+  CHECK(result.ranks[1].exposed_per_step_ns == std::vector<int64_t>{200'000, 200'000});
+  CHECK(result.ranks[1].steps == std::vector<int64_t>{4, 5});
+  CHECK(result.ranks[0].exposed_marks.size() == 2);
+  REQUIRE(result.per_operation.size() == 1);
+  CHECK(result.per_operation[0].operation == "AllReduce");
+  CHECK(result.per_operation[0].count == 4);
+  CHECK(result.per_operation[0].exposed_ns == 2 * 300'000 + 2 * 200'000);
+  REQUIRE(result.per_communicator.size() == 1);
+  CHECK(result.per_communicator[0].time_ns == 4 * 300'000);
+  CHECK(result.worst == 0);
 }
 
 TEST_CASE("analyze: the CLI prints text, JSON and Markdown, and --fail-on sets exit code 3") {
@@ -138,6 +187,41 @@ TEST_CASE("analyze: the CLI prints text, JSON and Markdown, and --fail-on sets e
   auto unknown = gpuxray::testing::runCommand(gpuxray + " --fail-on 'bubble>1'");
   CHECK(unknown.exit_code == 1);
   CHECK(unknown.err.find("--fail-on 'bubble>1': no metric 'bubble'") != std::string::npos);
+}
+
+TEST_CASE("analyze: the step overview keeps a lane's shape past its cap by closing the shortest gaps") {
+  // One step of 600 one-microsecond kernels: after every third kernel a 5 µs gap, else 2 µs. Past
+  // 256 intervals the 2 µs gaps close (the 344 shortest of 599 are all 2 µs), leaving the 200 longer
+  // gaps between 201 intervals.
+  TempDir dir;
+  RunBuilder run("golden-overview-cap", 1);
+  auto& rank = run.rank(0, "node-0", 0);
+  double t = 0;
+  std::vector<double> starts;
+  for (int i = 0; i < 600; ++i) {
+    starts.push_back(t);
+    rank.kernel("k", t, t + 1);
+    t += 1 + (i % 3 == 0 ? 5 : 2);
+  }
+  rank.range("ProfilerStep#0", 0, t);
+  run.write(dir.path());
+  auto a = analyze(dir.path().string());
+  auto overview = analysis::computeStepOverview(a.session->input());
+  REQUIRE(overview.ranks.size() == 1);
+  const auto& lane = overview.ranks[0].compute;
+  CHECK(lane.merged_intervals == 600);
+  CHECK(lane.busy_ns == 600'000);
+  CHECK(lane.gaps_closed_up_to_ns == 2'000);
+  REQUIRE(lane.intervals.size() == 201);
+  CHECK(lane.intervals.size() <= analysis::OverviewLane::kMaxIntervals);
+  int64_t start = overview.ranks[0].window.start;
+  CHECK(lane.intervals.front().start - start == 0);
+  CHECK(lane.intervals.front().end - start == 1'000);  // kernel 0 is followed by a 5 µs gap
+  CHECK(lane.intervals[1].start - start == 6'000);
+  CHECK(lane.intervals[1].end - start == static_cast<int64_t>((starts[3] + 1) * 1000));  // kernels 1-3 merged
+  CHECK(lane.intervals.back().end - start == static_cast<int64_t>((starts.back() + 1) * 1000));
+  for (size_t i = 1; i < lane.intervals.size(); ++i)
+    CHECK(lane.intervals[i].start - lane.intervals[i - 1].end == 5'000);
 }
 
 TEST_CASE("analyze: --window keeps only the records that reach into it") {

@@ -93,6 +93,19 @@ TEST_CASE("analyze: clock alignment removes a 3.2 ms offset between hosts") {
   CHECK(cellAt(hosts, row, "ranks").text == "2-3");
   CHECK(cellAt(hosts, row, "matched").number == kSteps);
   CHECK(a.report.warnings.empty());
+  // results.clock carries the same.
+  const gpuxray::report::ResultValue* clock = nullptr;
+  for (const auto& [id, value] : a.report.results) {
+    if (id == "clock") clock = &value;
+  }
+  REQUIRE(clock != nullptr);
+  CHECK(clock->find("aligned")->asBool());
+  const auto& clock_hosts = clock->find("hosts")->items();
+  REQUIRE(clock_hosts.size() == 2);
+  CHECK(clock_hosts[1].find("host")->asText() == "node-b");
+  CHECK(std::abs(clock_hosts[1].find("offset_ns")->asInteger() + 3'200'000) <= 1'000);
+  CHECK(clock_hosts[1].find("source")->asText() == "collectives");
+  CHECK(clock_hosts[1].find("ranks")->items().size() == 2);
 
   // On one clock the members entered 100 µs apart (600 .. 700), rank 3 last.
   CHECK(a.report.metric("collective_skew_ms")->value == Approx(0.1));
@@ -106,6 +119,10 @@ TEST_CASE("analyze: without clock alignment the cross-host figures are off by th
   writeSkewedRun(dir.path());
   auto a = gpuxray::testing::analyzeRun(dir.path().string(), false);
   CHECK_FALSE(a.clock);
+  REQUIRE_FALSE(a.report.results.empty());
+  CHECK(a.report.results.front().first == "clock");
+  CHECK_FALSE(a.report.results.front().second.find("aligned")->asBool());
+  CHECK(a.report.results.front().second.find("reference_ns")->kind() == gpuxray::report::ResultValue::Kind::kNull);
   CHECK(a.run.ranks[2].clock_offset_ns == 0);
   // Rank 3's entry at 700 µs reads 3900 µs on its host's clock: 3.3 ms after rank 0's.
   CHECK(a.report.metric("collective_skew_ms")->value == Approx(3.3));

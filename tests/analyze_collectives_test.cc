@@ -3,8 +3,11 @@
 // slower than the other's.
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <string>
 
+#include "analyzer/analysis/collectives.h"
+#include "analyzer/analysis/stragglers.h"
 #include "tests/support/analyzed_run.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
@@ -113,6 +116,65 @@ TEST_CASE("analyze: the rank that computes longer is the straggler, charged with
   CHECK(cellAt(signatures, 0, "link_bandwidth").text == "unknown");
   CHECK(cellAt(signatures, 0, "last_arrivers").text == "rank 2 (4 of 4)");
   CHECK(a.report.metric("busbw_pct_of_link") == nullptr);
+
+  // The same as data.
+  const auto& input = a.session->input();
+  auto collectives = gpuxray::analysis::computeCollectives(input);
+  REQUIRE(collectives.signatures.size() == 1);
+  const auto& s = collectives.signatures[0];
+  CHECK(s.comm_hash == kDp);
+  CHECK(s.operation == "AllReduce");
+  CHECK(s.bytes == kAllReduceBytes);
+  CHECK(s.count == 4);
+  CHECK(s.skew_median_ns == 2'000'000);
+  CHECK(s.skew_total_ns == 4 * 2'000'000);
+  CHECK(s.transfer_median_ns == 1'000'000);
+  CHECK(s.data_bytes == Approx(kAllReduceBytes));
+  CHECK(s.busbw_factor == Approx(1.5));
+  CHECK(s.algbw_median == Approx(kAllReduceBytes * 1e3));
+  CHECK(s.busbw_median == Approx(1.5 * kAllReduceBytes * 1e3));
+  CHECK(std::isnan(s.link_pct));  // the trace lists no links: not recorded, not 0
+  REQUIRE(s.last_arrivals.size() == 1);
+  CHECK(s.last_arrivals[0].rank == 2);
+  CHECK(s.last_arrivals[0].times == 4);
+  REQUIRE(collectives.most_skewed.size() == 4);
+  CHECK(collectives.most_skewed[0].skew_ns == 2'000'000);
+  CHECK(collectives.most_skewed[0].last_rank == 2);
+  CHECK(collectives.most_skewed[0].seq == 1);  // equal skews: in matching order
+  REQUIRE(collectives.worst_skew.has_value());
+  CHECK(collectives.per_communicator[*collectives.worst_skew].last_arrivals.front().rank == 2);
+  CHECK_FALSE(collectives.lowest_bandwidth.has_value());
+
+  auto bandwidth = gpuxray::analysis::computeCollectiveBandwidth(input);
+  CHECK(bandwidth.operations == 16);
+  REQUIRE(bandwidth.groups.size() == 1);
+  CHECK(bandwidth.groups[0].count == 16);
+  CHECK(bandwidth.groups[0].ranks == std::vector<int32_t>{0, 1, 2, 3});
+  CHECK(bandwidth.groups[0].fastest_ns == 1'000'000);  // rank 2's, entered last
+  REQUIRE(bandwidth.ranks.size() == 4);
+  CHECK(bandwidth.ranks[2].time_ns == 4 * 1'000'000);
+  CHECK(bandwidth.ranks[0].time_ns == 4 * 3'000'000);
+  CHECK(bandwidth.ranks[0].bytes == 4 * kAllReduceBytes);
+
+  auto stragglers = gpuxray::analysis::computeStragglers(input);
+  REQUIRE(stragglers.ranks.size() == 4);
+  CHECK(stragglers.ranks[0].rank == 2);
+  CHECK(stragglers.ranks[0].wait_caused == 24'000'000);
+  CHECK(stragglers.ranks[0].cause() == gpuxray::analysis::kCauseCompute);
+  CHECK(stragglers.flagged);
+  CHECK(stragglers.late_arrivals.size() == 4);
+  REQUIRE(stragglers.step_figures.size() == 4);
+  for (const auto& step : stragglers.step_figures) {
+    INFO("step " << step.step);
+    CHECK(step.straggler == 2);
+    REQUIRE(step.ranks.size() == 4);
+    for (const auto& r : step.ranks) {
+      CHECK(r.step_ns == 14'000'000);
+      CHECK(r.compute_ns == (r.rank == 2 ? 12'000'000 : 10'000'000));
+      CHECK(r.wait_caused_ns == (r.rank == 2 ? 6'000'000 : 0));
+    }
+  }
+  CHECK(stragglers.step_figures[3].step == 3);
 }
 
 TEST_CASE("analyze: a host with a slow NIC limits the cross-host all-reduce, and the finding names it") {
@@ -140,6 +202,14 @@ TEST_CASE("analyze: a host with a slow NIC limits the cross-host all-reduce, and
         "ranks) to 12.5 GB/s bus bandwidth");
   // At node-a's speed each 12 ms transfer would take 3 ms: 9 ms lost per step.
   CHECK(finding.cost_ns == Approx(9'000'000));
+  auto result = gpuxray::analysis::computeCollectives(a.session->input());
+  REQUIRE(result.slow_links.size() == 1);
+  CHECK(result.slow_links[0].ratio == Approx(4.0));
+  CHECK(result.slow_links[0].lost_ns / result.steps == Approx(9'000'000));
+  const auto& limited = result.signatures[result.slow_links[0].signatures.at(0)];
+  CHECK(limited.link.limited_by == "node-b's NIC mlx5_0");
+  CHECK(limited.link.fastest_host == "node-a");
+  CHECK(limited.link_pct == Approx(100.0));
 
   auto text = gpuxray::testing::runCommand(std::string(GPUXRAY_BINARY) + " analyze " + (dir / "run"));
   INFO(text.err);

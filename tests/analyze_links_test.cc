@@ -4,8 +4,10 @@
 #include <fmt/core.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <string>
 
+#include "analyzer/analysis/link_hotspots.h"
 #include "tests/support/analyzed_run.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
@@ -102,6 +104,25 @@ void writeRun(const std::filesystem::path& dir) {
   run.write(dir);
 }
 
+const gpuxray::analysis::LinkLoadResult& linkNamed(const gpuxray::analysis::LinkHotspotsResult& result,
+                                                   const std::string& label, size_t* index = nullptr) {
+  for (size_t l = 0; l < result.links.size(); ++l) {
+    if (result.links[l].label() == label) {
+      if (index != nullptr) *index = l;
+      return result.links[l];
+    }
+  }
+  FAIL("no link " << label);
+  throw;
+}
+
+const gpuxray::analysis::LinkUse* useOf(const gpuxray::analysis::LinkLoadResult& link, int from, int to) {
+  for (const auto& use : link.uses) {
+    if (use.from_rank == from && use.to_rank == to) return &use;
+  }
+  return nullptr;
+}
+
 size_t rowOf(const gpuxray::report::Table& t, const std::string& key, const std::string& value) {
   for (size_t row = 0; row < t.rows.size(); ++row) {
     if (text(t, row, key) == value) return row;
@@ -156,6 +177,58 @@ TEST_CASE("analyze: link load from network transfers and ring estimates, with th
   }
   REQUIRE(finding != nullptr);
   CHECK(finding->summary == "node-1's NIC mlx5_1 carries 1.33x the mean of its host's NICs");
+
+  // The same as data: the topology, every link with its bytes in all and its users, the groups.
+  auto result = gpuxray::analysis::computeLinkHotspots(a.session->input());
+  CHECK(result.steps == 2);
+  CHECK(result.step_seconds == Approx(0.010));
+  CHECK(result.nics_assumed);
+  REQUIRE(result.hosts.size() == 2);
+  CHECK(result.hosts[0].host == "node-0");
+  REQUIRE(result.hosts[0].gpus.size() == 2);
+  CHECK(result.hosts[0].gpus[1].rank == 1);
+  CHECK(result.hosts[0].gpus[1].name == "GPU1");
+  CHECK(result.hosts[0].gpus[1].id == uuidText(1));
+  CHECK(result.hosts[0].links.size() == 4);  // two NVLinks, two NICs
+  size_t mlx5_1 = 0;
+  linkNamed(result, "node-0 NIC mlx5_1", &mlx5_1);
+  CHECK(result.hosts[0].gpus[1].nic == mlx5_1);
+  const auto& hot = linkNamed(result, "node-1 NIC mlx5_1");
+  CHECK(hot.forward_bytes == 2 * (96 + 32) * kMiB);  // sent by rank 3 over both steps
+  CHECK(hot.backward_bytes == 2 * (96 + 32) * kMiB);
+  CHECK(hot.capacity_bytes_per_s == Approx(kNicBytesPerSecond));
+  CHECK(hot.network_bytes == 2 * 256 * kMiB);
+  CHECK(hot.busy_ns == 2 * 5'000'000);
+  CHECK(hot.measured);
+  CHECK_FALSE(hot.estimated);
+  const auto* to_rank_1 = useOf(hot, 3, 1);
+  REQUIRE(to_rank_1 != nullptr);
+  CHECK(to_rank_1->bytes == 2 * 96 * kMiB);
+  CHECK(to_rank_1->operation == "AllReduce");
+  CHECK(to_rank_1->comm_hash == kDp);
+  CHECK(to_rank_1->measured);
+  REQUIRE(useOf(hot, 0, 3) != nullptr);
+  CHECK(useOf(hot, 0, 3)->bytes == 2 * 32 * kMiB);
+  const auto& nvlink_gpu0 = linkNamed(result, "node-0 NVLink GPU0 ↔ NVSwitch");
+  CHECK(nvlink_gpu0.estimated);
+  REQUIRE(nvlink_gpu0.uses.size() == 1);
+  CHECK(nvlink_gpu0.uses[0].from_rank == 0);
+  CHECK(nvlink_gpu0.uses[0].to_rank == 1);
+  CHECK(nvlink_gpu0.uses[0].bytes == 2 * 384 * kMiB);
+  CHECK_FALSE(nvlink_gpu0.uses[0].measured);
+  CHECK(std::isnan(nvlink_gpu0.achieved_bytes_per_s));  // no proxy transfers on an NVLink
+  REQUIRE(result.worst_group.has_value());
+  const auto& worst = result.groups[*result.worst_group];
+  CHECK(worst.host == "node-1");
+  CHECK(worst.group == "NICs");
+  CHECK(result.links[worst.busiest].label() == "node-1 NIC mlx5_1");
+  CHECK(worst.imbalance == Approx(4.0 / 3.0));
+  CHECK(result.imbalance_flagged);
+  // The transfers record no time waiting on the network: no NIC's bandwidth is known, none is compared.
+  CHECK(hot.network_wait_ns == 0);
+  CHECK(std::isnan(hot.achieved_bytes_per_s));
+  CHECK(result.nics_compared.empty());
+  CHECK_FALSE(result.slowest_nic.has_value());
 }
 
 TEST_CASE("analyze: the CLI names the hot NIC in text and JSON") {
@@ -200,4 +273,67 @@ TEST_CASE("analyze: the simulated demo's half-speed NIC is named as a slow link,
   }
   CHECK(named_nic);
   CHECK(named_bubbles);
+
+  // results.link_hotspots: the slow NIC flagged, its seven siblings on node-00 not.
+  const gpuxray::report::ResultValue* links_result = nullptr;
+  for (const auto& [id, value] : a.report.results) {
+    if (id == "link_hotspots") links_result = &value;
+  }
+  REQUIRE(links_result != nullptr);
+  const auto* slowest = links_result->find("slowest_nic");
+  REQUIRE(slowest != nullptr);
+  REQUIRE(slowest->kind() == gpuxray::report::ResultValue::Kind::kObject);
+  CHECK(slowest->find("slow")->asBool());
+  CHECK(slowest->find("severity")->asText() == "critical");
+  CHECK(slowest->find("ratio")->asNumber() == Approx(2.0).margin(0.05));
+  const auto& all_links = links_result->find("links")->items();
+  auto slow_link = static_cast<size_t>(slowest->find("link")->asInteger());
+  REQUIRE(slow_link < all_links.size());
+  CHECK(all_links[slow_link].find("host")->asText() == "node-00");
+  CHECK(all_links[slow_link].find("name")->asText() == "NIC mlx5_3");
+  size_t siblings = 0;
+  for (size_t l = 0; l < all_links.size(); ++l) {
+    const auto& link = all_links[l];
+    if (link.find("host")->asText() != "node-00" || link.find("kind")->asText() != "NIC") continue;
+    CHECK(link.find("slow")->asBool() == (l == slow_link));
+    const auto* network = link.find("network");
+    REQUIRE(network->kind() == gpuxray::report::ResultValue::Kind::kObject);
+    CHECK(network->find("vs_median")->asNumber() == Approx(l == slow_link ? 0.5 : 1.0).margin(0.05));
+    CHECK(!link.find("uses")->items().empty());
+    siblings += l != slow_link;
+  }
+  CHECK(siblings == 7);  // node-00's other NICs
+
+  // results.pipeline_bubbles: p = 2, m = 8, stage 0 waiting on stage 1 (the slower one).
+  const gpuxray::report::ResultValue* pipeline_result = nullptr;
+  for (const auto& [id, value] : a.report.results) {
+    if (id == "pipeline_bubbles") pipeline_result = &value;
+  }
+  REQUIRE(pipeline_result != nullptr);
+  const auto& pipelines = pipeline_result->find("pipelines")->items();
+  REQUIRE(!pipelines.empty());
+  CHECK(pipelines[0].find("stages_count")->asInteger() == 2);
+  CHECK(pipelines[0].find("micro_batches")->asInteger() == 8);
+  CHECK(!pipelines[0].find("messages")->items().empty());
+  const auto* verdict = pipeline_result->find("verdict");
+  REQUIRE(verdict->kind() == gpuxray::report::ResultValue::Kind::kObject);
+  CHECK(verdict->find("main_cause")->asText() == "waiting on stage 1");
+  const auto& summaries = pipeline_result->find("stage_summaries")->items();
+  const auto& worst = summaries.at(static_cast<size_t>(verdict->find("worst")->asInteger()));
+  CHECK(worst.find("stage")->asInteger() == 0);
+  CHECK(worst.find("waits_on_stage")->asInteger() == 1);
+  CHECK(summaries.at(static_cast<size_t>(verdict->find("slowest")->asInteger())).find("stage")->asInteger() == 1);
+  // Each stage and step keeps its 32 longest bubbles; with the rest counted they add up to its bubble time.
+  for (const auto& stage : pipelines[0].find("stages")->items()) {
+    for (const auto& step : stage.find("steps")->items()) {
+      const auto& bubbles = step.find("bubbles")->items();
+      CHECK(bubbles.size() <= 32);
+      int64_t kept = 0;
+      for (const auto& bubble : bubbles) {
+        const auto& span = bubble.find("span_ns")->items();
+        kept += span[1].asInteger() - span[0].asInteger();
+      }
+      CHECK(kept + step.find("bubbles_left_out_ns")->asInteger() == step.find("bubble_ns")->asInteger());
+    }
+  }
 }

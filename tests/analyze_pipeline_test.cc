@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "analyzer/analysis/pipeline_bubbles.h"
 #include "tests/support/analyzed_run.h"
 #include "tests/support/pipeline_schedule.h"
 #include "tests/support/run_builder.h"
@@ -240,6 +241,61 @@ TEST_CASE("analyze: balanced GPipe replicas match the theoretical bubble") {
   REQUIRE(finding != nullptr);
   CHECK(finding->summary ==
         "pipeline stage 0 (ranks 0, 4) is idle 27.3 % of the step in bubbles, mostly waiting on stage 1");
+
+  // The same as data: stages, their operations and bubbles per step, sends matched to receives.
+  auto result = gpuxray::analysis::computePipelineBubbles(a.session->input());
+  REQUIRE(result.pipelines.size() == 2);
+  const auto& pipeline = result.pipelines[0];
+  CHECK(pipeline.ranks == std::vector<int32_t>{0, 1, 2, 3});
+  CHECK(pipeline.micro_batches == 8);
+  CHECK(pipeline.schedule == "GPipe");
+  CHECK(pipeline.theoretical_pct == Approx(100.0 * 3 / 11));
+  REQUIRE(pipeline.stages.size() == 4);
+  for (const auto& stage : pipeline.stages) {
+    INFO("stage " << stage.stage);
+    CHECK(stage.rank == static_cast<int32_t>(stage.stage));
+    REQUIRE(stage.steps.size() == 2);
+    const auto& first_step = stage.steps[0];
+    CHECK(first_step.micro_batches == 8);
+    CHECK_FALSE(first_step.interleaved);
+    CHECK(first_step.idle.total() == 9'000'000);
+    // The first and last stages talk to one neighbour (8 activations, 8 gradients), the others to two.
+    bool inner = stage.stage == 1 || stage.stage == 2;
+    CHECK(first_step.ops.size() == (inner ? 32u : 16u));
+    size_t forward = 0;
+    for (const auto& op : first_step.ops) forward += op.forward();
+    CHECK(forward == first_step.ops.size() / 2);
+    int64_t bubbles = 0;
+    for (const auto& bubble : first_step.bubbles) bubbles += bubble.span.length();
+    CHECK(bubbles == 9'000'000);
+  }
+  // Stage 3 waits 3 ms for its first activation: warm-up, from the start of its step.
+  const auto& last_stage = pipeline.stages[3].steps[0];
+  REQUIRE(!last_stage.bubbles.empty());
+  CHECK(last_stage.bubbles[0].cause == "warm-up");
+  CHECK(last_stage.bubbles[0].span.start == last_stage.window.start);
+  CHECK(last_stage.bubbles[0].span.length() == 3'000'000);
+  // Per step 8 activations and 8 gradients between each pair of neighbours: 48, over two steps 96.
+  REQUIRE(pipeline.messages.size() == 96);
+  size_t forward_messages = 0;
+  for (const auto& m : pipeline.messages) {
+    forward_messages += m.forward;
+    CHECK(m.to_rank == (m.forward ? m.from_rank + 1 : m.from_rank - 1));
+    CHECK(m.receive.end >= m.send.start);
+  }
+  CHECK(forward_messages == 48);
+  CHECK(pipeline.messages.front().step == 1);
+  CHECK(pipeline.messages.back().step == 2);
+  REQUIRE(result.verdict.has_value());
+  const auto& worst = result.stage_summaries[result.verdict->worst];
+  CHECK(worst.stage == 0);
+  CHECK(worst.ranks == std::vector<int32_t>{0, 4});
+  CHECK(worst.waits_on == 1u);
+  CHECK(result.verdict->main_cause == "waiting on stage 1");
+  CHECK(result.verdict->bubble_pct == Approx(100.0 * 3 / 11));
+  CHECK(result.verdict->micro_batches == 8);
+  CHECK(result.verdict->flagged);
+  CHECK_FALSE(result.stage_summaries[3].waits_on.has_value());  // stage 3 only warms up and cools down
 }
 
 TEST_CASE("analyze: a run without point-to-point traffic has no pipeline stages and no bubble metric") {

@@ -176,6 +176,20 @@ TEST_CASE("hta: the last ProfilerStep is dropped by launch time, syncs count as 
   REQUIRE(idle.rows.size() == 1);
   // The gap 1400-1600 before b: b was launched at 1500, after the sync ended at 1400, so a host wait.
   CHECK(cell(idle, 0, "host_wait_us") == 200);
+  // results.hta holds the same figures in ns, and says the last step was dropped.
+  const report::ResultValue* result = nullptr;
+  for (const auto& [id, value] : r.results) {
+    if (id == "hta") result = &value;
+  }
+  REQUIRE(result != nullptr);
+  CHECK(result->find("last_step_dropped")->asBool());
+  CHECK(result->find("profiler_step_names")->asInteger() == 2);
+  const auto& ranks = result->find("ranks")->items();
+  REQUIRE(ranks.size() == 1);
+  CHECK(ranks[0].find("span_ns")->asInteger() == 600'000);
+  CHECK(ranks[0].find("non_compute_ns")->asInteger() == 100'000);
+  CHECK(ranks[0].find("comm_comp_overlap_pct")->kind() == report::ResultValue::Kind::kNull);  // no communication
+  CHECK(ranks[0].find("idle_time_breakdown")->items().at(0).find("host_wait_ns")->asInteger() == 200'000);
 
   auto all = analyzeHta(dir / "run", true);
   CHECK(cell(table(all, "temporal_breakdown"), 0, "span_us") == 1100);  // c is back: 1100-2200

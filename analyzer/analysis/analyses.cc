@@ -1,5 +1,8 @@
 #include "analyzer/analysis/analyses.h"
 
+#include "analyzer/analysis/activity_totals.h"
+#include "analyzer/analysis/step_times.h"
+
 namespace gpuxray::analysis {
 
 const std::vector<std::string>& knownMetrics() {
@@ -8,13 +11,14 @@ const std::vector<std::string>& knownMetrics() {
       "collective_skew_ms", "busbw_pct_of_link", "straggler_wait_ms",
       "bubble_pct", "link_imbalance", "link_utilization_pct", "slow_link_ratio",
       "low_occupancy_kernel_pct", "spilling_kernel_pct", "small_grid_kernel_pct",
-      "peak_memory_bytes", "peak_memory_pct",
+      "peak_memory_bytes", "peak_memory_pct", "step_time_ms", "tokens_per_s",
   };
   return names;
 }
 
 void runAnalyses(const AnalysisInput& input, report::Report& report) {
   analyzeClock(input, report);
+  analyzeStepTimes(input, report);
   if (input.options.hta_compat) {
     analyzeHtaCompat(input, report);
   } else {
@@ -28,6 +32,10 @@ void runAnalyses(const AnalysisInput& input, report::Report& report) {
   analyzeLinkHotspots(input, report);
   analyzeKernels(input, report);
   analyzeMemory(input, report);
+  analyzeActivityTotals(input, report);
+  analyzeStepOverview(input, report);
+  analyzeMemoryCategories(input, report);
+  analyzeOps(input, report);
   report.sortFindings();
 }
 

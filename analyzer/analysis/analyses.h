@@ -17,22 +17,28 @@ void analyzePipelineBubbles(const AnalysisInput& input, report::Report& report);
 void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report);
 void analyzeKernels(const AnalysisInput& input, report::Report& report);
 void analyzeMemory(const AnalysisInput& input, report::Report& report);
+void analyzeMemoryCategories(const AnalysisInput& input, report::Report& report);
+void analyzeOps(const AnalysisInput& input, report::Report& report);
 // Per rank, without matching across ranks: sizes, times and bandwidth (also for one rank's trace).
 void analyzeCollectiveBandwidth(const AnalysisInput& input, report::Report& report);
+// The median step per rank as lanes of GPU intervals: results only, no section (step_overview.h).
+void analyzeStepOverview(const AnalysisInput& input, report::Report& report);
 // --compat hta, in place of the time breakdown and the overlap (hta_compat.h).
 void analyzeHtaCompat(const AnalysisInput& input, report::Report& report);
 
 // The per-rank halves of the analyses computed rank by rank (rank_digest.h): what each reads of
 // rank index r's events, over its windows.
-struct BreakdownPart;
+struct RankBreakdown;
 struct OverlapPart;
 struct KernelsPart;
 struct MemoryPart;
+struct MemoryCategoriesPart;
 struct HtaPart;
-BreakdownPart breakdownOfRank(const AnalysisInput& input, size_t r);
+RankBreakdown breakdownOfRank(const AnalysisInput& input, size_t r);
 OverlapPart overlapOfRank(const AnalysisInput& input, size_t r);
 KernelsPart kernelsOfRank(const AnalysisInput& input, size_t r);
 MemoryPart memoryOfRank(const model::RankTrace& rank);
+MemoryCategoriesPart memoryCategoriesOfRank(const AnalysisInput& input, size_t r);
 // --compat hta: whether the last ProfilerStep is dropped (the run's ProfilerStep names), and the figures.
 bool htaStepFilterApplied(const model::RunTrace& run, bool include_last_step);
 HtaPart htaOfRank(const model::RankTrace& rank, bool filter_applied);

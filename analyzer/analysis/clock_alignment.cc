@@ -378,6 +378,7 @@ void shiftTimes(model::RankTrace& rank, Shift shift) {
   for (auto& a : rank.activities) a.start_ns = shift(a.start_ns), a.end_ns = shift(a.end_ns);
   for (auto& c : rank.host_calls) c.start_ns = shift(c.start_ns), c.end_ns = shift(c.end_ns);
   for (auto& n : rank.nvtx) n.start_ns = shift(n.start_ns), nonzero(n.end_ns);
+  for (auto& o : rank.host_ops) o.start_ns = shift(o.start_ns), o.end_ns = shift(o.end_ns);
   for (auto& m : rank.memory) m.time_ns = shift(m.time_ns);
   for (auto& op : rank.nccl_ops) nonzero(op.enqueue_ns), nonzero(op.gpu_start_ns), nonzero(op.gpu_end_ns);
   for (auto& t : rank.transfers) nonzero(t.start_ns), nonzero(t.end_ns);
@@ -395,7 +396,8 @@ void applyClock(const RankClock& clock, model::RankTrace& rank) {
     if (offset != 0) shiftTimes(rank, [offset](int64_t t) { return t + offset; });
   } else {
     int64_t reference = clock.reference_ns;
-    shiftTimes(rank, [&c, anchor, reference](int64_t t) { return t + anchor + std::llround(c.at(t + anchor, reference)); });
+    shiftTimes(rank,
+               [&c, anchor, reference](int64_t t) { return t + anchor + std::llround(c.at(t + anchor, reference)); });
   }
 }
 
@@ -403,13 +405,56 @@ ClockAlignment alignClocks(model::RunTrace& run) {
   return Aligner(run).run();
 }
 
+namespace {
+
+// The typed result: what alignClocks did, as data (docs/report-schema.md, `clock`).
+report::ResultValue clockValue(const ClockAlignment* clock) {
+  using report::ResultValue;
+  ResultValue hosts = ResultValue::array();
+  ResultValue warnings = ResultValue::array();
+  if (clock != nullptr) {
+    for (const auto& host : clock->hosts) {
+      ResultValue ranks = ResultValue::array();
+      for (int32_t rank : host.ranks) ranks.push(ResultValue::integer(rank));
+      hosts.push(ResultValue::object()
+                     .set("host", ResultValue::text(host.host))
+                     .set("ranks", std::move(ranks))
+                     .set("offset_ns", ResultValue::integer(host.offset_ns))
+                     .set("drift_ns_per_s", ResultValue::number(host.drift_ns_per_s))
+                     .set("condition_shift_ns", ResultValue::integer(host.condition_shift_ns))
+                     .set("matched", ResultValue::integer(static_cast<int64_t>(host.matched)))
+                     .set("residual_median_ns", ResultValue::integer(host.residual_median_ns))
+                     .set("residual_max_ns", ResultValue::integer(host.residual_max_ns))
+                     .set("source", ResultValue::text(host.source)));
+    }
+    for (const auto& warning : clock->warnings) warnings.push(ResultValue::text(warning));
+  }
+  auto count = [&](uint64_t value) {
+    return clock != nullptr ? ResultValue::integer(static_cast<int64_t>(value)) : ResultValue();
+  };
+  return ResultValue::object()
+      .set("aligned", ResultValue::flag(clock != nullptr))
+      .set("anchors_applied", clock != nullptr ? ResultValue::flag(clock->anchors_applied) : ResultValue())
+      .set("reference_ns", clock != nullptr ? ResultValue::integer(clock->reference_ns) : ResultValue())
+      .set("hosts", std::move(hosts))
+      .set("cross_host_collectives", count(clock != nullptr ? clock->cross_host_collectives : 0))
+      .set("collective_violations", count(clock != nullptr ? clock->collective_violations : 0))
+      .set("p2p_pairs", count(clock != nullptr ? clock->p2p_pairs : 0))
+      .set("p2p_violations", count(clock != nullptr ? clock->p2p_violations : 0))
+      .set("warnings", std::move(warnings));
+}
+
+}  // namespace
+
 void analyzeClock(const AnalysisInput& input, report::Report& report) {
   using report::Cell;
   using report::Unit;
   auto& section = report.addSection("clock", "Clock alignment across hosts");
   const ClockAlignment* clock = input.clock;
+  report.results.emplace_back("clock", clockValue(clock));
   if (clock == nullptr) {
-    section.notes.push_back("Not aligned (--no-align, or --compat hta as HTA does): every rank's times are compared as recorded.");
+    section.notes.push_back(
+        "Not aligned (--no-align, or --compat hta as HTA does): every rank's times are compared as recorded.");
     return;
   }
   if (clock->anchors_applied)

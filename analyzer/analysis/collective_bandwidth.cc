@@ -6,11 +6,13 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <tuple>
 
 #include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/collectives.h"
 #include "analyzer/analysis/communicators.h"
 #include "analyzer/analysis/statistics.h"
 #include "analyzer/model/nccl_conventions.h"
@@ -27,33 +29,105 @@ struct Group {
   int64_t total = 0;
 };
 
+report::ResultValue resultValue(const CollectiveBandwidthResult& result) {
+  using report::ResultValue;
+  ResultValue groups = ResultValue::array();
+  for (const RankOperationGroup& g : result.groups) {
+    ResultValue ranks = ResultValue::array();
+    for (int32_t rank : g.ranks) ranks.push(ResultValue::integer(rank));
+    auto it = result.communicators.find(g.comm_hash);
+    groups.push(ResultValue::object()
+                    .set("communicator",
+                         communicatorValue(g.comm_hash, it != result.communicators.end() ? &it->second : nullptr))
+                    .set("operation", ResultValue::text(g.operation))
+                    .set("bytes", g.bytes > 0 ? ResultValue::integer(static_cast<int64_t>(g.bytes)) : ResultValue())
+                    .set("count", ResultValue::integer(static_cast<int64_t>(g.count)))
+                    .set("ranks", std::move(ranks))
+                    .set("time_ns", ResultValue::integer(g.time_ns))
+                    .set("median_ns", ResultValue::integer(g.median_ns))
+                    .set("fastest_ns", ResultValue::integer(g.fastest_ns))
+                    .set("algbw_median_bytes_per_s", ResultValue::number(g.algbw_median))
+                    .set("busbw_median_bytes_per_s", ResultValue::number(g.busbw_median))
+                    .set("busbw_fastest_bytes_per_s", ResultValue::number(g.busbw_fastest)));
+  }
+  ResultValue ranks = ResultValue::array();
+  for (const RankCollectiveSummary& r : result.ranks) {
+    ranks.push(ResultValue::object()
+                   .set("rank", ResultValue::integer(r.rank))
+                   .set("operations", ResultValue::integer(static_cast<int64_t>(r.operations)))
+                   .set("unsized", ResultValue::integer(static_cast<int64_t>(r.unsized)))
+                   .set("time_ns", ResultValue::integer(r.time_ns))
+                   .set("bytes", ResultValue::integer(static_cast<int64_t>(r.bytes))));
+  }
+  return ResultValue::object()
+      .set("operations", ResultValue::integer(static_cast<int64_t>(result.operations)))
+      .set("unsized", ResultValue::integer(static_cast<int64_t>(result.unsized)))
+      .set("groups", std::move(groups))
+      .set("ranks", std::move(ranks));
+}
+
 }  // namespace
 
-void analyzeCollectiveBandwidth(const AnalysisInput& input, report::Report& report) {
+CollectiveBandwidthResult computeCollectiveBandwidth(const AnalysisInput& input) {
   const auto& run = input.run;
-  auto& section = report.addSection("collective_bandwidth", "Collectives per rank: sizes and bandwidth");
-  auto communicators = gatherCommunicators(run);
+  CollectiveBandwidthResult result;
+  result.communicators = gatherCommunicators(run);
   using Signature = std::tuple<uint64_t, std::string, uint64_t>;
   std::map<Signature, Group> groups;
-  uint64_t operations = 0, unsized = 0;
   for (size_t r = 0; r < run.ranks.size(); ++r) {
     const auto& rank = run.ranks[r];
     std::vector<StepWindow> windows = input.windowsOf(r);
+    RankCollectiveSummary summary;
+    summary.rank = rank.rank;
     for (const auto& op : rank.nccl_ops) {
       if (!op.hasGpuTimes()) continue;
       bool in_steps = std::any_of(windows.begin(), windows.end(), [&](const StepWindow& w) {
         return op.gpu_start_ns < w.window.end && op.gpu_end_ns > w.window.start;
       });
       if (!in_steps) continue;
-      ++operations;
-      if (op.bytes == 0) ++unsized;
+      ++summary.operations;
+      if (op.bytes == 0) ++summary.unsized;
+      summary.time_ns += op.gpu_end_ns - op.gpu_start_ns;
+      summary.bytes += op.bytes;
       Group& g = groups[{op.comm_hash, std::string(rank.name(op.func_id)), op.bytes}];
       g.durations.push_back(op.gpu_end_ns - op.gpu_start_ns);
       g.ranks.insert(rank.rank);
       g.total += op.gpu_end_ns - op.gpu_start_ns;
     }
+    result.operations += summary.operations;
+    result.unsized += summary.unsized;
+    result.ranks.push_back(summary);
   }
-  if (operations == 0) {
+  std::vector<std::pair<Signature, Group>> ranked(groups.begin(), groups.end());
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second.total > b.second.total; });
+  for (auto& [signature, g] : ranked) {
+    const auto& [hash, function, bytes] = signature;
+    RankOperationGroup out;
+    out.comm_hash = hash;
+    out.operation = function;
+    out.bytes = bytes;
+    out.count = g.durations.size();
+    out.ranks.assign(g.ranks.begin(), g.ranks.end());
+    out.time_ns = g.total;
+    out.median_ns = median(g.durations);
+    out.fastest_ns = *std::min_element(g.durations.begin(), g.durations.end());
+    auto found = result.communicators.find(hash);
+    int32_t n = found != result.communicators.end() ? found->second.nranks : 0;
+    // Unknown without the communicator's size.
+    if (auto rule = model::busBandwidthRule(function, bytes, n); rule && bytes > 0) {
+      if (out.median_ns > 0) out.algbw_median = rule->algbw(out.median_ns);
+      if (out.median_ns > 0) out.busbw_median = rule->busbw(out.median_ns);
+      if (out.fastest_ns > 0) out.busbw_fastest = rule->busbw(out.fastest_ns);
+    }
+    result.groups.push_back(std::move(out));
+  }
+  return result;
+}
+
+void presentCollectiveBandwidth(const CollectiveBandwidthResult& result, size_t top, report::Report& report) {
+  auto& section = report.addSection("collective_bandwidth", "Collectives per rank: sizes and bandwidth");
+  report.results.emplace_back("collective_bandwidth", resultValue(result));
+  if (result.operations == 0) {
     section.notes.push_back("No NCCL operations with GPU times in the trace: nothing to measure.");
     return;
   }
@@ -61,45 +135,41 @@ void analyzeCollectiveBandwidth(const AnalysisInput& input, report::Report& repo
       "Per communicator, operation and size, all ranks: GPU time per operation (median and fastest), and the bandwidth "
       "as nccl-tests reports it: algbw = data size / time, busbw = algbw x the collective's factor (2(n-1)/n for "
       "all-reduce, (n-1)/n for all-gather, reduce-scatter and all-to-all, 1 otherwise).");
-  if (unsized > 0) {
-    section.notes.push_back(fmt::format("{} of {} operations carry no size (the trace records no collective arguments "
-                                        "for them): no bandwidth for those.", unsized, operations));
+  if (result.unsized > 0) {
+    section.notes.push_back(
+        fmt::format("{} of {} operations carry no size (the trace records no collective arguments "
+                    "for them): no bandwidth for those.",
+                    result.unsized, result.operations));
   }
-  std::vector<std::pair<Signature, Group>> ranked(groups.begin(), groups.end());
-  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second.total > b.second.total; });
-  if (ranked.size() > input.options.top) ranked.resize(input.options.top);
   report::Table table{"operations", "Operations by GPU time (summed over ranks)",
                       {{"operation", "operation"}, {"communicator", "communicator"}, {"bytes", "bytes"},
                        {"count", "count"}, {"ranks", "ranks"}, {"time", "time"}, {"median", "median"},
                        {"fastest", "fastest"}, {"algbw", "algbw (median)"}, {"busbw", "busbw (median)"},
                        {"busbw_best", "busbw (fastest)"}},
                       {}};
-  for (auto& [signature, g] : ranked) {
-    const auto& [hash, function, bytes] = signature;
-    auto found = communicators.find(hash);
-    int32_t n = found != communicators.end() ? found->second.nranks : 0;
-    std::string label = hash == 0 ? "unknown" : found != communicators.end() ? found->second.label() : fmt::format("{:#x}", hash);
-    int64_t typical = median(g.durations);
-    int64_t fastest = *std::min_element(g.durations.begin(), g.durations.end());
-    // Unknown without the communicator's size.
-    auto rule = model::busBandwidthRule(function, bytes, n);
-    // Captured by copy: clang before 16 cannot capture structured bindings.
-    auto bandwidth = [&, bytes = bytes](int64_t ns) {
-      return rule && bytes > 0 && ns > 0 ? Cell::of(rule->algbw(ns), Unit::kBytesPerSecond) : Cell::of("n/a");
+  for (size_t i = 0; i < result.groups.size() && i < top; ++i) {
+    const RankOperationGroup& g = result.groups[i];
+    auto found = result.communicators.find(g.comm_hash);
+    std::string label = g.comm_hash == 0                      ? "unknown"
+                        : found != result.communicators.end() ? found->second.label()
+                                                              : fmt::format("{:#x}", g.comm_hash);
+    auto bandwidth = [](double value) {
+      return std::isnan(value) ? Cell::of("n/a") : Cell::of(value, Unit::kBytesPerSecond);
     };
-    auto bus = [&, bytes = bytes](int64_t ns) {
-      return rule && bytes > 0 && ns > 0 ? Cell::of(rule->busbw(ns), Unit::kBytesPerSecond) : Cell::of("n/a");
-    };
-    table.rows.push_back({Cell::of(function), Cell::of(label),
-                          bytes > 0 ? Cell::of(static_cast<double>(bytes), Unit::kBytes) : Cell::of("unknown"),
-                          Cell::of(static_cast<double>(g.durations.size()), Unit::kCount),
+    table.rows.push_back({Cell::of(g.operation), Cell::of(label),
+                          g.bytes > 0 ? Cell::of(static_cast<double>(g.bytes), Unit::kBytes) : Cell::of("unknown"),
+                          Cell::of(static_cast<double>(g.count), Unit::kCount),
                           Cell::of(static_cast<double>(g.ranks.size()), Unit::kCount),
-                          Cell::of(static_cast<double>(g.total), Unit::kNanoseconds),
-                          Cell::of(static_cast<double>(typical), Unit::kNanoseconds),
-                          Cell::of(static_cast<double>(fastest), Unit::kNanoseconds), bandwidth(typical), bus(typical),
-                          bus(fastest)});
+                          Cell::of(static_cast<double>(g.time_ns), Unit::kNanoseconds),
+                          Cell::of(static_cast<double>(g.median_ns), Unit::kNanoseconds),
+                          Cell::of(static_cast<double>(g.fastest_ns), Unit::kNanoseconds), bandwidth(g.algbw_median),
+                          bandwidth(g.busbw_median), bandwidth(g.busbw_fastest)});
   }
   section.tables.push_back(std::move(table));
+}
+
+void analyzeCollectiveBandwidth(const AnalysisInput& input, report::Report& report) {
+  presentCollectiveBandwidth(computeCollectiveBandwidth(input), input.options.top, report);
 }
 
 }  // namespace gpuxray::analysis

@@ -4,6 +4,8 @@
 
 #include <cctype>
 
+#include "analyzer/report/results.h"
+
 namespace gpuxray::analysis {
 
 const char* communicatorRoleName(CommunicatorRole role) {
@@ -90,6 +92,16 @@ std::map<uint64_t, CommunicatorInfo> gatherCommunicators(const model::RunTrace& 
     }
   }
   return comms;
+}
+
+report::ResultValue communicatorValue(uint64_t comm_hash, const CommunicatorInfo* info) {
+  using report::ResultValue;
+  bool named = info != nullptr && !info->name.empty();
+  return ResultValue::object()
+      .set("id", ResultValue::text(fmt::format("{:#018x}", comm_hash)))
+      .set("name", named ? ResultValue::text(info->name) : ResultValue())
+      .set("role", info != nullptr ? ResultValue::text(communicatorRoleName(info->role)) : ResultValue())
+      .set("nranks", info != nullptr && info->nranks > 0 ? ResultValue::integer(info->nranks) : ResultValue());
 }
 
 }  // namespace gpuxray::analysis

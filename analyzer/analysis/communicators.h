@@ -41,3 +41,15 @@ std::optional<CommunicatorRole> roleNamedIn(std::string_view name);
 std::map<uint64_t, CommunicatorInfo> gatherCommunicators(const model::RunTrace& run);
 
 }  // namespace gpuxray::analysis
+
+namespace gpuxray::report {
+class ResultValue;
+}
+
+namespace gpuxray::analysis {
+
+// A communicator as the analyses' typed results name it: {"id": "0x…", "name", "role", "nranks"}
+// (name and nranks null when not recorded).
+report::ResultValue communicatorValue(uint64_t comm_hash, const CommunicatorInfo* info);
+
+}  // namespace gpuxray::analysis

@@ -24,7 +24,9 @@ namespace {
 // reads) are rounded in integers.
 constexpr int64_t kExactInDouble = int64_t{1} << 53;
 
-int64_t floorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+int64_t floorDiv(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
 
 }  // namespace
 
@@ -67,9 +69,12 @@ KernelType kernelTypeOf(const model::RankTrace& rank, const model::GpuActivity& 
   if (activity.name_id == 0) {
     switch (activity.kind) {
       case model::ActivityKind::kMemcpy:
-      case model::ActivityKind::kMemset: return KernelType::kMemory;
-      case model::ActivityKind::kSync: return KernelType::kOther;
-      default: break;
+      case model::ActivityKind::kMemset:
+        return KernelType::kMemory;
+      case model::ActivityKind::kSync:
+        return KernelType::kOther;
+      default:
+        break;
     }
   }
   return kernelTypeOfName(rank.name(activity.name_id));
@@ -123,7 +128,8 @@ std::vector<HtaKernel> htaKernels(const model::RankTrace& rank, bool filter) {
     const model::HostCall* call = a.correlation_id != 0 ? rank.launchOf(a.correlation_id) : nullptr;
     int64_t launch = call != nullptr ? hta::roundedStart(call->start_ns, whole) : -1;
     // Host ops carry no correlation id; HTA matches them with the host events that lack one too.
-    if (filter && a.kind != model::ActivityKind::kHostOp && (last_step < 0 || launch < 0 || launch >= last_step)) continue;
+    if (filter && a.kind != model::ActivityKind::kHostOp && (last_step < 0 || launch < 0 || launch >= last_step))
+      continue;
     hta::KernelType type;
     if (a.name_id != 0 && a.name_id < types.size()) {
       if (types[a.name_id] < 0) types[a.name_id] = static_cast<int8_t>(hta::kernelTypeOf(rank, a));
@@ -132,7 +138,8 @@ std::vector<HtaKernel> htaKernels(const model::RankTrace& rank, bool filter) {
       type = hta::kernelTypeOf(rank, a);
     }
     int64_t start = hta::roundedStart(a.start_ns, whole);
-    kernels.push_back({start, hta::roundedEnd(a.start_ns, a.end_ns, whole), type, rank.streams[a.stream].stream, launch});
+    kernels.push_back(
+        {start, hta::roundedEnd(a.start_ns, a.end_ns, whole), type, rank.streams[a.stream].stream, launch});
   }
   return kernels;
 }
@@ -146,11 +153,14 @@ IntervalSet unionOfType(const std::vector<HtaKernel>& kernels, std::optional<hta
 }
 
 std::string microseconds(int64_t ns) {
-  if (ns % 1000 == 0) return report::formatCount(static_cast<uint64_t>(std::llabs(ns / 1000))).insert(0, ns < 0 ? "-" : "");
+  if (ns % 1000 == 0)
+    return report::formatCount(static_cast<uint64_t>(std::llabs(ns / 1000))).insert(0, ns < 0 ? "-" : "");
   return fmt::format("{:.3f}", static_cast<double>(ns) / 1000.0);
 }
 
-double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+double us(int64_t ns) {
+  return static_cast<double>(ns) / 1000.0;
+}
 
 Cell microsecondCell(int64_t ns) {
   return Cell::shownAs(static_cast<double>(ns) / 1000.0, Unit::kNone, microseconds(ns));
@@ -160,16 +170,16 @@ Cell percentCell(double value) {
   return Cell::shownAs(value, Unit::kPercent, std::isnan(value) ? "n/a" : fmt::format("{:.2f} %", value));
 }
 
-struct IdleSplit {
+struct HtaIdleSplit {
   int64_t host_wait = 0, kernel_wait = 0, other = 0;
 };
 
 // HTA's idle time breakdown of one stream: the gap before each kernel (in start order, after the
 // previous one's end) is host_wait when its launch came after that end, kernel_wait when shorter
 // than 30 µs, other otherwise.
-IdleSplit idleOfStream(std::vector<const HtaKernel*> kernels) {
+HtaIdleSplit idleOfStream(std::vector<const HtaKernel*> kernels) {
   std::stable_sort(kernels.begin(), kernels.end(), [](const auto* a, const auto* b) { return a->start < b->start; });
-  IdleSplit split;
+  HtaIdleSplit split;
   for (size_t i = 1; i < kernels.size(); ++i) {
     int64_t previous_end = kernels[i - 1]->end;
     int64_t gap = kernels[i]->start - previous_end;
@@ -184,6 +194,39 @@ IdleSplit idleOfStream(std::vector<const HtaKernel*> kernels) {
   return split;
 }
 
+report::ResultValue resultValue(const hta::HtaResult& result) {
+  using report::ResultValue;
+  ResultValue ranks = ResultValue::array();
+  for (const hta::HtaRank& r : result.ranks) {
+    ResultValue streams = ResultValue::array();
+    for (const hta::HtaStreamIdle& s : r.streams) {
+      streams.push(ResultValue::object()
+                       .set("stream", ResultValue::integer(s.stream))
+                       .set("host_wait_ns", ResultValue::integer(s.host_wait_ns))
+                       .set("kernel_wait_ns", ResultValue::integer(s.kernel_wait_ns))
+                       .set("other_ns", ResultValue::integer(s.other_ns)));
+    }
+    ranks.push(ResultValue::object()
+                   .set("rank", ResultValue::integer(r.rank))
+                   .set("span_ns", ResultValue::integer(r.span_ns))
+                   .set("idle_ns", ResultValue::integer(r.idle_ns))
+                   .set("compute_ns", ResultValue::integer(r.compute_ns))
+                   .set("non_compute_ns", ResultValue::integer(r.non_compute_ns))
+                   .set("idle_pct", ResultValue::number(r.idle_pct))
+                   .set("compute_pct", ResultValue::number(r.compute_pct))
+                   .set("non_compute_pct", ResultValue::number(r.non_compute_pct))
+                   .set("comm_comp_overlap_pct", ResultValue::number(r.overlap_pct))
+                   .set("idle_time_breakdown", std::move(streams)));
+  }
+  ResultValue empty = ResultValue::array();
+  for (int32_t rank : result.empty_ranks) empty.push(ResultValue::integer(rank));
+  return ResultValue::object()
+      .set("profiler_step_names", ResultValue::integer(static_cast<int64_t>(result.filter.step_names)))
+      .set("last_step_dropped", ResultValue::flag(result.filter.applied))
+      .set("ranks", std::move(ranks))
+      .set("ranks_without_kernels", std::move(empty));
+}
+
 }  // namespace
 
 bool htaStepFilterApplied(const model::RunTrace& run, bool include_last_step) {
@@ -195,32 +238,51 @@ HtaPart htaOfRank(const model::RankTrace& rank, bool filter_applied) {
   part.filter_applied = filter_applied;
   std::vector<HtaKernel> kernels = htaKernels(rank, filter_applied);
   if (kernels.empty()) return part;
-  part.empty = false;
+  hta::HtaRank out;
+  out.rank = rank.rank;
   int64_t first = kernels.front().start, last = kernels.front().end;
   for (const auto& k : kernels) first = std::min(first, k.start), last = std::max(last, k.end);
-  int64_t span = last - first;
+  out.span_ns = last - first;
   IntervalSet busy = unionOfType(kernels, std::nullopt);
   IntervalSet compute = unionOfType(kernels, hta::KernelType::kComputation);
   IntervalSet communication = unionOfType(kernels, hta::KernelType::kCommunication);
-  part.span = span;
-  part.idle = span - totalLength(busy);
-  part.compute = totalLength(compute);
-  part.non_compute = span - part.compute - part.idle;
-  part.idle_pct = hta::percent(us(part.idle), us(span));
-  part.overlap_pct = hta::percent(us(totalLength(intersect(compute, communication))), us(totalLength(communication)));
+  out.idle_ns = out.span_ns - totalLength(busy);
+  out.compute_ns = totalLength(compute);
+  out.non_compute_ns = out.span_ns - out.compute_ns - out.idle_ns;
+  out.idle_pct = hta::percent(us(out.idle_ns), us(out.span_ns));
+  out.compute_pct = hta::percent(us(out.compute_ns), us(out.span_ns));
+  out.non_compute_pct = hta::percent(us(out.non_compute_ns), us(out.span_ns));
+  out.overlap_pct = hta::percent(us(totalLength(intersect(compute, communication))), us(totalLength(communication)));
   std::map<uint32_t, std::vector<const HtaKernel*>> by_stream;
   for (const auto& k : kernels) by_stream[k.stream].push_back(&k);
   for (const auto& [stream, members] : by_stream) {
-    IdleSplit split = idleOfStream(members);
-    part.streams.push_back({stream, split.host_wait, split.kernel_wait, split.other});
+    HtaIdleSplit split = idleOfStream(members);
+    out.streams.push_back({stream, split.host_wait, split.kernel_wait, split.other});
   }
+  part.figures = std::move(out);
   return part;
 }
 
-void analyzeHtaCompat(const AnalysisInput& input, report::Report& report) {
+hta::HtaResult computeHtaCompat(const AnalysisInput& input) {
   const auto& run = input.run;
-  hta::StepFilter filter = hta::stepFilterOf(run, input.options.include_last_step);
+  hta::HtaResult result;
+  result.filter = hta::stepFilterOf(run, input.options.include_last_step);
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const HtaPart& part = *input.digest(r).hta;
+    if (!part.figures) {
+      result.empty_ranks.push_back(run.ranks[r].rank);
+      continue;
+    }
+    result.ranks.push_back(*part.figures);
+    result.ranks.back().rank = run.ranks[r].rank;  // a PyTorch-profiler trace's rank is given after it is digested
+  }
+  return result;
+}
+
+void presentHtaCompat(const hta::HtaResult& result, report::Report& report) {
+  const hta::StepFilter& filter = result.filter;
   auto& section = report.addSection("hta", "Holistic Trace Analysis figures (--compat hta)");
+  report.results.emplace_back("hta", resultValue(result));
   section.notes.push_back(
       "As HTA 0.6.1 computes them: times in whole microseconds (starts rounded up, ends down), every event with a "
       "stream counted as GPU time (cuda_sync included), kernels typed by name; docs/analyses.md says how gpuxray's "
@@ -228,60 +290,76 @@ void analyzeHtaCompat(const AnalysisInput& input, report::Report& report) {
   if (filter.applied) {
     section.notes.push_back(fmt::format(
         "The last ProfilerStep is dropped, as HTA does by default: only GPU work launched before it began is counted "
-        "({} ProfilerStep names in the run; --include-last-step keeps it).", filter.step_names));
+        "({} ProfilerStep names in the run; --include-last-step keeps it).",
+        filter.step_names));
   } else if (filter.step_names >= 2) {
     section.notes.push_back("The last ProfilerStep is kept (--include-last-step).");
   } else {
-    section.notes.push_back(fmt::format("All GPU work is counted: HTA drops the last ProfilerStep only when a run has "
-                                        "two or more ({} here).", filter.step_names));
+    section.notes.push_back(
+        fmt::format("All GPU work is counted: HTA drops the last ProfilerStep only when a run has "
+                    "two or more ({} here).",
+                    filter.step_names));
   }
-  report::Table breakdown{"temporal_breakdown", "Temporal breakdown (get_temporal_breakdown)",
-                          {{"rank", "rank"}, {"span_us", "span µs"}, {"idle_us", "idle µs"}, {"compute_us", "compute µs"},
-                           {"non_compute_us", "non-compute µs"}, {"idle_pct", "idle"}, {"compute_pct", "compute"},
+  report::Table breakdown{"temporal_breakdown",
+                          "Temporal breakdown (get_temporal_breakdown)",
+                          {{"rank", "rank"},
+                           {"span_us", "span µs"},
+                           {"idle_us", "idle µs"},
+                           {"compute_us", "compute µs"},
+                           {"non_compute_us", "non-compute µs"},
+                           {"idle_pct", "idle"},
+                           {"compute_pct", "compute"},
                            {"non_compute_pct", "non-compute"}},
                           {}};
-  report::Table overlap{"comm_comp_overlap", "Communication/computation overlap (get_comm_comp_overlap)",
-                        {{"rank", "rank"}, {"overlap_pct", "comp/comm overlap"}}, {}};
-  report::Table idle{"idle_time_breakdown", "Idle time per stream (get_idle_time_breakdown, 30 µs kernel-wait threshold)",
-                     {{"rank", "rank"}, {"stream", "stream"}, {"host_wait_us", "host wait µs"},
-                      {"kernel_wait_us", "kernel wait µs"}, {"other_us", "other µs"}},
+  report::Table overlap{"comm_comp_overlap",
+                        "Communication/computation overlap (get_comm_comp_overlap)",
+                        {{"rank", "rank"}, {"overlap_pct", "comp/comm overlap"}},
+                        {}};
+  report::Table idle{"idle_time_breakdown",
+                     "Idle time per stream (get_idle_time_breakdown, 30 µs kernel-wait threshold)",
+                     {{"rank", "rank"},
+                      {"stream", "stream"},
+                      {"host_wait_us", "host wait µs"},
+                      {"kernel_wait_us", "kernel wait µs"},
+                      {"other_us", "other µs"}},
                      {}};
   double worst_idle = -1, lowest_overlap = 1e9;
-  std::vector<int32_t> empty_ranks;
-  for (size_t r = 0; r < run.ranks.size(); ++r) {
-    const auto& rank = run.ranks[r];
-    const HtaPart& part = *input.digest(r).hta;
-    if (part.empty) {
-      empty_ranks.push_back(rank.rank);
-      continue;
-    }
-    breakdown.rows.push_back({Cell::of(rank.rank, Unit::kNone), microsecondCell(part.span), microsecondCell(part.idle),
-                              microsecondCell(part.compute), microsecondCell(part.non_compute), percentCell(part.idle_pct),
-                              percentCell(hta::percent(us(part.compute), us(part.span))),
-                              percentCell(hta::percent(us(part.non_compute), us(part.span)))});
-    worst_idle = std::max(worst_idle, part.idle_pct);
-    overlap.rows.push_back({Cell::of(rank.rank, Unit::kNone), percentCell(part.overlap_pct)});
-    if (!std::isnan(part.overlap_pct)) lowest_overlap = std::min(lowest_overlap, part.overlap_pct);
-    for (const auto& s : part.streams) {
-      idle.rows.push_back({Cell::of(rank.rank, Unit::kNone), Cell::of(s.stream, Unit::kNone), microsecondCell(s.host_wait),
-                           microsecondCell(s.kernel_wait), microsecondCell(s.other)});
+  for (const hta::HtaRank& r : result.ranks) {
+    breakdown.rows.push_back({Cell::of(r.rank, Unit::kNone), microsecondCell(r.span_ns), microsecondCell(r.idle_ns),
+                              microsecondCell(r.compute_ns), microsecondCell(r.non_compute_ns), percentCell(r.idle_pct),
+                              percentCell(r.compute_pct), percentCell(r.non_compute_pct)});
+    worst_idle = std::max(worst_idle, r.idle_pct);
+    overlap.rows.push_back({Cell::of(r.rank, Unit::kNone), percentCell(r.overlap_pct)});
+    if (!std::isnan(r.overlap_pct)) lowest_overlap = std::min(lowest_overlap, r.overlap_pct);
+    for (const hta::HtaStreamIdle& s : r.streams) {
+      idle.rows.push_back({Cell::of(r.rank, Unit::kNone), Cell::of(s.stream, Unit::kNone),
+                           microsecondCell(s.host_wait_ns), microsecondCell(s.kernel_wait_ns),
+                           microsecondCell(s.other_ns)});
     }
   }
-  if (!empty_ranks.empty()) {
+  if (!result.empty_ranks.empty()) {
     std::string list;
-    for (int32_t r : empty_ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
-    section.notes.push_back(fmt::format("No GPU kernels left on rank{} {} (HTA keeps none when a rank lacks a ProfilerStep "
-                                        "of its own or launched nothing before its last one).",
-                                        empty_ranks.size() == 1 ? "" : "s", list));
+    for (int32_t r : result.empty_ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    section.notes.push_back(
+        fmt::format("No GPU kernels left on rank{} {} (HTA keeps none when a rank lacks a ProfilerStep "
+                    "of its own or launched nothing before its last one).",
+                    result.empty_ranks.size() == 1 ? "" : "s", list));
   }
   section.tables.push_back(std::move(breakdown));
   section.tables.push_back(std::move(overlap));
   section.tables.push_back(std::move(idle));
-  if (worst_idle >= 0) report.addMetric("idle_pct", worst_idle, Unit::kPercent, "GPU idle time, % of the span, worst rank (HTA's definition)");
+  if (worst_idle >= 0)
+    report.addMetric("idle_pct", worst_idle, Unit::kPercent,
+                     "GPU idle time, % of the span, worst rank (HTA's definition)");
   if (lowest_overlap <= 100) {
-    report.addMetric("overlap_pct", lowest_overlap, Unit::kPercent,
-                     "communication overlapped by computation, % of communication time, lowest rank (HTA's definition)");
+    report.addMetric(
+        "overlap_pct", lowest_overlap, Unit::kPercent,
+        "communication overlapped by computation, % of communication time, lowest rank (HTA's definition)");
   }
+}
+
+void analyzeHtaCompat(const AnalysisInput& input, report::Report& report) {
+  presentHtaCompat(computeHtaCompat(input), report);
 }
 
 }  // namespace gpuxray::analysis

@@ -6,8 +6,11 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
+#include "analyzer/analysis/analysis_input.h"
 #include "analyzer/model/run_trace.h"
+#include "analyzer/report/report.h"
 
 namespace gpuxray::analysis::hta {
 
@@ -47,4 +50,32 @@ StepFilter stepFilterOf(const model::RunTrace& run, bool include_last_step);
 // The rounded start of the rank's last ProfilerStep; -1 when it has none (HTA then keeps nothing).
 int64_t lastStepStart(const model::RankTrace& rank);
 
+// HTA's figures of one rank, in ns (whole microseconds, as HTA rounds them).
+struct HtaStreamIdle {
+  uint32_t stream = 0;
+  int64_t host_wait_ns = 0, kernel_wait_ns = 0, other_ns = 0;
+};
+
+struct HtaRank {
+  int32_t rank = -1;
+  int64_t span_ns = 0, idle_ns = 0, compute_ns = 0, non_compute_ns = 0;
+  double idle_pct = 0, compute_pct = 0, non_compute_pct = 0;  // HTA's rounding
+  double overlap_pct = 0;                                     // NaN: no communication (HTA's NaN)
+  std::vector<HtaStreamIdle> streams;                         // by stream
+};
+
+struct HtaResult {
+  StepFilter filter;
+  std::vector<HtaRank> ranks;        // ranks with kernels left, in run order
+  std::vector<int32_t> empty_ranks;  // ranks with none left
+};
+
 }  // namespace gpuxray::analysis::hta
+
+namespace gpuxray::analysis {
+
+hta::HtaResult computeHtaCompat(const AnalysisInput& input);
+// The `hta` section, HTA's idle_pct and overlap_pct metrics and the typed result (`hta`).
+void presentHtaCompat(const hta::HtaResult& result, report::Report& report);
+
+}  // namespace gpuxray::analysis

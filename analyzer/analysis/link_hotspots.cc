@@ -3,6 +3,8 @@
 // ring model where it does not, with utilization against the link's capacity and the imbalance
 // among equivalent links (definitions: docs/analyses.md).
 
+#include "analyzer/analysis/link_hotspots.h"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -10,6 +12,8 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <tuple>
+#include <unordered_map>
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/communicators.h"
@@ -45,13 +49,18 @@ struct LinkLoad {
   uint64_t network_wait_ns = 0;
   uint64_t direction_wait_ns[2] = {0, 0};
   std::vector<Interval> direction_spans[2];
-  double achievedBandwidth() const {
-    return network_wait_ns > 0 ? static_cast<double>(network_bytes) / (static_cast<double>(network_wait_ns) * 1e-9)
-                               : 0.0;
-  }
+  // (from rank, to rank, operation, communicator) -> bytes and their sources.
+  std::map<std::tuple<int32_t, int32_t, std::string, uint64_t>, std::pair<uint64_t, uint8_t>> uses;
 
   uint64_t bytes() const { return forward + backward; }
-  std::string label() const { return host + " " + name; }
+};
+
+// Who puts bytes on a link: the rank, its peer, the operation and its communicator.
+struct Use {
+  int32_t from_rank = -1;
+  int32_t to_rank = -1;
+  std::string operation;
+  uint64_t comm_hash = 0;
 };
 
 // A link some bytes cross, and which way.
@@ -101,6 +110,8 @@ class Topology {
   size_t knownLinks() const { return known_links_; }
   size_t nicOf(size_t r) const { return nic_[r]; }
   bool assumedNics() const { return assumed_nics_; }
+  const std::string& gpuKeyOf(size_t r) const { return gpu_[r]; }
+  const std::string& gpuNameOf(size_t r) const { return gpu_name_[r]; }
 
   // The links bytes from rank index `from` to rank index `to` cross.
   const std::vector<Hop>& route(size_t from, size_t to) {
@@ -282,13 +293,17 @@ class Topology {
   bool assumed_nics_ = false;
 };
 
-void carry(Topology& topology, const std::vector<Hop>& hops, double bytes, Interval span, uint8_t source) {
+void carry(Topology& topology, const std::vector<Hop>& hops, double bytes, Interval span, uint8_t source,
+           const Use& use) {
   auto whole = static_cast<uint64_t>(std::llround(std::max(0.0, bytes)));
   for (const Hop& hop : hops) {
     LinkLoad& link = topology.links()[hop.link];
     (hop.forward ? link.forward : link.backward) += whole;
     link.sources |= source;
     if (span.length() > 0) link.busy.push_back(span);
+    auto& [used_bytes, sources] = link.uses[{use.from_rank, use.to_rank, use.operation, use.comm_hash}];
+    used_bytes += whole;
+    sources |= source;
   }
 }
 
@@ -310,15 +325,29 @@ void loadLinks(const AnalysisInput& input, Topology& topology) {
     auto it = index_of.find(member->second);
     return it == index_of.end() ? std::nullopt : std::optional<size_t>(it->second);
   };
+  auto globalRank = [&](uint64_t comm_hash, int32_t comm_rank) {
+    auto comm = communicators.find(comm_hash);
+    if (comm == communicators.end()) return -1;
+    auto member = comm->second.members.find(comm_rank);
+    return member == comm->second.members.end() ? -1 : member->second;
+  };
   for (size_t r = 0; r < run.ranks.size(); ++r) {
     const model::RankTrace& rank = run.ranks[r];
     const std::vector<StepWindow> windows = input.windowsOf(r);
+    std::unordered_map<uint64_t, uint32_t> function_of;  // operation id -> its NCCL function's string id
+    if (!rank.transfers.empty()) {
+      for (const model::NcclOp& op : rank.nccl_ops) function_of.emplace(op.operation_id, op.func_id);
+    }
     std::vector<uint64_t> on_network;  // operations whose network bytes NCCL's proxy reported
     for (const model::NetTransfer& t : rank.transfers) {
       on_network.push_back(t.operation_id);
       if (!inWindows(windows, t.start_ns)) continue;
-      carry(topology, {{topology.nicOf(r), t.is_send}}, static_cast<double>(t.bytes), {t.start_ns, t.end_ns},
-            kMeasured);
+      auto function = function_of.find(t.operation_id);
+      int32_t peer = globalRank(t.comm_hash, t.peer);
+      Use use{t.is_send ? rank.rank : peer, t.is_send ? peer : rank.rank,
+              function != function_of.end() ? std::string(rank.name(function->second)) : std::string(), t.comm_hash};
+      carry(topology, {{topology.nicOf(r), t.is_send}}, static_cast<double>(t.bytes), {t.start_ns, t.end_ns}, kMeasured,
+            use);
       LinkLoad& nic = topology.links()[topology.nicOf(r)];
       nic.network_bytes += t.bytes;
       nic.direction_wait_ns[t.is_send ? 1 : 0] += t.wait_network_ns;
@@ -347,29 +376,38 @@ void loadLinks(const AnalysisInput& input, Topology& topology) {
         if (!peer) continue;
         bool remote = run.ranks[*peer].header.hostname != rank.header.hostname;
         if (remote && measuredOnNetwork(op.operation_id)) continue;
-        carry(topology, topology.route(r, *peer), static_cast<double>(op.bytes), span, kMeasured);
+        carry(topology, topology.route(r, *peer), static_cast<double>(op.bytes), span, kMeasured,
+              {rank.rank, run.ranks[*peer].rank, std::string(rank.name(op.func_id)), op.comm_hash});
       } else if (op.kind == format::NcclOperationKind::kCollective && own_comm_rank >= 0 && comm->nranks > 1) {
         auto bytes = model::ringBytesPerLink(model::ncclFunction(rank.name(op.func_id)), op.bytes, comm->nranks);
         auto successor = indexOf(*comm, (own_comm_rank + 1) % comm->nranks);
         if (!bytes || !successor || *successor == r) continue;
         bool remote = run.ranks[*successor].header.hostname != rank.header.hostname;
         if (remote && measuredOnNetwork(op.operation_id)) continue;
-        carry(topology, topology.route(r, *successor), *bytes, span, kEstimated);
+        carry(topology, topology.route(r, *successor), *bytes, span, kEstimated,
+              {rank.rank, run.ranks[*successor].rank, std::string(rank.name(op.func_id)), op.comm_hash});
       }
     }
   }
 }
 
-struct LinkFigures {
-  size_t link = 0;
-  double bytes_per_step = 0;
-  double utilization_pct = std::numeric_limits<double>::quiet_NaN();
-  double busy_bandwidth_pct = std::numeric_limits<double>::quiet_NaN();
-};
+std::string sourceName(bool measured, bool estimated) {
+  if (measured && estimated) return "measured + estimated";
+  if (estimated) return "estimated";
+  return measured ? "measured" : "";
+}
 
-std::string sourceName(uint8_t sources) {
-  if (sources == (kMeasured | kEstimated)) return "measured + estimated";
-  return sources == kEstimated ? "estimated" : "measured";
+// The NICs' network time: per direction the transfers' waits summed, but never more than the union
+// of their spans (channels overlap in time); sends and receives add up.
+void settleNetworkTime(std::vector<LinkLoad>& links) {
+  for (LinkLoad& link : links) {
+    link.network_wait_ns = 0;
+    for (int direction : {0, 1}) {
+      auto spanned =
+          static_cast<uint64_t>(std::max<int64_t>(0, totalLength(unionOf(std::move(link.direction_spans[direction])))));
+      link.network_wait_ns += std::min(link.direction_wait_ns[direction], spanned);
+    }
+  }
 }
 
 // NICs that move data slower than the run's other NICs: bytes NCCL's proxy moved / the time it waited
@@ -377,106 +415,340 @@ std::string sourceName(uint8_t sources) {
 // slow rank (whose peers would wait on the peer instead).
 // Each NIC is compared with the median of the other NICs (with two NICs, the other one), so that a
 // slow NIC is never its own yardstick.
-void reportSlowNics(const AnalysisInput& input, std::vector<LinkLoad>& links, size_t steps, report::Report& report,
-                    report::Section& section) {
+void compareNics(LinkHotspotsResult& result) {
+  auto& links = result.links;
   std::vector<size_t> nics;
   for (size_t l = 0; l < links.size(); ++l) {
-    LinkLoad& link = links[l];
-    link.network_wait_ns = 0;
-    for (int direction : {0, 1}) {
-      auto spanned =
-          static_cast<uint64_t>(std::max<int64_t>(0, totalLength(unionOf(std::move(link.direction_spans[direction])))));
-      link.network_wait_ns += std::min(link.direction_wait_ns[direction], spanned);
-    }
-    if (link.network_wait_ns == 0 || link.network_bytes == 0) continue;
+    if (links[l].network_wait_ns == 0 || links[l].network_bytes == 0) continue;
+    links[l].achieved_bytes_per_s =
+        static_cast<double>(links[l].network_bytes) / (static_cast<double>(links[l].network_wait_ns) * 1e-9);
     nics.push_back(l);
   }
   if (nics.size() < 2) return;
-  auto othersMedian = [&](size_t nic) {
+  for (size_t nic : nics) {
     std::vector<double> others;
     for (size_t l : nics) {
-      if (l != nic) others.push_back(links[l].achievedBandwidth());
+      if (l != nic) others.push_back(links[l].achieved_bytes_per_s);
     }
-    return median(others);
-  };
+    links[nic].others_median_bytes_per_s = median(others);
+  }
   std::sort(nics.begin(), nics.end(),
-            [&](size_t a, size_t b) { return links[a].achievedBandwidth() < links[b].achievedBandwidth(); });
-  const double typical = othersMedian(nics.front());
+            [&](size_t a, size_t b) { return links[a].achieved_bytes_per_s < links[b].achieved_bytes_per_s; });
+  result.nics_compared = nics;
+  SlowLinkVerdict verdict;
+  verdict.link = nics.front();
+  verdict.achieved_bytes_per_s = links[verdict.link].achieved_bytes_per_s;
+  verdict.others_median_bytes_per_s = links[verdict.link].others_median_bytes_per_s;
+  verdict.ratio =
+      verdict.achieved_bytes_per_s > 0 ? verdict.others_median_bytes_per_s / verdict.achieved_bytes_per_s : 0.0;
+  verdict.slow = verdict.ratio >= SlowLinkVerdict::kSlowRatio;
+  links[verdict.link].slow = verdict.slow;
+  result.slowest_nic = verdict;
+}
+
+report::ResultValue optionalNumber(double value) {
+  return report::ResultValue::number(value);
+}
+
+report::ResultValue indexValue(std::optional<size_t> index) {
+  return index ? report::ResultValue::integer(static_cast<int64_t>(*index)) : report::ResultValue();
+}
+
+report::ResultValue rankValue(int32_t rank) {
+  return rank >= 0 ? report::ResultValue::integer(rank) : report::ResultValue();
+}
+
+report::ResultValue indicesValue(const std::vector<size_t>& indices) {
+  auto array = report::ResultValue::array();
+  for (size_t i : indices) array.push(report::ResultValue::integer(static_cast<int64_t>(i)));
+  return array;
+}
+
+report::ResultValue resultValue(const LinkHotspotsResult& result) {
+  using report::ResultValue;
+  const double steps = static_cast<double>(result.steps);
+  ResultValue hosts = ResultValue::array();
+  for (const HostTopology& host : result.hosts) {
+    ResultValue gpus = ResultValue::array();
+    for (const HostGpu& gpu : host.gpus) {
+      gpus.push(ResultValue::object()
+                    .set("rank", ResultValue::integer(gpu.rank))
+                    .set("gpu", ResultValue::text(gpu.name))
+                    .set("id", ResultValue::text(gpu.id))
+                    .set("nic", indexValue(gpu.nic)));
+    }
+    hosts.push(ResultValue::object()
+                   .set("host", ResultValue::text(host.host))
+                   .set("gpus", std::move(gpus))
+                   .set("links", indicesValue(host.links)));
+  }
+  ResultValue links = ResultValue::array();
+  for (size_t l = 0; l < result.links.size(); ++l) {
+    const LinkLoadResult& link = result.links[l];
+    ResultValue uses = ResultValue::array();
+    for (const LinkUse& use : link.uses) {
+      uses.push(ResultValue::object()
+                    .set("from_rank", rankValue(use.from_rank))
+                    .set("to_rank", rankValue(use.to_rank))
+                    .set("operation", use.operation.empty() ? ResultValue() : ResultValue::text(use.operation))
+                    .set("communicator", ResultValue::text(fmt::format("{:#018x}", use.comm_hash)))
+                    .set("bytes", ResultValue::integer(static_cast<int64_t>(use.bytes)))
+                    .set("source", ResultValue::text(use.measured ? "measured" : "estimated")));
+    }
+    ResultValue network;  // null: no proxy transfers through it
+    if (link.network_bytes > 0) {
+      network = ResultValue::object()
+                    .set("bytes", ResultValue::integer(static_cast<int64_t>(link.network_bytes)))
+                    .set("bytes_per_step", ResultValue::number(static_cast<double>(link.network_bytes) / steps))
+                    .set("wait_ns", ResultValue::integer(static_cast<int64_t>(link.network_wait_ns)))
+                    .set("wait_ns_per_step", ResultValue::number(static_cast<double>(link.network_wait_ns) / steps))
+                    .set("achieved_bytes_per_s", optionalNumber(link.achieved_bytes_per_s))
+                    .set("others_median_bytes_per_s", optionalNumber(link.others_median_bytes_per_s))
+                    .set("vs_median", optionalNumber(link.achieved_bytes_per_s / link.others_median_bytes_per_s));
+    }
+    std::string source = link.source();
+    links.push(ResultValue::object()
+                   .set("id", ResultValue::integer(static_cast<int64_t>(l)))
+                   .set("host", ResultValue::text(link.host))
+                   .set("name", ResultValue::text(link.name))
+                   .set("kind", ResultValue::text(link.kind))
+                   .set("group", ResultValue::text(link.group))
+                   .set("capacity_bytes_per_s", optionalNumber(link.capacity_bytes_per_s))
+                   .set("member", ResultValue::flag(link.member))
+                   .set("nic_assumed", ResultValue::flag(link.nic_assumed))
+                   .set("source", source.empty() ? ResultValue() : ResultValue::text(source))
+                   .set("forward_bytes", ResultValue::integer(static_cast<int64_t>(link.forward_bytes)))
+                   .set("backward_bytes", ResultValue::integer(static_cast<int64_t>(link.backward_bytes)))
+                   .set("bytes", ResultValue::integer(static_cast<int64_t>(link.bytes())))
+                   .set("bytes_per_step", ResultValue::number(link.bytes_per_step))
+                   .set("utilization_pct", optionalNumber(link.utilization_pct))
+                   .set("busy_bandwidth_pct", optionalNumber(link.busy_bandwidth_pct))
+                   .set("busy_ns", ResultValue::integer(link.busy_ns))
+                   .set("network", std::move(network))
+                   .set("slow", ResultValue::flag(link.slow))
+                   .set("uses", std::move(uses)));
+  }
+  ResultValue groups = ResultValue::array();
+  for (const LinkGroup& group : result.groups) {
+    groups.push(ResultValue::object()
+                    .set("host", ResultValue::text(group.host))
+                    .set("group", ResultValue::text(group.group))
+                    .set("links", indicesValue(group.links))
+                    .set("mean_bytes_per_step", ResultValue::number(group.mean_bytes_per_step))
+                    .set("busiest", ResultValue::integer(static_cast<int64_t>(group.busiest)))
+                    .set("imbalance", ResultValue::number(group.imbalance)));
+  }
+  ResultValue slowest;
+  if (result.slowest_nic) {
+    const SlowLinkVerdict& v = *result.slowest_nic;
+    slowest = ResultValue::object()
+                  .set("link", ResultValue::integer(static_cast<int64_t>(v.link)))
+                  .set("achieved_bytes_per_s", ResultValue::number(v.achieved_bytes_per_s))
+                  .set("others_median_bytes_per_s", ResultValue::number(v.others_median_bytes_per_s))
+                  .set("ratio", ResultValue::number(v.ratio))
+                  .set("slow", ResultValue::flag(v.slow))
+                  .set("severity", !v.slow ? ResultValue()
+                                           : ResultValue::text(v.ratio >= SlowLinkVerdict::kCriticalRatio ? "critical"
+                                                                                                          : "warning"));
+  }
+  ResultValue imbalance;
+  if (result.worst_group) {
+    const LinkGroup& g = result.groups[*result.worst_group];
+    imbalance = ResultValue::object()
+                    .set("group", ResultValue::integer(static_cast<int64_t>(*result.worst_group)))
+                    .set("link", ResultValue::integer(static_cast<int64_t>(g.busiest)))
+                    .set("imbalance", ResultValue::number(g.imbalance))
+                    .set("flagged", ResultValue::flag(result.imbalance_flagged));
+  }
+  return ResultValue::object()
+      .set("steps", ResultValue::integer(static_cast<int64_t>(result.steps)))
+      .set("step_ns", result.step_seconds > 0 ? ResultValue::number(result.step_seconds * 1e9) : ResultValue())
+      .set("known_links", ResultValue::integer(static_cast<int64_t>(result.known_links)))
+      .set("nics_assumed", ResultValue::flag(result.nics_assumed))
+      .set("hosts", std::move(hosts))
+      .set("links", std::move(links))
+      .set("busiest", indicesValue(result.busiest))
+      .set("groups", std::move(groups))
+      .set("nics_compared", indicesValue(result.nics_compared))
+      .set("slowest_nic", std::move(slowest))
+      .set("imbalance", std::move(imbalance))
+      .set("max_utilization_pct", optionalNumber(result.max_utilization_pct));
+}
+
+void presentSlowNics(const LinkHotspotsResult& result, size_t top, report::Report& report, report::Section& section) {
+  if (!result.slowest_nic) return;
+  const auto& links = result.links;
+  const double steps = static_cast<double>(result.steps);
   report::Table table{"nic_bandwidth", "NICs by the bandwidth they achieved (NCCL's proxy: bytes / time the network was busy with them)",
                       {{"link", "link"}, {"bytes_per_step", "bytes/step"}, {"network_time_per_step", "network time/step"},
                        {"achieved", "achieved"}, {"vs_median", "vs the other NICs' median"}, {"capacity", "capacity"}},
                       {}};
-  for (size_t i = 0; i < nics.size() && i < input.options.top; ++i) {
-    const LinkLoad& nic = links[nics[i]];
-    table.rows.push_back({Cell::of(nic.label()),
-                          Cell::of(static_cast<double>(nic.network_bytes) / static_cast<double>(steps), Unit::kBytes),
-                          Cell::of(static_cast<double>(nic.network_wait_ns) / static_cast<double>(steps), Unit::kNanoseconds),
-                          Cell::of(nic.achievedBandwidth(), Unit::kBytesPerSecond),
-                          Cell::of(othersMedian(nics[i]) > 0 ? nic.achievedBandwidth() / othersMedian(nics[i]) : 0.0,
-                                   Unit::kRatio),
-                          Cell::of(nic.capacity > 0 ? nic.capacity : std::numeric_limits<double>::quiet_NaN(),
-                                   Unit::kBytesPerSecond)});
+  for (size_t i = 0; i < result.nics_compared.size() && i < top; ++i) {
+    const LinkLoadResult& nic = links[result.nics_compared[i]];
+    table.rows.push_back(
+        {Cell::of(nic.label()), Cell::of(static_cast<double>(nic.network_bytes) / steps, Unit::kBytes),
+         Cell::of(static_cast<double>(nic.network_wait_ns) / steps, Unit::kNanoseconds),
+         Cell::of(nic.achieved_bytes_per_s, Unit::kBytesPerSecond),
+         Cell::of(nic.others_median_bytes_per_s > 0 ? nic.achieved_bytes_per_s / nic.others_median_bytes_per_s : 0.0,
+                  Unit::kRatio),
+         Cell::of(nic.capacity_bytes_per_s, Unit::kBytesPerSecond)});
   }
   section.tables.push_back(std::move(table));
 
-  const LinkLoad& slowest = links[nics.front()];
-  double ratio = slowest.achievedBandwidth() > 0 ? typical / slowest.achievedBandwidth() : 0.0;
-  report.addMetric("slow_link_ratio", ratio, Unit::kRatio,
+  const SlowLinkVerdict& verdict = *result.slowest_nic;
+  const LinkLoadResult& slowest = links[verdict.link];
+  const double typical = verdict.others_median_bytes_per_s;
+  report.addMetric("slow_link_ratio", verdict.ratio, Unit::kRatio,
                    "the other NICs' median bandwidth achieved / that of the slowest NIC (1 = all alike)");
-  if (ratio < 1.33) return;
+  if (!verdict.slow) return;
   report::Finding finding;
   finding.analysis = "link_hotspots";
-  finding.severity = ratio >= 1.8 ? report::Severity::kCritical : report::Severity::kWarning;
+  finding.severity =
+      verdict.ratio >= SlowLinkVerdict::kCriticalRatio ? report::Severity::kCritical : report::Severity::kWarning;
   double expected_wait = static_cast<double>(slowest.network_bytes) / typical * 1e9;
-  finding.cost_ns = (static_cast<double>(slowest.network_wait_ns) - expected_wait) / static_cast<double>(steps);
-  finding.summary = fmt::format("slow link: {}'s {} moves data at {}, {:.2f}x slower than the median of the run's other NICs ({})",
-                                slowest.host, slowest.name,
-                                report::formatValue(slowest.achievedBandwidth(), Unit::kBytesPerSecond), ratio,
-                                report::formatValue(typical, Unit::kBytesPerSecond));
+  finding.cost_ns = (static_cast<double>(slowest.network_wait_ns) - expected_wait) / steps;
+  finding.summary =
+      fmt::format("slow link: {}'s {} moves data at {}, {:.2f}x slower than the median of the run's other NICs ({})",
+                  slowest.host, slowest.name, report::formatValue(slowest.achieved_bytes_per_s, Unit::kBytesPerSecond),
+                  verdict.ratio, report::formatValue(typical, Unit::kBytesPerSecond));
   finding.evidence.push_back(fmt::format(
       "{} per step through it, the network busy {} with it ({} at the other NICs' median speed); its peers wait on it",
-      report::formatValue(static_cast<double>(slowest.network_bytes) / static_cast<double>(steps), Unit::kBytes),
-      report::formatValue(static_cast<double>(slowest.network_wait_ns) / static_cast<double>(steps), Unit::kNanoseconds),
-      report::formatValue(expected_wait / static_cast<double>(steps), Unit::kNanoseconds)));
-  if (slowest.assumed) finding.evidence.push_back("which NIC a rank uses is assumed from its local rank");
+      report::formatValue(static_cast<double>(slowest.network_bytes) / steps, Unit::kBytes),
+      report::formatValue(static_cast<double>(slowest.network_wait_ns) / steps, Unit::kNanoseconds),
+      report::formatValue(expected_wait / steps, Unit::kNanoseconds)));
+  if (slowest.nic_assumed) finding.evidence.push_back("which NIC a rank uses is assumed from its local rank");
   report.findings.push_back(std::move(finding));
+}
+
+double utilizationKey(const LinkLoadResult& link) {
+  return std::isnan(link.utilization_pct) ? -1.0 : link.utilization_pct;
 }
 
 }  // namespace
 
-void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report) {
+std::string LinkLoadResult::source() const {
+  return sourceName(measured, estimated);
+}
+
+LinkHotspotsResult computeLinkHotspots(const AnalysisInput& input) {
   const auto& run = input.run;
-  auto& section = report.addSection("link_hotspots", "Link load and hotspots");
   Topology topology(run);
   loadLinks(input, topology);
+  std::vector<LinkLoad>& loads = topology.links();
+  settleNetworkTime(loads);
 
-  size_t steps = 1, windows = 0;
+  LinkHotspotsResult result;
+  size_t windows = 0;
   int64_t window_time = 0;
   for (size_t r = 0; r < run.ranks.size(); ++r) {
     std::vector<StepWindow> w = input.windowsOf(r);
-    steps = std::max(steps, w.size());
+    result.steps = std::max(result.steps, w.size());
     for (const StepWindow& s : w) window_time += s.window.length(), ++windows;
   }
-  double step_seconds = windows > 0 ? static_cast<double>(window_time) / static_cast<double>(windows) * 1e-9 : 0.0;
+  result.step_seconds = windows > 0 ? static_cast<double>(window_time) / static_cast<double>(windows) * 1e-9 : 0.0;
+  result.known_links = topology.knownLinks();
+  result.nics_assumed = topology.assumedNics();
 
-  std::vector<LinkLoad>& links = topology.links();
-  std::vector<LinkFigures> figures(links.size());
-  bool any_bytes = false;
-  for (size_t l = 0; l < links.size(); ++l) {
-    LinkLoad& link = links[l];
-    LinkFigures& f = figures[l];
-    f.link = l;
-    f.bytes_per_step = static_cast<double>(link.bytes()) / static_cast<double>(steps);
-    any_bytes = any_bytes || link.bytes() > 0;
-    double busier = static_cast<double>(std::max(link.forward, link.backward));
-    if (link.capacity > 0 && step_seconds > 0) {
-      f.utilization_pct = 100.0 * busier / static_cast<double>(steps) / (step_seconds * link.capacity);
+  for (LinkLoad& load : loads) {
+    LinkLoadResult link;
+    link.host = load.host;
+    link.name = load.name;
+    link.kind = load.kind;
+    link.group = load.group;
+    if (load.capacity > 0) link.capacity_bytes_per_s = load.capacity;
+    link.member = load.member;
+    link.nic_assumed = load.assumed;
+    link.measured = (load.sources & kMeasured) != 0;
+    link.estimated = (load.sources & kEstimated) != 0;
+    link.forward_bytes = load.forward;
+    link.backward_bytes = load.backward;
+    link.bytes_per_step = static_cast<double>(load.bytes()) / static_cast<double>(result.steps);
+    result.any_bytes = result.any_bytes || load.bytes() > 0;
+    double busier = static_cast<double>(std::max(load.forward, load.backward));
+    if (load.capacity > 0 && result.step_seconds > 0) {
+      link.utilization_pct = 100.0 * busier / static_cast<double>(result.steps) / (result.step_seconds * load.capacity);
     }
-    int64_t busy = totalLength(unionOf(std::move(link.busy)));
-    if (link.capacity > 0 && busy > 0)
-      f.busy_bandwidth_pct = 100.0 * busier / (static_cast<double>(busy) * 1e-9 * link.capacity);
+    link.busy_ns = totalLength(unionOf(std::move(load.busy)));
+    if (load.capacity > 0 && link.busy_ns > 0)
+      link.busy_bandwidth_pct = 100.0 * busier / (static_cast<double>(link.busy_ns) * 1e-9 * load.capacity);
+    link.network_bytes = load.network_bytes;
+    link.network_wait_ns = load.network_wait_ns;
+    for (const auto& [key, value] : load.uses) {
+      const auto& [from, to, operation, comm] = key;
+      link.uses.push_back({from, to, operation, comm, value.first, (value.second & kMeasured) != 0});
+    }
+    result.links.push_back(std::move(link));
   }
-  if (!any_bytes) {
+  auto& links = result.links;
+
+  std::map<std::string, size_t> host_index;
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const std::string& host = run.ranks[r].header.hostname;
+    auto [it, added] = host_index.try_emplace(host, 0);
+    if (added) {
+      it->second = result.hosts.size();
+      result.hosts.push_back({host, {}, {}});
+    }
+  }
+  // Hosts by name, as the topology numbers them.
+  std::sort(result.hosts.begin(), result.hosts.end(), [](const auto& a, const auto& b) { return a.host < b.host; });
+  for (size_t h = 0; h < result.hosts.size(); ++h) host_index[result.hosts[h].host] = h;
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    result.hosts[host_index[run.ranks[r].header.hostname]].gpus.push_back(
+        {run.ranks[r].rank, topology.gpuNameOf(r), topology.gpuKeyOf(r), topology.nicOf(r)});
+  }
+  for (size_t l = 0; l < links.size(); ++l) result.hosts[host_index[links[l].host]].links.push_back(l);
+
+  for (size_t l = 0; l < links.size(); ++l) {
+    if (links[l].bytes() > 0) result.busiest.push_back(l);
+  }
+  std::sort(result.busiest.begin(), result.busiest.end(), [&](size_t a, size_t b) {
+    if (utilizationKey(links[a]) != utilizationKey(links[b]))
+      return utilizationKey(links[a]) > utilizationKey(links[b]);
+    return links[a].bytes_per_step > links[b].bytes_per_step;
+  });
+  double max_utilization = -1;
+  for (size_t l : result.busiest) max_utilization = std::max(max_utilization, utilizationKey(links[l]));
+  if (max_utilization >= 0) result.max_utilization_pct = max_utilization;
+
+  // Equivalent links: those of one kind on one host that the run's ranks use.
+  std::map<std::pair<std::string, std::string>, std::vector<size_t>> groups;
+  for (size_t l = 0; l < links.size(); ++l) {
+    if (links[l].member) groups[{links[l].host, links[l].group}].push_back(l);
+  }
+  double worst_imbalance = 0;
+  for (const auto& [key, members] : groups) {
+    if (members.size() < 2) continue;
+    double sum = 0;
+    size_t busiest = members.front();
+    for (size_t l : members) {
+      sum += links[l].bytes_per_step;
+      if (links[l].bytes_per_step > links[busiest].bytes_per_step) busiest = l;
+    }
+    double mean = sum / static_cast<double>(members.size());
+    if (mean <= 0) continue;
+    double imbalance = links[busiest].bytes_per_step / mean;
+    if (imbalance > worst_imbalance) {
+      worst_imbalance = imbalance;
+      result.worst_group = result.groups.size();
+    }
+    result.groups.push_back({key.first, key.second, members, mean, busiest, imbalance});
+  }
+  // Imbalance matters where the busiest link is loaded: over the step, or while its transfers run.
+  if (result.worst_group) {
+    const LinkLoadResult& hottest = links[result.groups[*result.worst_group].busiest];
+    bool loaded = hottest.utilization_pct >= 10 || hottest.busy_bandwidth_pct >= 25;
+    result.imbalance_flagged = worst_imbalance >= 1.25 && loaded;
+  }
+  compareNics(result);
+  return result;
+}
+
+void presentLinkHotspots(const LinkHotspotsResult& result, size_t top_rows, report::Report& report) {
+  auto& section = report.addSection("link_hotspots", "Link load and hotspots");
+  report.results.emplace_back("link_hotspots", resultValue(result));
+  const auto& links = result.links;
+  if (!result.any_bytes) {
     section.notes.push_back("No NCCL traffic with GPU times to place on links.");
     return;
   }
@@ -486,24 +758,15 @@ void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report) {
       "communicator rank: AllReduce 2(n-1)/n x S, AllGather and ReduceScatter (n-1) x S, Broadcast and Reduce S). "
       "Utilization = bytes in the busier direction / (step time x capacity); busy bandwidth = the same over the time "
       "the link's transfers ran.");
-  if (topology.assumedNics()) {
+  if (result.nics_assumed) {
     section.notes.push_back(
         "Each rank's NIC is assumed to be its host's NIC number (local rank mod NIC count): NCCL's records do not name "
         "it.");
   }
-  if (topology.knownLinks() == 0) {
+  if (result.known_links == 0) {
     section.notes.push_back("The traces list no links or NICs: bytes are shown per GPU and per host network.");
   }
 
-  std::vector<LinkFigures> ranked;
-  for (const LinkFigures& f : figures) {
-    if (links[f.link].bytes() > 0) ranked.push_back(f);
-  }
-  auto utilization = [](const LinkFigures& f) { return std::isnan(f.utilization_pct) ? -1.0 : f.utilization_pct; };
-  std::sort(ranked.begin(), ranked.end(), [&](const LinkFigures& a, const LinkFigures& b) {
-    if (utilization(a) != utilization(b)) return utilization(a) > utilization(b);
-    return a.bytes_per_step > b.bytes_per_step;
-  });
   report::Table top{"links",
                     "Busiest links (per step)",
                     {{"link", "link"},
@@ -514,24 +777,15 @@ void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report) {
                      {"busy_bandwidth_pct", "busy bandwidth"},
                      {"capacity", "capacity"}},
                     {}};
-  double max_utilization = -1;
-  for (const LinkFigures& f : ranked) max_utilization = std::max(max_utilization, utilization(f));
-  for (size_t i = 0; i < ranked.size() && i < input.options.top; ++i) {
-    const LinkFigures& f = ranked[i];
-    const LinkLoad& link = links[f.link];
-    top.rows.push_back({Cell::of(link.label()), Cell::of(link.kind), Cell::of(f.bytes_per_step, Unit::kBytes),
-                        Cell::of(sourceName(link.sources)), Cell::of(f.utilization_pct, Unit::kPercent),
-                        Cell::of(f.busy_bandwidth_pct, Unit::kPercent),
-                        Cell::of(link.capacity > 0 ? link.capacity : std::numeric_limits<double>::quiet_NaN(),
-                                 Unit::kBytesPerSecond)});
+  for (size_t i = 0; i < result.busiest.size() && i < top_rows; ++i) {
+    const LinkLoadResult& link = links[result.busiest[i]];
+    top.rows.push_back({Cell::of(link.label()), Cell::of(link.kind), Cell::of(link.bytes_per_step, Unit::kBytes),
+                        Cell::of(link.source()), Cell::of(link.utilization_pct, Unit::kPercent),
+                        Cell::of(link.busy_bandwidth_pct, Unit::kPercent),
+                        Cell::of(link.capacity_bytes_per_s, Unit::kBytesPerSecond)});
   }
   section.tables.push_back(std::move(top));
 
-  // Equivalent links: those of one kind on one host that the run's ranks use.
-  std::map<std::pair<std::string, std::string>, std::vector<size_t>> groups;
-  for (size_t l = 0; l < links.size(); ++l) {
-    if (links[l].member) groups[{links[l].host, links[l].group}].push_back(l);
-  }
   report::Table balance{"groups",
                         "Equivalent links (the same kind on one host)",
                         {{"host", "host"},
@@ -541,75 +795,58 @@ void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report) {
                          {"busiest", "busiest"},
                          {"imbalance", "max/mean"}},
                         {}};
-  double worst_imbalance = 0;
-  size_t worst_link = 0;
-  double worst_mean = 0;
-  for (const auto& [key, members] : groups) {
-    if (members.size() < 2) continue;
-    double sum = 0;
-    size_t busiest = members.front();
-    for (size_t l : members) {
-      sum += figures[l].bytes_per_step;
-      if (figures[l].bytes_per_step > figures[busiest].bytes_per_step) busiest = l;
-    }
-    double mean = sum / static_cast<double>(members.size());
-    if (mean <= 0) continue;
-    double imbalance = figures[busiest].bytes_per_step / mean;
-    balance.rows.push_back({Cell::of(key.first), Cell::of(key.second),
-                            Cell::of(static_cast<double>(members.size()), Unit::kCount), Cell::of(mean, Unit::kBytes),
-                            Cell::of(links[busiest].name), Cell::of(imbalance, Unit::kRatio)});
-    if (imbalance > worst_imbalance) {
-      worst_imbalance = imbalance;
-      worst_link = busiest;
-      worst_mean = mean;
-    }
+  for (const LinkGroup& group : result.groups) {
+    balance.rows.push_back({Cell::of(group.host), Cell::of(group.group),
+                            Cell::of(static_cast<double>(group.links.size()), Unit::kCount),
+                            Cell::of(group.mean_bytes_per_step, Unit::kBytes), Cell::of(links[group.busiest].name),
+                            Cell::of(group.imbalance, Unit::kRatio)});
   }
   section.tables.push_back(std::move(balance));
 
-  reportSlowNics(input, links, steps, report, section);
+  presentSlowNics(result, top_rows, report, section);
 
-  if (worst_imbalance > 0) {
-    report.addMetric("link_imbalance", worst_imbalance, Unit::kRatio,
+  if (result.worst_group) {
+    report.addMetric("link_imbalance", result.groups[*result.worst_group].imbalance, Unit::kRatio,
                      "bytes on the busiest link / mean of its equivalent links, worst group");
   }
-  if (max_utilization >= 0) {
-    report.addMetric("link_utilization_pct", max_utilization, Unit::kPercent,
+  if (!std::isnan(result.max_utilization_pct)) {
+    report.addMetric("link_utilization_pct", result.max_utilization_pct, Unit::kPercent,
                      "bytes per step / (step time x capacity), busiest link");
   }
 
-  // Imbalance matters where the busiest link is loaded: over the step, or while its transfers run.
-  const LinkFigures& hottest = figures[worst_link];
-  bool loaded = hottest.utilization_pct >= 10 || hottest.busy_bandwidth_pct >= 25;
-  if (worst_imbalance >= 1.25 && loaded) {
-    const LinkLoad& link = links[worst_link];
+  if (result.imbalance_flagged) {
+    const LinkGroup& group = result.groups[*result.worst_group];
+    const LinkLoadResult& link = links[group.busiest];
     report::Finding finding;
     finding.analysis = "link_hotspots";
     finding.severity = report::Severity::kWarning;
-    double excess = figures[worst_link].bytes_per_step - worst_mean;
-    finding.cost_ns = link.capacity > 0 ? excess / link.capacity * 1e9 : 0.0;
+    double excess = link.bytes_per_step - group.mean_bytes_per_step;
+    finding.cost_ns = !std::isnan(link.capacity_bytes_per_s) ? excess / link.capacity_bytes_per_s * 1e9 : 0.0;
     finding.summary = fmt::format("{}'s {} carries {:.2f}x the mean of its host's {}", link.host, link.name,
-                                  worst_imbalance, link.group);
+                                  group.imbalance, link.group);
     finding.evidence.push_back(fmt::format("{} per step ({}) against a mean of {} over its host's {}",
-                                           report::formatValue(figures[worst_link].bytes_per_step, Unit::kBytes),
-                                           sourceName(link.sources), report::formatValue(worst_mean, Unit::kBytes),
-                                           link.group));
-    if (link.assumed) finding.evidence.push_back("which NIC a rank uses is assumed from its local rank");
+                                           report::formatValue(link.bytes_per_step, Unit::kBytes), link.source(),
+                                           report::formatValue(group.mean_bytes_per_step, Unit::kBytes), link.group));
+    if (link.nic_assumed) finding.evidence.push_back("which NIC a rank uses is assumed from its local rank");
     report.findings.push_back(std::move(finding));
   }
-  if (max_utilization >= 70) {
-    const LinkFigures& f = ranked.front();
-    const LinkLoad& link = links[f.link];
+  if (result.max_utilization_pct >= 70) {
+    const LinkLoadResult& link = links[result.busiest.front()];
     report::Finding finding;
     finding.analysis = "link_hotspots";
     finding.severity = report::Severity::kWarning;
-    finding.cost_ns = step_seconds * 1e9 * (f.utilization_pct - 70.0) / 100.0;
+    finding.cost_ns = result.step_seconds * 1e9 * (link.utilization_pct - 70.0) / 100.0;
     finding.summary = fmt::format("{}'s {} is {:.1f} % utilized over the step: it may bound the step", link.host,
-                                  link.name, f.utilization_pct);
-    finding.evidence.push_back(
-        fmt::format("{} per step ({}) on a {} link", report::formatValue(f.bytes_per_step, Unit::kBytes),
-                    sourceName(link.sources), report::formatValue(link.capacity, Unit::kBytesPerSecond)));
+                                  link.name, link.utilization_pct);
+    finding.evidence.push_back(fmt::format("{} per step ({}) on a {} link",
+                                           report::formatValue(link.bytes_per_step, Unit::kBytes), link.source(),
+                                           report::formatValue(link.capacity_bytes_per_s, Unit::kBytesPerSecond)));
     report.findings.push_back(std::move(finding));
   }
+}
+
+void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report) {
+  presentLinkHotspots(computeLinkHotspots(input), input.options.top, report);
 }
 
 }  // namespace gpuxray::analysis

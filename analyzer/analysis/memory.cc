@@ -3,6 +3,8 @@
 // Memory allocated before the capture started is not known, so figures are "allocated while
 // captured" (the caching allocators of PyTorch keep their pools, so their peak shows early).
 
+#include "analyzer/analysis/memory.h"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -10,11 +12,8 @@
 #include <limits>
 #include <map>
 
-#include "analyzer/analysis/memory.h"
-
-#include "analyzer/analysis/rank_digest.h"
-
 #include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/rank_digest.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -30,26 +29,6 @@ const model::NvtxRange* phaseAt(const model::RankTrace& rank, int64_t t) {
     if (range.end_ns >= t && (innermost == nullptr || range.depth >= innermost->depth)) innermost = &range;
   }
   return innermost;
-}
-
-// Instances of one phase share a name but for a trailing number ("ProfilerStep#12" -> "ProfilerStep#N").
-std::string phaseName(const std::string& name) {
-  size_t end = name.size();
-  while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9') --end;
-  return end < name.size() && end > 0 ? name.substr(0, end) + "N" : name;
-}
-
-// At most DeviceMemory::kMaxCurvePoints: the highest level of each run of consecutive changes.
-std::vector<MemoryPoint> thinned(std::vector<MemoryPoint> curve) {
-  if (curve.size() <= DeviceMemory::kMaxCurvePoints) return curve;
-  size_t per_point = (curve.size() + DeviceMemory::kMaxCurvePoints - 1) / DeviceMemory::kMaxCurvePoints;
-  std::vector<MemoryPoint> kept;
-  for (size_t first = 0; first < curve.size(); first += per_point) {
-    auto begin = curve.begin() + static_cast<std::ptrdiff_t>(first);
-    auto end = curve.begin() + static_cast<std::ptrdiff_t>(std::min(curve.size(), first + per_point));
-    kept.push_back(*std::max_element(begin, end, [](const auto& a, const auto& b) { return a.bytes < b.bytes; }));
-  }
-  return kept;
 }
 
 report::ResultValue resultValue(const MemoryResult& result) {
@@ -117,8 +96,9 @@ MemoryPart memoryOfRank(const model::RankTrace& rank) {
       auto first = std::lower_bound(level.begin(), level.end(), range.start_ns,
                                     [](const auto& l, int64_t t) { return l.first < t; });
       int64_t highest = first == level.begin() ? 0 : std::prev(first)->second;
-      for (auto it = first; it != level.end() && it->first <= range.end_ns; ++it) highest = std::max(highest, it->second);
-      int64_t& best = phase_peak[phaseName(rank.strings[range.name_id])];
+      for (auto it = first; it != level.end() && it->first <= range.end_ns; ++it)
+        highest = std::max(highest, it->second);
+      int64_t& best = phase_peak[foldedRangeName(rank.strings[range.name_id])];
       best = std::max(best, highest);
     }
   }
@@ -131,25 +111,37 @@ MemoryPart memoryOfRank(const model::RankTrace& rank) {
     memory.peak_phase = phase != nullptr ? rank.strings[phase->name_id] : "before any NVTX range";
     memory.allocations = allocations[device];
     memory.end_bytes = in_use[device];
-    for (const MemoryPoint& point : thinned(std::move(curves[device]))) memory.curve.emplace_back(point.time_ns, point.bytes);
+    for (const MemoryPoint& point : keepHighest(std::move(curves[device]), DeviceMemory::kMaxCurvePoints,
+                                                [](const MemoryPoint& p) { return p.bytes; }))
+      memory.curve.emplace_back(point.time_ns, point.bytes);
     part.devices.push_back(std::move(memory));
   }
   part.phase_peaks.assign(phase_peak.begin(), phase_peak.end());
   return part;
 }
 
+std::string foldedRangeName(const std::string& name) {
+  size_t end = name.size();
+  while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9') --end;
+  return end < name.size() && end > 0 ? name.substr(0, end) + "N" : name;
+}
+
+int64_t memoryOrigin(const AnalysisInput& input) {
+  int64_t origin = 0;
+  bool have_start = false;
+  auto take = [&](int64_t t) { origin = have_start ? std::min(origin, t) : t, have_start = true; };
+  for (size_t r = 0; r < input.run.ranks.size(); ++r) {
+    const RankDigest& digest = input.digest(r);
+    if (digest.gpu_span.length() > 0) take(digest.gpu_span.start);
+    if (digest.memory.first_change_ns) take(*digest.memory.first_change_ns);
+  }
+  return origin;
+}
+
 MemoryResult computeMemory(const AnalysisInput& input) {
   const auto& run = input.run;
   MemoryResult result;
-  bool have_start = false;
-  for (size_t r = 0; r < run.ranks.size(); ++r) {
-    const RankDigest& digest = input.digest(r);
-    Interval span = digest.gpu_span;
-    if (span.length() > 0)
-      result.origin_ns = have_start ? std::min(result.origin_ns, span.start) : span.start, have_start = true;
-    if (const auto& first = digest.memory.first_change_ns)
-      result.origin_ns = have_start ? std::min(result.origin_ns, *first) : *first, have_start = true;
-  }
+  result.origin_ns = memoryOrigin(input);
   for (size_t r = 0; r < run.ranks.size(); ++r) result.recorded |= input.digest(r).memory.first_change_ns.has_value();
   if (!result.recorded) return result;
 
@@ -171,9 +163,10 @@ MemoryResult computeMemory(const AnalysisInput& input) {
       memory.device = device_part.device;
       memory.peak_bytes = bytes;
       memory.peak_at_ns = device_part.peak_at_ns;
-      memory.peak_pct_of_device = properties != nullptr && properties->memory_bytes > 0
-                                      ? 100.0 * static_cast<double>(bytes) / static_cast<double>(properties->memory_bytes)
-                                      : std::numeric_limits<double>::quiet_NaN();
+      memory.peak_pct_of_device =
+          properties != nullptr && properties->memory_bytes > 0
+              ? 100.0 * static_cast<double>(bytes) / static_cast<double>(properties->memory_bytes)
+              : std::numeric_limits<double>::quiet_NaN();
       memory.peak_phase = device_part.peak_phase;
       memory.allocations = device_part.allocations;
       memory.end_bytes = device_part.end_bytes;
@@ -206,16 +199,24 @@ MemoryResult computeMemory(const AnalysisInput& input) {
 
 void presentMemory(const MemoryResult& result, size_t top, report::Report& report) {
   auto& section = report.addSection("memory", "Device memory");
-  section.notes.push_back("Device memory allocated during the capture (allocations before it are not seen), per rank and device.");
+  section.notes.push_back(
+      "Device memory allocated during the capture (allocations before it are not seen), per rank and device.");
   report.results.emplace_back("memory", resultValue(result));
   if (!result.recorded) {
-    section.notes.push_back("No device memory allocations in the trace (the PyTorch profiler records them with "
-                            "profile_memory=True; gpuxray capture always does).");
+    section.notes.push_back(
+        "No device memory allocations in the trace (the PyTorch profiler records them with "
+        "profile_memory=True; gpuxray capture always does).");
     return;
   }
-  report::Table peaks{"peaks", "",
-                      {{"rank", "rank"}, {"device", "device"}, {"peak", "peak"}, {"peak_pct_of_device", "% of device"},
-                       {"peak_at", "at (from start)"}, {"phase", "during"}, {"allocations", "allocations"},
+  report::Table peaks{"peaks",
+                      "",
+                      {{"rank", "rank"},
+                       {"device", "device"},
+                       {"peak", "peak"},
+                       {"peak_pct_of_device", "% of device"},
+                       {"peak_at", "at (from start)"},
+                       {"phase", "during"},
+                       {"allocations", "allocations"},
                        {"end", "in use at end"}},
                       {}};
   for (const auto& d : result.devices) {
@@ -226,8 +227,10 @@ void presentMemory(const MemoryResult& result, size_t top, report::Report& repor
                           Cell::of(d.peak_phase), Cell::of(static_cast<double>(d.allocations), Unit::kCount),
                           Cell::of(static_cast<double>(d.end_bytes), Unit::kBytes)});
   }
-  report::Table phases{"phases", "Peak per NVTX range name on the rank with the highest peak (highest over its instances)",
-                       {{"rank", "rank"}, {"phase", "range"}, {"peak", "peak"}}, {}};
+  report::Table phases{"phases",
+                       "Peak per NVTX range name on the rank with the highest peak (highest over its instances)",
+                       {{"rank", "rank"}, {"phase", "range"}, {"peak", "peak"}},
+                       {}};
   for (size_t i = 0; i < result.worst_rank_phases.size() && i < top; ++i) {
     phases.rows.push_back({Cell::of(result.worst_rank, Unit::kNone), Cell::of(result.worst_rank_phases[i].phase),
                            Cell::of(static_cast<double>(result.worst_rank_phases[i].peak_bytes), Unit::kBytes)});
@@ -243,11 +246,12 @@ void presentMemory(const MemoryResult& result, size_t top, report::Report& repor
       report::Finding finding;
       finding.analysis = "memory";
       finding.severity = result.worst_pct >= 97 ? report::Severity::kCritical : report::Severity::kWarning;
-      finding.summary = fmt::format("rank {} peaks at {:.1f} % of its GPU's memory ({}, during {})", result.worst_rank,
-                                    result.worst_pct,
-                                    report::formatValue(static_cast<double>(result.worst_bytes), Unit::kBytes),
-                                    result.worst_phase);
-      finding.evidence.push_back("near the limit the caching allocator frees and retries (cudaFree + cudaMalloc stalls) or the job runs out of memory");
+      finding.summary = fmt::format(
+          "rank {} peaks at {:.1f} % of its GPU's memory ({}, during {})", result.worst_rank, result.worst_pct,
+          report::formatValue(static_cast<double>(result.worst_bytes), Unit::kBytes), result.worst_phase);
+      finding.evidence.push_back(
+          "near the limit the caching allocator frees and retries (cudaFree + cudaMalloc stalls) or the job runs out "
+          "of memory");
       report.findings.push_back(std::move(finding));
     }
   }

@@ -3,6 +3,7 @@
 // data; presentMemory turns it into the report's section, metrics and finding.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -52,6 +53,28 @@ struct MemoryResult {
   // The worst rank's phases, highest peak first (all devices summed).
   std::vector<PhasePeak> worst_rank_phases;
 };
+
+// Instances of one range share a name but for a trailing number: "ProfilerStep#12" -> "ProfilerStep#N"
+// (the memory phases and the op tree's paths).
+std::string foldedRangeName(const std::string& name);
+
+// The run's first GPU activity or memory change, on the run clock: where memory times count from.
+int64_t memoryOrigin(const AnalysisInput& input);
+
+// At most `most` points: of each run of ceil(size / most) consecutive points, the one whose
+// level(point) is highest (the first of equals), so the peak is always kept.
+template <class Point, class Level>
+std::vector<Point> keepHighest(std::vector<Point> curve, size_t most, Level level) {
+  if (curve.size() <= most) return curve;
+  size_t per_point = (curve.size() + most - 1) / most;
+  std::vector<Point> kept;
+  for (size_t first = 0; first < curve.size(); first += per_point) {
+    auto begin = curve.begin() + static_cast<std::ptrdiff_t>(first);
+    auto end = curve.begin() + static_cast<std::ptrdiff_t>(std::min(curve.size(), first + per_point));
+    kept.push_back(*std::max_element(begin, end, [&](const auto& a, const auto& b) { return level(a) < level(b); }));
+  }
+  return kept;
+}
 
 MemoryResult computeMemory(const AnalysisInput& input);
 // The `memory` section (top N phases), the peak_memory_* metrics, the near-the-limit finding and

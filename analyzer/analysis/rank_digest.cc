@@ -135,11 +135,22 @@ void RankDigest::shift(int64_t offset_ns) {
   for (auto& w : windows) move(w.window.start), move(w.window.end);
   if (gpu_span.length() > 0) move(gpu_span.start), move(gpu_span.end);
   if (first_activity_ns) move(*first_activity_ns);
-  for (auto& piece : overlap.exposed_marks) move(piece.start), move(piece.end);
+  for (auto& step : breakdown.steps) move(step.window.start), move(step.window.end);
+  if (overlap.rank)
+    for (auto& piece : overlap.rank->exposed_marks) move(piece.start), move(piece.end);
   if (memory.first_change_ns) move(*memory.first_change_ns);
   for (auto& device : memory.devices) {
     move(device.peak_at_ns);
     for (auto& point : device.curve) move(point.first);
+  }
+  for (auto& device : memory_categories.devices) {
+    move(device.peak_at_ns);
+    for (auto& point : device.curve) move(point.time_ns);
+  }
+  for (auto& lanes : step_lanes) {
+    move(lanes.window.start), move(lanes.window.end);
+    for (OverviewLane* lane : {&lanes.compute, &lanes.communication, &lanes.memory})
+      for (auto& i : lane->intervals) move(i.start), move(i.end);
   }
   for (auto& p : points) move(p.time), move(p.gap_start), move(p.gap_end), move(p.gap_launch), move(p.launch_after);
   for (auto& i : compute) move(i.start), move(i.end);
@@ -147,15 +158,34 @@ void RankDigest::shift(int64_t offset_ns) {
 }
 
 size_t RankDigest::bytes() const {
-  size_t total = sizeof(*this) + windows.size() * sizeof(StepWindow) +
-                 breakdown.streams.size() * sizeof(BreakdownPart::Stream) + overlap.exposed_per_step.size() * 8 +
-                 overlap.exposed_marks.size() * sizeof(Interval) +
-                 overlap.other_communication.size() * sizeof(OverlapPart::Family) +
-                 kernels.launches.size() * sizeof(KernelsPart::Launch) + points.size() * sizeof(TimePoint) +
-                 compute.size() * sizeof(Interval) + compute_launch.size() * 8;
-  for (const auto& device : memory.devices) total += sizeof(device) + device.curve.size() * 16;
-  total += memory.phase_peaks.size() * 48;
-  if (hta) total += hta->streams.size() * sizeof(HtaPart::Stream);
+  auto text = [](const std::string& t) { return t.capacity() > 15 ? t.capacity() : 0; };
+  size_t total = sizeof(*this) + windows.capacity() * sizeof(StepWindow) +
+                 breakdown.steps.capacity() * sizeof(StepBreakdown) +
+                 breakdown.streams.capacity() * sizeof(StreamBreakdown) + text(breakdown.host) +
+                 kernels.launches.capacity() * sizeof(KernelsPart::Launch) + points.capacity() * sizeof(TimePoint) +
+                 compute.capacity() * sizeof(Interval) + compute_launch.capacity() * 8;
+  if (overlap.rank)
+    total += overlap.rank->exposed_per_step_ns.capacity() * 8 + overlap.rank->steps.capacity() * 8 +
+             overlap.rank->exposed_marks.capacity() * sizeof(Interval);
+  for (const auto& family : overlap.other_communication)
+    total += sizeof(family) + text(family.library) + text(family.operation);
+  for (const auto& device : memory.devices)
+    total += sizeof(device) + text(device.peak_phase) + device.curve.capacity() * sizeof(device.curve[0]);
+  for (const auto& [phase, bytes] : memory.phase_peaks) total += sizeof(std::pair<std::string, int64_t>) + text(phase);
+  for (const auto& device : memory_categories.devices)
+    total += sizeof(device) + device.curve.capacity() * sizeof(CategoryPoint);
+  for (const auto& node : ops.nodes) {
+    total += sizeof(node) + text(node.name) + text(node.inputs);
+    for (const auto& k : node.kernels) total += sizeof(k) + text(k.name);
+  }
+  for (const auto* list : {&activity_totals.gpu, &activity_totals.ops})
+    for (const auto& t : *list) total += sizeof(t) + text(t.name) + text(t.kind);
+  for (const auto& lanes : step_lanes) {
+    total += sizeof(lanes);
+    for (const OverviewLane* lane : {&lanes.compute, &lanes.communication, &lanes.memory})
+      total += lane->intervals.capacity() * sizeof(Interval);
+  }
+  if (hta && hta->figures) total += hta->figures->streams.capacity() * sizeof(hta::HtaStreamIdle);
   return total;
 }
 
@@ -181,6 +211,10 @@ RankDigest digestRank(const AnalysisInput& input, size_t r, std::optional<bool> 
   digest.overlap = overlapOfRank(input, r);
   digest.kernels = kernelsOfRank(input, r);
   digest.memory = memoryOfRank(rank);
+  digest.memory_categories = memoryCategoriesOfRank(input, r);
+  digest.ops = opsOfRank(rank);
+  digest.activity_totals = activityTotalsOfRank(input, r);
+  digest.step_lanes = stepLanesOfRank(input, r);
   if (input.options.hta_compat)
     digest.hta = htaOfRank(rank, hta_filter_applied ? *hta_filter_applied
                                                     : htaStepFilterApplied(input.run, input.options.include_last_step));

@@ -13,37 +13,22 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/analysis/activity_totals.h"
 #include "analyzer/analysis/analysis_input.h"
+#include "analyzer/analysis/hta_compat.h"
 #include "analyzer/analysis/intervals.h"
+#include "analyzer/analysis/memory_categories.h"
+#include "analyzer/analysis/ops.h"
+#include "analyzer/analysis/overlap.h"
+#include "analyzer/analysis/step_overview.h"
+#include "analyzer/analysis/time_breakdown.h"
 
 namespace gpuxray::analysis {
 
-// The time breakdown of one rank over its windows (see time_breakdown.cc).
-struct BreakdownPart {
-  bool has_activities = false;
-  int64_t time = 0, compute = 0, communication = 0, memory = 0, idle = 0, captured = 0;
-  int64_t host_bound = 0, dependency = 0, other = 0;
-  uint64_t replayed_kernels = 0;
-  struct Stream {
-    uint32_t device = 0, stream = 0;
-    int64_t busy = 0, host_bound = 0, dependency = 0, other = 0;
-  };
-  std::vector<Stream> streams;  // those with busy time, in the rank's stream order
-};
-
 // The overlap of one rank's communication with its compute over its windows (see overlap.cc).
 struct OverlapPart {
-  bool has_communication = false;
-  int64_t communication = 0, exposed = 0, time = 0;
-  std::vector<int64_t> exposed_per_step;
-  std::vector<Interval> exposed_marks;  // pieces long enough to mark on the timeline
-  // Communication kernels outside NCCL: (library, operation) -> kernels and time.
-  struct Family {
-    std::string library, operation;
-    uint64_t count = 0;
-    int64_t time = 0;
-  };
-  std::vector<Family> other_communication;
+  std::optional<RankOverlap> rank;                      // unset: no communication in its windows
+  std::vector<OtherCommunication> other_communication;  // communication kernels outside NCCL, by family
 };
 
 // Compute kernels over the windows per (name id, launch configuration id, device), in the order
@@ -71,17 +56,16 @@ struct MemoryPart {
   std::vector<std::pair<std::string, int64_t>> phase_peaks;  // by phase name
 };
 
+// Device memory by category of one rank (see memory_categories.cc).
+struct MemoryCategoriesPart {
+  bool recorded = false, addresses_recorded = false, phases_recorded = false;
+  std::vector<DeviceMemoryCategories> devices;
+};
+
 // HTA's figures of one rank (--compat hta), for the step filter it was computed with.
 struct HtaPart {
   bool filter_applied = false;
-  bool empty = true;  // no kernel kept
-  int64_t span = 0, idle = 0, compute = 0, non_compute = 0;
-  double idle_pct = 0, overlap_pct = 0;
-  struct Stream {
-    uint32_t stream = 0;
-    int64_t host_wait = 0, kernel_wait = 0, other = 0;
-  };
-  std::vector<Stream> streams;
+  std::optional<hta::HtaRank> figures;  // unset: no kernel kept
 };
 
 // The rank's GPU time measured up to one instant, so that what lies between two of its NCCL
@@ -108,10 +92,14 @@ struct RankDigest {
   Interval gpu_span;  // first start to last end of GPU work; empty without any
   std::optional<int64_t> first_activity_ns;
   uint32_t first_activity_device = 0;
-  BreakdownPart breakdown;
+  RankBreakdown breakdown;
   OverlapPart overlap;
   KernelsPart kernels;
   MemoryPart memory;
+  MemoryCategoriesPart memory_categories;
+  RankOps ops;
+  RankActivityTotals activity_totals;
+  std::vector<RankStepLanes> step_lanes;  // per window, in `windows`' order
   std::optional<HtaPart> hta;
   std::vector<TimePoint> points;  // by time: the rank's first activity, its operations' GPU starts and ends
   // Ranks with point-to-point operations (pipeline stages): the compute intervals, and per interval

@@ -4,6 +4,8 @@
 // earlier but had to wait for other work: an event, another stream, a peer), other (no launch
 // record to tell).
 
+#include "analyzer/analysis/time_breakdown.h"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -49,16 +51,80 @@ uint64_t graphLaunchedKernels(const model::RankTrace& rank) {
   return kernels;
 }
 
+report::ResultValue splitValue(const IdleSplit& split) {
+  using report::ResultValue;
+  return ResultValue::object()
+      .set("host_bound_ns", ResultValue::integer(split.host_bound))
+      .set("dependency_ns", ResultValue::integer(split.dependency))
+      .set("other_ns", ResultValue::integer(split.other));
+}
+
+report::ResultValue timesValue(const BreakdownTimes& t) {
+  using report::ResultValue;
+  return ResultValue::object()
+      .set("time_ns", ResultValue::integer(t.time))
+      .set("compute_ns", ResultValue::integer(t.compute))
+      .set("communication_exposed_ns", ResultValue::integer(t.communication))
+      .set("memory_exposed_ns", ResultValue::integer(t.memory))
+      .set("idle_ns", ResultValue::integer(t.idle))
+      .set("captured_idle_ns", ResultValue::integer(t.captured))
+      .set("idle_split", splitValue(t.idle_split));
+}
+
+report::ResultValue resultValue(const TimeBreakdownResult& result) {
+  using report::ResultValue;
+  ResultValue ranks = ResultValue::array();
+  for (const RankBreakdown& rank : result.ranks) {
+    ResultValue steps = ResultValue::array();
+    for (const StepBreakdown& step : rank.steps) {
+      steps.push(ResultValue::object()
+                     .set("step", step.step >= 0 ? ResultValue::integer(step.step) : ResultValue())
+                     .set("window_ns", ResultValue::array()
+                                           .push(ResultValue::integer(step.window.start - result.origin_ns))
+                                           .push(ResultValue::integer(step.window.end - result.origin_ns)))
+                     .set("times", timesValue(step.times)));
+    }
+    ResultValue streams = ResultValue::array();
+    for (const StreamBreakdown& s : rank.streams) {
+      streams.push(ResultValue::object()
+                       .set("device", ResultValue::integer(s.device))
+                       .set("stream", ResultValue::integer(s.stream))
+                       .set("busy_ns", ResultValue::integer(s.busy))
+                       .set("idle_split", splitValue(s.idle)));
+    }
+    bool timed = rank.recorded && rank.totals.time > 0;
+    ranks.push(ResultValue::object()
+                   .set("rank", ResultValue::integer(rank.rank))
+                   .set("host", ResultValue::text(rank.host))
+                   .set("recorded", ResultValue::flag(rank.recorded))
+                   .set("totals", rank.recorded ? timesValue(rank.totals) : ResultValue())
+                   .set("idle_pct", timed ? ResultValue::number(rank.pct(rank.totals.idle)) : ResultValue())
+                   .set("steps", std::move(steps))
+                   .set("streams", std::move(streams))
+                   .set("replayed_kernels", ResultValue::integer(static_cast<int64_t>(rank.replayed_kernels))));
+  }
+  return ResultValue::object()
+      .set("per_step", ResultValue::flag(result.per_step))
+      .set("origin_ns", ResultValue::integer(result.origin_ns))
+      .set("ranks", std::move(ranks))
+      .set("captured_idle_ns", ResultValue::integer(result.captured_idle))
+      .set("replayed_kernels", ResultValue::integer(static_cast<int64_t>(result.replayed_kernels)))
+      .set("worst_idle_rank", result.worst_idle >= 0
+                                  ? ResultValue::integer(result.ranks[static_cast<size_t>(result.worst_idle)].rank)
+                                  : ResultValue());
+}
+
 }  // namespace
 
-BreakdownPart breakdownOfRank(const AnalysisInput& input, size_t r) {
+RankBreakdown breakdownOfRank(const AnalysisInput& input, size_t r) {
   const auto& rank = input.run.ranks[r];
-  BreakdownPart part;
+  RankBreakdown out;
+  out.rank = rank.rank;
+  out.host = rank.header.hostname;
   // Without CUPTI's records (an NCCL-only capture) the GPU's other work is unknown: so is its idle time.
-  if (rank.activities.empty()) return part;
-  part.has_activities = true;
+  out.recorded = !rank.activities.empty();
+  if (!out.recorded) return out;
   const GpuTimeSets& sets = input.time_sets[r];
-  IdleSplit split;
   IntervalSet comm_exposed = subtract(sets.communication, sets.compute);
   IntervalSet memory_exposed = subtract(subtract(sets.memory, sets.compute), sets.communication);
   IntervalSet capturing = idleWhileCapturing(rank, sets.busy);
@@ -69,21 +135,23 @@ BreakdownPart breakdownOfRank(const AnalysisInput& input, size_t r) {
     return all;
   }());
   const IntervalSet& not_idle = capturing.empty() ? sets.busy : busy_or_capturing;
-  part.replayed_kernels = graphLaunchedKernels(rank);
-  std::vector<StepWindow> windows = input.windowsOf(r);
+  out.replayed_kernels = graphLaunchedKernels(rank);
+  const std::vector<StepWindow> windows = input.windowsOf(r);
   for (const StepWindow& step : windows) {
     Interval w = step.window;
+    StepBreakdown figures{step.number, w, {}};
+    BreakdownTimes& t = figures.times;
     int64_t left_out = lengthWithin(capturing, w);
-    part.captured += left_out;
-    part.time += w.length() - left_out;
-    part.compute += lengthWithin(sets.compute, w);
-    part.communication += lengthWithin(comm_exposed, w);
-    part.memory += lengthWithin(memory_exposed, w);
-    part.idle += w.length() - left_out - lengthWithin(sets.busy, w);
-    split += idleWithin(rank, not_idle, w);
+    t.captured = left_out;
+    t.time = w.length() - left_out;
+    t.compute = lengthWithin(sets.compute, w);
+    t.communication = lengthWithin(comm_exposed, w);
+    t.memory = lengthWithin(memory_exposed, w);
+    t.idle = w.length() - left_out - lengthWithin(sets.busy, w);
+    t.idle_split = idleWithin(rank, not_idle, w);
+    out.totals.add(t);
+    out.steps.push_back(figures);
   }
-  part.host_bound = split.host_bound, part.dependency = split.dependency, part.other = split.other;
-  if (part.time <= 0) return part;
 
   // Per stream: gaps between consecutive activities of the stream inside the windows.
   std::vector<StreamTime> per_stream(rank.streams.size());
@@ -106,67 +174,103 @@ BreakdownPart breakdownOfRank(const AnalysisInput& input, size_t r) {
   for (size_t i = 0; i < per_stream.size(); ++i) {
     const StreamTime& s = per_stream[i];
     if (s.busy == 0) continue;
-    part.streams.push_back({rank.streams[i].device, rank.streams[i].stream, s.busy, s.idle.host_bound,
-                            s.idle.dependency, s.idle.other});
+    out.streams.push_back({rank.streams[i].device, rank.streams[i].stream, s.busy, s.idle});
   }
-  return part;
+  return out;
 }
 
-void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
-  auto& section = report.addSection("time_breakdown", "Where GPU time goes");
-  section.notes.push_back(input.hasSteps()
-                              ? "Per rank, summed over its steps; communication and memory count only where no compute hides them."
-                              : "Per rank, over its whole GPU span; communication and memory count only where no compute hides them.");
-  report::Table ranks{"ranks", "", {{"rank", "rank"}, {"host", "host"}, {"time", "time"}, {"compute_pct", "compute"},
-                                   {"communication_pct", "comm (exposed)"}, {"memory_pct", "memory"},
-                                   {"idle_pct", "idle"}, {"host_bound_pct", "idle: host-bound"},
-                                   {"dependency_pct", "idle: dependency"}, {"other_idle_pct", "idle: other"}}, {}};
-  report::Table streams{"streams", "Per stream (idle = gaps between its own activities)",
-                        {{"rank", "rank"}, {"device", "device"}, {"stream", "stream"}, {"busy", "busy"},
-                         {"host_bound", "idle: host-bound"}, {"dependency", "idle: dependency"}, {"other", "idle: other"}},
-                        {}};
-  double worst_idle = 0, worst_host_bound = 0;
-  int32_t worst_idle_rank = -1;
-  IdleSplit worst_split;
-  int64_t worst_time = 0;
-  int64_t captured_idle = 0, worst_captured = 0;
-  uint64_t replayed_kernels = 0;
+void BreakdownTimes::add(const BreakdownTimes& o) {
+  time += o.time, compute += o.compute, communication += o.communication, memory += o.memory;
+  idle += o.idle, captured += o.captured;
+  idle_split += o.idle_split;
+}
 
+double RankBreakdown::pct(int64_t part) const {
+  return 100.0 * static_cast<double>(part) / static_cast<double>(totals.time);
+}
+
+TimeBreakdownResult computeTimeBreakdown(const AnalysisInput& input) {
+  TimeBreakdownResult result;
+  result.per_step = input.hasSteps();
+  result.origin_ns = input.run.firstActivityNs();
+  double worst_idle = 0;
   for (size_t r = 0; r < input.run.ranks.size(); ++r) {
     const auto& rank = input.run.ranks[r];
-    const BreakdownPart& part = input.digest(r).breakdown;
-    if (!part.has_activities) {
+    RankBreakdown out = input.digest(r).breakdown;
+    out.rank = rank.rank;  // a PyTorch-profiler trace's rank is given after it is digested
+    if (!out.recorded) {
+      result.ranks.push_back(std::move(out));
+      continue;
+    }
+    result.replayed_kernels += out.replayed_kernels;
+    result.captured_idle += out.totals.captured;
+    if (out.totals.time > 0) {
+      if (out.pct(out.totals.idle) > worst_idle) {
+        worst_idle = out.pct(out.totals.idle);
+        result.worst_idle = static_cast<int64_t>(result.ranks.size());
+      }
+      result.worst_host_bound_pct = std::max(result.worst_host_bound_pct, out.pct(out.totals.idle_split.host_bound));
+    }
+    result.ranks.push_back(std::move(out));
+  }
+  if (!input.run.ranks.empty()) result.windows_of_first_rank = std::max<size_t>(1, input.windowsOf(0).size());
+  return result;
+}
+
+void presentTimeBreakdown(const TimeBreakdownResult& result, report::Report& report) {
+  auto& section = report.addSection("time_breakdown", "Where GPU time goes");
+  report.results.emplace_back("time_breakdown", resultValue(result));
+  section.notes.push_back(
+      result.per_step
+          ? "Per rank, summed over its steps; communication and memory count only where no compute hides them."
+          : "Per rank, over its whole GPU span; communication and memory count only where no compute hides them.");
+  report::Table ranks{"ranks",
+                      "",
+                      {{"rank", "rank"},
+                       {"host", "host"},
+                       {"time", "time"},
+                       {"compute_pct", "compute"},
+                       {"communication_pct", "comm (exposed)"},
+                       {"memory_pct", "memory"},
+                       {"idle_pct", "idle"},
+                       {"host_bound_pct", "idle: host-bound"},
+                       {"dependency_pct", "idle: dependency"},
+                       {"other_idle_pct", "idle: other"}},
+                      {}};
+  report::Table streams{"streams",
+                        "Per stream (idle = gaps between its own activities)",
+                        {{"rank", "rank"},
+                         {"device", "device"},
+                         {"stream", "stream"},
+                         {"busy", "busy"},
+                         {"host_bound", "idle: host-bound"},
+                         {"dependency", "idle: dependency"},
+                         {"other", "idle: other"}},
+                        {}};
+  for (const RankBreakdown& rank : result.ranks) {
+    if (!rank.recorded) {
       section.notes.push_back(fmt::format(
           "Rank {} ({}): its file holds no CUPTI activity records (NCCL-only capture): its GPU time split and idle "
           "time are not recorded.",
-          rank.rank, rank.header.hostname));
+          rank.rank, rank.host));
       continue;
     }
-    const int64_t time = part.time;
-    IdleSplit split{part.host_bound, part.dependency, part.other};
-    replayed_kernels += part.replayed_kernels;
-    captured_idle += part.captured;
-    if (time <= 0) continue;
-    auto pct = [time](int64_t share) { return 100.0 * static_cast<double>(share) / static_cast<double>(time); };
-    ranks.rows.push_back({Cell::of(rank.rank, Unit::kNone), Cell::of(rank.header.hostname),
-                          Cell::of(static_cast<double>(time), Unit::kNanoseconds), Cell::of(pct(part.compute), Unit::kPercent),
-                          Cell::of(pct(part.communication), Unit::kPercent), Cell::of(pct(part.memory), Unit::kPercent),
-                          Cell::of(pct(part.idle), Unit::kPercent), Cell::of(pct(split.host_bound), Unit::kPercent),
-                          Cell::of(pct(split.dependency), Unit::kPercent), Cell::of(pct(split.other), Unit::kPercent)});
-    if (pct(part.idle) > worst_idle) {
-      worst_idle = pct(part.idle);
-      worst_idle_rank = rank.rank;
-      worst_split = split;
-      worst_time = time;
-      worst_captured = part.captured;
-    }
-    worst_host_bound = std::max(worst_host_bound, pct(split.host_bound));
-    for (const auto& s : part.streams) {
+    const BreakdownTimes& t = rank.totals;
+    if (t.time <= 0) continue;
+    auto pct = [&rank](int64_t part) { return rank.pct(part); };
+    ranks.rows.push_back(
+        {Cell::of(rank.rank, Unit::kNone), Cell::of(rank.host),
+         Cell::of(static_cast<double>(t.time), Unit::kNanoseconds), Cell::of(pct(t.compute), Unit::kPercent),
+         Cell::of(pct(t.communication), Unit::kPercent), Cell::of(pct(t.memory), Unit::kPercent),
+         Cell::of(pct(t.idle), Unit::kPercent), Cell::of(pct(t.idle_split.host_bound), Unit::kPercent),
+         Cell::of(pct(t.idle_split.dependency), Unit::kPercent), Cell::of(pct(t.idle_split.other), Unit::kPercent)});
+    for (const StreamBreakdown& s : rank.streams) {
       streams.rows.push_back({Cell::of(rank.rank, Unit::kNone), Cell::of(s.device, Unit::kNone),
-                              Cell::of(s.stream, Unit::kNone), Cell::of(static_cast<double>(s.busy), Unit::kNanoseconds),
-                              Cell::of(static_cast<double>(s.host_bound), Unit::kNanoseconds),
-                              Cell::of(static_cast<double>(s.dependency), Unit::kNanoseconds),
-                              Cell::of(static_cast<double>(s.other), Unit::kNanoseconds)});
+                              Cell::of(s.stream, Unit::kNone),
+                              Cell::of(static_cast<double>(s.busy), Unit::kNanoseconds),
+                              Cell::of(static_cast<double>(s.idle.host_bound), Unit::kNanoseconds),
+                              Cell::of(static_cast<double>(s.idle.dependency), Unit::kNanoseconds),
+                              Cell::of(static_cast<double>(s.idle.other), Unit::kNanoseconds)});
     }
   }
   if (ranks.rows.empty()) {
@@ -175,23 +279,27 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
   }
   section.tables.push_back(std::move(ranks));
   section.tables.push_back(std::move(streams));
-  if (captured_idle > 0) {
+  if (result.captured_idle > 0) {
     section.notes.push_back(
         fmt::format("{} of GPU idle time fell inside CUDA-graph captures (launches there are recorded into a graph, "
                     "not run) and is "
                     "left out of the time above.",
-                    report::formatValue(static_cast<double>(captured_idle), Unit::kNanoseconds)));
+                    report::formatValue(static_cast<double>(result.captured_idle), Unit::kNanoseconds)));
   }
-  if (replayed_kernels > 0) {
+  if (result.replayed_kernels > 0) {
     section.notes.push_back(
         fmt::format("{} kernels ran from CUDA-graph launches (replays); each is attributed to its "
                     "graph launch.",
-                    replayed_kernels));
+                    result.replayed_kernels));
   }
-  if (worst_idle_rank < 0) return;
+  if (result.worst_idle < 0) return;
+  const RankBreakdown& worst = result.ranks[static_cast<size_t>(result.worst_idle)];
+  const double worst_idle = worst.pct(worst.totals.idle);
+  const IdleSplit& worst_split = worst.totals.idle_split;
+  const int64_t worst_time = worst.totals.time, worst_captured = worst.totals.captured;
 
   report.addMetric("idle_pct", worst_idle, Unit::kPercent, "GPU idle time, % of step time, worst rank");
-  report.addMetric("host_bound_pct", worst_host_bound, Unit::kPercent,
+  report.addMetric("host_bound_pct", result.worst_host_bound_pct, Unit::kPercent,
                    "GPU idle because launches came late, % of step time, worst rank");
   if (worst_idle >= 10) {
     const char* cause = worst_split.host_bound >= worst_split.dependency && worst_split.host_bound >= worst_split.other
@@ -204,13 +312,14 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
     finding.severity = worst_idle >= 25 ? report::Severity::kCritical : report::Severity::kWarning;
     // A trace that is mostly a graph capture says little about the job's idle time.
     if (worst_captured > worst_time) finding.severity = report::Severity::kInfo;
-    size_t windows = std::max<size_t>(1, input.windowsOf(0).size());
-    finding.cost_ns = worst_idle / 100.0 * static_cast<double>(worst_time) / static_cast<double>(windows);
-    finding.summary = fmt::format("rank {}'s GPU is idle {:.1f} % of the time, {}", worst_idle_rank, worst_idle, cause);
-    finding.evidence.push_back(fmt::format("idle: host-bound {}, dependency {}, other {}",
-                                           report::formatValue(static_cast<double>(worst_split.host_bound), Unit::kNanoseconds),
-                                           report::formatValue(static_cast<double>(worst_split.dependency), Unit::kNanoseconds),
-                                           report::formatValue(static_cast<double>(worst_split.other), Unit::kNanoseconds)));
+    finding.cost_ns =
+        worst_idle / 100.0 * static_cast<double>(worst_time) / static_cast<double>(result.windows_of_first_rank);
+    finding.summary = fmt::format("rank {}'s GPU is idle {:.1f} % of the time, {}", worst.rank, worst_idle, cause);
+    finding.evidence.push_back(
+        fmt::format("idle: host-bound {}, dependency {}, other {}",
+                    report::formatValue(static_cast<double>(worst_split.host_bound), Unit::kNanoseconds),
+                    report::formatValue(static_cast<double>(worst_split.dependency), Unit::kNanoseconds),
+                    report::formatValue(static_cast<double>(worst_split.other), Unit::kNanoseconds)));
     if (worst_captured > 0) {
       finding.evidence.push_back(
           fmt::format("over the {} the trace covers outside CUDA-graph captures ({} more were capture)",
@@ -219,6 +328,10 @@ void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
     }
     report.findings.push_back(std::move(finding));
   }
+}
+
+void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
+  presentTimeBreakdown(computeTimeBreakdown(input), report);
 }
 
 }  // namespace gpuxray::analysis

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,8 +21,10 @@
 #include "analyzer/cli/memory_limit.h"
 #include "analyzer/cli/run_selection_options.h"
 #include "analyzer/cli/timeline_output.h"
+#include "analyzer/compare/report_reader.h"
 #include "analyzer/errors.h"
 #include "analyzer/model/communication_kernels.h"
+#include "analyzer/report/html_report.h"
 
 namespace gpuxray::cli {
 namespace {
@@ -35,12 +38,14 @@ struct AnalyzeOptions {
   RunSelectionText selection;
   std::vector<std::string> step_markers;
   std::vector<std::string> fail_on;
+  std::string baseline;
   size_t top = 10;
   std::string compat;
   bool include_last_step = false;
   std::vector<std::string> comm_kernels;
   TimelineOutput timeline;
   std::string max_memory;
+  std::string html_path;
 };
 
 ExitCode analyze(const AnalyzeOptions& options) {
@@ -50,11 +55,15 @@ ExitCode analyze(const AnalyzeOptions& options) {
     throw UsageError(fmt::format("--compat '{}': the one tool gpuxray can match is hta (Holistic Trace Analysis)", options.compat));
   if (options.include_last_step && options.compat.empty())
     throw UsageError("--include-last-step goes with --compat hta (gpuxray's own figures never drop a step)");
+  if (!options.html_path.empty() && !report::htmlReportAvailable()) throw UsageError(report::htmlReportUnavailableReason());
   std::vector<analysis::Threshold> thresholds;
   for (const auto& text : options.fail_on) thresholds.push_back(analysis::parseThreshold(text));
   for (const auto& text : options.comm_kernels) {
     if (std::string error = model::addUserCommunicationKernel(text); !error.empty()) throw UsageError(error);
   }
+
+  std::optional<report::Report> baseline;
+  if (!options.baseline.empty()) baseline = compare::readAnalyzeReport(options.baseline);
 
   analysis::SessionOptions session_options;
   session_options.paths = options.paths;
@@ -73,9 +82,10 @@ ExitCode analyze(const AnalyzeOptions& options) {
   analysis::Session session(std::move(session_options));
 
   report::Report report = session.analyze();
-  analysis::applyThresholds(thresholds, analysis::knownMetrics(), report);
+  analysis::applyThresholds(thresholds, analysis::knownMetrics(), report, baseline ? &*baseline : nullptr);
   if (options.timeline.wanted()) report.stats.merge(writeTimelines(session, report, options.timeline, stderr));
 
+  if (!options.html_path.empty()) writeHtmlReport(options.html_path, report);
   std::string rendered = options.output_format == "json"       ? report::renderJson(report)
                          : options.output_format == "markdown" ? report::renderMarkdown(report)
                                                                : report::renderText(report);
@@ -116,6 +126,9 @@ CommandAction addAnalyzeCommand(CLI::App& app) {
                       "group gives the step number");
   command->add_option("--fail-on", options->fail_on,
                       "Exit with 3 when a metric crosses a threshold, e.g. exposed_comm_pct>20 (repeatable)");
+  command->add_option("--baseline", options->baseline,
+                      "A report of an earlier run (analyze --format json): --fail-on limits with a sign test the change "
+                      "against it, e.g. step_time_ms>+5% (relative) or exposed_comm_pct>+2 (absolute)");
   command->add_option("--top", options->top, "Rows in the top-N tables (default 10)");
   command->add_option("--comm-kernel", options->comm_kernels,
                       "REGEX[=OP]: kernels whose name matches count as communication (performing OP), besides the "
@@ -132,6 +145,8 @@ CommandAction addAnalyzeCommand(CLI::App& app) {
                       "Also write the run's timeline, findings drawn in, as a Perfetto trace (open in ui.perfetto.dev)");
   command->add_option("--chrome-json", options->timeline.chrome_json_path,
                       "Also write the timeline as Chrome trace-event JSON (for tools that read only that)");
+  command->add_option("--html", options->html_path,
+                      "Also write the X-ray, the report drawn as one self-contained HTML page (as `gpuxray report`)");
   return [options] { return runAnalyze(*options); };
 }
 

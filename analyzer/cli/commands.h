@@ -5,8 +5,13 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "analyzer/cli/exit_codes.h"
+
+namespace gpuxray::report {
+struct Report;
+}  // namespace gpuxray::report
 
 namespace gpuxray::cli {
 
@@ -15,6 +20,7 @@ using CommandAction = std::function<ExitCode()>;
 
 CommandAction addInfoCommand(CLI::App& app);
 CommandAction addAnalyzeCommand(CLI::App& app);
+CommandAction addDiffCommand(CLI::App& app);
 CommandAction addRunCommand(CLI::App& app);
 CommandAction addSimulateCommand(CLI::App& app);
 CommandAction addPlanCommand(CLI::App& app);
@@ -22,5 +28,9 @@ CommandAction addConvertCommand(CLI::App& app);
 CommandAction addExportCommand(CLI::App& app);
 CommandAction addTriggerCommand(CLI::App& app);
 CommandAction addDoctorCommand(CLI::App& app);
+CommandAction addReportCommand(CLI::App& app);
+
+// The report's HTML page (report_command.cc), as `report` and `analyze --html` write it.
+void writeHtmlReport(const std::string& path, const report::Report& report);
 
 }  // namespace gpuxray::cli

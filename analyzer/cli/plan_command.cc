@@ -11,6 +11,7 @@
 
 #include "analyzer/cli/commands.h"
 #include "analyzer/errors.h"
+#include "analyzer/report/html_report.h"
 #include "analyzer/report/report.h"
 #include "analyzer/simulate/calibration.h"
 #include "analyzer/simulate/fusion_report.h"
@@ -28,11 +29,13 @@ struct PlanCommandOptions {
   int gpus = 0;
   int global_batch = 512;
   size_t top = 10;
+  std::string html_path;
 };
 
 ExitCode runPlan(const PlanCommandOptions& o) {
   if (o.output_format != "text" && o.output_format != "json" && o.output_format != "markdown")
     throw UsageError(fmt::format("--format '{}': expected text, json or markdown", o.output_format));
+  if (!o.html_path.empty() && !report::htmlReportAvailable()) throw UsageError(report::htmlReportUnavailableReason());
   auto begin = std::chrono::steady_clock::now();
   std::string model_source, cluster_source;
   ModelSpec model = loadModel(o.model, model_source);
@@ -104,6 +107,7 @@ ExitCode runPlan(const PlanCommandOptions& o) {
   if (result.ranked.empty())
     throw InputError(fmt::format("no strategy of {} fits on {} GPUs with global batch {} ({} too big, {} invalid)",
                                  model.name, o.gpus, o.global_batch, result.too_big, result.invalid));
+  if (!o.html_path.empty()) report::writeHtml(o.html_path, report::renderJson(document), document.title);
   std::string rendered = o.output_format == "json"       ? report::renderJson(document)
                          : o.output_format == "markdown" ? report::renderMarkdown(document)
                                                          : report::renderText(document);
@@ -128,6 +132,7 @@ CommandAction addPlanCommand(CLI::App& app) {
   c->add_option("--tp-comm-overlap", o->tp_comm_overlap,
                 "Transformer Engine's TP-communication overlap for every strategy with TP > 1: none (default), "
                 "pipeline or ring");
+  c->add_option("--html", o->html_path, "Also write the ranking drawn as one self-contained HTML page");
   return [o] { return runPlan(*o); };
 }
 

@@ -106,10 +106,13 @@ void readArgs(simdjson::dom::object object, KinetoEvent::Args& args) {
         break;
       case 'I':
         if (key == "In msg nelems") args.in_nelems = integerOf(v);
-        else if (key == "Input Dims")
+        else if (key == "Input Dims") {
           args.first_input_elements = firstShapeElements(v);
-        else if (key == "Input type")
+          args.has_input_dims = v.get_array().get(args.input_dims) == simdjson::SUCCESS;
+        } else if (key == "Input type") {
           args.first_input_type = firstString(v);
+          args.has_input_types = v.get_array().get(args.input_types) == simdjson::SUCCESS;
+        }
         break;
       case 'O':
         if (key == "Out msg nelems") args.out_nelems = integerOf(v);
@@ -133,12 +136,44 @@ void readArgs(simdjson::dom::object object, KinetoEvent::Args& args) {
       case 'B':
         if (key == "Bytes") args.alloc_bytes = integerOf(v);
         break;
+      case 'A':
+        if (key == "Addr") {
+          std::optional<int64_t> address = integerOf(v);
+          if (address && *address > 0) args.alloc_address = static_cast<uint64_t>(*address);
+        }
+        break;
       default: break;
     }
   }
 }
 
 }  // namespace
+
+void appendInputs(const KinetoEvent::Args& args, std::string& out) {
+  if (!args.has_input_dims && !args.has_input_types) return;
+  const size_t count = std::max(args.has_input_dims ? args.input_dims.size() : 0,
+                                args.has_input_types ? args.input_types.size() : 0);
+  auto dims = args.input_dims.begin();
+  auto types = args.input_types.begin();
+  for (size_t i = 0; i < count; ++i) {
+    if (i > 0) out += ", ";
+    if (args.has_input_types && i < args.input_types.size()) out += stringOf(*types), ++types;
+    if (!args.has_input_dims || i >= args.input_dims.size()) continue;
+    simdjson::dom::array shape;
+    if ((*dims).get_array().get(shape) == simdjson::SUCCESS && shape.size() > 0) {
+      out += '[';
+      bool first = true;
+      for (element d : shape) {
+        if (!first) out += ", ";
+        first = false;
+        std::optional<int64_t> n = integerOf(d);
+        out += n ? std::to_string(*n) : "?";
+      }
+      out += ']';
+    }
+    ++dims;
+  }
+}
 
 KinetoCategory kinetoCategoryOf(std::string_view name) {
   struct Known {

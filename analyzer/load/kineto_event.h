@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace gpuxray::load {
@@ -58,10 +59,18 @@ struct KinetoEvent {
     // "Input Dims" [[6144], [], ...] and "Input type" ["float", "Scalar", ...]. Elements: -1 unknown.
     int64_t first_input_elements = -1;
     std::string_view first_input_type;
+    // cpu_ops, all inputs (for the op tree); valid with the document, empty when not recorded.
+    simdjson::dom::array input_dims, input_types;
+    bool has_input_dims = false, has_input_types = false;
     // [memory] instant events.
     std::optional<int64_t> device_type, device_id, alloc_bytes;
+    uint64_t alloc_address = 0;  // "Addr"; 0: not recorded
   } args;
 };
+
+// A cpu_op's inputs as "float[512, 1024], float[1024], Scalar" (each one's "Input type" and, when it
+// has one, its shape from "Input Dims"), appended to `out`; nothing when neither is recorded.
+void appendInputs(const KinetoEvent::Args& args, std::string& out);
 
 // Fills `event` from one event object. Fields of the wrong type are left out.
 void readKinetoEvent(simdjson::dom::object object, KinetoEvent& event);

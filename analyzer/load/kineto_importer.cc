@@ -154,6 +154,9 @@ class KinetoRankBuilder {
     rank_.host_calls.shrink_to_fit();
     finishRanges();
     std::stable_sort(rank_.memory.begin(), rank_.memory.end(), [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
+    std::stable_sort(rank_.host_ops.begin(), rank_.host_ops.end(),
+                     [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+    rank_.host_ops.shrink_to_fit();
     finishDistributed();
     finishCollectives();
     if (base_time_ns_ > 0 && !rank_.activities.empty()) {
@@ -291,7 +294,14 @@ class KinetoRankBuilder {
       a.name_id = intern(e.name);
       rank_.activities.push_back(a);
     }
-    if (e.name.find("ProfilerStep") != std::string_view::npos) range(e, model::kCpuOpDomain);
+    if (model::isStepCpuOp(e.name)) {
+      range(e, model::kCpuOpDomain);
+    } else if (e.ts && e.dur) {
+      inputs_.clear();
+      appendInputs(e.args, inputs_);
+      rank_.host_ops.push_back({e.ts->ns, e.ts->ns + std::max<int64_t>(0, e.dur->ns), intern(e.name), intern(inputs_),
+                                static_cast<uint64_t>(e.tid.value_or(0))});
+    }
     if (e.name == "record_param_comms" && e.ts) {
       CollectiveArgs c = CollectiveArgs::of(e.args);
       c.host_start_ns = e.ts->ns;
@@ -306,7 +316,8 @@ class KinetoRankBuilder {
     if (e.category != KinetoCategory::kCpuInstantEvent || e.name != "[memory]") return;
     if (!e.ts || !e.args.alloc_bytes) return missing();
     if (e.args.device_type.value_or(-1) != 1) return;  // 1: CUDA (c10::DeviceType)
-    rank_.memory.push_back({e.ts->ns, *e.args.alloc_bytes, saturated32(e.args.device_id.value_or(0))});
+    rank_.memory.push_back(
+        {e.ts->ns, *e.args.alloc_bytes, saturated32(e.args.device_id.value_or(0)), e.args.alloc_address});
   }
 
   uint32_t intern(std::string_view text) {
@@ -599,6 +610,7 @@ class KinetoRankBuilder {
   static constexpr int64_t kLongestParamComms = 10'000'000'000;
   std::vector<Flow> flows_;
   std::vector<std::pair<size_t, int64_t>> uncorrelated_;  // (activity index, tid)
+  std::string inputs_;  // a cpu_op's inputs, formatted (reused)
   DistributedInfo distributed_;
   int64_t base_time_ns_ = 0;
 };
@@ -770,10 +782,9 @@ class KinetoFileReader {
     }
   }
 
-  // Events of categories nothing reads (Python frames, most cpu_ops) are only counted, not parsed:
-  // they are half of a typical trace. Decided on the text: the "cat" value near the event's start,
-  // and for a cpu_op whether it names a stream, a ProfilerStep or record_param_comms. Anything
-  // unclear is parsed.
+  // Events of categories nothing reads (Python frames, profiler bookkeeping) are only counted, not
+  // parsed: a third of a typical trace. Decided on the text: the "cat" value near the event's start.
+  // cpu_ops are all parsed (the op tree keeps them). Anything unclear is parsed.
   bool skippable(std::string_view event) {
     size_t at = event.substr(0, 96).find("\"cat\"");
     if (at == std::string_view::npos) return false;
@@ -782,12 +793,7 @@ class KinetoFileReader {
     if (close == std::string_view::npos) return false;
     std::string_view category = event.substr(open + 1, close - open - 1);
     KinetoCategory known = kinetoCategoryOf(category);
-    if (known == KinetoCategory::kCpuOp) {
-      auto has = [&](std::string_view part) { return memmem(event.data(), event.size(), part.data(), part.size()) != nullptr; };
-      if (has("\"stream\"") || has("ProfilerStep") || has("record_param_comms")) return false;
-    } else if (known != KinetoCategory::kOtherKnown) {
-      return false;
-    }
+    if (known != KinetoCategory::kOtherKnown) return false;
     builder_.countUnparsed(known);
     return true;
   }

@@ -126,6 +126,7 @@ WrittenFile writeRankTrace(const model::RankTrace& rank, const std::string& path
     call.start_ns = unsignedTime(c.start_ns);
     call.end_ns = unsignedTime(c.end_ns);
     call.correlation_id = c.correlation_id;
+    call.thread_id = c.thread < rank.threads.size() ? rank.threads[c.thread] : 0;  // the op tree places launches by thread
     writer.add(call);
   }
   for (const auto& r : rank.nvtx) {
@@ -139,11 +140,32 @@ WrittenFile writeRankTrace(const model::RankTrace& rank, const std::string& path
     n.depth = r.depth;
     writer.add(n);
   }
+  // cpu_ops as ranges of their domain, their inputs in an "inputs" payload field.
+  const format::StringId cpu_op_domain = rank.host_ops.empty() ? 0 : writer.intern(model::kCpuOpDomain);
+  const format::StringId inputs_field = rank.host_ops.empty() ? 0 : writer.intern("inputs");
+  for (const auto& op : rank.host_ops) {
+    format::NvtxEventRecord n;
+    n.kind = format::NvtxEventKind::kRange;
+    n.start_ns = unsignedTime(op.start_ns);
+    n.end_ns = unsignedTime(op.end_ns);
+    n.domain_id = cpu_op_domain;
+    n.name_id = name(op.name_id);
+    n.thread_id = op.thread_id;
+    if (op.inputs_id != 0) {
+      format::PayloadField field;
+      field.name_id = inputs_field;
+      field.type = format::PayloadField::Type::kString;
+      field.string_id = name(op.inputs_id);
+      n.payload.push_back(field);
+    }
+    writer.add(n);
+  }
   for (const auto& m : rank.memory) {
     format::MemoryEventRecord e;
     e.timestamp_ns = unsignedTime(m.time_ns);
     e.operation = m.delta_bytes >= 0 ? format::MemoryOperation::kAllocate : format::MemoryOperation::kRelease;
     e.device = m.device;
+    e.address = m.address;
     e.bytes = static_cast<uint64_t>(m.delta_bytes >= 0 ? m.delta_bytes : -m.delta_bytes);
     e.memory_kind = format::MemoryKind::kDevice;
     writer.add(e);

@@ -99,6 +99,10 @@ class RankBuilder {
         continue;
       }
       int64_t start = ns(n.start_ns);
+      if (file_strings_.get(n.domain_id) == model::kCpuOpDomain && !model::isStepCpuOp(file_strings_.get(n.name_id))) {
+        rank_.host_ops.push_back({start, std::max(start, ns(n.end_ns)), local(n.name_id), local(inputsOf(n)), n.thread_id});
+        continue;
+      }
       rank_.nvtx.push_back(
           {start, std::max(start, ns(n.end_ns)), local(n.name_id), local(n.domain_id), n.thread_id, n.depth});
     }
@@ -110,7 +114,8 @@ class RankBuilder {
       }
       auto bytes = static_cast<int64_t>(m.bytes);
       rank_.memory.push_back({ns(m.timestamp_ns),
-                              m.operation == format::MemoryOperation::kAllocate ? bytes : -bytes, m.device});
+                              m.operation == format::MemoryOperation::kAllocate ? bytes : -bytes, m.device,
+                              m.address});
     }
     for (const auto& c : batch.nccl_communicators) {
       rank_.communicators.push_back({c.comm_hash, c.name, c.comm_rank, c.nranks, c.nnodes, c.global_rank, c.device});
@@ -174,6 +179,7 @@ class RankBuilder {
     std::inplace_merge(rank_.activities.begin(), rank_.activities.begin() + middle, rank_.activities.end(), by_start);
     rank_.activities.shrink_to_fit();
     sortIfNeeded(rank_.nvtx, by_start);
+    sortIfNeeded(rank_.host_ops, by_start);
     sortIfNeeded(rank_.memory, [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
     sortIfNeeded(rank_.host_calls, [](const auto& a, const auto& b) { return a.correlation_id < b.correlation_id; });
     rank_.host_calls.shrink_to_fit();
@@ -222,6 +228,14 @@ class RankBuilder {
   }
 
   // A cpu_op range that names a stream (see model::kCpuOpDomain): its "stream" payload field.
+  // A host op's "inputs" payload field (a string id of the file), or 0.
+  uint32_t inputsOf(const format::NvtxEventRecord& n) {
+    for (const auto& field : n.payload) {
+      if (field.type == format::PayloadField::Type::kString && file_strings_.get(field.name_id) == "inputs") return field.string_id;
+    }
+    return 0;
+  }
+
   const format::PayloadField* streamOfHostOp(const format::NvtxEventRecord& n) {
     if (n.payload.empty() || file_strings_.get(n.domain_id) != model::kCpuOpDomain) return nullptr;
     for (const auto& field : n.payload) {

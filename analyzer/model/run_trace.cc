@@ -95,6 +95,7 @@ uint64_t RunTrace::keepWindow(int64_t start_ns, int64_t end_ns) {
     drop(rank.activities, [](const auto& a) { return a.start_ns; }, [](const auto& a) { return a.end_ns; });
     drop(rank.host_calls, [](const auto& c) { return c.start_ns; }, [](const auto& c) { return c.end_ns; });
     drop(rank.nvtx, [](const auto& n) { return n.start_ns; }, [](const auto& n) { return n.end_ns; });
+    drop(rank.host_ops, [](const auto& o) { return o.start_ns; }, [](const auto& o) { return o.end_ns; });
     drop(rank.nccl_ops, [](const auto& o) { return o.enqueue_ns; },
          [](const auto& o) { return std::max(o.enqueue_ns, o.gpu_end_ns); });
     drop(rank.transfers, [](const auto& t) { return t.start_ns; }, [](const auto& t) { return t.end_ns; });

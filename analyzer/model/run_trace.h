@@ -98,6 +98,10 @@ inline constexpr std::string_view kCpuOpDomain = "cpu_op";
 inline constexpr std::string_view kKinetoTimeBase = "PyTorch profiler (microseconds)";
 inline constexpr std::string_view kKinetoWholeMicrosecondsTimeBase = "PyTorch profiler (whole microseconds)";
 
+// cpu_ops named ProfilerStep#N (older PyTorch) are steps and stay ranges; every other cpu_op is a
+// HostOp.
+inline bool isStepCpuOp(std::string_view name) { return name.find("ProfilerStep") != std::string_view::npos; }
+
 struct NvtxRange {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
@@ -107,11 +111,23 @@ struct NvtxRange {
   uint32_t depth = 0;
 };
 
-// Device memory in use changed by `delta_bytes` at `time_ns`.
+// A PyTorch-profiler cpu_op (an aten op, an autograd node, a module's record_function of older
+// PyTorch): the op tree's nodes in traces that have no NVTX ranges for them (32 bytes).
+struct HostOp {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint32_t name_id = 0;
+  uint32_t inputs_id = 0;  // "float[512, 1024], Scalar" (its "Input type" and "Input Dims"); 0: not recorded
+  uint64_t thread_id = 0;
+};
+
+// Device memory in use changed by `delta_bytes` at `time_ns`: an allocation (> 0) or a release of the
+// block at `address` (0: not recorded), which pairs a release with its allocation.
 struct MemoryChange {
   int64_t time_ns = 0;
   int64_t delta_bytes = 0;
   uint32_t device = 0;
+  uint64_t address = 0;
 };
 
 // A GPU metric sampled during the run (CUPTI PM sampling), e.g. SM throughput in %.
@@ -188,6 +204,7 @@ struct RankTrace {
   std::vector<uint64_t> threads;        // the OS thread ids HostCall::thread indexes
   std::vector<uint32_t> api_functions{0};  // HostCall::function -> string id of its name; 0: unknown
   std::vector<NvtxRange> nvtx;          // by start time
+  std::vector<HostOp> host_ops;         // by start time
   std::vector<MemoryChange> memory;     // by time
   std::vector<Communicator> communicators;
   std::vector<NcclOp> nccl_ops;  // by enqueue time

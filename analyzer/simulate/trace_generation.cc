@@ -27,6 +27,10 @@ constexpr uint32_t kLaunchCbid = 211;  // cudaLaunchKernel
 // Work starts a little after the process: CUDA and NCCL initialization.
 constexpr uint64_t kStartupNs = 20'000'000;
 constexpr uint64_t kLaunchNs = 3'000;
+// The model's weights are copied to the GPU this long before the first step.
+constexpr int64_t kParametersBeforeStepNs = 1'000'000;
+
+using model::MemoryCategory;
 
 DeviceProperties deviceOf(const GpuSpec& g, int local_rank) {
   DeviceProperties d;
@@ -102,8 +106,10 @@ FileHeader headerOf(const CostModel& cost, const Layout& layout, int rank, const
 // Writes one rank's file, walking its simulated steps in order.
 class RankWriter {
  public:
-  RankWriter(const CostModel& cost, const Layout& layout, const Timeline& timeline, int rank, TraceWriter& writer)
-      : cost_(cost), layout_(layout), timeline_(timeline), rank_(rank), place_(layout.place(rank)), w_(writer) {
+  RankWriter(const CostModel& cost, const Layout& layout, const Timeline& timeline, int rank, TraceWriter& writer,
+             std::function<void(int, uint64_t, MemoryCategory)> allocation_category)
+      : cost_(cost), layout_(layout), timeline_(timeline), rank_(rank), place_(layout.place(rank)), w_(writer),
+        allocation_category_(std::move(allocation_category)) {
     device_ = static_cast<uint32_t>(place_.local_rank);
     thread_ = 140'000u + static_cast<uint64_t>(rank);
     domain_ = w_.intern("PyTorch");
@@ -126,12 +132,11 @@ class RankWriter {
     }
     for (uint32_t s : {kComputeStream, kTensorStream, kPipelineStream, kDataStream})
       w_.add(StreamRecord{s, device_, 1, s == kComputeStream ? 0 : -1, 1, 0});
-    const int stage = place_.stage;
-    MemoryUse use = cost_.memory(stage);
-    allocate(0, use.weights);
-    allocate(0, use.gradients);
-    allocate(0, use.optimizer);
-    allocate(0, use.workspace);
+    use_ = cost_.memory(place_.stage);
+    // The model is on the GPU before the first step; gradients, optimizer state and the GEMMs'
+    // workspace appear when first needed and are kept (writeStep).
+    allocate(-kParametersBeforeStepNs, use_.weights, MemoryCategory::kParameters);
+    recompute_bytes_ = recomputedLayerBytes();
     for (int step = 0; step < cost_.inputs().steps; ++step) writeStep(step);
   }
 
@@ -139,12 +144,29 @@ class RankWriter {
   int64_t at(int64_t ns) const { return static_cast<int64_t>(kSimulatedEpochNs + kStartupNs) + ns; }
   uint64_t u(int64_t ns) const { return static_cast<uint64_t>(at(ns)); }
 
-  uint64_t allocate(int64_t time, uint64_t bytes) {
+  // Addresses are never reused, so each allocation is its own block.
+  uint64_t allocate(int64_t time, uint64_t bytes, MemoryCategory category) {
     uint64_t address = 0x7f00'0000'0000ull + next_address_;
     next_address_ += (bytes + 0xfffff) & ~uint64_t{0xfffff};
     w_.add(MemoryEventRecord{u(time), MemoryOperation::kAllocate, device_, address, bytes, MemoryKind::kDevice,
                              kComputeStream, 0, false, 0});
+    if (allocation_category_) allocation_category_(rank_, address, category);
     return address;
+  }
+
+  // What recomputing one layer in backward holds until that layer's backward is done: its full
+  // activations (full recomputation) or the attention core's (selective).
+  uint64_t recomputedLayerBytes() const {
+    SimulationInputs unrecomputed = cost_.inputs();
+    unrecomputed.strategy.recompute = Recompute::kNone;
+    switch (cost_.inputs().strategy.recompute) {
+      case Recompute::kNone: return 0;
+      case Recompute::kFull: unrecomputed.strategy.sequence_parallel = false; return CostModel::activationBytesOf(unrecomputed);
+      case Recompute::kSelective:
+        return CostModel::activationBytesOf(unrecomputed) - std::min(CostModel::activationBytesOf(unrecomputed),
+                                                                      cost_.activationBytesPerLayer());
+    }
+    return 0;
   }
   void release(int64_t time, uint64_t address, uint64_t bytes) {
     w_.add(MemoryEventRecord{u(time), MemoryOperation::kRelease, device_, address, bytes, MemoryKind::kDevice,
@@ -304,13 +326,28 @@ class RankWriter {
       const BlockProgram& program = block.forward ? cost_.forward(vs) : cost_.backward(vs);
       int64_t t = rs.block_begin[b];
       range(fmt::format("{}#{}", block.forward ? "forward" : "backward", block.micro_batch), t, rs.block_end[b], 1);
+      const uint64_t key = static_cast<uint64_t>(block.micro_batch) * 64 + static_cast<uint64_t>(block.chunk);
+      if (block.forward) live_[key] = allocate(t, chunk_activations, MemoryCategory::kActivations);
       int64_t recompute_start = -1;  // a run of recomputed items becomes one "recompute" range
+      uint64_t recomputed = 0;       // the recomputed layer's activations, freed when the next one starts
       for (size_t k = 0; k < program.items.size(); ++k) {
         const ProgramItem& item = program.items[k];
-        if (item.recompute && recompute_start < 0) recompute_start = t;
+        if (item.recompute && recompute_start < 0) {
+          recompute_start = t;
+          if (recomputed != 0) release(t, recomputed, recompute_bytes_);
+          recomputed = recompute_bytes_ > 0 ? allocate(t, recompute_bytes_, MemoryCategory::kActivations) : 0;
+        }
         if (!item.recompute && recompute_start >= 0) {
           range("recompute", recompute_start, t, 2);
           recompute_start = -1;
+        }
+        if (!block.forward && !item.recompute && !gradients_allocated_) {
+          allocate(t, use_.gradients, MemoryCategory::kGradients);
+          gradients_allocated_ = true;
+        }
+        if (!item.collective && !workspace_allocated_) {
+          allocate(t, use_.workspace, MemoryCategory::kOther);  // cuBLAS's workspace, kept
+          workspace_allocated_ = true;
         }
         if (item.collective) {
           // Uniform runs keep no collective starts: every member arrives together.
@@ -326,10 +363,8 @@ class RankWriter {
         }
       }
       if (recompute_start >= 0) range("recompute", recompute_start, t, 2);
-      const uint64_t key = static_cast<uint64_t>(block.micro_batch) * 64 + static_cast<uint64_t>(block.chunk);
-      if (block.forward) {
-        live_[key] = allocate(rs.block_end[b], chunk_activations);
-      } else if (auto it = live_.find(key); it != live_.end()) {
+      if (recomputed != 0) release(rs.block_end[b], recomputed, recompute_bytes_);
+      if (auto it = live_.find(key); !block.forward && it != live_.end()) {
         release(rs.block_end[b], it->second, chunk_activations);
         live_.erase(it);
       }
@@ -346,6 +381,7 @@ class RankWriter {
       ncclOp(CommunicatorKind::kModel, NcclOperationKind::kCollective, "AllReduce", rs.grad_norm.bytes, 0,
              rs.grad_norm.arrive, rs.grad_norm.end, kDataStream);
     range("optimizer", rs.optimizer_start, rs.optimizer_end, 1);
+    if (step == 0) allocate(rs.optimizer_start, use_.optimizer, MemoryCategory::kOptimizerState);  // Adam's, lazily
     const ProgramItem& optimizer = cost_.optimizerStep(stage).items.front();
     kernel(optimizer.shape, rs.optimizer_start, rs.optimizer_end, kComputeStream);
     dataOps(rs.gather_ops);
@@ -369,6 +405,10 @@ class RankWriter {
   uint64_t next_address_ = 0;
   uint64_t host_free_ = 0;
   std::map<uint64_t, uint64_t> live_;
+  MemoryUse use_;
+  uint64_t recompute_bytes_ = 0;
+  bool gradients_allocated_ = false, workspace_allocated_ = false;
+  std::function<void(int, uint64_t, MemoryCategory)> allocation_category_;
 };
 
 }  // namespace
@@ -411,7 +451,7 @@ GenerationResult writeTraces(const CostModel& cost, const Layout& layout, const 
       }
       TraceWriter writer(std::move(sink));
       writer.writeHeader(headerOf(cost, layout, rank, options));
-      RankWriter(cost, layout, timeline, rank, writer).write();
+      RankWriter(cost, layout, timeline, rank, writer, options.allocation_category).write();
       Trailer trailer;
       trailer.end = CaptureEnd::kGenerated;
       trailer.end_time_ns = kSimulatedEpochNs + kStartupNs +

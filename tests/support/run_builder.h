@@ -179,9 +179,10 @@ struct RankBuilder {
     return *this;
   }
 
-  // Device memory allocated (positive) or released at `time_us`.
-  RankBuilder& memoryChange(double time_us, int64_t bytes) {
+  // Device memory allocated (positive) or released at `time_us`, of the block at `address` (0: none).
+  RankBuilder& memoryChange(double time_us, int64_t bytes, uint64_t address = 0) {
     format::MemoryEventRecord m;
+    m.address = address;
     m.timestamp_ns = ns(time_us);
     m.operation = bytes >= 0 ? format::MemoryOperation::kAllocate : format::MemoryOperation::kRelease;
     m.bytes = static_cast<uint64_t>(bytes >= 0 ? bytes : -bytes);

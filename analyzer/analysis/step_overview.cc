@@ -1,0 +1,127 @@
+#include "analyzer/analysis/step_overview.h"
+
+#include <algorithm>
+
+#include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/rank_digest.h"
+
+namespace gpuxray::analysis {
+namespace {
+
+OverviewLane laneOf(const IntervalSet& set, Interval window) {
+  OverviewLane lane;
+  lane.intervals = clip(set, window);
+  lane.merged_intervals = lane.intervals.size();
+  lane.busy_ns = totalLength(lane.intervals);
+  size_t n = lane.intervals.size();
+  if (n <= OverviewLane::kMaxIntervals) return lane;
+  std::vector<int64_t> gaps;
+  gaps.reserve(n - 1);
+  for (size_t i = 1; i < n; ++i) gaps.push_back(lane.intervals[i].start - lane.intervals[i - 1].end);
+  // Closing the (n - max) shortest gaps leaves max intervals; ties may close a few more.
+  auto nth = gaps.begin() + static_cast<std::ptrdiff_t>(n - OverviewLane::kMaxIntervals - 1);
+  std::nth_element(gaps.begin(), nth, gaps.end());
+  lane.gaps_closed_up_to_ns = *nth;
+  std::vector<Interval> kept{lane.intervals.front()};
+  for (size_t i = 1; i < n; ++i) {
+    if (lane.intervals[i].start - kept.back().end <= lane.gaps_closed_up_to_ns) {
+      kept.back().end = lane.intervals[i].end;
+    } else {
+      kept.push_back(lane.intervals[i]);
+    }
+  }
+  lane.intervals = std::move(kept);
+  return lane;
+}
+
+report::ResultValue laneValue(const OverviewLane& lane, int64_t origin) {
+  using report::ResultValue;
+  ResultValue intervals = ResultValue::array();
+  for (const Interval& i : lane.intervals) {
+    intervals.push(
+        ResultValue::array().push(ResultValue::integer(i.start - origin)).push(ResultValue::integer(i.end - origin)));
+  }
+  return ResultValue::object()
+      .set("busy_ns", ResultValue::integer(lane.busy_ns))
+      .set("merged_intervals", ResultValue::integer(static_cast<int64_t>(lane.merged_intervals)))
+      .set("gaps_closed_up_to_ns",
+           lane.gaps_closed_up_to_ns >= 0 ? ResultValue::integer(lane.gaps_closed_up_to_ns) : ResultValue())
+      .set("intervals", std::move(intervals));
+}
+
+}  // namespace
+
+std::vector<RankStepLanes> stepLanesOfRank(const AnalysisInput& input, size_t r) {
+  const GpuTimeSets& sets = input.time_sets[r];
+  std::vector<RankStepLanes> lanes;
+  for (const StepWindow& w : input.windowsOf(r))
+    lanes.push_back({w.window, laneOf(sets.compute, w.window), laneOf(sets.communication, w.window),
+                     laneOf(sets.memory, w.window)});
+  return lanes;
+}
+
+StepOverviewResult computeStepOverview(const AnalysisInput& input) {
+  StepOverviewResult result;
+  const auto& run = input.run;
+  if (run.ranks.empty()) return result;
+  result.per_step = input.hasSteps();
+  std::vector<StepWindow> first = input.windowsOf(0);
+  result.chosen_on_rank = run.ranks[0].rank;
+  result.steps = result.per_step ? first.size() : 0;
+  if (first.empty()) return result;
+  std::vector<size_t> by_length(first.size());
+  for (size_t i = 0; i < by_length.size(); ++i) by_length[i] = i;
+  std::stable_sort(by_length.begin(), by_length.end(),
+                   [&](size_t a, size_t b) { return first[a].window.length() < first[b].window.length(); });
+  const StepWindow& chosen = first[by_length[(by_length.size() - 1) / 2]];
+  result.step = result.per_step ? chosen.number : -1;
+  result.step_length_ns = chosen.window.length();
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    std::vector<StepWindow> windows = input.windowsOf(r);
+    auto window = result.per_step ? std::find_if(windows.begin(), windows.end(),
+                                                 [&](const StepWindow& w) { return w.number == chosen.number; })
+                                  : windows.begin();
+    if (window == windows.end()) continue;
+    const RankStepLanes& lanes = input.digest(r).step_lanes[static_cast<size_t>(window - windows.begin())];
+    OverviewRank rank;
+    rank.rank = run.ranks[r].rank;
+    rank.window = window->window;
+    rank.compute = lanes.compute;
+    rank.communication = lanes.communication;
+    rank.memory = lanes.memory;
+    result.ranks.push_back(std::move(rank));
+  }
+  return result;
+}
+
+void presentStepOverview(const StepOverviewResult& result, report::Report& report) {
+  using report::ResultValue;
+  ResultValue ranks = ResultValue::array();
+  for (const OverviewRank& rank : result.ranks) {
+    const int64_t start = rank.window.start;
+    ranks.push(ResultValue::object()
+                   .set("rank", ResultValue::integer(rank.rank))
+                   .set("start_ns", ResultValue::integer(start))
+                   .set("length_ns", ResultValue::integer(rank.window.length()))
+                   .set("compute", laneValue(rank.compute, start))
+                   .set("communication", laneValue(rank.communication, start))
+                   .set("memory", laneValue(rank.memory, start)));
+  }
+  report.results.emplace_back(
+      "step_overview",
+      ResultValue::object()
+          .set("per_step", ResultValue::flag(result.per_step))
+          .set("step", result.per_step ? ResultValue::integer(result.step) : ResultValue())
+          .set("chosen", ResultValue::text(result.per_step ? "median step length on the first rank" : "whole GPU span"))
+          .set("chosen_on_rank",
+               result.chosen_on_rank >= 0 ? ResultValue::integer(result.chosen_on_rank) : ResultValue())
+          .set("step_length_ns", ResultValue::integer(result.step_length_ns))
+          .set("max_intervals_per_lane", ResultValue::integer(static_cast<int64_t>(OverviewLane::kMaxIntervals)))
+          .set("ranks", std::move(ranks)));
+}
+
+void analyzeStepOverview(const AnalysisInput& input, report::Report& report) {
+  presentStepOverview(computeStepOverview(input), report);
+}
+
+}  // namespace gpuxray::analysis

@@ -1,0 +1,35 @@
+// The X-ray: one self-contained HTML page (docs/html-report.md) that draws a report's JSON document
+// (`gpuxray.analyze` schema 2, or `gpuxray.plan`) with the script bundled from web/ at build time.
+// Data, script and styles are inline, so the file opens from disk with no network.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace gpuxray::report {
+
+// Version of the page's data block (<script type="application/json" id="gpuxray-data">): bumped when
+// the page's script can no longer read what an older gpuxray embedded, or the other way round.
+inline constexpr int kHtmlDataVersion = 1;
+
+struct Report;
+
+// What of a report the page carries: the report as it is, except that per-device and per-rank arrays
+// past what the page can show are left out (docs/html-report.md, "What a large run's page leaves
+// out"), so that a 1024-rank run's page stays small; what was left out is listed in
+// results.html_page.left_out, which the page shows.
+Report fitForPage(const Report& report);
+
+// Whether this gpuxray was built with the page's script (Node.js and web/'s packages at build time).
+bool htmlReportAvailable();
+// What to do when it was not: one line.
+std::string htmlReportUnavailableReason();
+
+// The page: `json_document` (one JSON document as renderJson writes it) inline with the script.
+// Throws InputError when the script was not built in.
+std::string renderHtml(std::string_view json_document, std::string_view title);
+
+// Writes renderHtml's page to `path`; throws InputError naming the file when it cannot.
+void writeHtml(const std::string& path, std::string_view json_document, std::string_view title);
+
+}  // namespace gpuxray::report

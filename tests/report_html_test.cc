@@ -1,0 +1,120 @@
+// The X-ray's page as gpuxray writes it (analyzer/report/html_report.h): the report's JSON inline in
+// one versioned block that no text of the trace can end early, the bundled script, and the commands
+// that write it. What the page draws is tested in a browser (web/test/browser_test.mjs).
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "analyzer/errors.h"
+#include "analyzer/report/html_report.h"
+#include "analyzer/report/report.h"
+#include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using gpuxray::testing::readWholeFile;
+using gpuxray::testing::runCommand;
+using gpuxray::testing::TempDir;
+
+std::string dataBlockOf(const std::string& page) {
+  std::string open = "<script type=\"application/json\" id=\"gpuxray-data\" data-version=\"" +
+                     std::to_string(gpuxray::report::kHtmlDataVersion) + "\">";
+  size_t begin = page.find(open);
+  if (begin == std::string::npos) return {};
+  begin += open.size();
+  return page.substr(begin, page.find("</script>", begin) - begin);
+}
+
+}  // namespace
+
+TEST_CASE("the HTML page embeds the JSON so that no string in it ends the script element", "[html]") {
+  if (!gpuxray::report::htmlReportAvailable()) {
+    REQUIRE_THROWS_AS(gpuxray::report::renderHtml("{}", "t"), gpuxray::InputError);
+    WARN("skipped: built without web/ (" << gpuxray::report::htmlReportUnavailableReason() << ")");
+    return;
+  }
+  gpuxray::report::Report report;
+  report.run.run_id = "run</script><script>alert(1)</script>";
+  report.warnings.push_back("kernel <!-- name & more");
+  std::string json = gpuxray::report::renderJson(report);
+  std::string page = gpuxray::report::renderHtml(json, "X-ray of <b>" + report.run.run_id);
+  std::string block = dataBlockOf(page);
+  REQUIRE_FALSE(block.empty());
+  CHECK(block.find('<') == std::string::npos);
+  CHECK(block.find("run\\u003c/script>\\u003cscript>alert(1)\\u003c/script>") != std::string::npos);
+  CHECK(block.find("kernel \\u003c!-- name & more") != std::string::npos);
+  CHECK(page.find("<title>X-ray of &lt;b&gt;run&lt;/script&gt;") != std::string::npos);
+  // Data block, then the script, each closed once: "<script" occurs exactly twice in the page.
+  size_t scripts = 0;
+  for (size_t at = page.find("<script"); at != std::string::npos; at = page.find("<script", at + 1)) ++scripts;
+  CHECK(scripts == 2);
+  CHECK(page.find("http://") == std::string::npos);
+  CHECK(page.find("https://cdn") == std::string::npos);
+}
+
+TEST_CASE("gpuxray report and analyze --html write the same page; bad input is one line", "[html][cli]") {
+  if (!gpuxray::report::htmlReportAvailable()) {
+    auto result = runCommand(std::string(GPUXRAY_BINARY) + " report /nonexistent -o /dev/null");
+    CHECK(result.exit_code != 0);
+    CHECK(result.err.find("scripts/setup.sh") != std::string::npos);
+    return;
+  }
+  TempDir dir;
+  std::string gpuxray = GPUXRAY_BINARY;
+  REQUIRE(runCommand(gpuxray + " simulate --preset demo -o " + (dir / "demo")).exit_code == 0);
+  auto reported = runCommand(gpuxray + " report " + (dir / "demo") + " -o " + (dir / "report.html"));
+  REQUIRE(reported.exit_code == 0);
+  auto analyzed = runCommand(gpuxray + " analyze " + (dir / "demo") + " --html " + (dir / "analyze.html"));
+  REQUIRE(analyzed.exit_code == 0);
+  CHECK(analyzed.out.find("slow link") != std::string::npos);  // the text report, in the same pass
+  std::string from_report = dataBlockOf(readWholeFile(dir / "report.html"));
+  CHECK(from_report.find("\"schema\":\"gpuxray.analyze\"") != std::string::npos);  // compact: no indentation
+  CHECK(from_report.find("\"results\"") != std::string::npos);
+  CHECK(from_report == dataBlockOf(readWholeFile(dir / "analyze.html")));
+
+  auto empty = runCommand(gpuxray + " report " + dir.path().string() + "/nothing -o " + (dir / "x.html"));
+  CHECK(empty.exit_code != 0);
+  CHECK(empty.err.find('\n') == empty.err.size() - 1);
+  auto unwritable = runCommand(gpuxray + " report " + (dir / "demo") + " -o /nonexistent/dir/x.html");
+  CHECK(unwritable.exit_code == 2);
+  CHECK(unwritable.err.find("/nonexistent/dir/x.html: cannot write the HTML report") != std::string::npos);
+
+  auto plan =
+      runCommand(gpuxray + " plan --model gpt-1.3b --cluster dgx-h100 --gpus 16 --top 3 --html " + (dir / "plan.html"));
+  REQUIRE(plan.exit_code == 0);
+  CHECK(dataBlockOf(readWholeFile(dir / "plan.html")).find("\"gpuxray.plan\"") != std::string::npos);
+}
+
+TEST_CASE("a large run's page keeps the memory curves of the highest peaks and says what it left out", "[html]") {
+  using gpuxray::report::ResultValue;
+  gpuxray::report::Report report;
+  ResultValue devices = ResultValue::array();
+  for (int rank = 0; rank < 100; ++rank) {
+    ResultValue curve = ResultValue::array();
+    curve.push(ResultValue::array().push(ResultValue::integer(0)).push(ResultValue::integer(rank)));
+    devices.push(ResultValue::object()
+                     .set("rank", ResultValue::integer(rank))
+                     .set("peak_bytes", ResultValue::integer((rank * 37) % 100))
+                     .set("curve", std::move(curve)));
+  }
+  report.results.emplace_back("memory", ResultValue::object().set("devices", std::move(devices)));
+  gpuxray::report::Report fitted = gpuxray::report::fitForPage(report);
+  const ResultValue& kept = fitted.results.front().second;
+  size_t with_curve = 0;
+  for (const ResultValue& device : kept.find("devices")->items()) {
+    bool has_curve = device.find("curve")->kind() == ResultValue::Kind::kArray;
+    with_curve += has_curve ? 1 : 0;
+    // The 64 highest peaks of 0..99 (each once) are 36..99.
+    CHECK(has_curve == (device.find("peak_bytes")->asInteger() >= 36));
+  }
+  CHECK(with_curve == 64);
+  REQUIRE(fitted.results.back().first == "html_page");
+  const auto& lines = fitted.results.back().second.find("left_out")->items();
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].asText() == "36 of 100 devices' memory curves (the page keeps those of the 64 highest peaks)");
+  // A small run's page is the report as it is.
+  gpuxray::report::Report small;
+  small.results.emplace_back("memory", ResultValue::object().set("devices", ResultValue::array()));
+  CHECK(gpuxray::report::fitForPage(small).results.size() == 1);
+}

@@ -1,0 +1,135 @@
+// The document the page draws: `gpuxray analyze --format json` (schema 2, docs/report-schema.md) or
+// `gpuxray plan --format json` (gpuxray.plan 1), as gpuxray embedded it.
+
+export type Cell = number | string | null;
+
+export interface Table {
+  units: Record<string, string>;
+  rows: Record<string, Cell>[];
+}
+
+export interface Section {
+  title: string;
+  notes: string[];
+  tables: Record<string, Table>;
+}
+
+export interface Finding {
+  analysis: string;
+  severity: 'info' | 'warning' | 'critical';
+  cost_ns: number;
+  summary: string;
+  evidence: string[];
+}
+
+export interface Stat {
+  name: string;
+  severity: string;
+  value: number;
+  description: string;
+  warnings?: string[];
+}
+
+export interface RunSummary {
+  run_id: string;
+  world_size: number;
+  ranks: number[];
+  hosts: string[];
+  records: number;
+  span_ns: number;
+  steps: number;
+  step_source: string;
+}
+
+export interface AnalyzeDocument {
+  schema: 'gpuxray.analyze';
+  schema_version: number;
+  run: RunSummary;
+  metrics: Record<string, { value: number; unit: string; description: string }>;
+  findings: Finding[];
+  sections: Record<string, Section>;
+  results?: Record<string, unknown>;
+  warnings: string[];
+  stats?: Stat[];
+  violations?: string[];
+}
+
+export interface PlanDocument {
+  schema: 'gpuxray.plan';
+  schema_version: number;
+  title: string;
+  notes: string[];
+  sections: Record<string, Section>;
+}
+
+export type ReportDocument = AnalyzeDocument | PlanDocument;
+
+// results.kernels (analysis/kernels.h)
+export interface LaunchConfig {
+  grid: [number, number, number];
+  block: [number, number, number];
+  registers_per_thread: number | null;
+  shared_memory_bytes: number | null;
+  local_memory_per_thread_bytes: number | null;
+}
+export interface Occupancy {
+  blocks_per_sm: number;
+  occupancy_pct: number;
+  limited_by: string;
+  waves: number;
+  wave_efficiency_pct: number;
+}
+export interface KernelEntry {
+  name: string;
+  count: number;
+  time_ns: number;
+  launch: LaunchConfig | null;
+  device_multiprocessors: number | null;
+  occupancy: Occupancy | null;
+  small_grid: boolean;
+}
+export interface KernelsResult {
+  compute_time_ns: number;
+  amd: boolean;
+  kernels: KernelEntry[];
+}
+
+// results.memory (analysis/memory.h)
+export interface MemoryDevice {
+  rank: number;
+  device: number;
+  peak_bytes: number;
+  peak_at_ns: number;
+  peak_phase: string;
+  peak_pct_of_device: number | null;
+  allocations: number;
+  end_bytes: number;
+  curve: [number, number][] | null; // null: left out of this page (results.html_page)
+  [key: string]: unknown;
+}
+export interface MemoryResult {
+  recorded: boolean;
+  origin_ns: number;
+  devices: MemoryDevice[];
+  worst_rank: number | null;
+  worst_rank_phases: { phase: string; peak_bytes: number }[];
+  [key: string]: unknown;
+}
+
+// Reads the block gpuxray wrote; throws with a sentence when it is not there or not readable.
+export const kDataVersion = 1;
+export function readDocument(): ReportDocument {
+  const block = document.getElementById('gpuxray-data');
+  if (!block) throw new Error('this page has no gpuxray data block (#gpuxray-data)');
+  const version = Number(block.dataset.version);
+  if (version !== kDataVersion)
+    throw new Error(`the data block is version ${block.dataset.version}, this page reads version ${kDataVersion}`);
+  const parsed = JSON.parse(block.textContent ?? '');
+  if (parsed.schema !== 'gpuxray.analyze' && parsed.schema !== 'gpuxray.plan')
+    throw new Error(`the data block holds '${parsed.schema}', not a gpuxray report`);
+  return parsed as ReportDocument;
+}
+
+export function result<T>(doc: AnalyzeDocument, key: string): T | undefined {
+  return doc.results?.[key] as T | undefined;
+}

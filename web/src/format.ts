@@ -1,0 +1,47 @@
+// Human units, as the text report writes them (analyzer/report/units.cc).
+
+export function formatNs(ns: number | null | undefined): string {
+  if (ns === null || ns === undefined || !Number.isFinite(ns)) return 'not recorded';
+  const abs = Math.abs(ns);
+  if (abs >= 1e9) return `${(ns / 1e9).toFixed(3)} s`;
+  if (abs >= 1e6) return `${(ns / 1e6).toFixed(2)} ms`;
+  if (abs >= 1e3) return `${(ns / 1e3).toFixed(1)} us`;
+  return `${Math.round(ns)} ns`;
+}
+
+export function formatBytes(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return 'not recorded';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (Math.abs(value) >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(value >= 100 ? 0 : value >= 10 ? 1 : 2)} ${units[unit]}`;
+}
+
+export function formatPct(pct: number | null | undefined): string {
+  if (pct === null || pct === undefined || !Number.isFinite(pct)) return 'not recorded';
+  return `${pct.toFixed(pct >= 99.95 ? 0 : 1)} %`;
+}
+
+export function formatCount(n: number): string {
+  return Math.round(n).toLocaleString('en-US');
+}
+
+// A table cell in its column's unit (docs/report-schema.md's UNIT).
+export function formatCell(value: unknown, unit: string | undefined): string {
+  if (value === null || value === undefined) return 'not recorded';
+  if (typeof value !== 'number') return String(value);
+  switch (unit) {
+    case 'ns': return formatNs(value);
+    case 'ms': return `${value.toFixed(2)} ms`;
+    case 'bytes': return formatBytes(value);
+    case 'percent': return formatPct(value);
+    case 'bytes_per_second': return `${(value / 1e9).toFixed(1)} GB/s`;
+    case 'count': return formatCount(value);
+    case 'ratio': return `${value.toFixed(2)}x`;
+    default: return Number.isInteger(value) ? String(value) : value.toFixed(3);
+  }
+}

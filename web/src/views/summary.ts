@@ -1,0 +1,78 @@
+// 1. Summary: the run's identity, the findings ranked by what they cost per step (each linked to the
+// view that shows it), the warnings and the stats of what was dropped or estimated.
+import type { AnalyzeDocument, ReportDocument } from '../data';
+import { el, missing, table } from '../dom';
+import { formatCount, formatNs } from '../format';
+import { View, ViewContext, viewOfAnalysis } from '../view';
+
+function identity(doc: AnalyzeDocument): string {
+  const run = doc.run;
+  const hosts = run.hosts.length === 1 ? '1 host' : `${run.hosts.length} hosts`;
+  // The report writes 0 for a world size the trace does not record (a PyTorch trace without
+  // distributedInfo): say so rather than "1 of 0 ranks".
+  const ranks =
+    run.world_size > 0
+      ? `${run.ranks.length} of ${run.world_size} ranks`
+      : `${run.ranks.length} ${run.ranks.length === 1 ? 'rank' : 'ranks'} (world size not recorded)`;
+  return (
+    `run ${run.run_id}: ${ranks} on ${hosts}, ` +
+    `${run.steps} steps (${run.step_source}), ${formatNs(run.span_ns)} captured, ${formatCount(run.records)} records`
+  );
+}
+
+export const summaryView: View = {
+  id: 'summary',
+  title: 'Summary',
+  render(container: HTMLElement, report: ReportDocument, context: ViewContext) {
+    if (report.schema !== 'gpuxray.analyze') return;
+    const doc = report as AnalyzeDocument;
+    container.append(el('p', { class: 'identity', 'data-test': 'identity' }, identity(doc)));
+
+    container.append(el('h2', {}, 'Findings, most costly first'));
+    const findings = [...doc.findings].sort((a, b) => b.cost_ns - a.cost_ns);
+    if (findings.length === 0) {
+      container.append(el('p', {}, 'No findings: nothing the analyses check for costs this run time.'));
+    } else {
+      const rows = findings.map((finding) => {
+        const target = viewOfAnalysis(finding.analysis);
+        const link = el('a', { href: `#${target}`, class: 'view-link' }, finding.summary);
+        link.addEventListener('click', (event) => {
+          event.preventDefault();
+          context.open(target, finding.analysis);
+        });
+        const evidence = el('ul', { class: 'evidence' }, ...finding.evidence.map((line) => el('li', {}, line)));
+        return [
+          el('span', { class: `severity ${finding.severity}` }, finding.severity),
+          formatNs(finding.cost_ns),
+          el('div', {}, link, evidence),
+          finding.analysis,
+        ];
+      });
+      container.append(table(['severity', 'cost / step', 'finding', 'analysis'], rows, { class: 'findings' }));
+    }
+
+    const page = doc.results?.html_page as { left_out: string[] } | undefined;
+    if (page && page.left_out.length > 0) {
+      container.append(el('h2', {}, 'Left out of this page (the JSON report has it all)'));
+      container.append(el('ul', { 'data-test': 'page-left-out' }, ...page.left_out.map((line) => el('li', {}, line))));
+    }
+    container.append(el('h2', {}, 'Warnings'));
+    if (doc.warnings.length === 0) container.append(el('p', {}, 'None.'));
+    else container.append(el('ul', { class: 'warnings' }, ...doc.warnings.map((w) => el('li', {}, w))));
+    if (doc.violations && doc.violations.length > 0) {
+      container.append(el('h2', {}, 'Thresholds violated'));
+      container.append(el('ul', { class: 'warnings' }, ...doc.violations.map((w) => el('li', {}, w))));
+    }
+    if (doc.stats && doc.stats.length > 0) {
+      container.append(el('h2', {}, 'Stats: what was dropped, skipped or estimated'));
+      container.append(
+        table(
+          ['stat', 'severity', 'count', 'description'],
+          doc.stats.map((s) => [s.name, s.severity, formatCount(s.value), s.description]),
+        ),
+      );
+    }
+    if (Object.keys(doc.results ?? {}).length === 0)
+      container.append(missing('results', 'This report has no typed results (schema version 1?): most views need them.'));
+  },
+};
