@@ -197,7 +197,8 @@ void reduceToSkeleton(model::RankTrace& rank) {
   rank.metric_samples = {};
 }
 
-RankDigest digestRank(const AnalysisInput& input, size_t r, std::optional<bool> hta_filter_applied) {
+RankDigest digestRank(const AnalysisInput& input, size_t r, std::optional<bool> hta_filter_applied,
+                      const std::function<bool(int64_t)>& keep_lanes) {
   const model::RankTrace& rank = input.run.ranks[r];
   const GpuTimeSets& sets = input.time_sets[r];
   RankDigest digest;
@@ -214,7 +215,7 @@ RankDigest digestRank(const AnalysisInput& input, size_t r, std::optional<bool> 
   digest.memory_categories = memoryCategoriesOfRank(input, r);
   digest.ops = opsOfRank(rank);
   digest.activity_totals = activityTotalsOfRank(input, r);
-  digest.step_lanes = stepLanesOfRank(input, r);
+  digest.step_lanes = stepLanesOfRank(input, r, keep_lanes);
   if (input.options.hta_compat)
     digest.hta = htaOfRank(rank, hta_filter_applied ? *hta_filter_applied
                                                     : htaStepFilterApplied(input.run, input.options.include_last_step));

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -99,7 +100,9 @@ struct RankDigest {
   MemoryCategoriesPart memory_categories;
   RankOps ops;
   RankActivityTotals activity_totals;
-  std::vector<RankStepLanes> step_lanes;  // per window, in `windows`' order
+  // The step overview's lanes of the windows it may show: without keep_lanes, every window; else
+  // those whose step number keep_lanes accepts (the session keeps the first rank's chosen step).
+  std::vector<RankStepLanes> step_lanes;
   std::optional<HtaPart> hta;
   std::vector<TimePoint> points;  // by time: the rank's first activity, its operations' GPU starts and ends
   // Ranks with point-to-point operations (pipeline stages): the compute intervals, and per interval
@@ -123,8 +126,10 @@ struct RankDigest {
 };
 
 // The digest of rank index `r` of `input` (its events, steps and GPU interval sets). --compat hta's
-// step filter is the one of input.run unless given.
-RankDigest digestRank(const AnalysisInput& input, size_t r, std::optional<bool> hta_filter_applied = std::nullopt);
+// step filter is the one of input.run unless given; the step overview's lanes are kept of the
+// windows whose step number keep_lanes accepts (of all without it).
+RankDigest digestRank(const AnalysisInput& input, size_t r, std::optional<bool> hta_filter_applied = std::nullopt,
+                      const std::function<bool(int64_t)>& keep_lanes = {});
 
 // Leaves a rank its skeleton: everything but its activities (the first is kept: when the rank's
 // GPU work began and on which device), host calls, memory changes and metric samples.

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/step_overview.h"
 #include "analyzer/analysis/steps.h"
 #include "analyzer/errors.h"
 #include "analyzer/load/run_loader.h"
@@ -43,16 +44,38 @@ double processCpuSeconds() {
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
 }
 
+// The step the overview shows (chosen on the first rank in run order, the lowest rank number) as
+// far as the ranks digested so far tell: so that each digest keeps the lanes of its own median step
+// and of the lowest rank's seen so far, not of every step. A rank digested before the lowest was
+// is read again if it lacks the chosen step's lanes.
+struct OverviewStepGuess {
+  std::mutex mutex;
+  bool any = false;
+  int32_t lowest_rank = 0;
+  int64_t step = -1;
+};
+
 // A rank digested on its own, as it is loaded: on its own clock, over its own steps, with --compat
 // hta's filter of its own step names. Leaves `rank` as it was.
-RankDigest digestAlone(model::RankTrace& rank, const SessionOptions& options) {
+RankDigest digestAlone(model::RankTrace& rank, const SessionOptions& options, OverviewStepGuess& guess) {
   model::RunTrace alone;
   alone.ranks.push_back(std::move(rank));
   AnalysisInput input{alone, options.analysis, {}, "none", {}};
   input.options.steps = options.selection.steps;
   findSteps(input);
   input.time_sets.push_back(gpuTimeSetsOf(alone.ranks[0]));
-  RankDigest digest = digestRank(input, 0);
+  std::vector<StepWindow> windows = input.windowsOf(0);
+  const StepWindow* own = overviewWindowOf(windows);
+  int64_t own_step = own != nullptr ? own->number : -1, lowest_step = own_step;
+  {
+    std::lock_guard lock(guess.mutex);
+    if (!guess.any || alone.ranks[0].rank < guess.lowest_rank) {
+      guess.any = true, guess.lowest_rank = alone.ranks[0].rank, guess.step = own_step;
+    }
+    lowest_step = guess.step;
+  }
+  RankDigest digest =
+      digestRank(input, 0, std::nullopt, [&](int64_t step) { return step == own_step || step == lowest_step; });
   rank = std::move(alone.ranks[0]);
   return digest;
 }
@@ -138,6 +161,7 @@ Session::Session(SessionOptions options)
               AnalysisInput probe{none, options.analysis, {}, "none", {}};
               findSteps(probe);
               std::mutex mutex;
+              OverviewStepGuess guess;
               load::LoadOptions load_options;
               load_options.allow_mixed_runs = options.allow_mixed_runs;
               load_options.threads = options.jobs;
@@ -145,7 +169,7 @@ Session::Session(SessionOptions options)
               load_options.progress = options.progress;
               load_options.reduce = [&](model::RankTrace& rank) {
                 std::optional<RankDigest> digest;
-                if (!options.selection.window) digest = digestAlone(rank, options);
+                if (!options.selection.window) digest = digestAlone(rank, options, guess);
                 reduceToSkeleton(rank);
 #ifdef __GLIBC__
                 // glibc keeps freed events in its heap (its mmap threshold grows after the first large
@@ -163,7 +187,8 @@ Session::Session(SessionOptions options)
             loaded.cpu_seconds = processCpuSeconds() - cpu_started;
             return loaded;
           }(),
-          options) {}
+          options) {
+}
 
 Session::Session(model::RunTrace run, SessionOptions options)
     : Session(Loaded{std::move(run), {}, 0, 0, false}, std::move(options)) {}
@@ -191,9 +216,9 @@ void Session::prepare() {
   std::optional<Interval> kept = window();
   if (kept) outside_window_ = run_.keepWindow(kept->start, kept->end);
   auto warnWindow = [&] {
-    report::warn(run_.stats, run_.warnings, report::Stat::window_records_left_out, outside_window_,
-                 fmt::format("--window {}: {} records outside it left out", options_.selection.window->text,
-                             outside_window_));
+    report::warn(
+        run_.stats, run_.warnings, report::Stat::window_records_left_out, outside_window_,
+        fmt::format("--window {}: {} records outside it left out", options_.selection.window->text, outside_window_));
   };
   if (kept && !digested_) warnWindow();
   // Alignment matched the operations before the window dropped some; without it they are matched
@@ -211,6 +236,9 @@ void Session::prepare() {
     std::optional<bool> hta_filter;
     if (input_.options.hta_compat) hta_filter = htaStepFilterApplied(run_, input_.options.include_last_step);
     digests_.resize(run_.ranks.size());
+    // The step the overview shows: the first rank's median window (its only one without steps).
+    int64_t overview_step = -1;
+    if (!run_.ranks.empty() && !input_.steps[0].empty()) overview_step = overviewWindowOf(input_.steps[0])->number;
     std::vector<size_t> again;
     for (size_t r = 0; r < run_.ranks.size(); ++r) {
       auto it = early_digests_.find(run_.ranks[r].path);
@@ -221,6 +249,11 @@ void Session::prepare() {
         std::vector<StepWindow> windows =
             input_.steps[r].empty() ? std::vector<StepWindow>{{-1, digest.gpu_span}} : input_.steps[r];
         valid = sameWindows(digest.windows, windows) && (!hta_filter || digest.hta->filter_applied == *hta_filter);
+        auto overview = [overview_step](const auto& w) { return w.number == overview_step; };
+        bool shows = std::any_of(windows.begin(), windows.end(), overview);
+        bool has_lanes = std::any_of(digest.step_lanes.begin(), digest.step_lanes.end(),
+                                     [overview_step](const RankStepLanes& l) { return l.step == overview_step; });
+        if (shows && !has_lanes) valid = false;
       }
       if (valid) {
         digests_[r] = std::move(it->second);

@@ -1,6 +1,7 @@
 #include "analyzer/analysis/step_overview.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/rank_digest.h"
@@ -51,12 +52,24 @@ report::ResultValue laneValue(const OverviewLane& lane, int64_t origin) {
 
 }  // namespace
 
-std::vector<RankStepLanes> stepLanesOfRank(const AnalysisInput& input, size_t r) {
+const StepWindow* overviewWindowOf(const std::vector<StepWindow>& windows) {
+  if (windows.empty()) return nullptr;
+  std::vector<size_t> by_length(windows.size());
+  for (size_t i = 0; i < by_length.size(); ++i) by_length[i] = i;
+  std::stable_sort(by_length.begin(), by_length.end(),
+                   [&](size_t a, size_t b) { return windows[a].window.length() < windows[b].window.length(); });
+  return &windows[by_length[(by_length.size() - 1) / 2]];
+}
+
+std::vector<RankStepLanes> stepLanesOfRank(const AnalysisInput& input, size_t r,
+                                           const std::function<bool(int64_t)>& keep) {
   const GpuTimeSets& sets = input.time_sets[r];
   std::vector<RankStepLanes> lanes;
-  for (const StepWindow& w : input.windowsOf(r))
-    lanes.push_back({w.window, laneOf(sets.compute, w.window), laneOf(sets.communication, w.window),
+  for (const StepWindow& w : input.windowsOf(r)) {
+    if (keep && !keep(w.number)) continue;
+    lanes.push_back({w.number, w.window, laneOf(sets.compute, w.window), laneOf(sets.communication, w.window),
                      laneOf(sets.memory, w.window)});
+  }
   return lanes;
 }
 
@@ -68,12 +81,9 @@ StepOverviewResult computeStepOverview(const AnalysisInput& input) {
   std::vector<StepWindow> first = input.windowsOf(0);
   result.chosen_on_rank = run.ranks[0].rank;
   result.steps = result.per_step ? first.size() : 0;
-  if (first.empty()) return result;
-  std::vector<size_t> by_length(first.size());
-  for (size_t i = 0; i < by_length.size(); ++i) by_length[i] = i;
-  std::stable_sort(by_length.begin(), by_length.end(),
-                   [&](size_t a, size_t b) { return first[a].window.length() < first[b].window.length(); });
-  const StepWindow& chosen = first[by_length[(by_length.size() - 1) / 2]];
+  const StepWindow* median = overviewWindowOf(first);
+  if (median == nullptr) return result;
+  const StepWindow chosen = *median;
   result.step = result.per_step ? chosen.number : -1;
   result.step_length_ns = chosen.window.length();
   for (size_t r = 0; r < run.ranks.size(); ++r) {
@@ -82,13 +92,17 @@ StepOverviewResult computeStepOverview(const AnalysisInput& input) {
                                                  [&](const StepWindow& w) { return w.number == chosen.number; })
                                   : windows.begin();
     if (window == windows.end()) continue;
-    const RankStepLanes& lanes = input.digest(r).step_lanes[static_cast<size_t>(window - windows.begin())];
+    const auto& kept = input.digest(r).step_lanes;
+    auto lanes =
+        std::find_if(kept.begin(), kept.end(), [&](const RankStepLanes& l) { return l.step == window->number; });
+    // The session reads a rank again when its digest lacks the lanes of the chosen step.
+    if (lanes == kept.end()) throw std::logic_error("rank digest: no lanes for the overview's step");
     OverviewRank rank;
     rank.rank = run.ranks[r].rank;
     rank.window = window->window;
-    rank.compute = lanes.compute;
-    rank.communication = lanes.communication;
-    rank.memory = lanes.memory;
+    rank.compute = lanes->compute;
+    rank.communication = lanes->communication;
+    rank.memory = lanes->memory;
     result.ranks.push_back(std::move(rank));
   }
   return result;

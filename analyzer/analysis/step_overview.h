@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,13 +39,19 @@ struct StepOverviewResult {
   std::vector<OverviewRank> ranks;  // ranks that have that step, in run order
 };
 
-// One rank's lanes in each of its windows (its per-rank phase), in windowsOf's order: which
-// step is shown is chosen across ranks.
+// The window the overview shows of a rank whose windows are `windows` (in windowsOf's order): the
+// median by length (the lower middle), nullptr when there is none. Chosen on the first rank.
+const StepWindow* overviewWindowOf(const std::vector<StepWindow>& windows);
+
+// One rank's lanes in one of its windows (its per-rank phase).
 struct RankStepLanes {
+  int64_t step = -1;  // the window's step number (-1: the whole span)
   Interval window;
   OverviewLane compute, communication, memory;
 };
-std::vector<RankStepLanes> stepLanesOfRank(const AnalysisInput& input, size_t r);
+// The lanes of rank index r's windows whose step number `keep` accepts (all when it is empty).
+std::vector<RankStepLanes> stepLanesOfRank(const AnalysisInput& input, size_t r,
+                                           const std::function<bool(int64_t)>& keep = {});
 
 // The median step (by length, the lower middle, on the first rank), or the whole span without steps.
 StepOverviewResult computeStepOverview(const AnalysisInput& input);
