@@ -23,7 +23,10 @@ using gpuxray::testing::TempDir;
 // Through the session on the ranks' own clocks (the figures compared are HTA's, per rank).
 struct Analyzed {
   explicit Analyzed(analysis::SessionOptions options)
-      : session(std::move(options)), run(session.run()), input(session.input()), report(session.analyze()) {}
+      : session(options), run(session.run()), input(session.input()), report(session.analyze()) {
+    options.keep_events = false;  // as the command runs it: each rank digested as it is read
+    REQUIRE(report::renderJson(analysis::Session(options).analyze()) == report::renderJson(report));
+  }
   analysis::Session session;
   const gpuxray::model::RunTrace& run;
   const analysis::AnalysisInput& input;

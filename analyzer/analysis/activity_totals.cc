@@ -3,52 +3,81 @@
 #include "analyzer/analysis/activity_totals.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <utility>
+
+#include "analyzer/analysis/rank_digest.h"
 
 namespace gpuxray::analysis {
 
 using report::ResultValue;
 
+namespace {
+
+using Totals = std::map<std::pair<std::string, std::string>, ActivityTotal>;
+
+void addTotal(Totals& into, std::string_view name, std::string_view kind, uint64_t count, int64_t time_ns) {
+  ActivityTotal& t = into[{std::string(name), std::string(kind)}];
+  t.count += count;
+  t.time_ns += time_ns;
+}
+
+std::vector<ActivityTotal> listOf(Totals& totals) {
+  std::vector<ActivityTotal> list;
+  for (auto& [key, total] : totals) {
+    total.name = key.first;
+    total.kind = key.second;
+    list.push_back(std::move(total));
+  }
+  return list;
+}
+
+}  // namespace
+
+RankActivityTotals activityTotalsOfRank(const AnalysisInput& input, size_t r) {
+  std::vector<StepWindow> sorted = input.windowsOf(r);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const StepWindow& a, const StepWindow& b) { return a.window.start < b.window.start; });
+  auto inWindows = [&sorted](int64_t t) {
+    auto after = std::upper_bound(sorted.begin(), sorted.end(), t,
+                                  [](int64_t time, const StepWindow& w) { return time < w.window.start; });
+    return after != sorted.begin() && t < std::prev(after)->window.end;
+  };
+  Totals gpu, ops;
+  const auto& rank = input.run.ranks[r];
+  for (const auto& a : rank.activities) {
+    if (a.kind == model::ActivityKind::kHostOp) continue;
+    const model::HostCall* launch = a.correlation_id != 0 ? rank.launchOf(a.correlation_id) : nullptr;
+    if (!inWindows(launch != nullptr ? launch->start_ns : a.start_ns)) continue;
+    addTotal(gpu, rank.name(a.name_id), model::activityKindName(a.kind), 1, a.duration());
+  }
+  for (const auto& range : rank.nvtx) {
+    std::string_view name = rank.name(range.name_id);
+    if (name.starts_with("ProfilerStep#") || !inWindows(range.start_ns)) continue;
+    addTotal(ops, name, rank.name(range.domain_id), 1, range.end_ns - range.start_ns);
+  }
+  for (const auto& call : rank.host_calls) {
+    if (!inWindows(call.start_ns)) continue;
+    uint32_t name_id = call.function < rank.api_functions.size() ? rank.api_functions[call.function] : 0;
+    if (name_id == 0) continue;
+    addTotal(ops, rank.name(name_id), "runtime", 1, call.end_ns - call.start_ns);
+  }
+  return {listOf(gpu), listOf(ops)};
+}
+
 ActivityTotalsResult computeActivityTotals(const AnalysisInput& input) {
   ActivityTotalsResult result;
   result.ranks = input.run.ranks.size();
-  RankWindows windows(input);
-  std::map<std::pair<std::string, std::string>, ActivityTotal> gpu, ops;
-  auto add = [](std::map<std::pair<std::string, std::string>, ActivityTotal>& into, std::string_view name,
-                std::string_view kind, int64_t time_ns) {
-    ActivityTotal& t = into[{std::string(name), std::string(kind)}];
-    ++t.count;
-    t.time_ns += time_ns;
-  };
+  Totals gpu, ops;
   for (size_t r = 0; r < input.run.ranks.size(); ++r) {
-    const auto& rank = input.run.ranks[r];
     result.windows += input.windowsOf(r).size();
-    for (const auto& a : rank.activities) {
-      if (a.kind == model::ActivityKind::kHostOp) continue;
-      const model::HostCall* launch = a.correlation_id != 0 ? rank.launchOf(a.correlation_id) : nullptr;
-      if (!windows.contains(r, launch != nullptr ? launch->start_ns : a.start_ns)) continue;
-      add(gpu, rank.name(a.name_id), model::activityKindName(a.kind), a.duration());
-    }
-    for (const auto& range : rank.nvtx) {
-      std::string_view name = rank.name(range.name_id);
-      if (name.starts_with("ProfilerStep#") || !windows.contains(r, range.start_ns)) continue;
-      add(ops, name, rank.name(range.domain_id), range.end_ns - range.start_ns);
-    }
-    for (const auto& call : rank.host_calls) {
-      if (!windows.contains(r, call.start_ns)) continue;
-      uint32_t name_id = call.function < rank.api_functions.size() ? rank.api_functions[call.function] : 0;
-      if (name_id == 0) continue;
-      add(ops, rank.name(name_id), "runtime", call.end_ns - call.start_ns);
-    }
+    const RankActivityTotals& part = input.digest(r).activity_totals;
+    for (const auto& t : part.gpu) addTotal(gpu, t.name, t.kind, t.count, t.time_ns);
+    for (const auto& t : part.ops) addTotal(ops, t.name, t.kind, t.count, t.time_ns);
   }
-  auto sorted = [](std::map<std::pair<std::string, std::string>, ActivityTotal>& totals) {
-    std::vector<ActivityTotal> list;
-    for (auto& [key, total] : totals) {
-      total.name = key.first;
-      total.kind = key.second;
-      list.push_back(std::move(total));
-    }
+  auto sorted = [](Totals& totals) {
+    std::vector<ActivityTotal> list = listOf(totals);
     std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.time_ns > b.time_ns; });
     return list;
   };

@@ -29,6 +29,13 @@ struct ActivityTotalsResult {
   std::vector<ActivityTotal> ops;  // most time first; step-marking ranges (ProfilerStep#N) left out
 };
 
+// One rank's totals over its windows (its per-rank phase), by (name, kind).
+struct RankActivityTotals {
+  std::vector<ActivityTotal> gpu;
+  std::vector<ActivityTotal> ops;
+};
+
+RankActivityTotals activityTotalsOfRank(const AnalysisInput& input, size_t r);
 ActivityTotalsResult computeActivityTotals(const AnalysisInput& input);
 // The typed result only (the kernels section already shows the top kernels).
 void presentActivityTotals(const ActivityTotalsResult& result, report::Report& report);

@@ -27,6 +27,23 @@ void analyzeStepOverview(const AnalysisInput& input, report::Report& report);
 // --compat hta, in place of the time breakdown and the overlap (hta_compat.h).
 void analyzeHtaCompat(const AnalysisInput& input, report::Report& report);
 
+// The per-rank halves of the analyses computed rank by rank (rank_digest.h): what each reads of
+// rank index r's events, over its windows.
+struct RankBreakdown;
+struct OverlapPart;
+struct KernelsPart;
+struct MemoryPart;
+struct MemoryCategoriesPart;
+struct HtaPart;
+RankBreakdown breakdownOfRank(const AnalysisInput& input, size_t r);
+OverlapPart overlapOfRank(const AnalysisInput& input, size_t r);
+KernelsPart kernelsOfRank(const AnalysisInput& input, size_t r);
+MemoryPart memoryOfRank(const model::RankTrace& rank);
+MemoryCategoriesPart memoryCategoriesOfRank(const AnalysisInput& input, size_t r);
+// --compat hta: whether the last ProfilerStep is dropped (the run's ProfilerStep names), and the figures.
+bool htaStepFilterApplied(const model::RunTrace& run, bool include_last_step);
+HtaPart htaOfRank(const model::RankTrace& rank, bool filter_applied);
+
 // All of the above (HTA's two in place of gpuxray's with --compat hta), then the findings sorted most
 // costly first.
 void runAnalyses(const AnalysisInput& input, report::Report& report);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 
+#include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/statistics.h"
 
 namespace gpuxray::analysis {
@@ -31,6 +32,10 @@ const CollectiveIndex& AnalysisInput::collectives() const {
   return *collective_index;
 }
 
+const RankDigest& AnalysisInput::digest(size_t r) const {
+  return (*digests)[r];
+}
+
 bool AnalysisInput::hasSteps() const {
   return std::any_of(steps.begin(), steps.end(), [](const auto& s) { return !s.empty(); });
 }
@@ -48,7 +53,7 @@ Interval AnalysisInput::gpuSpan(const model::RankTrace& rank) {
 
 std::vector<StepWindow> AnalysisInput::windowsOf(size_t r) const {
   if (r < steps.size() && !steps[r].empty()) return steps[r];
-  return {StepWindow{-1, gpuSpan(run.ranks[r])}};
+  return {StepWindow{-1, digests != nullptr ? digest(r).gpu_span : gpuSpan(run.ranks[r])}};
 }
 
 RankWindows::RankWindows(const AnalysisInput& input) {

@@ -45,6 +45,8 @@ struct GpuTimeSets {
 
 GpuTimeSets gpuTimeSetsOf(const model::RankTrace& rank);
 
+struct RankDigest;
+
 struct AnalysisInput {
   const model::RunTrace& run;
   AnalysisOptions options;
@@ -55,13 +57,18 @@ struct AnalysisInput {
   std::vector<GpuTimeSets> time_sets;
   // What putting the ranks on one clock did; nullptr when it was not done (--no-align).
   const ClockAlignment* clock = nullptr;
+  // Per rank, in run.ranks' order: what the per-rank phase kept (rank_digest.h). The analyses read
+  // the ranks' events only through these, so the ranks may be skeletons (no activities, host calls,
+  // memory changes or samples). Unset while the digests are being made.
+  const std::vector<RankDigest>* digests = nullptr;
+  const RankDigest& digest(size_t r) const;
 
   // NCCL operations matched across ranks, built on first use (on the run's clock as it is then).
   const CollectiveIndex& collectives() const;
   mutable std::shared_ptr<const CollectiveIndex> collective_index = nullptr;
 
   bool hasSteps() const;
-  // The windows per-step figures of rank index `r` are taken over: its steps, or its whole span.
+  // The windows per-step figures of rank index `r` are taken over: its steps, or its whole GPU span.
   std::vector<StepWindow> windowsOf(size_t r) const;
   // First start to last end of a rank's GPU activities.
   static Interval gpuSpan(const model::RankTrace& rank);

@@ -336,36 +336,16 @@ class Aligner {
     }
   }
 
-  template <typename Shift>
-  static void shiftTimes(model::RankTrace& rank, Shift shift) {
-    auto nonzero = [&](int64_t& t) {
-      if (t != 0) t = shift(t);
-    };
-    for (auto& a : rank.activities) a.start_ns = shift(a.start_ns), a.end_ns = shift(a.end_ns);
-    for (auto& c : rank.host_calls) c.start_ns = shift(c.start_ns), c.end_ns = shift(c.end_ns);
-    for (auto& n : rank.nvtx) n.start_ns = shift(n.start_ns), nonzero(n.end_ns);
-    for (auto& o : rank.host_ops) o.start_ns = shift(o.start_ns), o.end_ns = shift(o.end_ns);
-    for (auto& m : rank.memory) m.time_ns = shift(m.time_ns);
-    for (auto& op : rank.nccl_ops) nonzero(op.enqueue_ns), nonzero(op.gpu_start_ns), nonzero(op.gpu_end_ns);
-    for (auto& t : rank.transfers) nonzero(t.start_ns), nonzero(t.end_ns);
-    for (auto& m : rank.metric_samples) m.time_ns = shift(m.time_ns);
-  }
-
   void apply() {
+    result_.rank_clocks.resize(run_.ranks.size());
     for (size_t r = 0; r < run_.ranks.size(); ++r) {
-      auto& rank = run_.ranks[r];
       const Correction& c = corrections_[host_of_[r]];
-      int64_t anchor = anchor_shift_[r];
-      rank.clock_offset_ns = anchor + std::llround(c.offset);
-      if (c.drift == 0) {
-        int64_t offset = rank.clock_offset_ns;
-        if (offset != 0) shiftTimes(rank, [offset](int64_t t) { return t + offset; });
-      } else {
-        int64_t reference = result_.reference_ns;
-        shiftTimes(rank, [&c, anchor, reference](int64_t t) {
-          return t + anchor + std::llround(c.at(t + anchor, reference));
-        });
-      }
+      RankClock& clock = result_.rank_clocks[r];
+      clock.anchor_shift_ns = anchor_shift_[r];
+      clock.offset_ns = c.offset;
+      clock.drift = c.drift;
+      clock.reference_ns = result_.reference_ns;
+      applyClock(clock, run_.ranks[r]);
     }
   }
 
@@ -390,7 +370,36 @@ std::string rankList(const std::vector<int32_t>& ranks) {
   return text;
 }
 
+template <typename Shift>
+void shiftTimes(model::RankTrace& rank, Shift shift) {
+  auto nonzero = [&](int64_t& t) {
+    if (t != 0) t = shift(t);
+  };
+  for (auto& a : rank.activities) a.start_ns = shift(a.start_ns), a.end_ns = shift(a.end_ns);
+  for (auto& c : rank.host_calls) c.start_ns = shift(c.start_ns), c.end_ns = shift(c.end_ns);
+  for (auto& n : rank.nvtx) n.start_ns = shift(n.start_ns), nonzero(n.end_ns);
+  for (auto& o : rank.host_ops) o.start_ns = shift(o.start_ns), o.end_ns = shift(o.end_ns);
+  for (auto& m : rank.memory) m.time_ns = shift(m.time_ns);
+  for (auto& op : rank.nccl_ops) nonzero(op.enqueue_ns), nonzero(op.gpu_start_ns), nonzero(op.gpu_end_ns);
+  for (auto& t : rank.transfers) nonzero(t.start_ns), nonzero(t.end_ns);
+  for (auto& m : rank.metric_samples) m.time_ns = shift(m.time_ns);
+}
+
 }  // namespace
+
+void applyClock(const RankClock& clock, model::RankTrace& rank) {
+  Correction c{clock.offset_ns, clock.drift};
+  int64_t anchor = clock.anchor_shift_ns;
+  rank.clock_offset_ns = anchor + std::llround(c.offset);
+  if (c.drift == 0) {
+    int64_t offset = rank.clock_offset_ns;
+    if (offset != 0) shiftTimes(rank, [offset](int64_t t) { return t + offset; });
+  } else {
+    int64_t reference = clock.reference_ns;
+    shiftTimes(rank,
+               [&c, anchor, reference](int64_t t) { return t + anchor + std::llround(c.at(t + anchor, reference)); });
+  }
+}
 
 ClockAlignment alignClocks(model::RunTrace& run) {
   return Aligner(run).run();
@@ -444,7 +453,8 @@ void analyzeClock(const AnalysisInput& input, report::Report& report) {
   const ClockAlignment* clock = input.clock;
   report.results.emplace_back("clock", clockValue(clock));
   if (clock == nullptr) {
-    section.notes.push_back("Not aligned (--no-align, or --compat hta as HTA does): every rank's times are compared as recorded.");
+    section.notes.push_back(
+        "Not aligned (--no-align, or --compat hta as HTA does): every rank's times are compared as recorded.");
     return;
   }
   if (clock->anchors_applied)

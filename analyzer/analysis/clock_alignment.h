@@ -33,6 +33,16 @@ struct HostClock {
   std::string source = "reference";
 };
 
+// How one rank's times were moved: t + anchor_shift, then + offset (+ drift from reference on).
+struct RankClock {
+  int64_t anchor_shift_ns = 0;
+  double offset_ns = 0;
+  double drift = 0;  // ns per ns
+  int64_t reference_ns = 0;
+  // Whether every time moved by the same amount (then clock_offset_ns).
+  bool pureOffset() const { return drift == 0; }
+};
+
 struct ClockAlignment {
   bool anchors_applied = false;  // the files' time bases differed
   int64_t reference_ns = 0;      // where offsets are given (middle of the matched collectives)
@@ -43,6 +53,8 @@ struct ClockAlignment {
   uint64_t p2p_pairs = 0;
   uint64_t p2p_violations = 0;
   std::vector<std::string> warnings;
+  // Per rank index: how its times were moved (to move a rank read again the same way).
+  std::vector<RankClock> rank_clocks;
   // The operations matched across ranks, which alignment only moved in time: the analyses reuse them.
   std::shared_ptr<const CollectiveIndex> matches;
 };
@@ -50,5 +62,9 @@ struct ClockAlignment {
 // Shifts every time of every rank onto the reference host's clock and records each rank's
 // clock_offset_ns. Never fails: what cannot be estimated is left as recorded, with a warning.
 ClockAlignment alignClocks(model::RunTrace& run);
+
+// Moves every time of `rank` as alignment moved it (`clock` is its entry of rank_clocks), and sets
+// its clock_offset_ns.
+void applyClock(const RankClock& clock, model::RankTrace& rank);
 
 }  // namespace gpuxray::analysis

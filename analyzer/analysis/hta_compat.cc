@@ -11,6 +11,7 @@
 #include <set>
 
 #include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/rank_digest.h"
 #include "analyzer/report/units.h"
 
 namespace gpuxray::analysis {
@@ -23,7 +24,9 @@ namespace {
 // reads) are rounded in integers.
 constexpr int64_t kExactInDouble = int64_t{1} << 53;
 
-int64_t floorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+int64_t floorDiv(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
 
 }  // namespace
 
@@ -66,9 +69,12 @@ KernelType kernelTypeOf(const model::RankTrace& rank, const model::GpuActivity& 
   if (activity.name_id == 0) {
     switch (activity.kind) {
       case model::ActivityKind::kMemcpy:
-      case model::ActivityKind::kMemset: return KernelType::kMemory;
-      case model::ActivityKind::kSync: return KernelType::kOther;
-      default: break;
+      case model::ActivityKind::kMemset:
+        return KernelType::kMemory;
+      case model::ActivityKind::kSync:
+        return KernelType::kOther;
+      default:
+        break;
     }
   }
   return kernelTypeOfName(rank.name(activity.name_id));
@@ -122,7 +128,8 @@ std::vector<HtaKernel> htaKernels(const model::RankTrace& rank, bool filter) {
     const model::HostCall* call = a.correlation_id != 0 ? rank.launchOf(a.correlation_id) : nullptr;
     int64_t launch = call != nullptr ? hta::roundedStart(call->start_ns, whole) : -1;
     // Host ops carry no correlation id; HTA matches them with the host events that lack one too.
-    if (filter && a.kind != model::ActivityKind::kHostOp && (last_step < 0 || launch < 0 || launch >= last_step)) continue;
+    if (filter && a.kind != model::ActivityKind::kHostOp && (last_step < 0 || launch < 0 || launch >= last_step))
+      continue;
     hta::KernelType type;
     if (a.name_id != 0 && a.name_id < types.size()) {
       if (types[a.name_id] < 0) types[a.name_id] = static_cast<int8_t>(hta::kernelTypeOf(rank, a));
@@ -131,7 +138,8 @@ std::vector<HtaKernel> htaKernels(const model::RankTrace& rank, bool filter) {
       type = hta::kernelTypeOf(rank, a);
     }
     int64_t start = hta::roundedStart(a.start_ns, whole);
-    kernels.push_back({start, hta::roundedEnd(a.start_ns, a.end_ns, whole), type, rank.streams[a.stream].stream, launch});
+    kernels.push_back(
+        {start, hta::roundedEnd(a.start_ns, a.end_ns, whole), type, rank.streams[a.stream].stream, launch});
   }
   return kernels;
 }
@@ -145,8 +153,13 @@ IntervalSet unionOfType(const std::vector<HtaKernel>& kernels, std::optional<hta
 }
 
 std::string microseconds(int64_t ns) {
-  if (ns % 1000 == 0) return report::formatCount(static_cast<uint64_t>(std::llabs(ns / 1000))).insert(0, ns < 0 ? "-" : "");
+  if (ns % 1000 == 0)
+    return report::formatCount(static_cast<uint64_t>(std::llabs(ns / 1000))).insert(0, ns < 0 ? "-" : "");
   return fmt::format("{:.3f}", static_cast<double>(ns) / 1000.0);
+}
+
+double us(int64_t ns) {
+  return static_cast<double>(ns) / 1000.0;
 }
 
 Cell microsecondCell(int64_t ns) {
@@ -157,16 +170,16 @@ Cell percentCell(double value) {
   return Cell::shownAs(value, Unit::kPercent, std::isnan(value) ? "n/a" : fmt::format("{:.2f} %", value));
 }
 
-struct IdleSplit {
+struct HtaIdleSplit {
   int64_t host_wait = 0, kernel_wait = 0, other = 0;
 };
 
 // HTA's idle time breakdown of one stream: the gap before each kernel (in start order, after the
 // previous one's end) is host_wait when its launch came after that end, kernel_wait when shorter
 // than 30 µs, other otherwise.
-IdleSplit idleOfStream(std::vector<const HtaKernel*> kernels) {
+HtaIdleSplit idleOfStream(std::vector<const HtaKernel*> kernels) {
   std::stable_sort(kernels.begin(), kernels.end(), [](const auto* a, const auto* b) { return a->start < b->start; });
-  IdleSplit split;
+  HtaIdleSplit split;
   for (size_t i = 1; i < kernels.size(); ++i) {
     int64_t previous_end = kernels[i - 1]->end;
     int64_t gap = kernels[i]->start - previous_end;
@@ -216,39 +229,52 @@ report::ResultValue resultValue(const hta::HtaResult& result) {
 
 }  // namespace
 
+bool htaStepFilterApplied(const model::RunTrace& run, bool include_last_step) {
+  return hta::stepFilterOf(run, include_last_step).applied;
+}
+
+HtaPart htaOfRank(const model::RankTrace& rank, bool filter_applied) {
+  HtaPart part;
+  part.filter_applied = filter_applied;
+  std::vector<HtaKernel> kernels = htaKernels(rank, filter_applied);
+  if (kernels.empty()) return part;
+  hta::HtaRank out;
+  out.rank = rank.rank;
+  int64_t first = kernels.front().start, last = kernels.front().end;
+  for (const auto& k : kernels) first = std::min(first, k.start), last = std::max(last, k.end);
+  out.span_ns = last - first;
+  IntervalSet busy = unionOfType(kernels, std::nullopt);
+  IntervalSet compute = unionOfType(kernels, hta::KernelType::kComputation);
+  IntervalSet communication = unionOfType(kernels, hta::KernelType::kCommunication);
+  out.idle_ns = out.span_ns - totalLength(busy);
+  out.compute_ns = totalLength(compute);
+  out.non_compute_ns = out.span_ns - out.compute_ns - out.idle_ns;
+  out.idle_pct = hta::percent(us(out.idle_ns), us(out.span_ns));
+  out.compute_pct = hta::percent(us(out.compute_ns), us(out.span_ns));
+  out.non_compute_pct = hta::percent(us(out.non_compute_ns), us(out.span_ns));
+  out.overlap_pct = hta::percent(us(totalLength(intersect(compute, communication))), us(totalLength(communication)));
+  std::map<uint32_t, std::vector<const HtaKernel*>> by_stream;
+  for (const auto& k : kernels) by_stream[k.stream].push_back(&k);
+  for (const auto& [stream, members] : by_stream) {
+    HtaIdleSplit split = idleOfStream(members);
+    out.streams.push_back({stream, split.host_wait, split.kernel_wait, split.other});
+  }
+  part.figures = std::move(out);
+  return part;
+}
+
 hta::HtaResult computeHtaCompat(const AnalysisInput& input) {
   const auto& run = input.run;
   hta::HtaResult result;
   result.filter = hta::stepFilterOf(run, input.options.include_last_step);
-  for (const auto& rank : run.ranks) {
-    std::vector<HtaKernel> kernels = htaKernels(rank, result.filter.applied);
-    if (kernels.empty()) {
-      result.empty_ranks.push_back(rank.rank);
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const HtaPart& part = *input.digest(r).hta;
+    if (!part.figures) {
+      result.empty_ranks.push_back(run.ranks[r].rank);
       continue;
     }
-    hta::HtaRank out;
-    out.rank = rank.rank;
-    int64_t first = kernels.front().start, last = kernels.front().end;
-    for (const auto& k : kernels) first = std::min(first, k.start), last = std::max(last, k.end);
-    out.span_ns = last - first;
-    IntervalSet busy = unionOfType(kernels, std::nullopt);
-    IntervalSet compute = unionOfType(kernels, hta::KernelType::kComputation);
-    IntervalSet communication = unionOfType(kernels, hta::KernelType::kCommunication);
-    out.idle_ns = out.span_ns - totalLength(busy);
-    out.compute_ns = totalLength(compute);
-    out.non_compute_ns = out.span_ns - out.compute_ns - out.idle_ns;
-    auto us = [](int64_t ns) { return static_cast<double>(ns) / 1000.0; };
-    out.idle_pct = hta::percent(us(out.idle_ns), us(out.span_ns));
-    out.compute_pct = hta::percent(us(out.compute_ns), us(out.span_ns));
-    out.non_compute_pct = hta::percent(us(out.non_compute_ns), us(out.span_ns));
-    out.overlap_pct = hta::percent(us(totalLength(intersect(compute, communication))), us(totalLength(communication)));
-    std::map<uint32_t, std::vector<const HtaKernel*>> by_stream;
-    for (const auto& k : kernels) by_stream[k.stream].push_back(&k);
-    for (const auto& [stream, members] : by_stream) {
-      IdleSplit split = idleOfStream(members);
-      out.streams.push_back({stream, split.host_wait, split.kernel_wait, split.other});
-    }
-    result.ranks.push_back(std::move(out));
+    result.ranks.push_back(*part.figures);
+    result.ranks.back().rank = run.ranks[r].rank;  // a PyTorch-profiler trace's rank is given after it is digested
   }
   return result;
 }
@@ -264,23 +290,38 @@ void presentHtaCompat(const hta::HtaResult& result, report::Report& report) {
   if (filter.applied) {
     section.notes.push_back(fmt::format(
         "The last ProfilerStep is dropped, as HTA does by default: only GPU work launched before it began is counted "
-        "({} ProfilerStep names in the run; --include-last-step keeps it).", filter.step_names));
+        "({} ProfilerStep names in the run; --include-last-step keeps it).",
+        filter.step_names));
   } else if (filter.step_names >= 2) {
     section.notes.push_back("The last ProfilerStep is kept (--include-last-step).");
   } else {
-    section.notes.push_back(fmt::format("All GPU work is counted: HTA drops the last ProfilerStep only when a run has "
-                                        "two or more ({} here).", filter.step_names));
+    section.notes.push_back(
+        fmt::format("All GPU work is counted: HTA drops the last ProfilerStep only when a run has "
+                    "two or more ({} here).",
+                    filter.step_names));
   }
-  report::Table breakdown{"temporal_breakdown", "Temporal breakdown (get_temporal_breakdown)",
-                          {{"rank", "rank"}, {"span_us", "span µs"}, {"idle_us", "idle µs"}, {"compute_us", "compute µs"},
-                           {"non_compute_us", "non-compute µs"}, {"idle_pct", "idle"}, {"compute_pct", "compute"},
+  report::Table breakdown{"temporal_breakdown",
+                          "Temporal breakdown (get_temporal_breakdown)",
+                          {{"rank", "rank"},
+                           {"span_us", "span µs"},
+                           {"idle_us", "idle µs"},
+                           {"compute_us", "compute µs"},
+                           {"non_compute_us", "non-compute µs"},
+                           {"idle_pct", "idle"},
+                           {"compute_pct", "compute"},
                            {"non_compute_pct", "non-compute"}},
                           {}};
-  report::Table overlap{"comm_comp_overlap", "Communication/computation overlap (get_comm_comp_overlap)",
-                        {{"rank", "rank"}, {"overlap_pct", "comp/comm overlap"}}, {}};
-  report::Table idle{"idle_time_breakdown", "Idle time per stream (get_idle_time_breakdown, 30 µs kernel-wait threshold)",
-                     {{"rank", "rank"}, {"stream", "stream"}, {"host_wait_us", "host wait µs"},
-                      {"kernel_wait_us", "kernel wait µs"}, {"other_us", "other µs"}},
+  report::Table overlap{"comm_comp_overlap",
+                        "Communication/computation overlap (get_comm_comp_overlap)",
+                        {{"rank", "rank"}, {"overlap_pct", "comp/comm overlap"}},
+                        {}};
+  report::Table idle{"idle_time_breakdown",
+                     "Idle time per stream (get_idle_time_breakdown, 30 µs kernel-wait threshold)",
+                     {{"rank", "rank"},
+                      {"stream", "stream"},
+                      {"host_wait_us", "host wait µs"},
+                      {"kernel_wait_us", "kernel wait µs"},
+                      {"other_us", "other µs"}},
                      {}};
   double worst_idle = -1, lowest_overlap = 1e9;
   for (const hta::HtaRank& r : result.ranks) {
@@ -307,10 +348,13 @@ void presentHtaCompat(const hta::HtaResult& result, report::Report& report) {
   section.tables.push_back(std::move(breakdown));
   section.tables.push_back(std::move(overlap));
   section.tables.push_back(std::move(idle));
-  if (worst_idle >= 0) report.addMetric("idle_pct", worst_idle, Unit::kPercent, "GPU idle time, % of the span, worst rank (HTA's definition)");
+  if (worst_idle >= 0)
+    report.addMetric("idle_pct", worst_idle, Unit::kPercent,
+                     "GPU idle time, % of the span, worst rank (HTA's definition)");
   if (lowest_overlap <= 100) {
-    report.addMetric("overlap_pct", lowest_overlap, Unit::kPercent,
-                     "communication overlapped by computation, % of communication time, lowest rank (HTA's definition)");
+    report.addMetric(
+        "overlap_pct", lowest_overlap, Unit::kPercent,
+        "communication overlapped by computation, % of communication time, lowest rank (HTA's definition)");
   }
 }
 

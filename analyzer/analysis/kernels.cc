@@ -11,6 +11,7 @@
 #include "analyzer/analysis/kernels.h"
 
 #include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/rank_digest.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -127,30 +128,40 @@ bool smallGrid(const model::LaunchConfig& shape, const format::DeviceProperties*
   return launchRecorded(shape) && device != nullptr && device->sm_count > 0 && shape.blocks() < device->sm_count;
 }
 
+KernelsPart kernelsOfRank(const AnalysisInput& input, size_t r) {
+  const auto& rank = input.run.ranks[r];
+  // (name id, launch config, device) -> time; configs beyond 2^24 per rank share a slot.
+  std::unordered_map<uint64_t, LaunchTime> per_launch;
+  for (const StepWindow& step : input.windowsOf(r)) {
+    auto it = std::lower_bound(rank.activities.begin(), rank.activities.end(), step.window.start,
+                               [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; });
+    for (; it != rank.activities.end() && it->start_ns < step.window.end; ++it) {
+      if (it->kind != model::ActivityKind::kCompute) continue;
+      auto& launch = per_launch[(uint64_t{it->name_id} << 32) | (uint64_t{it->detail & 0xffffffu} << 8) | it->device];
+      ++launch.count;
+      launch.time += it->duration();
+    }
+  }
+  KernelsPart part;
+  part.launches.reserve(per_launch.size());
+  for (const auto& [key, launch] : per_launch) {
+    part.launches.push_back({static_cast<uint32_t>(key >> 32), static_cast<uint32_t>((key >> 8) & 0xffffffu),
+                             static_cast<uint32_t>(key & 0xffu), launch.count, launch.time});
+  }
+  return part;
+}
+
 KernelsResult computeKernels(const AnalysisInput& input) {
   const auto& run = input.run;
   KernelsResult result;
   std::map<std::string, KernelSummary> kernels;
   for (size_t r = 0; r < run.ranks.size(); ++r) {
     const auto& rank = run.ranks[r];
-    // (name id, launch config, device) -> time; configs beyond 2^24 per rank share a slot.
-    std::unordered_map<uint64_t, LaunchTime> per_launch;
-    for (const StepWindow& step : input.windowsOf(r)) {
-      auto it = std::lower_bound(rank.activities.begin(), rank.activities.end(), step.window.start,
-                                 [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; });
-      for (; it != rank.activities.end() && it->start_ns < step.window.end; ++it) {
-        if (it->kind != model::ActivityKind::kCompute) continue;
-        auto& launch = per_launch[(uint64_t{it->name_id} << 32) | (uint64_t{it->detail & 0xffffffu} << 8) | it->device];
-        ++launch.count;
-        launch.time += it->duration();
-      }
-    }
-    for (const auto& [key, launch] : per_launch) {
-      auto name_id = static_cast<uint32_t>(key >> 32);
-      auto config_id = static_cast<uint32_t>((key >> 8) & 0xffffffu);
+    for (const KernelsPart::Launch& launch : input.digest(r).kernels.launches) {
+      const uint32_t name_id = launch.name_id, config_id = launch.config_id;
       if (config_id >= rank.launch_configs.size()) continue;
       const model::LaunchConfig& shape = rank.launch_configs[config_id];
-      const format::DeviceProperties* device = deviceOf(rank, static_cast<uint32_t>(key & 0xffu));
+      const format::DeviceProperties* device = deviceOf(rank, launch.device);
       Occupancy occupancy = device != nullptr ? theoreticalOccupancy(shape, *device) : Occupancy{};
       result.amd |= device != nullptr && isAmdDevice(*device);
       result.compute_time_ns += launch.time;

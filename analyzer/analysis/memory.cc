@@ -3,6 +3,8 @@
 // Memory allocated before the capture started is not known, so figures are "allocated while
 // captured" (the caching allocators of PyTorch keep their pools, so their peak shows early).
 
+#include "analyzer/analysis/memory.h"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -10,9 +12,8 @@
 #include <limits>
 #include <map>
 
-#include "analyzer/analysis/memory.h"
-
 #include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/rank_digest.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -29,7 +30,6 @@ const model::NvtxRange* phaseAt(const model::RankTrace& rank, int64_t t) {
   }
   return innermost;
 }
-
 
 report::ResultValue resultValue(const MemoryResult& result) {
   using report::ResultValue;
@@ -68,20 +68,72 @@ report::ResultValue resultValue(const MemoryResult& result) {
 
 }  // namespace
 
+MemoryPart memoryOfRank(const model::RankTrace& rank) {
+  MemoryPart part;
+  if (rank.memory.empty()) return part;
+  part.first_change_ns = rank.memory.front().time_ns;
+  std::map<uint32_t, int64_t> in_use, peak;
+  std::map<uint32_t, int64_t> peak_at;
+  std::map<uint32_t, uint64_t> allocations;
+  std::map<uint32_t, std::vector<MemoryPoint>> curves;
+  std::map<std::string, int64_t> phase_peak;
+  for (const auto& change : rank.memory) {
+    int64_t& now = in_use[change.device];
+    now += change.delta_bytes;
+    curves[change.device].push_back({change.time_ns, now});
+    if (change.delta_bytes > 0) ++allocations[change.device];
+    if (now > peak[change.device]) {
+      peak[change.device] = now;
+      peak_at[change.device] = change.time_ns;
+    }
+  }
+  // The peak per phase: the highest level reached inside each NVTX range name, all devices summed.
+  if (!rank.nvtx.empty()) {
+    std::vector<std::pair<int64_t, int64_t>> level;  // (time, bytes in use after the change)
+    int64_t total = 0;
+    for (const auto& change : rank.memory) level.emplace_back(change.time_ns, total += change.delta_bytes);
+    for (const auto& range : rank.nvtx) {
+      auto first = std::lower_bound(level.begin(), level.end(), range.start_ns,
+                                    [](const auto& l, int64_t t) { return l.first < t; });
+      int64_t highest = first == level.begin() ? 0 : std::prev(first)->second;
+      for (auto it = first; it != level.end() && it->first <= range.end_ns; ++it)
+        highest = std::max(highest, it->second);
+      int64_t& best = phase_peak[foldedRangeName(rank.strings[range.name_id])];
+      best = std::max(best, highest);
+    }
+  }
+  for (const auto& [device, bytes] : peak) {
+    MemoryPart::Device memory;
+    memory.device = device;
+    memory.peak_bytes = bytes;
+    memory.peak_at_ns = peak_at[device];
+    const model::NvtxRange* phase = phaseAt(rank, peak_at[device]);
+    memory.peak_phase = phase != nullptr ? rank.strings[phase->name_id] : "before any NVTX range";
+    memory.allocations = allocations[device];
+    memory.end_bytes = in_use[device];
+    for (const MemoryPoint& point : keepHighest(std::move(curves[device]), DeviceMemory::kMaxCurvePoints,
+                                                [](const MemoryPoint& p) { return p.bytes; }))
+      memory.curve.emplace_back(point.time_ns, point.bytes);
+    part.devices.push_back(std::move(memory));
+  }
+  part.phase_peaks.assign(phase_peak.begin(), phase_peak.end());
+  return part;
+}
+
 std::string foldedRangeName(const std::string& name) {
   size_t end = name.size();
   while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9') --end;
   return end < name.size() && end > 0 ? name.substr(0, end) + "N" : name;
 }
 
-int64_t memoryOrigin(const model::RunTrace& run) {
+int64_t memoryOrigin(const AnalysisInput& input) {
   int64_t origin = 0;
   bool have_start = false;
   auto take = [&](int64_t t) { origin = have_start ? std::min(origin, t) : t, have_start = true; };
-  for (const auto& rank : run.ranks) {
-    Interval span = AnalysisInput::gpuSpan(rank);
-    if (span.length() > 0) take(span.start);
-    if (!rank.memory.empty()) take(rank.memory.front().time_ns);
+  for (size_t r = 0; r < input.run.ranks.size(); ++r) {
+    const RankDigest& digest = input.digest(r);
+    if (digest.gpu_span.length() > 0) take(digest.gpu_span.start);
+    if (digest.memory.first_change_ns) take(*digest.memory.first_change_ns);
   }
   return origin;
 }
@@ -89,63 +141,36 @@ int64_t memoryOrigin(const model::RunTrace& run) {
 MemoryResult computeMemory(const AnalysisInput& input) {
   const auto& run = input.run;
   MemoryResult result;
-  result.origin_ns = memoryOrigin(run);
-  result.recorded = std::any_of(run.ranks.begin(), run.ranks.end(), [](const auto& rank) { return !rank.memory.empty(); });
+  result.origin_ns = memoryOrigin(input);
+  for (size_t r = 0; r < run.ranks.size(); ++r) result.recorded |= input.digest(r).memory.first_change_ns.has_value();
   if (!result.recorded) return result;
 
-  std::map<int32_t, std::map<std::string, int64_t>> phase_peaks;
+  const std::vector<std::pair<std::string, int64_t>>* worst_phases = nullptr;
   double worst_pct = -1;
   uint64_t worst_bytes = 0;
-  for (const auto& rank : run.ranks) {
-    if (rank.memory.empty()) continue;
-    std::map<uint32_t, int64_t> in_use, peak;
-    std::map<uint32_t, int64_t> peak_at;
-    std::map<uint32_t, uint64_t> allocations;
-    std::map<uint32_t, std::vector<MemoryPoint>> curves;
-    std::map<std::string, int64_t> phase_peak;
-    for (const auto& change : rank.memory) {
-      int64_t& now = in_use[change.device];
-      now += change.delta_bytes;
-      curves[change.device].push_back({change.time_ns, now});
-      if (change.delta_bytes > 0) ++allocations[change.device];
-      if (now > peak[change.device]) {
-        peak[change.device] = now;
-        peak_at[change.device] = change.time_ns;
-      }
-    }
-    // The peak per phase: the highest level reached inside each NVTX range name, all devices summed.
-    if (!rank.nvtx.empty()) {
-      std::vector<std::pair<int64_t, int64_t>> level;  // (time, bytes in use after the change)
-      int64_t total = 0;
-      for (const auto& change : rank.memory) level.emplace_back(change.time_ns, total += change.delta_bytes);
-      for (const auto& range : rank.nvtx) {
-        auto first = std::lower_bound(level.begin(), level.end(), range.start_ns,
-                                      [](const auto& l, int64_t t) { return l.first < t; });
-        int64_t highest = first == level.begin() ? 0 : std::prev(first)->second;
-        for (auto it = first; it != level.end() && it->first <= range.end_ns; ++it) highest = std::max(highest, it->second);
-        int64_t& best = phase_peak[foldedRangeName(rank.strings[range.name_id])];
-        best = std::max(best, highest);
-      }
-    }
-    for (const auto& [device, bytes] : peak) {
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const auto& rank = run.ranks[r];
+    const MemoryPart& part = input.digest(r).memory;
+    if (!part.first_change_ns) continue;
+    for (const auto& device_part : part.devices) {
       const format::DeviceProperties* properties = nullptr;
       for (const auto& d : rank.header.devices) {
-        if (d.device_id == device) properties = &d;
+        if (d.device_id == device_part.device) properties = &d;
       }
+      const int64_t bytes = device_part.peak_bytes;
       DeviceMemory memory;
       memory.rank = rank.rank;
-      memory.device = device;
+      memory.device = device_part.device;
       memory.peak_bytes = bytes;
-      memory.peak_at_ns = peak_at[device];
-      memory.peak_pct_of_device = properties != nullptr && properties->memory_bytes > 0
-                                      ? 100.0 * static_cast<double>(bytes) / static_cast<double>(properties->memory_bytes)
-                                      : std::numeric_limits<double>::quiet_NaN();
-      const model::NvtxRange* phase = phaseAt(rank, peak_at[device]);
-      memory.peak_phase = phase != nullptr ? rank.strings[phase->name_id] : "before any NVTX range";
-      memory.allocations = allocations[device];
-      memory.end_bytes = in_use[device];
-      memory.curve = keepHighest(std::move(curves[device]), DeviceMemory::kMaxCurvePoints,
-                                 [](const MemoryPoint& p) { return p.bytes; });
+      memory.peak_at_ns = device_part.peak_at_ns;
+      memory.peak_pct_of_device =
+          properties != nullptr && properties->memory_bytes > 0
+              ? 100.0 * static_cast<double>(bytes) / static_cast<double>(properties->memory_bytes)
+              : std::numeric_limits<double>::quiet_NaN();
+      memory.peak_phase = device_part.peak_phase;
+      memory.allocations = device_part.allocations;
+      memory.end_bytes = device_part.end_bytes;
+      for (const auto& [time, level] : device_part.curve) memory.curve.push_back({time, level});
       double comparable = std::isnan(memory.peak_pct_of_device) ? 0 : memory.peak_pct_of_device;
       if (comparable > worst_pct || (worst_pct <= 0 && static_cast<uint64_t>(bytes) > worst_bytes)) {
         worst_pct = comparable;
@@ -155,13 +180,17 @@ MemoryResult computeMemory(const AnalysisInput& input) {
       }
       result.devices.push_back(std::move(memory));
     }
-    phase_peaks[rank.rank] = std::move(phase_peak);
+  }
+  // Phases of the rank with the highest peak only: where memory peaks is what matters.
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    if (run.ranks[r].rank == result.worst_rank && input.digest(r).memory.first_change_ns)
+      worst_phases = &input.digest(r).memory.phase_peaks;
   }
   result.worst_pct = worst_pct;
   result.worst_bytes = static_cast<int64_t>(worst_bytes);
   // Phases of the rank with the highest peak only: where memory peaks is what matters.
-  if (auto it = phase_peaks.find(result.worst_rank); it != phase_peaks.end()) {
-    for (const auto& [phase, bytes] : it->second) result.worst_rank_phases.push_back({phase, bytes});
+  if (worst_phases != nullptr) {
+    for (const auto& [phase, bytes] : *worst_phases) result.worst_rank_phases.push_back({phase, bytes});
     std::sort(result.worst_rank_phases.begin(), result.worst_rank_phases.end(),
               [](const auto& a, const auto& b) { return a.peak_bytes > b.peak_bytes; });
   }
@@ -170,16 +199,24 @@ MemoryResult computeMemory(const AnalysisInput& input) {
 
 void presentMemory(const MemoryResult& result, size_t top, report::Report& report) {
   auto& section = report.addSection("memory", "Device memory");
-  section.notes.push_back("Device memory allocated during the capture (allocations before it are not seen), per rank and device.");
+  section.notes.push_back(
+      "Device memory allocated during the capture (allocations before it are not seen), per rank and device.");
   report.results.emplace_back("memory", resultValue(result));
   if (!result.recorded) {
-    section.notes.push_back("No device memory allocations in the trace (the PyTorch profiler records them with "
-                            "profile_memory=True; gpuxray capture always does).");
+    section.notes.push_back(
+        "No device memory allocations in the trace (the PyTorch profiler records them with "
+        "profile_memory=True; gpuxray capture always does).");
     return;
   }
-  report::Table peaks{"peaks", "",
-                      {{"rank", "rank"}, {"device", "device"}, {"peak", "peak"}, {"peak_pct_of_device", "% of device"},
-                       {"peak_at", "at (from start)"}, {"phase", "during"}, {"allocations", "allocations"},
+  report::Table peaks{"peaks",
+                      "",
+                      {{"rank", "rank"},
+                       {"device", "device"},
+                       {"peak", "peak"},
+                       {"peak_pct_of_device", "% of device"},
+                       {"peak_at", "at (from start)"},
+                       {"phase", "during"},
+                       {"allocations", "allocations"},
                        {"end", "in use at end"}},
                       {}};
   for (const auto& d : result.devices) {
@@ -190,8 +227,10 @@ void presentMemory(const MemoryResult& result, size_t top, report::Report& repor
                           Cell::of(d.peak_phase), Cell::of(static_cast<double>(d.allocations), Unit::kCount),
                           Cell::of(static_cast<double>(d.end_bytes), Unit::kBytes)});
   }
-  report::Table phases{"phases", "Peak per NVTX range name on the rank with the highest peak (highest over its instances)",
-                       {{"rank", "rank"}, {"phase", "range"}, {"peak", "peak"}}, {}};
+  report::Table phases{"phases",
+                       "Peak per NVTX range name on the rank with the highest peak (highest over its instances)",
+                       {{"rank", "rank"}, {"phase", "range"}, {"peak", "peak"}},
+                       {}};
   for (size_t i = 0; i < result.worst_rank_phases.size() && i < top; ++i) {
     phases.rows.push_back({Cell::of(result.worst_rank, Unit::kNone), Cell::of(result.worst_rank_phases[i].phase),
                            Cell::of(static_cast<double>(result.worst_rank_phases[i].peak_bytes), Unit::kBytes)});
@@ -207,11 +246,12 @@ void presentMemory(const MemoryResult& result, size_t top, report::Report& repor
       report::Finding finding;
       finding.analysis = "memory";
       finding.severity = result.worst_pct >= 97 ? report::Severity::kCritical : report::Severity::kWarning;
-      finding.summary = fmt::format("rank {} peaks at {:.1f} % of its GPU's memory ({}, during {})", result.worst_rank,
-                                    result.worst_pct,
-                                    report::formatValue(static_cast<double>(result.worst_bytes), Unit::kBytes),
-                                    result.worst_phase);
-      finding.evidence.push_back("near the limit the caching allocator frees and retries (cudaFree + cudaMalloc stalls) or the job runs out of memory");
+      finding.summary = fmt::format(
+          "rank {} peaks at {:.1f} % of its GPU's memory ({}, during {})", result.worst_rank, result.worst_pct,
+          report::formatValue(static_cast<double>(result.worst_bytes), Unit::kBytes), result.worst_phase);
+      finding.evidence.push_back(
+          "near the limit the caching allocator frees and retries (cudaFree + cudaMalloc stalls) or the job runs out "
+          "of memory");
       report.findings.push_back(std::move(finding));
     }
   }

@@ -59,7 +59,7 @@ struct MemoryResult {
 std::string foldedRangeName(const std::string& name);
 
 // The run's first GPU activity or memory change, on the run clock: where memory times count from.
-int64_t memoryOrigin(const model::RunTrace& run);
+int64_t memoryOrigin(const AnalysisInput& input);
 
 // At most `most` points: of each run of ceil(size / most) consecutive points, the one whose
 // level(point) is highest (the first of equals), so the peak is always kept.

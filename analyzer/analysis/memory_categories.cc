@@ -15,6 +15,7 @@
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/memory.h"
+#include "analyzer/analysis/rank_digest.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -297,47 +298,60 @@ std::vector<std::vector<CategorizedAllocation>> categorizeAllocations(const Anal
   return out;
 }
 
-MemoryCategoriesResult computeMemoryCategories(const AnalysisInput& input) {
-  const auto& run = input.run;
-  MemoryCategoriesResult result;
-  result.origin_ns = memoryOrigin(run);
-  for (size_t r = 0; r < run.ranks.size(); ++r) {
-    const auto& rank = run.ranks[r];
-    if (rank.memory.empty()) continue;
-    result.recorded = true;
-    RankPhases phases(rank, stepsOf(input, r));
-    result.phases_recorded = result.phases_recorded || phases.recorded();
-    PairedChanges paired = pairChanges(rank);
-    for (auto& a : paired.allocations) a.category = categoryOf(a, phases);
-    std::map<uint32_t, DeviceMemoryCategories> devices;
-    std::map<uint32_t, std::vector<CategoryPoint>> curves;
-    std::map<uint32_t, CategoryBytes> in_use;
-    for (size_t i = 0; i < rank.memory.size(); ++i) {
-      const auto& change = rank.memory[i];
-      auto [it, added] = devices.try_emplace(change.device);
-      DeviceMemoryCategories& d = it->second;
-      if (added) d.rank = rank.rank, d.device = change.device;
-      CategoryBytes& now = in_use[change.device];
-      const int64_t owner = paired.owner[i];
-      MemoryCategory category =
-          owner >= 0 ? paired.allocations[static_cast<size_t>(owner)].category : MemoryCategory::kOther;
-      if (change.address != 0) result.addresses_recorded = true;
-      if (owner < 0) d.unmatched_release_bytes -= change.delta_bytes;
-      if (change.delta_bytes >= 0) ++d.allocations[static_cast<size_t>(category)];
-      now[static_cast<size_t>(category)] += change.delta_bytes;
-      CategoryPoint point{change.time_ns, now};
-      if (point.total() > d.peak_bytes) {
-        d.peak_bytes = point.total();
-        d.peak_at_ns = change.time_ns;
-        d.at_peak = now;
-      }
-      curves[change.device].push_back(point);
+MemoryCategoriesPart memoryCategoriesOfRank(const AnalysisInput& input, size_t r) {
+  const auto& rank = input.run.ranks[r];
+  MemoryCategoriesPart part;
+  if (rank.memory.empty()) return part;
+  part.recorded = true;
+  RankPhases phases(rank, stepsOf(input, r));
+  part.phases_recorded = phases.recorded();
+  PairedChanges paired = pairChanges(rank);
+  for (auto& a : paired.allocations) a.category = categoryOf(a, phases);
+  std::map<uint32_t, DeviceMemoryCategories> devices;
+  std::map<uint32_t, std::vector<CategoryPoint>> curves;
+  std::map<uint32_t, CategoryBytes> in_use;
+  for (size_t i = 0; i < rank.memory.size(); ++i) {
+    const auto& change = rank.memory[i];
+    auto [it, added] = devices.try_emplace(change.device);
+    DeviceMemoryCategories& d = it->second;
+    if (added) d.rank = rank.rank, d.device = change.device;
+    CategoryBytes& now = in_use[change.device];
+    const int64_t owner = paired.owner[i];
+    MemoryCategory category =
+        owner >= 0 ? paired.allocations[static_cast<size_t>(owner)].category : MemoryCategory::kOther;
+    if (change.address != 0) part.addresses_recorded = true;
+    if (owner < 0) d.unmatched_release_bytes -= change.delta_bytes;
+    if (change.delta_bytes >= 0) ++d.allocations[static_cast<size_t>(category)];
+    now[static_cast<size_t>(category)] += change.delta_bytes;
+    CategoryPoint point{change.time_ns, now};
+    if (point.total() > d.peak_bytes) {
+      d.peak_bytes = point.total();
+      d.peak_at_ns = change.time_ns;
+      d.at_peak = now;
     }
-    for (auto& [device, d] : devices) {
-      d.peak_phase = phases.phaseAt(d.peak_at_ns, false);  // a peak is reached by an allocation
-      if (const StepWindow* step = phases.stepAt(d.peak_at_ns)) d.peak_step = step->number;
-      d.curve = keepHighest(std::move(curves[device]), DeviceMemory::kMaxCurvePoints,
-                            [](const CategoryPoint& p) { return p.total(); });
+    curves[change.device].push_back(point);
+  }
+  for (auto& [device, d] : devices) {
+    d.peak_phase = phases.phaseAt(d.peak_at_ns, false);  // a peak is reached by an allocation
+    if (const StepWindow* step = phases.stepAt(d.peak_at_ns)) d.peak_step = step->number;
+    d.curve = keepHighest(std::move(curves[device]), DeviceMemory::kMaxCurvePoints,
+                          [](const CategoryPoint& p) { return p.total(); });
+    part.devices.push_back(std::move(d));
+  }
+  return part;
+}
+
+MemoryCategoriesResult computeMemoryCategories(const AnalysisInput& input) {
+  MemoryCategoriesResult result;
+  result.origin_ns = memoryOrigin(input);
+  for (size_t r = 0; r < input.run.ranks.size(); ++r) {
+    const MemoryCategoriesPart& part = input.digest(r).memory_categories;
+    if (!part.recorded) continue;
+    result.recorded = true;
+    result.phases_recorded = result.phases_recorded || part.phases_recorded;
+    result.addresses_recorded = result.addresses_recorded || part.addresses_recorded;
+    for (DeviceMemoryCategories d : part.devices) {
+      d.rank = input.run.ranks[r].rank;  // a PyTorch-profiler trace's rank is given after it is digested
       result.devices.push_back(std::move(d));
     }
   }

@@ -13,6 +13,7 @@
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/memory.h"
+#include "analyzer/analysis/rank_digest.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -85,20 +86,27 @@ class TreeBuilder {
     }
     return it->second;
   }
-  void instance(int32_t id, int32_t rank, int64_t host_ns) {
-    OpNode& n = nodes_[static_cast<size_t>(id)];
-    ++n.count;
-    n.host_time_ns += host_ns;
-    if (last_rank_[static_cast<size_t>(id)] != rank) ++n.ranks, last_rank_[static_cast<size_t>(id)] = rank;
-  }
-  void kernel(int32_t id, std::string_view name, int64_t ns) {
-    OpNode& n = nodes_[static_cast<size_t>(id)];
-    n.self_gpu_time_ns += ns;
-    ++n.self_kernels;
-    OpKernel& k = kernels_[static_cast<size_t>(id)].by_name[std::string(name)];
-    if (k.name.empty()) k.name = name;
-    ++k.count;
-    k.time_ns += ns;
+  // A rank's tree, its nodes merged into the tree's by path.
+  void add(const RankOps& rank_ops, int32_t rank) {
+    std::vector<int32_t> ids(rank_ops.nodes.size(), -1);
+    for (size_t i = 0; i < rank_ops.nodes.size(); ++i) {
+      const RankOpNode& local = rank_ops.nodes[i];
+      int32_t parent = local.parent >= 0 ? ids[static_cast<size_t>(local.parent)] : -1;
+      int32_t id = ids[i] = node(parent, local.name, local.inputs);
+      OpNode& n = nodes_[static_cast<size_t>(id)];
+      n.count += local.count;
+      n.host_time_ns += local.host_time_ns;
+      if (local.count > 0 && last_rank_[static_cast<size_t>(id)] != rank)
+        ++n.ranks, last_rank_[static_cast<size_t>(id)] = rank;
+      for (const OpKernel& kernel : local.kernels) {
+        n.self_gpu_time_ns += kernel.time_ns;
+        n.self_kernels += kernel.count;
+        OpKernel& k = kernels_[static_cast<size_t>(id)].by_name[kernel.name];
+        if (k.name.empty()) k.name = kernel.name;
+        k.count += kernel.count;
+        k.time_ns += kernel.time_ns;
+      }
+    }
   }
 
   std::vector<OpNode> finish(OpsResult& result) {
@@ -210,48 +218,83 @@ std::string pathOf(const std::vector<OpNode>& nodes, size_t i) {
 
 }  // namespace
 
+RankOps opsOfRank(const model::RankTrace& rank) {
+  RankOps out;
+  std::vector<HostRange> ranges = hostRanges(rank);
+  out.host_ranges = ranges.size();
+  // Each range's node: its parent's node with its own folded name and inputs.
+  std::map<std::tuple<int32_t, std::string, std::string>, int32_t> index;
+  std::vector<std::unordered_map<std::string, OpKernel>> kernels;
+  for (auto& r : ranges) {
+    int32_t parent = r.parent >= 0 ? ranges[static_cast<size_t>(r.parent)].node : -1;
+    std::string name = foldedRangeName(std::string(rank.name(r.name_id)));
+    std::string inputs(rank.name(r.inputs_id));
+    auto [it, added] = index.try_emplace(std::make_tuple(parent, name, inputs), static_cast<int32_t>(out.nodes.size()));
+    if (added) {
+      out.nodes.push_back({parent, std::move(name), std::move(inputs), 0, 0, {}});
+      kernels.emplace_back();
+    }
+    r.node = it->second;
+    RankOpNode& n = out.nodes[static_cast<size_t>(r.node)];
+    ++n.count;
+    n.host_time_ns += r.end_ns - r.start_ns;
+  }
+  // Where each thread's ranges begin and end in `ranges`.
+  std::unordered_map<uint64_t, std::pair<size_t, size_t>> threads;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    auto [it, added] = threads.try_emplace(ranges[i].thread_id, i, i + 1);
+    if (!added) it->second.second = i + 1;
+  }
+  for (const auto& a : rank.activities) {
+    if (!isKernel(a.kind)) continue;
+    ++out.kernels;
+    out.kernel_time_ns += a.duration();
+    const model::HostCall* launch = a.correlation_id != 0 ? rank.launchOf(a.correlation_id) : nullptr;
+    if (launch == nullptr || launch->correlation_id != a.correlation_id) {
+      ++out.uncorrelated_kernels;
+      out.uncorrelated_time_ns += a.duration();
+      continue;
+    }
+    ++out.correlated_kernels;
+    out.correlated_time_ns += a.duration();
+    uint64_t thread = launch->thread < rank.threads.size() ? rank.threads[launch->thread] : 0;
+    auto it = threads.find(thread);
+    int32_t range =
+        it == threads.end() ? -1 : innermostAt(ranges, it->second.first, it->second.second, launch->start_ns);
+    if (range < 0) {
+      ++out.outside_ranges_kernels;
+      out.outside_ranges_time_ns += a.duration();
+      continue;
+    }
+    std::string_view name = rank.name(a.name_id);
+    OpKernel& k = kernels[static_cast<size_t>(ranges[static_cast<size_t>(range)].node)][std::string(name)];
+    if (k.name.empty()) k.name = name;
+    ++k.count;
+    k.time_ns += a.duration();
+  }
+  for (size_t i = 0; i < out.nodes.size(); ++i) {
+    for (auto& [name, k] : kernels[i]) out.nodes[i].kernels.push_back(std::move(k));
+    std::sort(out.nodes[i].kernels.begin(), out.nodes[i].kernels.end(),
+              [](const OpKernel& a, const OpKernel& b) { return a.name < b.name; });
+  }
+  return out;
+}
+
 OpsResult computeOps(const AnalysisInput& input) {
   OpsResult result;
   TreeBuilder tree;
-  for (const auto& rank : input.run.ranks) {
-    std::vector<HostRange> ranges = hostRanges(rank);
-    result.host_ranges += ranges.size();
-    // Each range's node: its parent's node with its own folded name and inputs.
-    for (auto& r : ranges) {
-      int32_t parent = r.parent >= 0 ? ranges[static_cast<size_t>(r.parent)].node : -1;
-      r.node =
-          tree.node(parent, foldedRangeName(std::string(rank.name(r.name_id))), std::string(rank.name(r.inputs_id)));
-      tree.instance(r.node, rank.rank, r.end_ns - r.start_ns);
-    }
-    // Where each thread's ranges begin and end in `ranges`.
-    std::unordered_map<uint64_t, std::pair<size_t, size_t>> threads;
-    for (size_t i = 0; i < ranges.size(); ++i) {
-      auto [it, added] = threads.try_emplace(ranges[i].thread_id, i, i + 1);
-      if (!added) it->second.second = i + 1;
-    }
-    for (const auto& a : rank.activities) {
-      if (!isKernel(a.kind)) continue;
-      ++result.kernels;
-      result.kernel_time_ns += a.duration();
-      const model::HostCall* launch = a.correlation_id != 0 ? rank.launchOf(a.correlation_id) : nullptr;
-      if (launch == nullptr || launch->correlation_id != a.correlation_id) {
-        ++result.uncorrelated_kernels;
-        result.uncorrelated_time_ns += a.duration();
-        continue;
-      }
-      ++result.correlated_kernels;
-      result.correlated_time_ns += a.duration();
-      uint64_t thread = launch->thread < rank.threads.size() ? rank.threads[launch->thread] : 0;
-      auto it = threads.find(thread);
-      int32_t range =
-          it == threads.end() ? -1 : innermostAt(ranges, it->second.first, it->second.second, launch->start_ns);
-      if (range < 0) {
-        ++result.outside_ranges_kernels;
-        result.outside_ranges_time_ns += a.duration();
-        continue;
-      }
-      tree.kernel(ranges[static_cast<size_t>(range)].node, rank.name(a.name_id), a.duration());
-    }
+  for (size_t r = 0; r < input.run.ranks.size(); ++r) {
+    const RankOps& rank_ops = input.digest(r).ops;
+    result.host_ranges += rank_ops.host_ranges;
+    result.kernels += rank_ops.kernels;
+    result.kernel_time_ns += rank_ops.kernel_time_ns;
+    result.correlated_kernels += rank_ops.correlated_kernels;
+    result.correlated_time_ns += rank_ops.correlated_time_ns;
+    result.outside_ranges_kernels += rank_ops.outside_ranges_kernels;
+    result.outside_ranges_time_ns += rank_ops.outside_ranges_time_ns;
+    result.uncorrelated_kernels += rank_ops.uncorrelated_kernels;
+    result.uncorrelated_time_ns += rank_ops.uncorrelated_time_ns;
+    tree.add(rank_ops, input.run.ranks[r].rank);
   }
   result.recorded = result.host_ranges > 0;
   result.nodes = tree.finish(result);

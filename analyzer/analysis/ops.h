@@ -56,6 +56,32 @@ struct OpsResult {
   static constexpr size_t kMaxNodes = 2000;
 };
 
+// One rank's op tree (its per-rank phase): its own nodes in order of first appearance, each with
+// its instances and the kernels launched directly inside it, and its kernel counts; the ranks'
+// trees are merged by path across ranks.
+struct RankOpNode {
+  int32_t parent = -1;  // index into RankOps::nodes
+  std::string name;
+  std::string inputs;
+  uint64_t count = 0;
+  int64_t host_time_ns = 0;
+  std::vector<OpKernel> kernels;  // by name
+};
+
+struct RankOps {
+  uint64_t host_ranges = 0;
+  uint64_t kernels = 0;
+  int64_t kernel_time_ns = 0;
+  uint64_t correlated_kernels = 0;
+  int64_t correlated_time_ns = 0;
+  uint64_t outside_ranges_kernels = 0;
+  int64_t outside_ranges_time_ns = 0;
+  uint64_t uncorrelated_kernels = 0;
+  int64_t uncorrelated_time_ns = 0;
+  std::vector<RankOpNode> nodes;
+};
+
+RankOps opsOfRank(const model::RankTrace& rank);
 OpsResult computeOps(const AnalysisInput& input);
 void presentOps(const OpsResult& result, size_t top, report::Report& report);
 

@@ -12,6 +12,7 @@
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/communicators.h"
+#include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/statistics.h"
 #include "analyzer/model/communication_kernels.h"
 
@@ -27,19 +28,15 @@ struct CollectiveExposure {
   int64_t exposed = 0;
 };
 
-std::vector<OtherCommunication> otherCommunication(const model::RunTrace& run) {
+// Communication that is not NCCL's (DeepEP, custom all-reduce, --comm-kernel ...): no NCCL
+// operation stands for it, so its kernels are summed per library and operation, all ranks.
+std::vector<OtherCommunication> otherCommunication(const AnalysisInput& input) {
   std::map<std::pair<std::string, std::string>, CollectiveExposure> per_family;
-  for (const auto& rank : run.ranks) {
-    std::map<uint32_t, const model::CommunicationKernelFamily*> families;
-    for (const auto& a : rank.activities) {
-      if (a.kind != model::ActivityKind::kCommunication) continue;
-      auto [it, inserted] = families.try_emplace(a.name_id, nullptr);
-      if (inserted) it->second = model::communicationFamilyOf(rank.name(a.name_id));
-      if (it->second == nullptr || it->second->nccl) continue;
-      std::string operation = model::communicationOperationOf(rank.name(a.name_id));
-      auto& sum = per_family[{std::string(it->second->library), operation.empty() ? "not recorded" : operation}];
-      ++sum.count;
-      sum.time += a.duration();
+  for (size_t r = 0; r < input.run.ranks.size(); ++r) {
+    for (const auto& family : input.digest(r).overlap.other_communication) {
+      auto& sum = per_family[{family.library, family.operation}];
+      sum.count += family.kernels;
+      sum.time += family.time_ns;
     }
   }
   std::vector<OtherCommunication> out;
@@ -107,6 +104,46 @@ report::ResultValue resultValue(const OverlapResult& result) {
 
 }  // namespace
 
+OverlapPart overlapOfRank(const AnalysisInput& input, size_t r) {
+  const auto& rank = input.run.ranks[r];
+  OverlapPart part;
+  std::map<std::pair<std::string, std::string>, CollectiveExposure> per_family;
+  std::map<uint32_t, const model::CommunicationKernelFamily*> families;
+  for (const auto& a : rank.activities) {
+    if (a.kind != model::ActivityKind::kCommunication) continue;
+    auto [it, inserted] = families.try_emplace(a.name_id, nullptr);
+    if (inserted) it->second = model::communicationFamilyOf(rank.name(a.name_id));
+    if (it->second == nullptr || it->second->nccl) continue;
+    std::string operation = model::communicationOperationOf(rank.name(a.name_id));
+    auto& sum = per_family[{std::string(it->second->library), operation.empty() ? "not recorded" : operation}];
+    ++sum.count;
+    sum.time += a.duration();
+  }
+  for (const auto& [key, sum] : per_family)
+    part.other_communication.push_back({key.first, key.second, sum.count, sum.time});
+
+  const GpuTimeSets& sets = input.time_sets[r];
+  if (sets.communication.empty()) return part;
+  IntervalSet exposed_set = exposedCommunication(sets);
+  RankOverlap figures;
+  figures.rank = rank.rank;
+  for (const StepWindow& step : input.windowsOf(r)) {
+    for (const Interval& piece : clip(exposed_set, step.window)) {
+      if (piece.length() >= OverlapResult::kShortestMarkNs) figures.exposed_marks.push_back(piece);
+    }
+    int64_t e = lengthWithin(exposed_set, step.window);
+    figures.communication_ns += lengthWithin(sets.communication, step.window);
+    figures.exposed_ns += e;
+    figures.time_ns += step.window.length();
+    figures.exposed_per_step_ns.push_back(e);
+    figures.steps.push_back(step.number);
+  }
+  // No communication inside the windows: no exposed stretch either.
+  if (figures.communication_ns == 0 || figures.time_ns == 0) return part;
+  part.rank = std::move(figures);
+  return part;
+}
+
 double RankOverlap::overlapPct() const {
   return 100.0 * static_cast<double>(communication_ns - exposed_ns) / static_cast<double>(communication_ns);
 }
@@ -121,24 +158,10 @@ OverlapResult computeOverlap(const AnalysisInput& input) {
   OverlapResult result;
   double worst_exposed_pct = -1;
   for (size_t r = 0; r < run.ranks.size(); ++r) {
-    const GpuTimeSets& sets = input.time_sets[r];
-    if (sets.communication.empty()) continue;
-    IntervalSet exposed_set = exposedCommunication(sets);
-    RankOverlap rank;
-    rank.rank = run.ranks[r].rank;
-    for (const StepWindow& step : input.windowsOf(r)) {
-      for (const Interval& piece : clip(exposed_set, step.window)) {
-        if (piece.length() >= OverlapResult::kShortestMarkNs) rank.exposed_marks.push_back(piece);
-      }
-      int64_t e = lengthWithin(exposed_set, step.window);
-      rank.communication_ns += lengthWithin(sets.communication, step.window);
-      rank.exposed_ns += e;
-      rank.time_ns += step.window.length();
-      rank.exposed_per_step_ns.push_back(e);
-      rank.steps.push_back(step.number);
-    }
-    // No communication inside the windows: no exposed stretch either.
-    if (rank.communication_ns == 0 || rank.time_ns == 0) continue;
+    const OverlapPart& part = input.digest(r).overlap;
+    if (!part.rank) continue;
+    RankOverlap rank = *part.rank;
+    rank.rank = run.ranks[r].rank;  // a PyTorch-profiler trace's rank is given after it is digested
     result.lowest_overlap_pct = std::min(result.lowest_overlap_pct, rank.overlapPct());
     if (rank.exposedPct() > worst_exposed_pct) {
       worst_exposed_pct = rank.exposedPct();
@@ -146,7 +169,7 @@ OverlapResult computeOverlap(const AnalysisInput& input) {
     }
     result.ranks.push_back(std::move(rank));
   }
-  result.other_communication = otherCommunication(run);
+  result.other_communication = otherCommunication(input);
 
   // Per communicator and per collective signature, from NCCL's own GPU times.
   result.communicators = gatherCommunicators(run);
@@ -155,7 +178,7 @@ OverlapResult computeOverlap(const AnalysisInput& input) {
   std::map<Signature, CollectiveExposure> per_signature;
   for (size_t r = 0; r < run.ranks.size(); ++r) {
     const auto& rank = run.ranks[r];
-    const IntervalSet& compute = input.time_sets[r].compute;
+    const RankDigest& digest = input.digest(r);
     std::vector<StepWindow> windows = input.windowsOf(r);
     for (const auto& op : rank.nccl_ops) {
       if (!op.hasGpuTimes()) continue;
@@ -164,7 +187,7 @@ OverlapResult computeOverlap(const AnalysisInput& input) {
         return span.start < w.window.end && span.end > w.window.start;
       });
       if (!in_steps) continue;
-      int64_t exposed = span.length() - lengthWithin(compute, span);
+      int64_t exposed = span.length() - digest.computeWithin(span.start, span.end);
       auto& c = per_comm[op.comm_hash];
       ++c.count, c.time += span.length(), c.exposed += exposed;
       auto& s = per_signature[{op.comm_hash, std::string(rank.name(op.func_id)), op.bytes}];
@@ -226,9 +249,14 @@ void presentOverlap(const OverlapResult& result, size_t top_rows, report::Report
     section.tables.push_back(std::move(table));
   }
 
-  report::Table comms{"communicators", "Per communicator (NCCL operations' own GPU times, all ranks)",
-                      {{"communicator", "communicator"}, {"role", "role"}, {"operations", "operations"},
-                       {"time", "time"}, {"exposed", "exposed"}, {"exposed_pct", "exposed %"}},
+  report::Table comms{"communicators",
+                      "Per communicator (NCCL operations' own GPU times, all ranks)",
+                      {{"communicator", "communicator"},
+                       {"role", "role"},
+                       {"operations", "operations"},
+                       {"time", "time"},
+                       {"exposed", "exposed"},
+                       {"exposed_pct", "exposed %"}},
                       {}};
   for (const OperationExposure& c : result.per_communicator) {
     auto it = result.communicators.find(c.comm_hash);
@@ -243,9 +271,14 @@ void presentOverlap(const OverlapResult& result, size_t top_rows, report::Report
   }
   section.tables.push_back(std::move(comms));
 
-  report::Table top{"top_exposed", "Operations that expose the most communication (summed over ranks)",
-                    {{"operation", "operation"}, {"bytes", "bytes"}, {"communicator", "communicator"},
-                     {"count", "count"}, {"exposed", "exposed"}, {"exposed_mean", "exposed each"}},
+  report::Table top{"top_exposed",
+                    "Operations that expose the most communication (summed over ranks)",
+                    {{"operation", "operation"},
+                     {"bytes", "bytes"},
+                     {"communicator", "communicator"},
+                     {"count", "count"},
+                     {"exposed", "exposed"},
+                     {"exposed_mean", "exposed each"}},
                     {}};
   for (size_t i = 0; i < result.per_operation.size() && i < top_rows; ++i) {
     const OperationExposure& c = result.per_operation[i];

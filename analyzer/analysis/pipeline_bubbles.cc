@@ -14,6 +14,7 @@
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/communicators.h"
+#include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/statistics.h"
 
 namespace gpuxray::analysis {
@@ -200,8 +201,8 @@ void describeStep(const Stage& stage, StageStep& step, bool first_stage) {
 
 class Attributor {
  public:
-  Attributor(const model::RankTrace& rank, const IntervalSet& compute, const Stage& stage, size_t stage_index)
-      : rank_(rank), compute_(compute), stage_(stage), stage_index_(stage_index) {}
+  Attributor(const RankDigest& digest, const Stage& stage, size_t stage_index)
+      : digest_(digest), compute_(digest.compute), stage_(stage), stage_index_(stage_index) {}
 
   // Each idle gap goes into `bubbles` with its main cause. Steps must come in time order: the
   // lookups below move forward from where the last one ended.
@@ -249,28 +250,15 @@ class Attributor {
     }
     int64_t rest = gap.length() - covered;
     if (rest <= 0) return;
-    const model::HostCall* launch = launchOfComputeAt(gap_end);
-    bool host_bound = launch != nullptr && launch->start_ns >= std::max(gap.start, last_cover_end);
+    int64_t launch = digest_.computeLaunchAt(gap_end);
+    bool host_bound = launch != TimePoint::kNoLaunch && launch >= std::max(gap.start, last_cover_end);
     (host_bound ? idle.host_bound : idle.other) += rest;
   }
 
-  // The launch of the compute kernel that starts at `t`, or nullptr.
-  const model::HostCall* launchOfComputeAt(int64_t t) {
-    const auto& activities = rank_.activities;
-    if (next_activity_ > 0 && activities[next_activity_ - 1].start_ns >= t) next_activity_ = 0;
-    while (next_activity_ < activities.size() && activities[next_activity_].start_ns < t) ++next_activity_;
-    for (size_t i = next_activity_; i < activities.size() && activities[i].start_ns == t; ++i) {
-      const model::GpuActivity& a = activities[i];
-      if (a.kind == model::ActivityKind::kCompute && a.correlation_id != 0) return rank_.launchOf(a.correlation_id);
-    }
-    return nullptr;
-  }
-
-  const model::RankTrace& rank_;
+  const RankDigest& digest_;
   const IntervalSet& compute_;
   const Stage& stage_;
   size_t stage_index_;
-  size_t next_activity_ = 0;
 };
 
 Stage stageOf(const AnalysisInput& input, size_t r, const std::vector<PeerOp>& ops, int32_t previous, int32_t next,
@@ -284,7 +272,7 @@ Stage stageOf(const AnalysisInput& input, size_t r, const std::vector<PeerOp>& o
   }
   std::sort(stage.ops.begin(), stage.ops.end(),
             [](const PipelineOp& a, const PipelineOp& b) { return a.span.start < b.span.start; });
-  const IntervalSet& compute = input.time_sets[r].compute;
+  const IntervalSet& compute = input.digest(r).compute;
   for (const StepWindow& window : input.windowsOf(r)) {
     StageStep step;
     step.number = window.number;
@@ -562,8 +550,8 @@ PipelineBubblesResult computePipelineBubbles(const AnalysisInput& input) {
         continue;
       }
       const Stage& stage = stages[s];
-      const IntervalSet& compute = input.time_sets[stage.rank_index].compute;
-      Attributor attributor(run.ranks[stage.rank_index], compute, stage, s);
+      const IntervalSet& compute = input.digest(stage.rank_index).compute;
+      Attributor attributor(input.digest(stage.rank_index), stage, s);
       PipelineStageSummary& row = rows[{p, s}];
       row.pipeline_stages = p;
       row.stage = s;

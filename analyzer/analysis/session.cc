@@ -3,10 +3,20 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <ctime>
+#include <exception>
 #include <limits>
+#include <mutex>
+#include <thread>
 #include <utility>
 
 #include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/step_overview.h"
 #include "analyzer/analysis/steps.h"
 #include "analyzer/errors.h"
 #include "analyzer/load/run_loader.h"
@@ -24,6 +34,83 @@ model::RunTrace loadSelected(const SessionOptions& options) {
   return load::loadRun(options.paths, load_options);
 }
 
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double processCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
+
+// The step the overview shows (chosen on the first rank in run order, the lowest rank number) as
+// far as the ranks digested so far tell: so that each digest keeps the lanes of its own median step
+// and of the lowest rank's seen so far, not of every step. A rank digested before the lowest was
+// is read again if it lacks the chosen step's lanes.
+struct OverviewStepGuess {
+  std::mutex mutex;
+  bool any = false;
+  int32_t lowest_rank = 0;
+  int64_t step = -1;
+};
+
+// A rank digested on its own, as it is loaded: on its own clock, over its own steps, with --compat
+// hta's filter of its own step names. Leaves `rank` as it was.
+RankDigest digestAlone(model::RankTrace& rank, const SessionOptions& options, OverviewStepGuess& guess) {
+  model::RunTrace alone;
+  alone.ranks.push_back(std::move(rank));
+  AnalysisInput input{alone, options.analysis, {}, "none", {}};
+  input.options.steps = options.selection.steps;
+  findSteps(input);
+  input.time_sets.push_back(gpuTimeSetsOf(alone.ranks[0]));
+  std::vector<StepWindow> windows = input.windowsOf(0);
+  const StepWindow* own = overviewWindowOf(windows);
+  int64_t own_step = own != nullptr ? own->number : -1, lowest_step = own_step;
+  {
+    std::lock_guard lock(guess.mutex);
+    if (!guess.any || alone.ranks[0].rank < guess.lowest_rank) {
+      guess.any = true, guess.lowest_rank = alone.ranks[0].rank, guess.step = own_step;
+    }
+    lowest_step = guess.step;
+  }
+  RankDigest digest =
+      digestRank(input, 0, std::nullopt, [&](int64_t step) { return step == own_step || step == lowest_step; });
+  rank = std::move(alone.ranks[0]);
+  return digest;
+}
+
+bool sameWindows(const std::vector<StepWindow>& a, const std::vector<StepWindow>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const StepWindow& x, const StepWindow& y) {
+    return x.number == y.number && x.window.start == y.window.start && x.window.end == y.window.end;
+  });
+}
+
+// Runs work(i) for i in [0, n) on up to `jobs` threads (0: one per core); rethrows the first error.
+template <typename Work>
+void onWorkers(size_t n, unsigned jobs, Work work) {
+  unsigned count = jobs != 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  count = static_cast<unsigned>(std::min<size_t>(count, n));
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto loop = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      try {
+        work(i);
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < count; ++t) threads.emplace_back(loop);
+  loop();
+  for (auto& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
 report::RunSummary summarize(const AnalysisInput& input) {
   report::RunSummary summary;
   const auto& run = input.run;
@@ -32,11 +119,12 @@ report::RunSummary summarize(const AnalysisInput& input) {
   summary.records = run.records();
   int64_t first = 0, last = 0;
   bool any = false;
-  for (const auto& rank : run.ranks) {
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const auto& rank = run.ranks[r];
     summary.ranks.push_back(rank.rank);
     if (std::find(summary.hosts.begin(), summary.hosts.end(), rank.header.hostname) == summary.hosts.end())
       summary.hosts.push_back(rank.header.hostname);
-    Interval span = AnalysisInput::gpuSpan(rank);
+    Interval span = input.digest(r).gpu_span;
     if (span.length() <= 0) continue;
     first = any ? std::min(first, span.start) : span.start;
     last = any ? std::max(last, span.end) : span.end;
@@ -52,32 +140,170 @@ report::RunSummary summarize(const AnalysisInput& input) {
 
 }  // namespace
 
-Session::Session(SessionOptions options) : Session(loadSelected(options), options) {}
+struct Session::Loaded {
+  model::RunTrace run;
+  std::map<std::string, RankDigest> digests;  // without keep_events, by file
+  double seconds = 0, cpu_seconds = 0;
+  bool digested = false;
+};
+
+Session::Session(SessionOptions options)
+    : Session(
+          [&options] {
+            auto started = std::chrono::steady_clock::now();
+            double cpu_started = processCpuSeconds();
+            Loaded loaded;
+            if (options.keep_events) {
+              loaded.run = loadSelected(options);
+            } else {
+              // An invalid --step-marker is a usage error before any file is read.
+              model::RunTrace none;
+              AnalysisInput probe{none, options.analysis, {}, "none", {}};
+              findSteps(probe);
+              std::mutex mutex;
+              OverviewStepGuess guess;
+              load::LoadOptions load_options;
+              load_options.allow_mixed_runs = options.allow_mixed_runs;
+              load_options.threads = options.jobs;
+              load_options.ranks = options.selection.ranks;
+              load_options.progress = options.progress;
+              load_options.reduce = [&](model::RankTrace& rank) {
+                std::optional<RankDigest> digest;
+                if (!options.selection.window) digest = digestAlone(rank, options, guess);
+                reduceToSkeleton(rank);
+#ifdef __GLIBC__
+                // glibc keeps freed events in its heap (its mmap threshold grows after the first large
+                // free): give them back, so that memory does not grow with the ranks read.
+                malloc_trim(0);
+#endif
+                if (!digest) return;
+                std::lock_guard lock(mutex);
+                loaded.digests.emplace(rank.path, std::move(*digest));
+              };
+              loaded.run = load::loadRun(options.paths, load_options);
+              loaded.digested = true;
+            }
+            loaded.seconds = secondsSince(started);
+            loaded.cpu_seconds = processCpuSeconds() - cpu_started;
+            return loaded;
+          }(),
+          options) {
+}
 
 Session::Session(model::RunTrace run, SessionOptions options)
-    : options_(std::move(options)), run_(std::move(run)), input_{run_, options_.analysis, {}, "none", {}} {
+    : Session(Loaded{std::move(run), {}, 0, 0, false}, std::move(options)) {}
+
+Session::Session(Loaded loaded, SessionOptions options)
+    : options_(std::move(options)),
+      run_(std::move(loaded.run)),
+      input_{run_, options_.analysis, {}, "none", {}},
+      early_digests_(std::move(loaded.digests)),
+      digested_(loaded.digested) {
+  phase_times_.per_rank_s = loaded.seconds;
+  phase_times_.per_rank_cpu_s = loaded.cpu_seconds;
   prepare();
 }
 
 void Session::prepare() {
+  auto started = std::chrono::steady_clock::now();
+  double cpu_started = processCpuSeconds();
+  double again_s = 0, again_cpu_s = 0;
   if (options_.align) {
     clock_ = alignClocks(run_);
     input_.clock = &*clock_;
   }
   window_origin_ns_ = run_.firstActivityNs();
-  if (std::optional<Interval> kept = window()) {
-    outside_window_ = run_.keepWindow(kept->start, kept->end);
-    report::warn(run_.stats, run_.warnings, report::Stat::window_records_left_out, outside_window_,
-                 fmt::format("--window {}: {} records outside it left out", options_.selection.window->text,
-                             outside_window_));
-  }
+  std::optional<Interval> kept = window();
+  if (kept) outside_window_ = run_.keepWindow(kept->start, kept->end);
+  auto warnWindow = [&] {
+    report::warn(
+        run_.stats, run_.warnings, report::Stat::window_records_left_out, outside_window_,
+        fmt::format("--window {}: {} records outside it left out", options_.selection.window->text, outside_window_));
+  };
+  if (kept && !digested_) warnWindow();
   // Alignment matched the operations before the window dropped some; without it they are matched
   // on first use, on what is kept.
   if (clock_ && !options_.selection.window) input_.collective_index = clock_->matches;
   input_.options.steps = options_.selection.steps;
   findSteps(input_);
-  input_.time_sets.reserve(run_.ranks.size());
-  for (const auto& rank : run_.ranks) input_.time_sets.push_back(gpuTimeSetsOf(rank));
+  if (!digested_) {
+    input_.time_sets.reserve(run_.ranks.size());
+    for (const auto& rank : run_.ranks) input_.time_sets.push_back(gpuTimeSetsOf(rank));
+    digests_.reserve(run_.ranks.size());
+    for (size_t r = 0; r < run_.ranks.size(); ++r) digests_.push_back(digestRank(input_, r));
+  } else {
+    // Each digest made while loading holds if what it assumed is what the whole run says.
+    std::optional<bool> hta_filter;
+    if (input_.options.hta_compat) hta_filter = htaStepFilterApplied(run_, input_.options.include_last_step);
+    digests_.resize(run_.ranks.size());
+    // The step the overview shows: the first rank's median window (its only one without steps).
+    int64_t overview_step = -1;
+    if (!run_.ranks.empty() && !input_.steps[0].empty()) overview_step = overviewWindowOf(input_.steps[0])->number;
+    std::vector<size_t> again;
+    for (size_t r = 0; r < run_.ranks.size(); ++r) {
+      auto it = early_digests_.find(run_.ranks[r].path);
+      bool valid = it != early_digests_.end() && (!clock_ || clock_->rank_clocks[r].pureOffset());
+      if (valid) {
+        RankDigest& digest = it->second;
+        digest.shift(run_.ranks[r].clock_offset_ns);
+        std::vector<StepWindow> windows =
+            input_.steps[r].empty() ? std::vector<StepWindow>{{-1, digest.gpu_span}} : input_.steps[r];
+        valid = sameWindows(digest.windows, windows) && (!hta_filter || digest.hta->filter_applied == *hta_filter);
+        auto overview = [overview_step](const auto& w) { return w.number == overview_step; };
+        bool shows = std::any_of(windows.begin(), windows.end(), overview);
+        bool has_lanes = std::any_of(digest.step_lanes.begin(), digest.step_lanes.end(),
+                                     [overview_step](const RankStepLanes& l) { return l.step == overview_step; });
+        if (shows && !has_lanes) valid = false;
+      }
+      if (valid) {
+        digests_[r] = std::move(it->second);
+      } else {
+        again.push_back(r);
+      }
+    }
+    early_digests_.clear();
+    auto again_started = std::chrono::steady_clock::now();
+    double again_cpu_started = processCpuSeconds();
+    digestAgain(again, hta_filter);
+    again_s = secondsSince(again_started);
+    again_cpu_s = processCpuSeconds() - again_cpu_started;
+    phase_times_.per_rank_s += again_s;
+    phase_times_.per_rank_cpu_s += again_cpu_s;
+    phase_times_.ranks_read_again = again.size();
+    if (kept) warnWindow();
+  }
+  input_.digests = &digests_;
+  for (const auto& digest : digests_) phase_times_.digest_bytes += digest.bytes();
+  phase_times_.cross_rank_s += secondsSince(started) - again_s;
+  phase_times_.cross_rank_cpu_s += processCpuSeconds() - cpu_started - again_cpu_s;
+}
+
+// The ranks whose early digests did not hold, read again and digested now that their clock, steps
+// and --window are known.
+void Session::digestAgain(const std::vector<size_t>& ranks, std::optional<bool> hta_filter) {
+  if (ranks.empty()) return;
+  std::optional<Interval> kept = window();
+  std::vector<uint64_t> outside(ranks.size(), 0);
+  onWorkers(ranks.size(), options_.jobs, [&](size_t i) {
+    size_t r = ranks[i];
+    model::RankTrace& skeleton = run_.ranks[r];
+    std::vector<std::string> ignored;  // reported when the file was first read
+    model::RunTrace alone;
+    alone.ranks.push_back(load::loadTraceFile(skeleton.path, ignored));
+    model::RankTrace& rank = alone.ranks.front();
+    rank.rank = skeleton.rank;
+    if (clock_) applyClock(clock_->rank_clocks[r], rank);
+    if (kept) outside[i] = alone.keepWindow(kept->start, kept->end);
+    AnalysisInput input{alone, input_.options, {input_.steps[r]}, input_.step_source, {}};
+    input.time_sets.push_back(gpuTimeSetsOf(rank));
+    digests_[r] = digestRank(input, 0, hta_filter);
+    reduceToSkeleton(rank);
+    skeleton.activities = std::move(rank.activities);
+  });
+  if (kept) {
+    outside_window_ = 0;
+    for (uint64_t n : outside) outside_window_ += n;
+  }
 }
 
 std::optional<Interval> Session::window() const {
@@ -118,11 +344,15 @@ std::optional<Interval> Session::timelineWindow() const {
 }
 
 report::Report Session::analyze() const {
+  auto started = std::chrono::steady_clock::now();
+  double cpu_started = processCpuSeconds();
   report::Report report;
   report.run = summarize(input_);
   report.warnings = run_.warnings;
   report.stats = run_.stats;
   runAnalyses(input_, report);
+  phase_times_.cross_rank_s += secondsSince(started);
+  phase_times_.cross_rank_cpu_s += processCpuSeconds() - cpu_started;
   return report;
 }
 

@@ -7,17 +7,27 @@
 //   3. --window: the origin is the first GPU activity after alignment, so it means the same instant
 //      on every rank; records that reach into the window are kept, the rest dropped;
 //   4. steps, found on what is kept (--steps restricts per-step figures and the timeline);
-//   5. the per-rank GPU interval sets, then the analyses.
+//   5. per rank, its digest (rank_digest.h: the per-rank halves of the analyses and what the
+//      cross-rank ones ask of its GPU time), then the analyses, which read the ranks' events only
+//      through the digests.
+// Without keep_events the ranks are digested as they are loaded (the per-rank phase, on `jobs`
+// workers, at most `jobs` ranks' events in memory at once) and only their skeletons are kept; steps
+// 2-4 then run on the skeletons (the cross-rank phase). A digest is made before the rank's clock
+// offset, the other ranks' steps and --window are known, on the rank's own steps; where those
+// turn out different (a --window, clock drift, steps found across ranks that differ from its own)
+// the rank is read and digested again once they are known.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "analyzer/analysis/analysis_input.h"
 #include "analyzer/analysis/clock_alignment.h"
+#include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/run_selection.h"
 #include "analyzer/model/run_trace.h"
 #include "analyzer/report/report.h"
@@ -36,6 +46,17 @@ struct SessionOptions {
   RunSelection selection;
   // Step markers, top-N, HTA compatibility; `steps` is taken from selection.steps.
   AnalysisOptions analysis;
+  // Keep every rank's events (for the timeline); false: only the ranks' skeletons and digests.
+  bool keep_events = true;
+};
+
+// What the two phases took (for the figures).
+struct PhaseTimes {
+  double per_rank_s = 0;    // loading and digesting, wall time
+  double cross_rank_s = 0;  // alignment, window, steps, the analyses on the digests
+  double per_rank_cpu_s = 0, cross_rank_cpu_s = 0;  // CPU time of the process in each
+  size_t ranks_read_again = 0;
+  size_t digest_bytes = 0;  // all digests, roughly
 };
 
 class Session {
@@ -65,17 +86,27 @@ class Session {
   // unset for everything. Throws UsageError when no step has those numbers, or none is in the window.
   std::optional<Interval> timelineWindow() const;
 
+  const PhaseTimes& phaseTimes() const { return phase_times_; }
+
   // The report of `gpuxray analyze`: the run's summary, the warnings, every analysis, findings most
   // costly first (thresholds are the command's).
   report::Report analyze() const;
 
  private:
+  struct Loaded;
+  Session(Loaded loaded, SessionOptions options);
   void prepare();
+  void digestAgain(const std::vector<size_t>& ranks, std::optional<bool> hta_filter);
 
   SessionOptions options_;
   model::RunTrace run_;
   std::optional<ClockAlignment> clock_;
   AnalysisInput input_;
+  std::vector<RankDigest> digests_;
+  // Without keep_events: the digests made while loading, by file.
+  std::map<std::string, RankDigest> early_digests_;
+  bool digested_ = false;
+  mutable PhaseTimes phase_times_;
   int64_t window_origin_ns_ = 0;
   uint64_t outside_window_ = 0;
 };

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/communicators.h"
 #include "analyzer/analysis/overlap.h"
+#include "analyzer/analysis/rank_digest.h"
 #include "analyzer/report/units.h"
 
 namespace gpuxray::analysis {
@@ -54,19 +56,29 @@ report::ResultValue laneValue(const OverviewLane& lane, int64_t origin) {
       .set("intervals", std::move(intervals));
 }
 
-// Exposed stretches in the window, each named by the NCCL operation that overlaps it most.
-void addExposed(const model::RankTrace& trace, const GpuTimeSets& sets,
-                const std::map<uint64_t, CommunicatorInfo>& communicators, OverviewRank& rank) {
-  std::vector<Interval> pieces = clip(exposedCommunication(sets), rank.window);
-  rank.exposed_ns = totalLength(pieces);
+// The window's exposed stretches worth marking (per-rank phase): the longest kMaxExposed of those at least
+// kShortestMarkNs long, in time order.
+void cutExposed(const GpuTimeSets& sets, RankStepLanes& lanes) {
+  std::vector<Interval> pieces = clip(exposedCommunication(sets), lanes.window);
+  lanes.exposed_ns = totalLength(pieces);
   std::erase_if(pieces, [](const Interval& i) { return i.length() < OverlapResult::kShortestMarkNs; });
   if (pieces.size() > OverviewRank::kMaxExposed) {
     std::nth_element(pieces.begin(), pieces.begin() + OverviewRank::kMaxExposed - 1, pieces.end(),
                      [](const Interval& a, const Interval& b) { return a.length() > b.length(); });
-    rank.exposed_left_out = pieces.size() - OverviewRank::kMaxExposed;
+    lanes.exposed_left_out = pieces.size() - OverviewRank::kMaxExposed;
     pieces.resize(OverviewRank::kMaxExposed);
     std::sort(pieces.begin(), pieces.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
   }
+  lanes.exposed = std::move(pieces);
+}
+
+// Each exposed stretch named by the NCCL operation that overlaps it most (cross-rank phase: the rank's
+// NCCL operations are in its skeleton).
+void nameExposed(const model::RankTrace& trace, const RankStepLanes& lanes,
+                 const std::map<uint64_t, CommunicatorInfo>& communicators, OverviewRank& rank) {
+  rank.exposed_ns = lanes.exposed_ns;
+  rank.exposed_left_out = lanes.exposed_left_out;
+  const std::vector<Interval>& pieces = lanes.exposed;
   std::vector<const model::NcclOp*> ops;
   for (const auto& op : trace.nccl_ops) {
     if (op.hasGpuTimes() && op.gpu_start_ns < rank.window.end && op.gpu_end_ns > rank.window.start) ops.push_back(&op);
@@ -92,6 +104,32 @@ void addExposed(const model::RankTrace& trace, const GpuTimeSets& sets,
 
 }  // namespace
 
+const StepWindow* overviewWindowOf(const std::vector<StepWindow>& windows) {
+  if (windows.empty()) return nullptr;
+  std::vector<size_t> by_length(windows.size());
+  for (size_t i = 0; i < by_length.size(); ++i) by_length[i] = i;
+  std::stable_sort(by_length.begin(), by_length.end(),
+                   [&](size_t a, size_t b) { return windows[a].window.length() < windows[b].window.length(); });
+  return &windows[by_length[(by_length.size() - 1) / 2]];
+}
+
+std::vector<RankStepLanes> stepLanesOfRank(const AnalysisInput& input, size_t r,
+                                           const std::function<bool(int64_t)>& keep) {
+  const GpuTimeSets& sets = input.time_sets[r];
+  std::vector<RankStepLanes> lanes;
+  for (const StepWindow& w : input.windowsOf(r)) {
+    if (keep && !keep(w.number)) continue;
+    RankStepLanes& kept = lanes.emplace_back();
+    kept.step = w.number;
+    kept.window = w.window;
+    kept.compute = laneOf(sets.compute, w.window);
+    kept.communication = laneOf(sets.communication, w.window);
+    kept.memory = laneOf(sets.memory, w.window);
+    cutExposed(sets, kept);
+  }
+  return lanes;
+}
+
 StepOverviewResult computeStepOverview(const AnalysisInput& input) {
   StepOverviewResult result;
   const auto& run = input.run;
@@ -100,12 +138,9 @@ StepOverviewResult computeStepOverview(const AnalysisInput& input) {
   std::vector<StepWindow> first = input.windowsOf(0);
   result.chosen_on_rank = run.ranks[0].rank;
   result.steps = result.per_step ? first.size() : 0;
-  if (first.empty()) return result;
-  std::vector<size_t> by_length(first.size());
-  for (size_t i = 0; i < by_length.size(); ++i) by_length[i] = i;
-  std::stable_sort(by_length.begin(), by_length.end(),
-                   [&](size_t a, size_t b) { return first[a].window.length() < first[b].window.length(); });
-  const StepWindow& chosen = first[by_length[(by_length.size() - 1) / 2]];
+  const StepWindow* median = overviewWindowOf(first);
+  if (median == nullptr) return result;
+  const StepWindow chosen = *median;
   result.step = result.per_step ? chosen.number : -1;
   result.step_length_ns = chosen.window.length();
   const std::map<uint64_t, CommunicatorInfo> communicators = gatherCommunicators(run);
@@ -115,14 +150,18 @@ StepOverviewResult computeStepOverview(const AnalysisInput& input) {
                                                  [&](const StepWindow& w) { return w.number == chosen.number; })
                                   : windows.begin();
     if (window == windows.end()) continue;
-    const GpuTimeSets& sets = input.time_sets[r];
+    const auto& kept = input.digest(r).step_lanes;
+    auto lanes =
+        std::find_if(kept.begin(), kept.end(), [&](const RankStepLanes& l) { return l.step == window->number; });
+    // The session reads a rank again when its digest lacks the lanes of the chosen step.
+    if (lanes == kept.end()) throw std::logic_error("rank digest: no lanes for the overview's step");
     OverviewRank rank;
     rank.rank = run.ranks[r].rank;
     rank.window = window->window;
-    rank.compute = laneOf(sets.compute, rank.window);
-    rank.communication = laneOf(sets.communication, rank.window);
-    rank.memory = laneOf(sets.memory, rank.window);
-    addExposed(run.ranks[r], sets, communicators, rank);
+    rank.compute = lanes->compute;
+    rank.communication = lanes->communication;
+    rank.memory = lanes->memory;
+    nameExposed(run.ranks[r], *lanes, communicators, rank);
     result.ranks.push_back(std::move(rank));
   }
   return result;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,23 @@ struct StepOverviewResult {
   size_t steps = 0;                 // steps that rank has
   std::vector<OverviewRank> ranks;  // ranks that have that step, in run order
 };
+
+// The window the overview shows of a rank whose windows are `windows` (in windowsOf's order): the
+// median by length (the lower middle), nullptr when there is none. Chosen on the first rank.
+const StepWindow* overviewWindowOf(const std::vector<StepWindow>& windows);
+
+// One rank's lanes in one of its windows (its per-rank phase).
+struct RankStepLanes {
+  int64_t step = -1;  // the window's step number (-1: the whole span)
+  Interval window;
+  OverviewLane compute, communication, memory;
+  std::vector<Interval> exposed;  // the stretches OverviewRank marks, not yet named
+  size_t exposed_left_out = 0;
+  int64_t exposed_ns = 0;
+};
+// The lanes of rank index r's windows whose step number `keep` accepts (all when it is empty).
+std::vector<RankStepLanes> stepLanesOfRank(const AnalysisInput& input, size_t r,
+                                           const std::function<bool(int64_t)>& keep = {});
 
 // The median step (by length, the lower middle, on the first rank), or the whole span without steps.
 StepOverviewResult computeStepOverview(const AnalysisInput& input);

@@ -15,6 +15,7 @@
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/idle_split.h"
+#include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/statistics.h"
 
 namespace gpuxray::analysis {
@@ -152,19 +153,22 @@ StragglersResult computeStragglers(const AnalysisInput& input) {
     stats[r].rank = run.ranks[r].rank;
     stats[r].host = run.ranks[r].header.hostname;
     rank_windows[r] = input.windowsOf(r);
-    std::sort(rank_windows[r].begin(), rank_windows[r].end(),
-              [](const StepWindow& a, const StepWindow& b) { return a.window.start < b.window.start; });
-    for (const StepWindow& w : rank_windows[r]) {
+    // The time breakdown's steps are these windows, in this order (none without GPU activity).
+    const std::vector<StepBreakdown>& breakdown = input.digest(r).breakdown.steps;
+    for (size_t i = 0; i < rank_windows[r].size(); ++i) {
+      const StepWindow& w = rank_windows[r][i];
       StragglerStepRank& figures = per_step[w.number][r];
       figures.rank = run.ranks[r].rank;
       figures.step_ns += w.window.length();
-      figures.compute_ns += lengthWithin(input.time_sets[r].compute, w.window);
+      if (i < breakdown.size()) figures.compute_ns += breakdown[i].times.compute;
     }
+    std::sort(rank_windows[r].begin(), rank_windows[r].end(),
+              [](const StepWindow& a, const StepWindow& b) { return a.window.start < b.window.start; });
   }
   std::vector<int64_t> previous_end(run.ranks.size(), kUnset);
   std::vector<int64_t> span_start(run.ranks.size(), 0);
   for (size_t r = 0; r < run.ranks.size(); ++r) {
-    if (!run.ranks[r].activities.empty()) span_start[r] = run.ranks[r].activities.front().start_ns;
+    if (const auto& first = input.digest(r).first_activity_ns) span_start[r] = *first;
   }
   std::array<std::vector<int64_t>, kUnclear> parts;  // per member: compute, host-bound idle, communication
   std::array<std::vector<int64_t>, kUnclear> scratch;
@@ -194,14 +198,13 @@ StragglersResult computeStragglers(const AnalysisInput& input) {
     if (counts && wait > 0) {
       for (auto& p : parts) p.clear();
       for (MemberOp m : members) {
-        const auto& rank = run.ranks[m.rank_index];
-        const GpuTimeSets& sets = input.time_sets[m.rank_index];
+        const RankDigest& digest = input.digest(m.rank_index);
         int64_t entry = opOf(run, m).gpu_start_ns;
         int64_t from = previous_end[m.rank_index] != kUnset ? previous_end[m.rank_index] : span_start[m.rank_index];
         Interval before{std::min(from, entry), entry};
-        parts[kCompute].push_back(lengthWithin(sets.compute, before));
-        parts[kHostGaps].push_back(idleWithin(rank, sets.busy, before).host_bound);
-        parts[kCommunication].push_back(lengthWithin(sets.communication, before));
+        parts[kCompute].push_back(digest.computeWithin(before.start, before.end));
+        parts[kHostGaps].push_back(digest.hostBoundWithin(before.start, before.end));
+        parts[kCommunication].push_back(digest.communicationWithin(before.start, before.end));
       }
       size_t last_index = members[last].rank_index;
       StragglerRank& s = stats[last_index];

@@ -12,6 +12,7 @@
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/idle_split.h"
+#include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/statistics.h"
 #include "analyzer/model/graph_capture.h"
 
@@ -115,6 +116,69 @@ report::ResultValue resultValue(const TimeBreakdownResult& result) {
 
 }  // namespace
 
+RankBreakdown breakdownOfRank(const AnalysisInput& input, size_t r) {
+  const auto& rank = input.run.ranks[r];
+  RankBreakdown out;
+  out.rank = rank.rank;
+  out.host = rank.header.hostname;
+  // Without CUPTI's records (an NCCL-only capture) the GPU's other work is unknown: so is its idle time.
+  out.recorded = !rank.activities.empty();
+  if (!out.recorded) return out;
+  const GpuTimeSets& sets = input.time_sets[r];
+  IntervalSet comm_exposed = subtract(sets.communication, sets.compute);
+  IntervalSet memory_exposed = subtract(subtract(sets.memory, sets.compute), sets.communication);
+  IntervalSet capturing = idleWhileCapturing(rank, sets.busy);
+  // Idle is split over the time outside captures: a capture's idle counts as neither busy nor idle.
+  IntervalSet busy_or_capturing = capturing.empty() ? IntervalSet() : unionOf([&] {
+    std::vector<Interval> all(sets.busy.begin(), sets.busy.end());
+    all.insert(all.end(), capturing.begin(), capturing.end());
+    return all;
+  }());
+  const IntervalSet& not_idle = capturing.empty() ? sets.busy : busy_or_capturing;
+  out.replayed_kernels = graphLaunchedKernels(rank);
+  const std::vector<StepWindow> windows = input.windowsOf(r);
+  for (const StepWindow& step : windows) {
+    Interval w = step.window;
+    StepBreakdown figures{step.number, w, {}};
+    BreakdownTimes& t = figures.times;
+    int64_t left_out = lengthWithin(capturing, w);
+    t.captured = left_out;
+    t.time = w.length() - left_out;
+    t.compute = lengthWithin(sets.compute, w);
+    t.communication = lengthWithin(comm_exposed, w);
+    t.memory = lengthWithin(memory_exposed, w);
+    t.idle = w.length() - left_out - lengthWithin(sets.busy, w);
+    t.idle_split = idleWithin(rank, not_idle, w);
+    out.totals.add(t);
+    out.steps.push_back(figures);
+  }
+
+  // Per stream: gaps between consecutive activities of the stream inside the windows.
+  std::vector<StreamTime> per_stream(rank.streams.size());
+  for (const StepWindow& step : windows) {
+    for (auto& s : per_stream) s.started = false;
+    auto first = std::lower_bound(rank.activities.begin(), rank.activities.end(), step.window.start,
+                                  [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; });
+    for (auto it = first; it != rank.activities.end() && it->start_ns < step.window.end; ++it) {
+      if (!model::isGpuWork(it->kind)) continue;
+      StreamTime& s = per_stream[it->stream];
+      int64_t end = std::min(it->end_ns, step.window.end);
+      int64_t gap = it->start_ns - s.last_end;
+      if (s.started && gap > 0) gap -= lengthWithin(capturing, {s.last_end, it->start_ns});
+      if (s.started && gap > 0) classifyGap(rank, s.last_end, *it, gap, s.idle);
+      s.busy += std::max<int64_t>(0, end - std::max(it->start_ns, s.started ? s.last_end : it->start_ns));
+      s.last_end = s.started ? std::max(s.last_end, end) : end;
+      s.started = true;
+    }
+  }
+  for (size_t i = 0; i < per_stream.size(); ++i) {
+    const StreamTime& s = per_stream[i];
+    if (s.busy == 0) continue;
+    out.streams.push_back({rank.streams[i].device, rank.streams[i].stream, s.busy, s.idle});
+  }
+  return out;
+}
+
 void BreakdownTimes::add(const BreakdownTimes& o) {
   time += o.time, compute += o.compute, communication += o.communication, memory += o.memory;
   idle += o.idle, captured += o.captured;
@@ -132,69 +196,14 @@ TimeBreakdownResult computeTimeBreakdown(const AnalysisInput& input) {
   double worst_idle = 0;
   for (size_t r = 0; r < input.run.ranks.size(); ++r) {
     const auto& rank = input.run.ranks[r];
-    RankBreakdown out;
-    out.rank = rank.rank;
-    out.host = rank.header.hostname;
-    // Without CUPTI's records (an NCCL-only capture) the GPU's other work is unknown: so is its idle time.
-    out.recorded = !rank.activities.empty();
+    RankBreakdown out = input.digest(r).breakdown;
+    out.rank = rank.rank;  // a PyTorch-profiler trace's rank is given after it is digested
     if (!out.recorded) {
       result.ranks.push_back(std::move(out));
       continue;
     }
-    const GpuTimeSets& sets = input.time_sets[r];
-    IntervalSet comm_exposed = subtract(sets.communication, sets.compute);
-    IntervalSet memory_exposed = subtract(subtract(sets.memory, sets.compute), sets.communication);
-    IntervalSet capturing = idleWhileCapturing(rank, sets.busy);
-    // Idle is split over the time outside captures: a capture's idle counts as neither busy nor idle.
-    IntervalSet busy_or_capturing = capturing.empty() ? IntervalSet() : unionOf([&] {
-      std::vector<Interval> all(sets.busy.begin(), sets.busy.end());
-      all.insert(all.end(), capturing.begin(), capturing.end());
-      return all;
-    }());
-    const IntervalSet& not_idle = capturing.empty() ? sets.busy : busy_or_capturing;
-    out.replayed_kernels = graphLaunchedKernels(rank);
     result.replayed_kernels += out.replayed_kernels;
-    const std::vector<StepWindow> windows = input.windowsOf(r);
-    for (const StepWindow& step : windows) {
-      Interval w = step.window;
-      StepBreakdown figures{step.number, w, {}};
-      BreakdownTimes& t = figures.times;
-      int64_t left_out = lengthWithin(capturing, w);
-      t.captured = left_out;
-      t.time = w.length() - left_out;
-      t.compute = lengthWithin(sets.compute, w);
-      t.communication = lengthWithin(comm_exposed, w);
-      t.memory = lengthWithin(memory_exposed, w);
-      t.idle = w.length() - left_out - lengthWithin(sets.busy, w);
-      t.idle_split = idleWithin(rank, not_idle, w);
-      out.totals.add(t);
-      out.steps.push_back(figures);
-    }
     result.captured_idle += out.totals.captured;
-
-    // Per stream: gaps between consecutive activities of the stream inside the windows.
-    std::vector<StreamTime> per_stream(rank.streams.size());
-    for (const StepWindow& step : windows) {
-      for (auto& s : per_stream) s.started = false;
-      auto first = std::lower_bound(rank.activities.begin(), rank.activities.end(), step.window.start,
-                                    [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; });
-      for (auto it = first; it != rank.activities.end() && it->start_ns < step.window.end; ++it) {
-        if (!model::isGpuWork(it->kind)) continue;
-        StreamTime& s = per_stream[it->stream];
-        int64_t end = std::min(it->end_ns, step.window.end);
-        int64_t gap = it->start_ns - s.last_end;
-        if (s.started && gap > 0) gap -= lengthWithin(capturing, {s.last_end, it->start_ns});
-        if (s.started && gap > 0) classifyGap(rank, s.last_end, *it, gap, s.idle);
-        s.busy += std::max<int64_t>(0, end - std::max(it->start_ns, s.started ? s.last_end : it->start_ns));
-        s.last_end = s.started ? std::max(s.last_end, end) : end;
-        s.started = true;
-      }
-    }
-    for (size_t i = 0; i < per_stream.size(); ++i) {
-      const StreamTime& s = per_stream[i];
-      if (s.busy == 0) continue;
-      out.streams.push_back({rank.streams[i].device, rank.streams[i].stream, s.busy, s.idle});
-    }
     if (out.totals.time > 0) {
       if (out.pct(out.totals.idle) > worst_idle) {
         worst_idle = out.pct(out.totals.idle);
@@ -306,10 +315,11 @@ void presentTimeBreakdown(const TimeBreakdownResult& result, report::Report& rep
     finding.cost_ns =
         worst_idle / 100.0 * static_cast<double>(worst_time) / static_cast<double>(result.windows_of_first_rank);
     finding.summary = fmt::format("rank {}'s GPU is idle {:.1f} % of the time, {}", worst.rank, worst_idle, cause);
-    finding.evidence.push_back(fmt::format("idle: host-bound {}, dependency {}, other {}",
-                                           report::formatValue(static_cast<double>(worst_split.host_bound), Unit::kNanoseconds),
-                                           report::formatValue(static_cast<double>(worst_split.dependency), Unit::kNanoseconds),
-                                           report::formatValue(static_cast<double>(worst_split.other), Unit::kNanoseconds)));
+    finding.evidence.push_back(
+        fmt::format("idle: host-bound {}, dependency {}, other {}",
+                    report::formatValue(static_cast<double>(worst_split.host_bound), Unit::kNanoseconds),
+                    report::formatValue(static_cast<double>(worst_split.dependency), Unit::kNanoseconds),
+                    report::formatValue(static_cast<double>(worst_split.other), Unit::kNanoseconds)));
     if (worst_captured > 0) {
       finding.evidence.push_back(
           fmt::format("over the {} the trace covers outside CUDA-graph captures ({} more were capture)",

@@ -78,6 +78,9 @@ ExitCode analyze(const AnalyzeOptions& options) {
   session_options.analysis.hta_compat = options.compat == "hta";
   session_options.analysis.include_last_step = options.include_last_step;
   session_options.analysis.critical_path = options.critical_path;
+  // Only the timeline and the critical path (not yet split in two phases) need every event: without them
+  // each rank is digested as it is read.
+  session_options.keep_events = options.timeline.wanted() || options.critical_path;
   showLoadProgressOnTerminal(session_options);
   analysis::Session session(std::move(session_options));
 

@@ -397,6 +397,11 @@ model::RankTrace loadRankTrace(const std::string& path, std::vector<std::string>
   return rank;
 }
 
+model::RankTrace loadTraceFile(const std::string& path, std::vector<std::string>& warnings) {
+  return traceFileFormat(path) == model::SourceFormat::kKineto ? importKinetoTrace(path, warnings)
+                                                               : loadRankTrace(path, warnings);
+}
+
 model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions& options) {
   TraceFileSet set = discoverTraceFiles(paths);
 
@@ -415,12 +420,13 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
     for (size_t i = next++; i < set.files.size(); i = next++) {
       try {
         const std::string& path = set.files[i];
-        model::RankTrace rank = traceFileFormat(path) == model::SourceFormat::kKineto
-                                    ? importKinetoTrace(path, loaded[i].warnings)
-                                    : loadRankTrace(path, loaded[i].warnings);
+        model::RankTrace rank = loadTraceFile(path, loaded[i].warnings);
         loaded[i].stats = std::exchange(rank.stats, {});
         // A PyTorch-profiler trace without a rank gets one below, once all are read.
-        if (wanted.empty() || wanted.contains(rank.rank) || rank.rank < 0) loaded[i].rank = std::move(rank);
+        if (wanted.empty() || wanted.contains(rank.rank) || rank.rank < 0) {
+          if (options.reduce) options.reduce(rank);
+          loaded[i].rank = std::move(rank);
+        }
       } catch (const std::bad_alloc&) {
         // Not the file's fault: the whole run is over the memory it may use.
         out_of_memory = true;

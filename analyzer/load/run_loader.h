@@ -18,6 +18,10 @@ struct LoadOptions {
   std::vector<int32_t> ranks;
   // Called after each file with (files done, files in all), from the worker that finished it.
   std::function<void(size_t, size_t)> progress;
+  // Called by the worker that loaded a file, on the rank it keeps, before that worker reads another
+  // file: the per-rank phase (analysis::Session digests the rank and leaves its skeleton), so that
+  // at most `threads` ranks' events are in memory at once.
+  std::function<void(model::RankTrace&)> reduce;
 };
 
 // Reads every trace file under `paths` (files, or directories of *.gpuxray files or of PyTorch-profiler
@@ -26,6 +30,10 @@ struct LoadOptions {
 // is used. Files of different runs (unless allowed), a rank in two gpuxray files, or nothing usable at
 // all make an InputError (of two PyTorch-profiler traces of one rank, the first is used).
 model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions& options);
+
+// One gpuxray or PyTorch-profiler file, on its own clock, as loadRun reads it (a PyTorch-profiler
+// trace without a rank has rank -1). Throws when it is not a readable trace.
+model::RankTrace loadTraceFile(const std::string& path, std::vector<std::string>& warnings);
 
 // One file, on its own clock. Throws format::FormatError when it is not a readable trace.
 model::RankTrace loadRankTrace(const std::string& path, std::vector<std::string>& warnings);

@@ -19,6 +19,7 @@ namespace gpuxray::benchmarks {
 
 struct ChildRun {
   double seconds = 0;
+  double cpu_seconds = 0;  // user + system
   uint64_t peak_bytes = 0;
   int exit_code = -1;    // -1 when it did not exit normally
   int term_signal = 0;   // the signal that ended it, 0 when it exited
@@ -71,6 +72,8 @@ inline ChildRun runMeasured(std::vector<std::string> argv, ChildStderr stderr_mo
   }
   run.seconds = elapsed();
   run.peak_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+  run.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                    static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   run.term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return run;

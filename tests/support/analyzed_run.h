@@ -10,13 +10,21 @@
 
 namespace gpuxray::testing {
 
-// The product's pipeline (analysis::Session) on a directory, as `gpuxray analyze DIR` runs it.
+// The product's pipeline (analysis::Session) on a directory, as `gpuxray analyze DIR` runs it: each
+// rank digested as it is read (the two phases). Every golden test through here also checks that
+// the report is the one the session that keeps every event gives (`run` is that session's).
 struct AnalyzedRun {
   explicit AnalyzedRun(analysis::SessionOptions options)
-      : session(std::make_unique<analysis::Session>(std::move(options))),
+      : session(std::make_unique<analysis::Session>(withEvents(options, true))),
         run(session->run()),
         clock(session->clock()),
-        report(session->analyze()) {}
+        report(analysis::Session(withEvents(std::move(options), false)).analyze()) {
+    REQUIRE(report::renderJson(report) == report::renderJson(session->analyze()));
+  }
+  static analysis::SessionOptions withEvents(analysis::SessionOptions options, bool keep) {
+    options.keep_events = keep;
+    return options;
+  }
   std::unique_ptr<analysis::Session> session;
   const model::RunTrace& run;
   const analysis::ClockAlignment* clock;  // nullptr when not aligned

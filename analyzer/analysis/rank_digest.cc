@@ -1,0 +1,249 @@
+#include "analyzer/analysis/rank_digest.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/idle_split.h"
+
+namespace gpuxray::analysis {
+namespace {
+
+// When the first GPU work starting at or after `t` was launched (TimePoint::kNoLaunch when no
+// launch is recorded or nothing comes after), as idle_split.cc classifies gaps. Successive calls
+// with times that do not decrease walk on from `cursor`.
+int64_t launchAfter(const model::RankTrace& rank, int64_t t, size_t& cursor) {
+  const auto& activities = rank.activities;
+  while (cursor < activities.size() && activities[cursor].start_ns < t) ++cursor;
+  size_t next = cursor;
+  while (next < activities.size() && !model::isGpuWork(activities[next].kind)) ++next;
+  if (next == activities.size() || activities[next].correlation_id == 0) return TimePoint::kNoLaunch;
+  const model::HostCall* launch = rank.launchOf(activities[next].correlation_id);
+  return launch != nullptr ? launch->start_ns : TimePoint::kNoLaunch;
+}
+
+int64_t launchAfter(const model::RankTrace& rank, int64_t t) {
+  auto first = std::lower_bound(rank.activities.begin(), rank.activities.end(), t,
+                                [](const model::GpuActivity& a, int64_t v) { return a.start_ns < v; });
+  size_t cursor = static_cast<size_t>(first - rank.activities.begin());
+  return launchAfter(rank, t, cursor);
+}
+
+// The measure of `set` before each of the sorted `times`.
+std::vector<int64_t> lengthsBefore(const IntervalSet& set, const std::vector<int64_t>& times) {
+  std::vector<int64_t> lengths(times.size(), 0);
+  size_t i = 0;
+  int64_t done = 0;
+  for (size_t k = 0; k < times.size(); ++k) {
+    while (i < set.size() && set[i].end <= times[k]) done += set[i++].length();
+    lengths[k] = done + (i < set.size() && set[i].start < times[k] ? times[k] - set[i].start : 0);
+  }
+  return lengths;
+}
+
+std::vector<TimePoint> timePoints(const model::RankTrace& rank, const GpuTimeSets& sets) {
+  std::vector<int64_t> times;
+  if (!rank.activities.empty()) times.push_back(rank.activities.front().start_ns);
+  for (const auto& op : rank.nccl_ops) {
+    if (op.gpu_start_ns != 0) times.push_back(op.gpu_start_ns);
+    if (op.gpu_end_ns != 0) times.push_back(op.gpu_end_ns);
+  }
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  std::vector<int64_t> compute = lengthsBefore(sets.compute, times);
+  std::vector<int64_t> communication = lengthsBefore(sets.communication, times);
+  std::vector<TimePoint> points(times.size());
+  const IntervalSet& busy = sets.busy;
+  auto gapBefore = [&](size_t i) {  // the gap that ends where busy[i] starts; the first starts at the earliest time
+    return Interval{i == 0 ? INT64_MIN : busy[i - 1].end, i < busy.size() ? busy[i].start : INT64_MAX};
+  };
+  size_t counted = 0;    // gaps before busy[0 .. counted) are in host_bound
+  size_t cursor = 0;     // into rank.activities, for the gaps' ends in order
+  size_t next_busy = 0;  // the first busy interval that ends after the current time
+  int64_t host_bound = 0;
+  for (size_t k = 0; k < times.size(); ++k) {
+    const int64_t t = times[k];
+    // Gaps that end by t, each classified as idle_split.cc classifies a gap wholly inside a window.
+    for (; counted < busy.size() && busy[counted].start <= t; ++counted) {
+      Interval gap = gapBefore(counted);
+      if (counted == 0 || gap.length() <= 0) continue;
+      int64_t launch = launchAfter(rank, gap.end, cursor);
+      if (launch != TimePoint::kNoLaunch && launch >= gap.start) host_bound += gap.length();
+    }
+    while (next_busy < busy.size() && busy[next_busy].end <= t) ++next_busy;
+    TimePoint& p = points[k];
+    p.time = t, p.compute = compute[k], p.communication = communication[k], p.host_bound = host_bound;
+    p.launch_after = launchAfter(rank, t);
+    if (next_busy < busy.size() && busy[next_busy].start <= t) continue;  // inside busy time
+    Interval gap = gapBefore(next_busy);
+    p.in_gap = true;
+    p.gap_start = gap.start, p.gap_end = gap.end;
+    p.gap_launch = next_busy < busy.size() ? launchAfter(rank, gap.end) : TimePoint::kNoLaunch;
+  }
+  return points;
+}
+
+}  // namespace
+
+const TimePoint& RankDigest::at(int64_t t) const {
+  auto it = std::lower_bound(points.begin(), points.end(), t, [](const TimePoint& p, int64_t v) { return p.time < v; });
+  if (it == points.end() || it->time != t) throw std::logic_error("rank digest: no time point at " + std::to_string(t));
+  return *it;
+}
+
+int64_t RankDigest::computeWithin(int64_t from, int64_t to) const {
+  return to <= from ? 0 : at(to).compute - at(from).compute;
+}
+
+int64_t RankDigest::communicationWithin(int64_t from, int64_t to) const {
+  return to <= from ? 0 : at(to).communication - at(from).communication;
+}
+
+// As idleWithin(rank, busy, [from, to)).host_bound: the gaps wholly inside, plus the pieces of the
+// gaps the two ends fall in, which are classified from where the piece starts.
+int64_t RankDigest::hostBoundWithin(int64_t from, int64_t to) const {
+  if (to <= from) return 0;
+  const TimePoint& a = at(from);
+  const TimePoint& b = at(to);
+  auto hostBound = [](int64_t launch, int64_t start, int64_t end) {
+    return launch != TimePoint::kNoLaunch && launch >= start ? end - start : 0;
+  };
+  // Both ends in one gap: one piece, classified by the work after `to`.
+  if (a.in_gap && b.in_gap && a.gap_start == b.gap_start) return hostBound(b.launch_after, from, to);
+  int64_t total = b.host_bound - a.host_bound;
+  if (a.in_gap) {
+    // The gap `from` lies in ends by `to` and was counted whole (unless it is the leading one).
+    if (a.gap_start != INT64_MIN) total -= hostBound(a.gap_launch, a.gap_start, a.gap_end);
+    total += hostBound(a.gap_launch, from, a.gap_end);
+  }
+  if (b.in_gap) total += hostBound(b.launch_after, b.gap_start, to);
+  return total;
+}
+
+int64_t RankDigest::computeLaunchAt(int64_t t) const {
+  auto it =
+      std::lower_bound(compute.begin(), compute.end(), t, [](const Interval& i, int64_t v) { return i.start < v; });
+  if (it == compute.end() || it->start != t) return TimePoint::kNoLaunch;
+  return compute_launch[static_cast<size_t>(it - compute.begin())];
+}
+
+void RankDigest::shift(int64_t offset_ns) {
+  if (offset_ns == 0) return;
+  auto move = [offset_ns](int64_t& t) {
+    if (t != INT64_MIN && t != INT64_MAX && t != TimePoint::kNoLaunch) t += offset_ns;
+  };
+  for (auto& w : windows) move(w.window.start), move(w.window.end);
+  if (gpu_span.length() > 0) move(gpu_span.start), move(gpu_span.end);
+  if (first_activity_ns) move(*first_activity_ns);
+  for (auto& step : breakdown.steps) move(step.window.start), move(step.window.end);
+  if (overlap.rank)
+    for (auto& piece : overlap.rank->exposed_marks) move(piece.start), move(piece.end);
+  if (memory.first_change_ns) move(*memory.first_change_ns);
+  for (auto& device : memory.devices) {
+    move(device.peak_at_ns);
+    for (auto& point : device.curve) move(point.first);
+  }
+  for (auto& device : memory_categories.devices) {
+    move(device.peak_at_ns);
+    for (auto& point : device.curve) move(point.time_ns);
+  }
+  for (auto& lanes : step_lanes) {
+    move(lanes.window.start), move(lanes.window.end);
+    for (OverviewLane* lane : {&lanes.compute, &lanes.communication, &lanes.memory})
+      for (auto& i : lane->intervals) move(i.start), move(i.end);
+    for (auto& i : lanes.exposed) move(i.start), move(i.end);
+  }
+  for (auto& p : points) move(p.time), move(p.gap_start), move(p.gap_end), move(p.gap_launch), move(p.launch_after);
+  for (auto& i : compute) move(i.start), move(i.end);
+  for (auto& t : compute_launch) move(t);
+}
+
+size_t RankDigest::bytes() const {
+  auto text = [](const std::string& t) { return t.capacity() > 15 ? t.capacity() : 0; };
+  size_t total = sizeof(*this) + windows.capacity() * sizeof(StepWindow) +
+                 breakdown.steps.capacity() * sizeof(StepBreakdown) +
+                 breakdown.streams.capacity() * sizeof(StreamBreakdown) + text(breakdown.host) +
+                 kernels.launches.capacity() * sizeof(KernelsPart::Launch) + points.capacity() * sizeof(TimePoint) +
+                 compute.capacity() * sizeof(Interval) + compute_launch.capacity() * 8;
+  if (overlap.rank)
+    total += overlap.rank->exposed_per_step_ns.capacity() * 8 + overlap.rank->steps.capacity() * 8 +
+             overlap.rank->exposed_marks.capacity() * sizeof(Interval);
+  for (const auto& family : overlap.other_communication)
+    total += sizeof(family) + text(family.library) + text(family.operation);
+  for (const auto& device : memory.devices)
+    total += sizeof(device) + text(device.peak_phase) + device.curve.capacity() * sizeof(device.curve[0]);
+  for (const auto& [phase, bytes] : memory.phase_peaks) total += sizeof(std::pair<std::string, int64_t>) + text(phase);
+  for (const auto& device : memory_categories.devices)
+    total += sizeof(device) + device.curve.capacity() * sizeof(CategoryPoint);
+  for (const auto& node : ops.nodes) {
+    total += sizeof(node) + text(node.name) + text(node.inputs);
+    for (const auto& k : node.kernels) total += sizeof(k) + text(k.name);
+  }
+  for (const auto* list : {&activity_totals.gpu, &activity_totals.ops})
+    for (const auto& t : *list) total += sizeof(t) + text(t.name) + text(t.kind);
+  for (const auto& lanes : step_lanes) {
+    total += sizeof(lanes);
+    for (const OverviewLane* lane : {&lanes.compute, &lanes.communication, &lanes.memory})
+      total += lane->intervals.capacity() * sizeof(Interval);
+    total += lanes.exposed.capacity() * sizeof(Interval);
+  }
+  if (hta && hta->figures) total += hta->figures->streams.capacity() * sizeof(hta::HtaStreamIdle);
+  return total;
+}
+
+void reduceToSkeleton(model::RankTrace& rank) {
+  if (rank.activities.size() > 1) rank.activities.resize(1);
+  rank.activities.shrink_to_fit();
+  rank.host_calls = {};
+  rank.memory = {};
+  rank.metric_samples = {};
+}
+
+RankDigest digestRank(const AnalysisInput& input, size_t r, std::optional<bool> hta_filter_applied,
+                      const std::function<bool(int64_t)>& keep_lanes) {
+  const model::RankTrace& rank = input.run.ranks[r];
+  const GpuTimeSets& sets = input.time_sets[r];
+  RankDigest digest;
+  digest.windows = input.windowsOf(r);
+  digest.gpu_span = AnalysisInput::gpuSpan(rank);
+  if (!rank.activities.empty()) {
+    digest.first_activity_ns = rank.activities.front().start_ns;
+    digest.first_activity_device = rank.activities.front().device;
+  }
+  digest.breakdown = breakdownOfRank(input, r);
+  digest.overlap = overlapOfRank(input, r);
+  digest.kernels = kernelsOfRank(input, r);
+  digest.memory = memoryOfRank(rank);
+  digest.memory_categories = memoryCategoriesOfRank(input, r);
+  digest.ops = opsOfRank(rank);
+  digest.activity_totals = activityTotalsOfRank(input, r);
+  digest.step_lanes = stepLanesOfRank(input, r, keep_lanes);
+  if (input.options.hta_compat)
+    digest.hta = htaOfRank(rank, hta_filter_applied ? *hta_filter_applied
+                                                    : htaStepFilterApplied(input.run, input.options.include_last_step));
+  digest.points = timePoints(rank, sets);
+  bool point_to_point = std::any_of(rank.nccl_ops.begin(), rank.nccl_ops.end(), [](const model::NcclOp& op) {
+    return op.kind == format::NcclOperationKind::kSend || op.kind == format::NcclOperationKind::kRecv;
+  });
+  if (point_to_point) {
+    digest.compute = sets.compute;
+    digest.compute_launch.reserve(sets.compute.size());
+    auto next = rank.activities.begin();
+    for (const Interval& i : sets.compute) {
+      next = std::lower_bound(next, rank.activities.end(), i.start,
+                              [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; });
+      int64_t launch = TimePoint::kNoLaunch;
+      for (auto it = next; it != rank.activities.end() && it->start_ns == i.start; ++it) {
+        if (it->kind == model::ActivityKind::kCompute && it->correlation_id != 0) {
+          const model::HostCall* call = rank.launchOf(it->correlation_id);
+          if (call != nullptr) launch = call->start_ns;
+          break;
+        }
+      }
+      digest.compute_launch.push_back(launch);
+    }
+  }
+  return digest;
+}
+
+}  // namespace gpuxray::analysis

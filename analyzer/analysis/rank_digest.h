@@ -1,0 +1,138 @@
+// What the per-rank phase keeps of a rank once its events are gone (docs/analyses.md, "Two
+// phases"): the partial results of the analyses that are computed rank by rank (time breakdown,
+// overlap, kernels, memory, HTA's figures) and what the cross-rank analyses ask of the rank's GPU
+// time at the times of its NCCL operations (compute, communication and host-bound idle between
+// them; for pipeline stages, the compute intervals). Together with the skeleton (the rank trace
+// without its activities, host calls, memory changes and metric samples) it is all the analyses
+// read, so a run's ranks can be analyzed one at a time and only the digests kept.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analyzer/analysis/activity_totals.h"
+#include "analyzer/analysis/analysis_input.h"
+#include "analyzer/analysis/hta_compat.h"
+#include "analyzer/analysis/intervals.h"
+#include "analyzer/analysis/memory_categories.h"
+#include "analyzer/analysis/ops.h"
+#include "analyzer/analysis/overlap.h"
+#include "analyzer/analysis/step_overview.h"
+#include "analyzer/analysis/time_breakdown.h"
+
+namespace gpuxray::analysis {
+
+// The overlap of one rank's communication with its compute over its windows (see overlap.cc).
+struct OverlapPart {
+  std::optional<RankOverlap> rank;                      // unset: no communication in its windows
+  std::vector<OtherCommunication> other_communication;  // communication kernels outside NCCL, by family
+};
+
+// Compute kernels over the windows per (name id, launch configuration id, device), in the order
+// the kernels analysis merges them.
+struct KernelsPart {
+  struct Launch {
+    uint32_t name_id = 0, config_id = 0, device = 0;
+    uint64_t count = 0;
+    int64_t time = 0;
+  };
+  std::vector<Launch> launches;
+};
+
+// One rank's device memory (see memory.cc): its devices' peaks and curves, and its phases' peaks.
+struct MemoryPart {
+  std::optional<int64_t> first_change_ns;
+  struct Device {
+    uint32_t device = 0;
+    int64_t peak_bytes = 0, peak_at_ns = 0, end_bytes = 0;
+    uint64_t allocations = 0;
+    std::string peak_phase;
+    std::vector<std::pair<int64_t, int64_t>> curve;  // (time, bytes), thinned
+  };
+  std::vector<Device> devices;
+  std::vector<std::pair<std::string, int64_t>> phase_peaks;  // by phase name
+};
+
+// Device memory by category of one rank (see memory_categories.cc).
+struct MemoryCategoriesPart {
+  bool recorded = false, addresses_recorded = false, phases_recorded = false;
+  std::vector<DeviceMemoryCategories> devices;
+};
+
+// HTA's figures of one rank (--compat hta), for the step filter it was computed with.
+struct HtaPart {
+  bool filter_applied = false;
+  std::optional<hta::HtaRank> figures;  // unset: no kernel kept
+};
+
+// The rank's GPU time measured up to one instant, so that what lies between two of its NCCL
+// operations' times (or its first activity) can be told without its events.
+struct TimePoint {
+  int64_t time = 0;
+  int64_t compute = 0;        // compute time before `time`
+  int64_t communication = 0;  // communication kernel time before `time`
+  int64_t host_bound = 0;     // host-bound idle of the gaps of GPU activity that end by `time`
+  // When the first GPU work starting at or after `time` was launched (kNoLaunch: no launch record,
+  // or no work after it).
+  int64_t launch_after = 0;
+  // The gap of GPU activity `time` lies in, if any: where it starts and ends (INT64_MIN, INT64_MAX
+  // before the first and after the last activity), and when the work after it was launched.
+  bool in_gap = false;
+  int64_t gap_start = 0, gap_end = 0, gap_launch = 0;
+  static constexpr int64_t kNoLaunch = INT64_MIN;
+};
+
+struct RankDigest {
+  // The windows the per-step parts were computed over, and --compat hta's step filter: a digest
+  // is valid for a session whose windows and filter are these.
+  std::vector<StepWindow> windows;
+  Interval gpu_span;  // first start to last end of GPU work; empty without any
+  std::optional<int64_t> first_activity_ns;
+  uint32_t first_activity_device = 0;
+  RankBreakdown breakdown;
+  OverlapPart overlap;
+  KernelsPart kernels;
+  MemoryPart memory;
+  MemoryCategoriesPart memory_categories;
+  RankOps ops;
+  RankActivityTotals activity_totals;
+  // The step overview's lanes of the windows it may show: without keep_lanes, every window; else
+  // those whose step number keep_lanes accepts (the session keeps the first rank's chosen step).
+  std::vector<RankStepLanes> step_lanes;
+  std::optional<HtaPart> hta;
+  std::vector<TimePoint> points;  // by time: the rank's first activity, its operations' GPU starts and ends
+  // Ranks with point-to-point operations (pipeline stages): the compute intervals, and per interval
+  // start the launch time of the compute kernel that starts it (kNoLaunch: none recorded).
+  IntervalSet compute;
+  std::vector<int64_t> compute_launch;
+
+  // Compute, communication and host-bound idle in [from, to), both times among `points`.
+  int64_t computeWithin(int64_t from, int64_t to) const;
+  int64_t communicationWithin(int64_t from, int64_t to) const;
+  int64_t hostBoundWithin(int64_t from, int64_t to) const;
+  // The launch time of the compute kernel starting at `t` (a compute interval's start), or kNoLaunch.
+  int64_t computeLaunchAt(int64_t t) const;
+  // Moves every time by `offset_ns` (the rank's clock offset, found after the digest was made).
+  void shift(int64_t offset_ns);
+  // Bytes held, roughly (for the figures).
+  size_t bytes() const;
+
+ private:
+  const TimePoint& at(int64_t t) const;
+};
+
+// The digest of rank index `r` of `input` (its events, steps and GPU interval sets). --compat hta's
+// step filter is the one of input.run unless given; the step overview's lanes are kept of the
+// windows whose step number keep_lanes accepts (of all without it).
+RankDigest digestRank(const AnalysisInput& input, size_t r, std::optional<bool> hta_filter_applied = std::nullopt,
+                      const std::function<bool(int64_t)>& keep_lanes = {});
+
+// Leaves a rank its skeleton: everything but its activities (the first is kept: when the rank's
+// GPU work began and on which device), host calls, memory changes and metric samples.
+void reduceToSkeleton(model::RankTrace& rank);
+
+}  // namespace gpuxray::analysis

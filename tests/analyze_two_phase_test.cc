@@ -1,0 +1,124 @@
+// The two phases (analysis/session.h, rank_digest.h): a session that digests each rank as it is
+// read and keeps only its skeleton gives the report of the session that keeps every event, with
+// every option that changes what a digest must hold (clock drift, --window, --steps, --no-align,
+// --compat hta, several workers), and reads a rank again only when its early digest cannot hold.
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
+
+#include "analyzer/analysis/session.h"
+#include "tests/support/run_builder.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+namespace analysis = gpuxray::analysis;
+using gpuxray::testing::RunBuilder;
+using gpuxray::testing::TempDir;
+
+// Four ranks on two hosts (the second 3 ms ahead, `drift_ppm` fast): a pipeline between ranks 0
+// and 1, a data-parallel all-reduce that rank 3 enters late, launch gaps, memory churn.
+void writeRun(const std::filesystem::path& dir, double drift_ppm) {
+  RunBuilder run("two-phase", 4);
+  for (int r = 0; r < 4; ++r) {
+    auto& rank = run.rank(r, r < 2 ? "node-0" : "node-1");
+    rank.clock_skew_us = r < 2 ? 0 : 3000;
+    rank.clock_drift_ppm = r < 2 ? 0 : drift_ppm;
+    rank.communicator(1, "dp", r, 4, 2);
+    if (r < 2) rank.communicator(2, "pp", r, 2, 1);
+    for (int step = 0; step < 4; ++step) {
+      double t = 100 + step * 2000;
+      rank.range("ProfilerStep#" + std::to_string(step + 1), t, t + 1900);
+      double late = r == 3 ? 150 : 0;
+      rank.kernel("gemm_a", t, t + 300 + late);
+      // Launched only after the GPU ran dry: a host-bound gap before it.
+      rank.kernel("gemm_b", t + 400 + late, t + 700 + late, 7, r == 2 ? 0 : 150);
+      if (r < 2) rank.p2p(2, r == 0, 1 - r, t + 700 + late, t + 800 + late, 4 << 20);
+      rank.collective(1, "AllReduce", static_cast<uint64_t>(step + 1), t + 900 + late, t + 1300, 64 << 20);
+      rank.kernel("optimizer", t + 1350, t + 1500);
+      rank.memoryChange(t + 10, 1 << 30);
+      rank.memoryChange(t + 1600, -(1 << 30));
+    }
+  }
+  run.write(dir);
+}
+
+std::string jsonOf(analysis::SessionOptions options, bool keep_events, size_t* read_again = nullptr) {
+  options.keep_events = keep_events;
+  analysis::Session session(options);
+  std::string json = gpuxray::report::renderJson(session.analyze());
+  if (read_again != nullptr) *read_again = session.phaseTimes().ranks_read_again;
+  return json;
+}
+
+}  // namespace
+
+TEST_CASE("two phases: the digested session's report is the one with every event", "[session][digest]") {
+  for (double drift : {0.0, 40.0}) {
+    TempDir dir;
+    writeRun(dir.path(), drift);
+    analysis::SessionOptions options;
+    options.paths = {dir.path().string()};
+    options.jobs = 1;
+    size_t again = 99;
+    INFO("drift " << drift << " ppm");
+    {
+      INFO("aligned");
+      std::string with_events = jsonOf(options, true);
+      CHECK(jsonOf(options, false, &again) == with_events);
+      CHECK(with_events.find("\"pipeline_bubbles\"") != std::string::npos);
+      options.jobs = 2;
+      CHECK(jsonOf(options, false) == with_events);
+      options.jobs = 1;
+    }
+    {
+      INFO("--window: every rank is read again once the window is known");
+      auto windowed = options;
+      windowed.selection = analysis::parseRunSelection({}, {}, "1ms:5ms");
+      CHECK(jsonOf(windowed, false, &again) == jsonOf(windowed, true));
+      CHECK(again == 4);
+    }
+    {
+      INFO("--steps");
+      auto stepped = options;
+      stepped.selection = analysis::parseRunSelection({}, {"2-3"}, "");
+      CHECK(jsonOf(stepped, false) == jsonOf(stepped, true));
+    }
+    {
+      INFO("--no-align: nothing is read again");
+      auto unaligned = options;
+      unaligned.align = false;
+      CHECK(jsonOf(unaligned, false, &again) == jsonOf(unaligned, true));
+      CHECK(again == 0);
+    }
+    {
+      INFO("--compat hta");
+      auto hta = options;
+      hta.align = false;
+      hta.analysis.hta_compat = true;
+      CHECK(jsonOf(hta, false) == jsonOf(hta, true));
+    }
+  }
+}
+
+TEST_CASE("two phases: a rank is read again only when its clock drifts", "[session][digest]") {
+  TempDir steady, drifting;
+  writeRun(steady.path(), 0);
+  writeRun(drifting.path(), 40);
+  analysis::SessionOptions options;
+  options.paths = {steady.path().string()};
+  size_t again = 99;
+  jsonOf(options, false, &again);
+  CHECK(again == 0);  // one offset per host: each early digest holds, moved by it
+  options.paths = {drifting.path().string()};
+  analysis::Session drifted([&] {
+    auto o = options;
+    o.keep_events = false;
+    return o;
+  }());
+  REQUIRE(drifted.clock());
+  size_t drifting_ranks = 0;
+  for (const auto& clock : drifted.clock()->rank_clocks) drifting_ranks += clock.pureOffset() ? 0 : 1;
+  CHECK(drifted.phaseTimes().ranks_read_again == drifting_ranks);
+}
