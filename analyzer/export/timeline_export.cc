@@ -552,7 +552,9 @@ class Exporter {
       return std::tie(rank.streams[a].device, rank.streams[a].stream) <
              std::tie(rank.streams[b].device, rank.streams[b].stream);
     });
-    std::vector<std::array<uint64_t, 4>> kinds_per_stream(rank.streams.size(), {0, 0, 0, 0});
+    // Synchronizations and host ops have streams too: one count per kind (four counts overran into the next
+    // stream's, and past the last one).
+    std::vector<std::array<uint64_t, model::kActivityKindCount>> kinds_per_stream(rank.streams.size());
     for (const auto& a : rank.activities) {
       if (a.stream < kinds_per_stream.size()) ++kinds_per_stream[a.stream][static_cast<size_t>(a.kind)];
     }

@@ -22,6 +22,7 @@ namespace gpuxray::model {
 // work: they are kept on their stream because Holistic Trace Analysis counts them as GPU busy time
 // and `--compat hta` reproduces that. gpuxray's own analyses skip them (isGpuWork).
 enum class ActivityKind : uint8_t { kCompute, kCommunication, kMemcpy, kMemset, kSync, kHostOp };
+inline constexpr size_t kActivityKindCount = 6;
 
 std::string_view activityKindName(ActivityKind kind);
 inline bool isGpuWork(ActivityKind kind) { return kind != ActivityKind::kSync && kind != ActivityKind::kHostOp; }
