@@ -5,7 +5,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <iterator>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -78,6 +80,14 @@ std::set<Key> keysOf(const model::RankTrace& rank, const analysis::RankCriticalP
   return keys;
 }
 
+// HTA's simple_add trace (one rank, on its own clock, as HTA reads it) in a session.
+std::unique_ptr<analysis::Session> simpleAddSession(const std::filesystem::path& dir) {
+  analysis::SessionOptions options;
+  options.paths = {(dir / "trace.json.gz").string()};
+  options.align = false;
+  return std::make_unique<analysis::Session>(options);
+}
+
 }  // namespace
 
 TEST_CASE("critical path: a hand-built step, its path and attribution worked out by hand", "[critical_path]") {
@@ -116,11 +126,8 @@ TEST_CASE("critical path: an empty window is all 'other', and parts sum to it", 
 TEST_CASE("critical path: agrees with HTA's on its simple_add trace", "[critical_path]") {
   auto dir = gpuxray::testing::sharedTraces("hta_critical_path_simple_add");
   if (!dir) return;
-  analysis::SessionOptions options;
-  options.paths = {(*dir / "trace.json.gz").string()};
-  options.align = false;
-  analysis::Session session(options);
-  const model::RankTrace& rank = session.run().ranks.at(0);
+  auto session = simpleAddSession(*dir);
+  const model::RankTrace& rank = session->run().ranks.at(0);
   // HTA ran on the whole trace (annotation ""): from the first event's start to the last one's end.
   int64_t first = INT64_MAX, last = INT64_MIN;
   auto span = [&](int64_t s, int64_t e) { first = std::min(first, s), last = std::max(last, e); };
@@ -166,11 +173,8 @@ TEST_CASE("critical path: agrees with HTA's on its simple_add trace", "[critical
 TEST_CASE("critical path: HTA's figures on simple_add's second measured forward", "[critical_path]") {
   auto dir = gpuxray::testing::sharedTraces("hta_critical_path_simple_add");
   if (!dir) return;
-  analysis::SessionOptions options;
-  options.paths = {(*dir / "trace.json.gz").string()};
-  options.align = false;
-  analysis::Session session(options);
-  const model::RankTrace& rank = session.run().ranks.at(0);
+  auto session = simpleAddSession(*dir);
+  const model::RankTrace& rank = session->run().ranks.at(0);
   // HTA's test_critical_path_analysis: annotation "[param|pytorch.model.alex_net|0|0|0|measure|forward]",
   // instance 1 -> 315 nodes on the path, 159 events marked.
   std::vector<Interval> forwards;
