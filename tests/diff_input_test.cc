@@ -98,6 +98,49 @@ TEST_CASE("diff: a finding is the same finding when only its measurements change
   gpuxray::report::Finding rank5 = rank4;
   rank5.summary = "exposed communication takes 33.1 % of rank 5's step time (35.9 ms per step)";
   CHECK(findingKey(rank4) != findingKey(rank5));
+  // Runs of other ranks: rank numbers and rank lists are masked, the rest of the identity kept.
+  using gpuxray::compare::RankNumbers;
+  CHECK(findingKey(rank4, RankNumbers::kIgnored) == findingKey(rank5, RankNumbers::kIgnored));
+  gpuxray::report::Finding stage{"pipeline_bubbles", gpuxray::report::Severity::kWarning, 0,
+                                 "pipeline stage 1 (ranks 8, 9, 10-15) is the slowest: 1.11x the mean compute", {}};
+  gpuxray::report::Finding wider = stage;
+  wider.summary = "pipeline stage 1 (ranks 16-31) is the slowest: 1.20x the mean compute";
+  CHECK(findingKey(stage, RankNumbers::kIgnored) == findingKey(wider, RankNumbers::kIgnored));
+  CHECK(findingKey(stage, RankNumbers::kIgnored) ==
+        "pipeline_bubbles: pipeline stage 1 (ranks #) is the slowest: # the mean compute");
+  gpuxray::report::Finding stage2 = stage;
+  stage2.summary = "pipeline stage 2 (ranks 16-31) is the slowest: 1.20x the mean compute";
+  CHECK(findingKey(stage, RankNumbers::kIgnored) != findingKey(stage2, RankNumbers::kIgnored));
+  // Words that merely start with "rank" keep their numbers.
+  gpuxray::report::Finding ranked = rank4;
+  ranked.summary = "ranking 4 kernels";
+  CHECK(findingKey(ranked, RankNumbers::kIgnored) == "time_breakdown: ranking 4 kernels");
+}
+
+TEST_CASE("diff: a finding naming a rank is still there when the runs number their ranks differently") {
+  using gpuxray::compare::Change;
+  auto side = [](const char* label, int32_t world, const char* straggler) {
+    gpuxray::compare::ComparisonSide s{label, "report", {}};
+    s.report.run.world_size = world;
+    for (int32_t r = 0; r < world; ++r) s.report.run.ranks.push_back(r);
+    s.report.findings.push_back({"stragglers", gpuxray::report::Severity::kWarning, 0, straggler, {}});
+    return s;
+  };
+  const char* rank3 = "rank 3 is the straggler: last into 120 of 400 collectives, 4.10 ms of waiting caused";
+  const char* rank11 = "rank 11 is the straggler: last into 120 of 400 collectives, 4.30 ms of waiting caused";
+  // Same ranks: rank 3 and rank 11 are two GPUs, so one finding is resolved and another is new.
+  auto same_world = gpuxray::compare::compareRuns(side("a", 16, rank3), side("b", 16, rank11));
+  REQUIRE(same_world.findings.size() == 2);
+  CHECK(same_world.findings[0].change == Change::kGone);
+  CHECK(same_world.findings[1].change == Change::kNew);
+  // 16 ranks against 32: rank numbers name no common GPU; the straggler finding is still there, and said so.
+  auto other_world = gpuxray::compare::compareRuns(side("a", 16, rank3), side("b", 32, rank11));
+  REQUIRE(other_world.findings.size() == 1);
+  CHECK(other_world.findings[0].change == Change::kSame);
+  CHECK(other_world.findings[0].summary_after == rank11);
+  CHECK(std::count(other_world.notes.begin(), other_world.notes.end(),
+                   "findings that name ranks are matched without their rank numbers: the runs do not have the "
+                   "same ranks") == 1);
 }
 
 TEST_CASE("thresholds: a signed --fail-on limit is a change, one ending in % a relative change, against the baseline") {

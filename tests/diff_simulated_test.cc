@@ -172,3 +172,38 @@ TEST_CASE("diff: a side missing ranks is a warning; runs of other ranks say what
   CHECK(result.out.find("not matched: the runs have other ranks (32 in before, 31 in after); only before: 5") !=
         std::string::npos);
 }
+
+TEST_CASE("diff: the straggler removed: its finding resolved, the wait it caused gone from the stragglers table") {
+  TempDir dir;
+  std::string simulate = kGpuxray +
+                         " simulate --model gpt-1.3b --cluster dgx-a100 --tp 2 --global-batch 16 --jitter 1 --seed 3 "
+                         "--steps 3";
+  std::string before = dir / "before", after = dir / "after", wider = dir / "wider";
+  REQUIRE(runCommand(simulate + " --nodes 1 --dp 4 --straggler 5=1.3 -o " + before).exit_code == 0);
+  REQUIRE(runCommand(simulate + " --nodes 1 --dp 4 -o " + after).exit_code == 0);
+  nlohmann::json d = diffJson(before, after);
+  const auto& top = d["tables"]["stragglers"]["rows"][0];
+  CHECK(top["key"]["rank"] == "5");
+  CHECK(top["change"] == "changed");
+  // Its kernels took 1.3x: the others waited about a third of its step per step; after, microseconds.
+  CHECK(top["before"]["wait_caused_per_step_ns"].get<double>() > 1e8);
+  CHECK(top["after"]["wait_caused_per_step_ns"].get<double>() < 0.01 * top["before"]["wait_caused_per_step_ns"].get<double>());
+  auto straggler_findings = [](const nlohmann::json& diff, const std::string& status) {
+    int n = 0;
+    for (const auto& f : diff["findings"]) {
+      const auto& text = f[status == "new" ? "after" : "before"];
+      if (f["status"] == status && f["analysis"] == "stragglers" && text.get<std::string>().starts_with("rank "))
+        ++n;
+    }
+    return n;
+  };
+  CHECK(straggler_findings(d, "resolved") == 1);
+  CHECK(straggler_findings(d, "new") == 0);
+  // Twice the world size with its straggler at rank 13: rank numbers name no common GPU, so "rank 5 is the
+  // straggler" and "rank 13 is the straggler" are one finding, still there.
+  REQUIRE(runCommand(simulate + " --nodes 2 --dp 8 --straggler 13=1.3 -o " + wider).exit_code == 0);
+  nlohmann::json w = diffJson(before, wider);
+  CHECK(straggler_findings(w, "still") == 1);
+  CHECK(straggler_findings(w, "resolved") == 0);
+  CHECK(straggler_findings(w, "new") == 0);
+}

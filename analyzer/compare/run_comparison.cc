@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <string_view>
 
 namespace gpuxray::compare {
 
@@ -74,8 +75,37 @@ std::string normalizeKernelName(const std::string& name) {
   return out.empty() ? name : out;
 }
 
-std::string findingKey(const report::Finding& finding) {
-  const std::string& s = finding.summary;
+namespace {
+
+// "rank 4's step" -> "rank #'s step", "(ranks 8, 9, 10-15)" -> "(ranks #)".
+std::string withoutRankNumbers(const std::string& s) {
+  std::string out;
+  auto digit = [&](size_t i) { return i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); };
+  size_t i = 0;
+  while (i < s.size()) {
+    bool word = s.compare(i, 4, "rank") == 0 && (i == 0 || !std::isalnum(static_cast<unsigned char>(s[i - 1])));
+    size_t after = i + 4 + (word && s.compare(i + 4, 1, "s") == 0 ? 1 : 0);
+    if (!word || s.compare(after, 1, " ") != 0 || !digit(after + 1)) {
+      out += s[i++];
+      continue;
+    }
+    out += s.substr(i, after + 1 - i) + "#";
+    size_t j = after + 1;
+    while (true) {
+      while (digit(j)) ++j;
+      size_t separator = s.compare(j, 2, ", ") == 0 ? 2 : s.compare(j, 1, "-") == 0 ? 1 : s.compare(j, 5, " and ") == 0 ? 5 : 0;
+      if (separator == 0 || !digit(j + separator)) break;
+      j += separator;
+    }
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string findingKey(const report::Finding& finding, RankNumbers ranks) {
+  const std::string s = ranks == RankNumbers::kCompared ? finding.summary : withoutRankNumbers(finding.summary);
   std::string key = finding.analysis + ": ";
   size_t i = 0;
   while (i < s.size()) {
@@ -92,12 +122,24 @@ std::string findingKey(const report::Finding& finding) {
       ++j;
     }
     while (j > i && (s[j - 1] == ',' || s[j - 1] == '.')) --j;
-    std::string rest = s.substr(j, 5);
-    bool measured = decimal || rest.starts_with(" %") || rest.starts_with("%") || rest.starts_with("x") ||
-                    rest.starts_with(" ms") || rest.starts_with(" us") || rest.starts_with(" µs") ||
-                    rest.starts_with(" s ") || rest.starts_with(" GB") || rest.starts_with(" MB") ||
-                    rest.starts_with(" KiB") || rest.starts_with(" MiB") || rest.starts_with(" GiB");
+    // A unit goes with its number ("986 ms" and "1.01 s" are one measurement); a count keeps its noun
+    // ("last into 1182 of 1251 collectives", "(data, 8 ranks)").
+    static constexpr std::string_view kUnits[] = {" ns",  " us",  " µs",  " ms",   " s",    " B",    " KiB",
+                                                  " MiB", " GiB", " TiB", " B/s",  " kB/s", " MB/s", " GB/s",
+                                                  " TB/s", " %",  "%",    "x"};
+    static constexpr std::string_view kCounted[] = {" of ", " collectives", " ranks"};
+    auto ends_word = [&](size_t at) {
+      return at >= s.size() || !(std::isalnum(static_cast<unsigned char>(s[at])) || s[at] == '/');
+    };
+    size_t unit_end = j;
+    for (std::string_view unit : kUnits) {
+      if (s.compare(j, unit.size(), unit) == 0 && ends_word(j + unit.size())) unit_end = std::max(unit_end, j + unit.size());
+    }
+    bool counted = std::any_of(std::begin(kCounted), std::end(kCounted),
+                               [&](std::string_view noun) { return s.compare(j, noun.size(), noun) == 0; });
+    bool measured = decimal || counted || unit_end > j;
     key += measured ? std::string("#") : s.substr(i, j - i);
+    j = unit_end;
     i = j;
   }
   return key;
@@ -345,11 +387,22 @@ MemorySide memorySideOf(const report::Report& report) {
 }
 
 void compareFindings(const ComparisonSide& before, const ComparisonSide& after, RunComparison& out) {
+  // Rank numbers identify the same GPU only when both runs number the same ranks.
+  std::set<int32_t> b(before.report.run.ranks.begin(), before.report.run.ranks.end());
+  std::set<int32_t> a(after.report.run.ranks.begin(), after.report.run.ranks.end());
+  RankNumbers ranks = a == b ? RankNumbers::kCompared : RankNumbers::kIgnored;
+  if (ranks == RankNumbers::kIgnored) {
+    auto names_rank = [](const report::Finding& f) { return withoutRankNumbers(f.summary) != f.summary; };
+    if (std::any_of(before.report.findings.begin(), before.report.findings.end(), names_rank) ||
+        std::any_of(after.report.findings.begin(), after.report.findings.end(), names_rank))
+      out.notes.push_back(
+          "findings that name ranks are matched without their rank numbers: the runs do not have the same ranks");
+  }
   std::multimap<std::string, const report::Finding*> remaining;
-  for (const auto& f : after.report.findings) remaining.emplace(findingKey(f), &f);
+  for (const auto& f : after.report.findings) remaining.emplace(findingKey(f, ranks), &f);
   std::vector<FindingChange> resolved, still, added;
   for (const auto& f : before.report.findings) {
-    auto it = remaining.find(findingKey(f));
+    auto it = remaining.find(findingKey(f, ranks));
     FindingChange c{Change::kGone, f.analysis, f.severity, f.summary, ""};
     if (it != remaining.end()) {
       c.change = Change::kSame;
@@ -363,7 +416,7 @@ void compareFindings(const ComparisonSide& before, const ComparisonSide& after, 
   }
   for (const auto& f : after.report.findings) {
     bool unmatched = false;
-    auto [first, last] = remaining.equal_range(findingKey(f));
+    auto [first, last] = remaining.equal_range(findingKey(f, ranks));
     for (auto it = first; it != last; ++it) unmatched = unmatched || it->second == &f;
     if (unmatched) added.push_back({Change::kNew, f.analysis, f.severity, "", f.summary});
   }
@@ -470,6 +523,14 @@ const std::vector<KeyedSpec>& keyedSpecs() {
        {"worst_bubble_pct", "theoretical_bubble_pct", "micro_batches"},
        {Unit::kPercent, Unit::kPercent, Unit::kCount},
        Scale::kTotal},
+      {"stragglers",
+       "Stragglers: the wait each rank caused the other members of its collectives, per step",
+       "stragglers",
+       "ranks",
+       {"rank", "host"},
+       {"wait_caused_per_step_ns", "last", "lateness_ns"},
+       {Unit::kNanoseconds, Unit::kCount, Unit::kNanoseconds},
+       Scale::kPerStep},
   };
   return specs;
 }

@@ -140,9 +140,12 @@ struct RunComparison {
 // arguments kept, white space collapsed ("void gemm<128, 64>(float*, int)" -> "gemm<128, 64>").
 std::string normalizeKernelName(const std::string& name);
 // A finding's identity across runs: its analysis and summary with measurements (numbers with a
-// decimal point or followed by %, x or a unit) replaced by '#', so that "NIC mlx5_3 moves data at 21.3
-// GB/s" is the same finding at 35.0 GB/s.
-std::string findingKey(const report::Finding& finding);
+// decimal point or followed by %, x or a unit, and counts: "1182 of 1251 collectives") replaced by
+// '#', so that "NIC mlx5_3 moves data at 21.3 GB/s" is the same finding at 35.0 GB/s. Rank numbers are
+// kept, or masked too when the runs do not have the same ranks (rank 4 of one and rank 12 of the
+// other then name no common GPU).
+enum class RankNumbers { kCompared, kIgnored };
+std::string findingKey(const report::Finding& finding, RankNumbers ranks = RankNumbers::kCompared);
 
 RunComparison compareRuns(const ComparisonSide& before, const ComparisonSide& after);
 
