@@ -100,22 +100,32 @@ TEST_CASE("a large run's page keeps the memory curves of the highest peaks and s
                      .set("curve", std::move(curve)));
   }
   report.results.emplace_back("memory", ResultValue::object().set("devices", std::move(devices)));
+  gpuxray::report::Section memory_section{"memory", "Memory", {"a note"}, {{}}};
+  memory_section.tables[0].rows.resize(3);
+  report.sections.push_back(memory_section);
   gpuxray::report::Report fitted = gpuxray::report::fitForPage(report);
   const ResultValue& kept = fitted.results.front().second;
   size_t with_curve = 0;
   for (const ResultValue& device : kept.find("devices")->items()) {
     bool has_curve = device.find("curve")->kind() == ResultValue::Kind::kArray;
     with_curve += has_curve ? 1 : 0;
-    // The 64 highest peaks of 0..99 (each once) are 36..99.
-    CHECK(has_curve == (device.find("peak_bytes")->asInteger() >= 36));
+    // The 32 highest peaks of 0..99 (each once) are 68..99.
+    CHECK(has_curve == (device.find("peak_bytes")->asInteger() >= 68));
   }
-  CHECK(with_curve == 64);
+  CHECK(with_curve == 32);
   REQUIRE(fitted.results.back().first == "html_page");
   const auto& lines = fitted.results.back().second.find("left_out")->items();
-  REQUIRE(lines.size() == 1);
-  CHECK(lines[0].asText() == "36 of 100 devices' memory curves (the page keeps those of the 64 highest peaks)");
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0].asText() == "68 of 100 devices' memory curves (the page keeps those of the 32 highest peaks)");
+  // The page draws the typed results, not the text report's tables: those go, the section's notes stay.
+  CHECK(lines[1].asText() == "the text report's tables (3 rows; `gpuxray analyze` prints them)");
+  REQUIRE(fitted.sections.size() == 1);
+  CHECK(fitted.sections[0].tables.empty());
+  CHECK(fitted.sections[0].notes == std::vector<std::string>{"a note"});
   // A small run's page is the report as it is.
   gpuxray::report::Report small;
   small.results.emplace_back("memory", ResultValue::object().set("devices", ResultValue::array()));
+  small.sections.push_back(memory_section);
   CHECK(gpuxray::report::fitForPage(small).results.size() == 1);
+  CHECK(gpuxray::report::fitForPage(small).sections[0].tables.size() == 1);
 }

@@ -43,6 +43,7 @@ ExitCode runReport(const ReportOptions& options) {
   session_options.selection = options.selection.parse();
   session_options.analysis.step_markers = options.step_markers;
   session_options.analysis.top = options.top;
+  session_options.keep_events = false;  // the analyses read digests: memory bounded by the loading workers
   showLoadProgressOnTerminal(session_options);
   analysis::Session session(std::move(session_options));
   report::Report report = session.analyze();
