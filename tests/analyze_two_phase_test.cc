@@ -122,3 +122,35 @@ TEST_CASE("two phases: a rank is read again only when its clock drifts", "[sessi
   for (const auto& clock : drifted.clock()->rank_clocks) drifting_ranks += clock.pureOffset() ? 0 : 1;
   CHECK(drifted.phaseTimes().ranks_read_again == drifting_ranks);
 }
+
+TEST_CASE("two phases: ranks digested in any order are each read once", "[session][digest]") {
+  // Four ranks on one host whose median steps differ (rank r's longest steps are r's), rank 0's file
+  // the longest to read: the other workers digest their ranks while rank 0 is still being read, and
+  // must keep the lanes of rank 0's median step, which the step overview shows.
+  TempDir dir;
+  RunBuilder run("any-order", 4);
+  for (int r = 0; r < 4; ++r) {
+    auto& rank = run.rank(r, "node-0");
+    rank.communicator(1, "dp", r, 4, 1);
+    double t = 100;
+    for (int step = 0; step < 5; ++step) {
+      double length = 1000 + 200 * ((step + r) % 5);
+      rank.range("ProfilerStep#" + std::to_string(step + 1), t, t + length);
+      int kernels = r == 0 ? 4000 : 4;
+      for (int k = 0; k < kernels; ++k) {
+        double at = t + 600.0 * k / kernels;
+        rank.kernel("gemm", at, at + 500.0 / kernels);
+      }
+      rank.collective(1, "AllReduce", static_cast<uint64_t>(step + 1), t + 700, t + length - 100, 64 << 20);
+      t += length + 50;
+    }
+  }
+  run.write(dir.path());
+  analysis::SessionOptions options;
+  options.paths = {dir.path().string()};
+  options.jobs = 4;
+  size_t again = 99;
+  std::string digested = jsonOf(options, false, &again);
+  CHECK(again == 0);
+  CHECK(digested == jsonOf(options, true));
+}

@@ -101,7 +101,8 @@ struct RankDigest {
   RankOps ops;
   RankActivityTotals activity_totals;
   // The step overview's lanes of the windows it may show: without keep_lanes, every window; else
-  // those whose step number keep_lanes accepts (the session keeps the first rank's chosen step).
+  // those whose step number keep_lanes accepts (the session keeps only the step chosen on the
+  // first rank, one window: a few kilobytes).
   std::vector<RankStepLanes> step_lanes;
   std::optional<HtaPart> hta;
   std::vector<TimePoint> points;  // by time: the rank's first activity, its operations' GPU starts and ends

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -44,20 +45,45 @@ double processCpuSeconds() {
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
 }
 
-// The step the overview shows (chosen on the first rank in run order, the lowest rank number) as
-// far as the ranks digested so far tell: so that each digest keeps the lanes of its own median step
-// and of the lowest rank's seen so far, not of every step. A rank digested before the lowest was
-// is read again if it lacks the chosen step's lanes.
+// The step the overview shows is chosen on the first rank in run order (the lowest rank number), so
+// each digest keeps the lanes of that step only, not of every step (~2 MB a rank at 500 steps). The
+// loader takes up the first file in name order first, which is the lowest rank's in the usual
+// naming: every other rank waits for it to have found its steps (it does so early, while the other
+// files are still being read) and keeps the lanes of the step of the lowest rank seen so far. A rank
+// digested before a lower one turned up is read again if it lacks the chosen step's lanes.
 struct OverviewStepGuess {
   std::mutex mutex;
+  std::condition_variable first_file_known;
+  bool first_file_done = false;
   bool any = false;
   int32_t lowest_rank = 0;
   int64_t step = -1;
+
+  void firstFileDone() {
+    {
+      std::lock_guard lock(mutex);
+      first_file_done = true;
+    }
+    first_file_known.notify_all();
+  }
+  // The step whose lanes rank `rank` keeps, once it has found its own median `own_step`.
+  int64_t stepFor(int32_t rank, int64_t own_step, size_t file) {
+    std::unique_lock lock(mutex);
+    if (!any || rank < lowest_rank) any = true, lowest_rank = rank, step = own_step;
+    if (file == 0) {
+      first_file_done = true;
+      lock.unlock();
+      first_file_known.notify_all();
+      return own_step;
+    }
+    first_file_known.wait(lock, [this] { return first_file_done; });
+    return step;
+  }
 };
 
 // A rank digested on its own, as it is loaded: on its own clock, over its own steps, with --compat
 // hta's filter of its own step names. Leaves `rank` as it was.
-RankDigest digestAlone(model::RankTrace& rank, const SessionOptions& options, OverviewStepGuess& guess) {
+RankDigest digestAlone(model::RankTrace& rank, size_t file, const SessionOptions& options, OverviewStepGuess& guess) {
   model::RunTrace alone;
   alone.ranks.push_back(std::move(rank));
   AnalysisInput input{alone, options.analysis, {}, "none", {}};
@@ -66,16 +92,8 @@ RankDigest digestAlone(model::RankTrace& rank, const SessionOptions& options, Ov
   input.time_sets.push_back(gpuTimeSetsOf(alone.ranks[0]));
   std::vector<StepWindow> windows = input.windowsOf(0);
   const StepWindow* own = overviewWindowOf(windows);
-  int64_t own_step = own != nullptr ? own->number : -1, lowest_step = own_step;
-  {
-    std::lock_guard lock(guess.mutex);
-    if (!guess.any || alone.ranks[0].rank < guess.lowest_rank) {
-      guess.any = true, guess.lowest_rank = alone.ranks[0].rank, guess.step = own_step;
-    }
-    lowest_step = guess.step;
-  }
-  RankDigest digest =
-      digestRank(input, 0, std::nullopt, [&](int64_t step) { return step == own_step || step == lowest_step; });
+  int64_t shown_step = guess.stepFor(alone.ranks[0].rank, own != nullptr ? own->number : -1, file);
+  RankDigest digest = digestRank(input, 0, std::nullopt, [&](int64_t step) { return step == shown_step; });
   rank = std::move(alone.ranks[0]);
   return digest;
 }
@@ -167,9 +185,12 @@ Session::Session(SessionOptions options)
               load_options.threads = options.jobs;
               load_options.ranks = options.selection.ranks;
               load_options.progress = options.progress;
-              load_options.reduce = [&](model::RankTrace& rank) {
+              load_options.file_done = [&](size_t file) {
+                if (file == 0) guess.firstFileDone();
+              };
+              load_options.reduce = [&](model::RankTrace& rank, size_t file) {
                 std::optional<RankDigest> digest;
-                if (!options.selection.window) digest = digestAlone(rank, options, guess);
+                if (!options.selection.window) digest = digestAlone(rank, file, options, guess);
                 reduceToSkeleton(rank);
 #ifdef __GLIBC__
                 // glibc keeps freed events in its heap (its mmap threshold grows after the first large
@@ -226,19 +247,20 @@ void Session::prepare() {
   if (clock_ && !options_.selection.window) input_.collective_index = clock_->matches;
   input_.options.steps = options_.selection.steps;
   findSteps(input_);
+  // The step the overview shows: the first rank's median window (its only one without steps).
+  int64_t overview_step = -1;
+  if (!run_.ranks.empty() && !input_.steps[0].empty()) overview_step = overviewWindowOf(input_.steps[0])->number;
+  auto shown = [overview_step](int64_t step) { return step == overview_step; };
   if (!digested_) {
     input_.time_sets.reserve(run_.ranks.size());
     for (const auto& rank : run_.ranks) input_.time_sets.push_back(gpuTimeSetsOf(rank));
     digests_.reserve(run_.ranks.size());
-    for (size_t r = 0; r < run_.ranks.size(); ++r) digests_.push_back(digestRank(input_, r));
+    for (size_t r = 0; r < run_.ranks.size(); ++r) digests_.push_back(digestRank(input_, r, std::nullopt, shown));
   } else {
     // Each digest made while loading holds if what it assumed is what the whole run says.
     std::optional<bool> hta_filter;
     if (input_.options.hta_compat) hta_filter = htaStepFilterApplied(run_, input_.options.include_last_step);
     digests_.resize(run_.ranks.size());
-    // The step the overview shows: the first rank's median window (its only one without steps).
-    int64_t overview_step = -1;
-    if (!run_.ranks.empty() && !input_.steps[0].empty()) overview_step = overviewWindowOf(input_.steps[0])->number;
     std::vector<size_t> again;
     for (size_t r = 0; r < run_.ranks.size(); ++r) {
       auto it = early_digests_.find(run_.ranks[r].path);
@@ -264,7 +286,7 @@ void Session::prepare() {
     early_digests_.clear();
     auto again_started = std::chrono::steady_clock::now();
     double again_cpu_started = processCpuSeconds();
-    digestAgain(again, hta_filter);
+    digestAgain(again, hta_filter, shown);
     again_s = secondsSince(again_started);
     again_cpu_s = processCpuSeconds() - again_cpu_started;
     phase_times_.per_rank_s += again_s;
@@ -280,7 +302,8 @@ void Session::prepare() {
 
 // The ranks whose early digests did not hold, read again and digested now that their clock, steps
 // and --window are known.
-void Session::digestAgain(const std::vector<size_t>& ranks, std::optional<bool> hta_filter) {
+void Session::digestAgain(const std::vector<size_t>& ranks, std::optional<bool> hta_filter,
+                          const std::function<bool(int64_t)>& keep_lanes) {
   if (ranks.empty()) return;
   std::optional<Interval> kept = window();
   std::vector<uint64_t> outside(ranks.size(), 0);
@@ -296,7 +319,7 @@ void Session::digestAgain(const std::vector<size_t>& ranks, std::optional<bool> 
     if (kept) outside[i] = alone.keepWindow(kept->start, kept->end);
     AnalysisInput input{alone, input_.options, {input_.steps[r]}, input_.step_source, {}};
     input.time_sets.push_back(gpuTimeSetsOf(rank));
-    digests_[r] = digestRank(input, 0, hta_filter);
+    digests_[r] = digestRank(input, 0, hta_filter, keep_lanes);
     reduceToSkeleton(rank);
     skeleton.activities = std::move(rank.activities);
   });

@@ -96,7 +96,8 @@ class Session {
   struct Loaded;
   Session(Loaded loaded, SessionOptions options);
   void prepare();
-  void digestAgain(const std::vector<size_t>& ranks, std::optional<bool> hta_filter);
+  void digestAgain(const std::vector<size_t>& ranks, std::optional<bool> hta_filter,
+                   const std::function<bool(int64_t)>& keep_lanes);
 
   SessionOptions options_;
   model::RunTrace run_;

@@ -424,7 +424,7 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
         loaded[i].stats = std::exchange(rank.stats, {});
         // A PyTorch-profiler trace without a rank gets one below, once all are read.
         if (wanted.empty() || wanted.contains(rank.rank) || rank.rank < 0) {
-          if (options.reduce) options.reduce(rank);
+          if (options.reduce) options.reduce(rank, i);
           loaded[i].rank = std::move(rank);
         }
       } catch (const std::bad_alloc&) {
@@ -433,6 +433,7 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
       } catch (const std::exception& e) {
         loaded[i].error = e.what();
       }
+      if (options.file_done) options.file_done(i);
       if (options.progress) options.progress(++done, set.files.size());
     }
   };

@@ -26,6 +26,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "analyzer/analysis/session.h"
@@ -50,10 +51,31 @@ struct Options {
   std::vector<unsigned> jobs{1, 2};
 };
 
+uint64_t kernelNs(int rank, int k) {
+  return 15'000 + static_cast<uint64_t>((k * 7919 + rank * 13) % 10'000);
+}
+uint64_t arrivalSkewNs(int rank) {
+  return static_cast<uint64_t>((rank * 37) % 50) * 1000;
+}
+
+// How long after a step began the last rank of `world` enters the all-reduce (rank r starts the
+// first step r microseconds late, the others together).
+uint64_t lastArrivalNs(int world, bool first_step) {
+  uint64_t last = 0;
+  for (int r = 0; r < world; ++r) {
+    uint64_t at = (first_step ? static_cast<uint64_t>(r) * 1000 : 0) + 4 * 4'000 + arrivalSkewNs(r);
+    for (int k = 0; k < kKernelsPerStep; ++k) at += kernelNs(r, k) + 2'000;
+    last = std::max(last, at);
+  }
+  return last;
+}
+
 // One rank of a data-parallel run: steps of ~1000 kernels with their launches, a few copies, a
 // gradient all-reduce (kernel + NCCL operation), a ProfilerStep range and memory churn. Returns the
-// records written.
-uint64_t writeRank(const std::filesystem::path& dir, int rank, int world, uint64_t events) {
+// records written. Every rank's all-reduce ends at the same time (`last_arrival` after the step
+// began, of the first step and of the others, plus the transfer), as a real one does, so one clock serves all hosts.
+uint64_t writeRank(const std::filesystem::path& dir, int rank, int world, uint64_t events,
+                   std::pair<uint64_t, uint64_t> last_arrival) {
   TraceWriter writer(std::make_unique<FileSink>((dir / traceFileName(rank, "", 0)).string()));
   FileHeader h;
   h.run_id = "benchmark";
@@ -84,14 +106,15 @@ uint64_t writeRank(const std::filesystem::path& dir, int rank, int world, uint64
   StringId step_name_domain = writer.intern("PyTorch");
 
   uint64_t written = 1;
-  uint64_t now = kStartNs + static_cast<uint64_t>(rank) * 1000;
+  uint64_t step_begun = kStartNs;  // when the step began on the earliest rank
+  uint64_t now = step_begun + static_cast<uint64_t>(rank) * 1000;
   uint32_t correlation = 1;
   const uint64_t records_per_step = 2 * kKernelsPerStep + 4 + 3 + 1 + 2;
   const uint64_t steps = std::max<uint64_t>(1, events / records_per_step);
   for (uint64_t step = 0; step < steps; ++step) {
     uint64_t step_start = now;
     for (int k = 0; k < kKernelsPerStep; ++k) {
-      uint64_t duration = 15'000 + static_cast<uint64_t>((k * 7919 + rank * 13) % 10'000);
+      uint64_t duration = kernelNs(rank, k);
       writer.add(ApiCallRecord{now - 8'000, now - 5'000, ApiDomain::kRuntime, 211, 1, correlation, 0, 0});
       KernelRecord kernel;
       kernel.start_ns = now;
@@ -122,8 +145,8 @@ uint64_t writeRank(const std::filesystem::path& dir, int rank, int world, uint64
       now += 4'000;
       ++written;
     }
-    uint64_t start = now + static_cast<uint64_t>((rank * 37) % 50) * 1000;
-    uint64_t end = start + 1'000'000 + 50'000;
+    uint64_t start = now + arrivalSkewNs(rank);
+    uint64_t end = step_begun + (step == 0 ? last_arrival.first : last_arrival.second) + 1'000'000 + 50'000;
     writer.add(ApiCallRecord{now - 5'000, now - 2'000, ApiDomain::kRuntime, 211, 1, correlation, 0, 0});
     KernelRecord nccl;
     nccl.start_ns = start;
@@ -149,6 +172,7 @@ uint64_t writeRank(const std::filesystem::path& dir, int rank, int world, uint64
     op.operation_id = step + 1;
     writer.add(op);
     now = end + 10'000;
+    step_begun = now;
     NvtxEventRecord range;
     range.kind = NvtxEventKind::kRange;
     range.start_ns = step_start;
@@ -210,11 +234,13 @@ int main(int argc, char** argv) {
   auto generation_start = std::chrono::steady_clock::now();
   std::atomic<int> next{0};
   std::atomic<uint64_t> records{0};
+  const std::pair<uint64_t, uint64_t> last_arrival{lastArrivalNs(options.ranks, true),
+                                                   lastArrivalNs(options.ranks, false)};
   std::vector<std::thread> writers;
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   for (unsigned w = 0; w < cores; ++w) {
     writers.emplace_back([&] {
-      for (int r = next++; r < options.ranks; r = next++) records += writeRank(options.dir, r, options.ranks, options.events);
+      for (int r = next++; r < options.ranks; r = next++) records += writeRank(options.dir, r, options.ranks, options.events, last_arrival);
     });
   }
   for (auto& w : writers) w.join();
