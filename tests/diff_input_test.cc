@@ -101,8 +101,11 @@ TEST_CASE("diff: a finding is the same finding when only its measurements change
   // Runs of other ranks: rank numbers and rank lists are masked, the rest of the identity kept.
   using gpuxray::compare::RankNumbers;
   CHECK(findingKey(rank4, RankNumbers::kIgnored) == findingKey(rank5, RankNumbers::kIgnored));
-  gpuxray::report::Finding stage{"pipeline_bubbles", gpuxray::report::Severity::kWarning, 0,
-                                 "pipeline stage 1 (ranks 8, 9, 10-15) is the slowest: 1.11x the mean compute", {}};
+  gpuxray::report::Finding stage{"pipeline_bubbles",
+                                 gpuxray::report::Severity::kWarning,
+                                 0,
+                                 "pipeline stage 1 (ranks 8, 9, 10-15) is the slowest: 1.11x the mean compute",
+                                 {}};
   gpuxray::report::Finding wider = stage;
   wider.summary = "pipeline stage 1 (ranks 16-31) is the slowest: 1.20x the mean compute";
   CHECK(findingKey(stage, RankNumbers::kIgnored) == findingKey(wider, RankNumbers::kIgnored));

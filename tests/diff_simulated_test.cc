@@ -187,13 +187,13 @@ TEST_CASE("diff: the straggler removed: its finding resolved, the wait it caused
   CHECK(top["change"] == "changed");
   // Its kernels took 1.3x: the others waited about a third of its step per step; after, microseconds.
   CHECK(top["before"]["wait_caused_per_step_ns"].get<double>() > 1e8);
-  CHECK(top["after"]["wait_caused_per_step_ns"].get<double>() < 0.01 * top["before"]["wait_caused_per_step_ns"].get<double>());
+  CHECK(top["after"]["wait_caused_per_step_ns"].get<double>() <
+        0.01 * top["before"]["wait_caused_per_step_ns"].get<double>());
   auto straggler_findings = [](const nlohmann::json& diff, const std::string& status) {
     int n = 0;
     for (const auto& f : diff["findings"]) {
       const auto& text = f[status == "new" ? "after" : "before"];
-      if (f["status"] == status && f["analysis"] == "stragglers" && text.get<std::string>().starts_with("rank "))
-        ++n;
+      if (f["status"] == status && f["analysis"] == "stragglers" && text.get<std::string>().starts_with("rank ")) ++n;
     }
     return n;
   };

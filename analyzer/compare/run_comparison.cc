@@ -93,7 +93,10 @@ std::string withoutRankNumbers(const std::string& s) {
     size_t j = after + 1;
     while (true) {
       while (digit(j)) ++j;
-      size_t separator = s.compare(j, 2, ", ") == 0 ? 2 : s.compare(j, 1, "-") == 0 ? 1 : s.compare(j, 5, " and ") == 0 ? 5 : 0;
+      size_t separator = s.compare(j, 2, ", ") == 0      ? 2
+                         : s.compare(j, 1, "-") == 0     ? 1
+                         : s.compare(j, 5, " and ") == 0 ? 5
+                                                         : 0;
       if (separator == 0 || !digit(j + separator)) break;
       j += separator;
     }
@@ -124,16 +127,17 @@ std::string findingKey(const report::Finding& finding, RankNumbers ranks) {
     while (j > i && (s[j - 1] == ',' || s[j - 1] == '.')) --j;
     // A unit goes with its number ("986 ms" and "1.01 s" are one measurement); a count keeps its noun
     // ("last into 1182 of 1251 collectives", "(data, 8 ranks)").
-    static constexpr std::string_view kUnits[] = {" ns",  " us",  " µs",  " ms",   " s",    " B",    " KiB",
-                                                  " MiB", " GiB", " TiB", " B/s",  " kB/s", " MB/s", " GB/s",
-                                                  " TB/s", " %",  "%",    "x"};
+    static constexpr std::string_view kUnits[] = {" ns",   " us",   " µs",   " ms",  " s",   " B",
+                                                  " KiB",  " MiB",  " GiB",  " TiB", " B/s", " kB/s",
+                                                  " MB/s", " GB/s", " TB/s", " %",   "%",    "x"};
     static constexpr std::string_view kCounted[] = {" of ", " collectives", " ranks"};
     auto ends_word = [&](size_t at) {
       return at >= s.size() || !(std::isalnum(static_cast<unsigned char>(s[at])) || s[at] == '/');
     };
     size_t unit_end = j;
     for (std::string_view unit : kUnits) {
-      if (s.compare(j, unit.size(), unit) == 0 && ends_word(j + unit.size())) unit_end = std::max(unit_end, j + unit.size());
+      if (s.compare(j, unit.size(), unit) == 0 && ends_word(j + unit.size()))
+        unit_end = std::max(unit_end, j + unit.size());
     }
     bool counted = std::any_of(std::begin(kCounted), std::end(kCounted),
                                [&](std::string_view noun) { return s.compare(j, noun.size(), noun) == 0; });
@@ -205,6 +209,10 @@ std::string rankList(const std::vector<int32_t>& ranks) {
   return out;
 }
 
+std::set<int32_t> rankSet(const report::Report& report) {
+  return {report.run.ranks.begin(), report.run.ranks.end()};
+}
+
 void matchRanks(const ComparisonSide& before, const ComparisonSide& after, RunComparison& out) {
   for (const ComparisonSide* side : {&before, &after}) {
     const auto& run = side->report.run;
@@ -219,8 +227,7 @@ void matchRanks(const ComparisonSide& before, const ComparisonSide& after, RunCo
                                          missing.size() == 1 ? "rank" : "ranks", rankList(missing)));
     }
   }
-  std::set<int32_t> b(before.report.run.ranks.begin(), before.report.run.ranks.end());
-  std::set<int32_t> a(after.report.run.ranks.begin(), after.report.run.ranks.end());
+  std::set<int32_t> b = rankSet(before.report), a = rankSet(after.report);
   std::vector<int32_t> only_before, only_after;
   std::set_difference(b.begin(), b.end(), a.begin(), a.end(), std::back_inserter(only_before));
   std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(only_after));
@@ -388,9 +395,7 @@ MemorySide memorySideOf(const report::Report& report) {
 
 void compareFindings(const ComparisonSide& before, const ComparisonSide& after, RunComparison& out) {
   // Rank numbers identify the same GPU only when both runs number the same ranks.
-  std::set<int32_t> b(before.report.run.ranks.begin(), before.report.run.ranks.end());
-  std::set<int32_t> a(after.report.run.ranks.begin(), after.report.run.ranks.end());
-  RankNumbers ranks = a == b ? RankNumbers::kCompared : RankNumbers::kIgnored;
+  RankNumbers ranks = rankSet(before.report) == rankSet(after.report) ? RankNumbers::kCompared : RankNumbers::kIgnored;
   if (ranks == RankNumbers::kIgnored) {
     auto names_rank = [](const report::Finding& f) { return withoutRankNumbers(f.summary) != f.summary; };
     if (std::any_of(before.report.findings.begin(), before.report.findings.end(), names_rank) ||
