@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   commands.emplace_back("info", gpuxray::cli::addInfoCommand(app));
   commands.emplace_back("analyze", gpuxray::cli::addAnalyzeCommand(app));
   commands.emplace_back("diff", gpuxray::cli::addDiffCommand(app));
+  commands.emplace_back("digest", gpuxray::cli::addDigestCommand(app));
   commands.emplace_back("report", gpuxray::cli::addReportCommand(app));
   commands.emplace_back("run", gpuxray::cli::addRunCommand(app));
   commands.emplace_back("simulate", gpuxray::cli::addSimulateCommand(app));

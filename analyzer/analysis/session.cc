@@ -11,12 +11,14 @@
 #endif
 #include <ctime>
 #include <exception>
+#include <filesystem>
 #include <limits>
 #include <mutex>
 #include <thread>
 #include <utility>
 
 #include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/digest_file.h"
 #include "analyzer/analysis/step_overview.h"
 #include "analyzer/analysis/steps.h"
 #include "analyzer/errors.h"
@@ -26,13 +28,70 @@
 namespace gpuxray::analysis {
 namespace {
 
-model::RunTrace loadSelected(const SessionOptions& options) {
+// The digests a session may take instead of digesting ranks itself, by the rank's trace: those made
+// as the ranks were loaded and those read from digest files.
+struct EarlyDigests {
+  std::mutex mutex;
+  std::map<std::string, RankDigest> digests;
+  // Ranks read from digest files: the digest file, and why its digest was not taken.
+  std::map<std::string, std::string> files, not_taken;
+};
+
+std::string digestOptionsOf(const SessionOptions& options) {
+  AnalysisOptions analysis = options.analysis;
+  analysis.steps = options.selection.steps;
+  return digestOptionsText(analysis, options.comm_kernels);
+}
+
+// A digest file, for load::LoadOptions::read_digest: the rank's skeleton and its loading's warning
+// lines, and its digest when it was made with these options and no --window asks for the events
+// again. With keep_events, the rank's trace instead.
+model::RankTrace readDigest(const std::string& path, std::vector<std::string>& warnings, const SessionOptions& options,
+                            EarlyDigests& early) {
+  DigestFile file = readDigestFile(path);
+  model::RankTrace& rank = file.skeleton;
+  // Where the trace is read again from: as it was named when the digest was made, or absolute
+  // (the digests are read from another directory).
+  std::error_code error;
+  if (!std::filesystem::exists(rank.path, error) && std::filesystem::exists(file.header.source_absolute_path, error))
+    rank.path = file.header.source_absolute_path;
+  if (options.keep_events) {
+    try {
+      return load::loadTraceFile(rank.path, warnings);
+    } catch (const std::exception& e) {
+      throw InputError(
+          fmt::format("{}: this command needs the rank's events (a timeline, --critical-path), and its "
+                      "trace cannot be read: {}",
+                      path, e.what()));
+    }
+  }
+  for (const auto& line : rank.stats.lines()) warnings.push_back(line.text);
+  std::string why;
+  if (options.selection.window) {
+    why = "--window";
+  } else if (std::string here = digestOptionsOf(options); file.header.options != here) {
+    why = fmt::format("it was made with other analysis options: {}; here: {}", file.header.options, here);
+  }
+  std::lock_guard lock(early.mutex);
+  early.files[rank.path] = path;
+  if (why.empty()) {
+    early.digests.emplace(rank.path, std::move(file.digest));
+  } else {
+    early.not_taken[rank.path] = why;
+  }
+  return std::move(rank);
+}
+
+load::LoadOptions loadOptionsOf(const SessionOptions& options, EarlyDigests& early) {
   load::LoadOptions load_options;
   load_options.allow_mixed_runs = options.allow_mixed_runs;
   load_options.threads = options.jobs;
   load_options.ranks = options.selection.ranks;
   load_options.progress = options.progress;
-  return load::loadRun(options.paths, load_options);
+  load_options.read_digest = [&options, &early](const std::string& path, std::vector<std::string>& warnings) {
+    return readDigest(path, warnings, options, early);
+  };
+  return load_options;
 }
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
@@ -156,11 +215,50 @@ report::RunSummary summarize(const AnalysisInput& input) {
   return summary;
 }
 
+// The per-rank phase: each rank digested as it is loaded (unless --window: its digest waits for the
+// window) and left its skeleton; `keep` takes the digest.
+model::RunTrace loadDigested(const SessionOptions& options, EarlyDigests& early,
+                             const std::function<void(model::RankTrace&, std::optional<RankDigest>)>& keep) {
+  // An invalid --step-marker is a usage error before any file is read.
+  model::RunTrace none;
+  AnalysisInput probe{none, options.analysis, {}, "none", {}};
+  findSteps(probe);
+  OverviewStepGuess guess;
+  load::LoadOptions load_options = loadOptionsOf(options, early);
+  load_options.file_done = [&](size_t file) {
+    if (file == 0) guess.firstFileDone();
+  };
+  load_options.reduce = [&](model::RankTrace& rank, size_t file) {
+    std::optional<RankDigest> digest;
+    if (!options.selection.window) digest = digestAlone(rank, file, options, guess);
+    reduceToSkeleton(rank);
+#ifdef __GLIBC__
+    // glibc keeps freed events in its heap (its mmap threshold grows after the first large free):
+    // give them back, so that memory does not grow with the ranks read.
+    malloc_trim(0);
+#endif
+    keep(rank, std::move(digest));
+  };
+  return load::loadRun(options.paths, load_options);
+}
+
 }  // namespace
+
+model::RunTrace digestRanks(
+    const SessionOptions& options,
+    const std::function<void(const model::RankTrace& skeleton, const RankDigest& digest)>& digested) {
+  SessionOptions per_rank = options;
+  per_rank.keep_events = false;
+  per_rank.selection.window.reset();
+  EarlyDigests early;
+  return loadDigested(per_rank, early,
+                      [&](model::RankTrace& rank, std::optional<RankDigest> digest) { digested(rank, *digest); });
+}
 
 struct Session::Loaded {
   model::RunTrace run;
   std::map<std::string, RankDigest> digests;  // without keep_events, by file
+  std::map<std::string, std::string> digest_files, digests_not_taken;
   double seconds = 0, cpu_seconds = 0;
   bool digested = false;
 };
@@ -171,37 +269,18 @@ Session::Session(SessionOptions options)
             auto started = std::chrono::steady_clock::now();
             double cpu_started = processCpuSeconds();
             Loaded loaded;
+            EarlyDigests early;
             if (options.keep_events) {
-              loaded.run = loadSelected(options);
+              loaded.run = load::loadRun(options.paths, loadOptionsOf(options, early));
             } else {
-              // An invalid --step-marker is a usage error before any file is read.
-              model::RunTrace none;
-              AnalysisInput probe{none, options.analysis, {}, "none", {}};
-              findSteps(probe);
-              std::mutex mutex;
-              OverviewStepGuess guess;
-              load::LoadOptions load_options;
-              load_options.allow_mixed_runs = options.allow_mixed_runs;
-              load_options.threads = options.jobs;
-              load_options.ranks = options.selection.ranks;
-              load_options.progress = options.progress;
-              load_options.file_done = [&](size_t file) {
-                if (file == 0) guess.firstFileDone();
-              };
-              load_options.reduce = [&](model::RankTrace& rank, size_t file) {
-                std::optional<RankDigest> digest;
-                if (!options.selection.window) digest = digestAlone(rank, file, options, guess);
-                reduceToSkeleton(rank);
-#ifdef __GLIBC__
-                // glibc keeps freed events in its heap (its mmap threshold grows after the first large
-                // free): give them back, so that memory does not grow with the ranks read.
-                malloc_trim(0);
-#endif
+              loaded.run = loadDigested(options, early, [&](model::RankTrace& rank, std::optional<RankDigest> digest) {
                 if (!digest) return;
-                std::lock_guard lock(mutex);
-                loaded.digests.emplace(rank.path, std::move(*digest));
-              };
-              loaded.run = load::loadRun(options.paths, load_options);
+                std::lock_guard lock(early.mutex);
+                early.digests.emplace(rank.path, std::move(*digest));
+              });
+              loaded.digests = std::move(early.digests);
+              loaded.digest_files = std::move(early.files);
+              loaded.digests_not_taken = std::move(early.not_taken);
               loaded.digested = true;
             }
             loaded.seconds = secondsSince(started);
@@ -212,13 +291,15 @@ Session::Session(SessionOptions options)
 }
 
 Session::Session(model::RunTrace run, SessionOptions options)
-    : Session(Loaded{std::move(run), {}, 0, 0, false}, std::move(options)) {}
+    : Session(Loaded{std::move(run), {}, {}, {}, 0, 0, false}, std::move(options)) {}
 
 Session::Session(Loaded loaded, SessionOptions options)
     : options_(std::move(options)),
       run_(std::move(loaded.run)),
       input_{run_, options_.analysis, {}, "none", {}},
       early_digests_(std::move(loaded.digests)),
+      digest_files_(std::move(loaded.digest_files)),
+      digests_not_taken_(std::move(loaded.digests_not_taken)),
       digested_(loaded.digested) {
   phase_times_.per_rank_s = loaded.seconds;
   phase_times_.per_rank_cpu_s = loaded.cpu_seconds;
@@ -262,31 +343,45 @@ void Session::prepare() {
     if (input_.options.hta_compat) hta_filter = htaStepFilterApplied(run_, input_.options.include_last_step);
     digests_.resize(run_.ranks.size());
     std::vector<size_t> again;
+    std::vector<std::string> why;
     for (size_t r = 0; r < run_.ranks.size(); ++r) {
-      auto it = early_digests_.find(run_.ranks[r].path);
-      bool valid = it != early_digests_.end() && (!clock_ || clock_->rank_clocks[r].pureOffset());
-      if (valid) {
+      const std::string& path = run_.ranks[r].path;
+      auto it = early_digests_.find(path);
+      std::string not_valid;
+      if (it == early_digests_.end()) {
+        auto not_taken = digests_not_taken_.find(path);
+        not_valid = not_taken != digests_not_taken_.end() ? not_taken->second : "no digest";
+      } else if (clock_ && !clock_->rank_clocks[r].pureOffset()) {
+        not_valid = "its clock drifts against the other ranks'";
+      } else {
         RankDigest& digest = it->second;
         digest.shift(run_.ranks[r].clock_offset_ns);
         std::vector<StepWindow> windows =
             input_.steps[r].empty() ? std::vector<StepWindow>{{-1, digest.gpu_span}} : input_.steps[r];
-        valid = sameWindows(digest.windows, windows) && (!hta_filter || digest.hta->filter_applied == *hta_filter);
         auto overview = [overview_step](const auto& w) { return w.number == overview_step; };
         bool shows = std::any_of(windows.begin(), windows.end(), overview);
         bool has_lanes = std::any_of(digest.step_lanes.begin(), digest.step_lanes.end(),
                                      [overview_step](const RankStepLanes& l) { return l.step == overview_step; });
-        if (shows && !has_lanes) valid = false;
+        if (!sameWindows(digest.windows, windows)) {
+          not_valid = "its steps differ from those found across the ranks";
+        } else if (hta_filter && digest.hta->filter_applied != *hta_filter) {
+          not_valid = "--compat hta's step filter differs across the ranks";
+        } else if (shows && !has_lanes) {
+          not_valid = "it lacks the step overview's lanes of the step shown";
+        }
       }
-      if (valid) {
+      if (not_valid.empty()) {
         digests_[r] = std::move(it->second);
+        if (digest_files_.contains(path)) run_.stats.add(report::Stat::digests_used);
       } else {
         again.push_back(r);
+        why.push_back(std::move(not_valid));
       }
     }
     early_digests_.clear();
     auto again_started = std::chrono::steady_clock::now();
     double again_cpu_started = processCpuSeconds();
-    digestAgain(again, hta_filter, shown);
+    digestAgain(again, why, hta_filter, shown);
     again_s = secondsSince(again_started);
     again_cpu_s = processCpuSeconds() - again_cpu_started;
     phase_times_.per_rank_s += again_s;
@@ -302,8 +397,8 @@ void Session::prepare() {
 
 // The ranks whose early digests did not hold, read again and digested now that their clock, steps
 // and --window are known.
-void Session::digestAgain(const std::vector<size_t>& ranks, std::optional<bool> hta_filter,
-                          const std::function<bool(int64_t)>& keep_lanes) {
+void Session::digestAgain(const std::vector<size_t>& ranks, const std::vector<std::string>& why,
+                          std::optional<bool> hta_filter, const std::function<bool(int64_t)>& keep_lanes) {
   if (ranks.empty()) return;
   std::optional<Interval> kept = window();
   std::vector<uint64_t> outside(ranks.size(), 0);
@@ -312,7 +407,14 @@ void Session::digestAgain(const std::vector<size_t>& ranks, std::optional<bool> 
     model::RankTrace& skeleton = run_.ranks[r];
     std::vector<std::string> ignored;  // reported when the file was first read
     model::RunTrace alone;
-    alone.ranks.push_back(load::loadTraceFile(skeleton.path, ignored));
+    try {
+      alone.ranks.push_back(load::loadTraceFile(skeleton.path, ignored));
+    } catch (const std::exception& e) {
+      auto file = digest_files_.find(skeleton.path);
+      if (file == digest_files_.end()) throw;
+      throw InputError(fmt::format("{}: the digest cannot serve ({}), and the rank's trace cannot be read: {}",
+                                   file->second, why[i], e.what()));
+    }
     model::RankTrace& rank = alone.ranks.front();
     rank.rank = skeleton.rank;
     if (clock_) applyClock(clock_->rank_clocks[r], rank);

@@ -48,6 +48,8 @@ struct SessionOptions {
   AnalysisOptions analysis;
   // Keep every rank's events (for the timeline); false: only the ranks' skeletons and digests.
   bool keep_events = true;
+  // --comm-kernel's patterns as given (what a digest file made with them says, digest_file.h).
+  std::vector<std::string> comm_kernels;
 };
 
 // What the two phases took (for the figures).
@@ -58,6 +60,13 @@ struct PhaseTimes {
   size_t ranks_read_again = 0;
   size_t digest_bytes = 0;  // all digests, roughly
 };
+
+// The per-rank phase alone (`gpuxray digest`): loads the files under options.paths and hands each
+// rank's skeleton (with the stats its loading counted) and its digest, made as in a session without
+// keep_events, to `digested`, from the worker that made them. Returns the run of skeletons.
+model::RunTrace digestRanks(
+    const SessionOptions& options,
+    const std::function<void(const model::RankTrace& skeleton, const RankDigest& digest)>& digested);
 
 class Session {
  public:
@@ -96,8 +105,9 @@ class Session {
   struct Loaded;
   Session(Loaded loaded, SessionOptions options);
   void prepare();
-  void digestAgain(const std::vector<size_t>& ranks, std::optional<bool> hta_filter,
-                   const std::function<bool(int64_t)>& keep_lanes);
+  // `why`: per rank, why its digest does not hold (named when a digest file's trace cannot be read).
+  void digestAgain(const std::vector<size_t>& ranks, const std::vector<std::string>& why,
+                   std::optional<bool> hta_filter, const std::function<bool(int64_t)>& keep_lanes);
 
   SessionOptions options_;
   model::RunTrace run_;
@@ -106,6 +116,8 @@ class Session {
   std::vector<RankDigest> digests_;
   // Without keep_events: the digests made while loading, by file.
   std::map<std::string, RankDigest> early_digests_;
+  // Ranks read from digest files: their trace -> the digest file, and why a digest was not taken.
+  std::map<std::string, std::string> digest_files_, digests_not_taken_;
   bool digested_ = false;
   mutable PhaseTimes phase_times_;
   int64_t window_origin_ns_ = 0;

@@ -78,6 +78,7 @@ ExitCode analyze(const AnalyzeOptions& options) {
   session_options.analysis.hta_compat = options.compat == "hta";
   session_options.analysis.include_last_step = options.include_last_step;
   session_options.analysis.critical_path = options.critical_path;
+  session_options.comm_kernels = options.comm_kernels;
   // Only the timeline and the critical path (not yet split in two phases) need every event: without them
   // each rank is digested as it is read.
   session_options.keep_events = options.timeline.wanted() || options.critical_path;

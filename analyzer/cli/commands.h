@@ -21,6 +21,7 @@ using CommandAction = std::function<ExitCode()>;
 CommandAction addInfoCommand(CLI::App& app);
 CommandAction addAnalyzeCommand(CLI::App& app);
 CommandAction addDiffCommand(CLI::App& app);
+CommandAction addDigestCommand(CLI::App& app);
 CommandAction addRunCommand(CLI::App& app);
 CommandAction addSimulateCommand(CLI::App& app);
 CommandAction addPlanCommand(CLI::App& app);

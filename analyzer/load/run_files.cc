@@ -33,7 +33,8 @@ TraceFileSet discoverTraceFiles(const std::vector<std::string>& paths) {
     for (; !error && entries != fs::directory_iterator(); entries.increment(error)) {
       const fs::directory_entry& entry = *entries;
       std::string name = entry.path().string();
-      bool native = entry.path().extension() == format::kTraceFileExtension;
+      bool native =
+          entry.path().extension() == format::kTraceFileExtension || entry.path().extension() == kDigestFileExtension;
       if (!native && !isKinetoTraceName(name)) continue;
       std::error_code entry_error;
       fs::file_status entry_status = entry.status(entry_error);
@@ -53,8 +54,10 @@ TraceFileSet discoverTraceFiles(const std::vector<std::string>& paths) {
     if (error) throw InputError(fmt::format("{}: cannot list directory: {}", path, error.message()));
     if (found.empty()) found = std::move(kineto);
     if (found.empty()) {
-      throw InputError(fmt::format("{}: no trace files in this directory (gpuxray's *.gpuxray, or PyTorch-profiler "
-                                   "*.json / *.json.gz)", path));
+      throw InputError(
+          fmt::format("{}: no trace files in this directory (gpuxray's *.gpuxray, its digests "
+                      "*.gxdigest, or PyTorch-profiler *.json / *.json.gz)",
+                      path));
     }
     std::sort(found.begin(), found.end());
     files.insert(files.end(), found.begin(), found.end());

@@ -2,12 +2,17 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analyzer/model/run_trace.h"
 #include "proto/records.h"
 
 namespace gpuxray::load {
+
+// A rank's digest (`gpuxray digest`, analysis/digest_file.h): found with the traces, read by the
+// session's LoadOptions::read_digest.
+inline constexpr std::string_view kDigestFileExtension = ".gxdigest";
 
 struct TraceFileSet {
   std::vector<std::string> files;
@@ -18,8 +23,8 @@ struct TraceFileSet {
   report::Stats stats;  // the warnings' stats
 };
 
-// Files as given; directories contribute their *.gpuxray files (not recursively), sorted by name, or
-// when they hold none, their PyTorch-profiler traces (*.json, *.json.gz); entries that are not regular
+// Files as given; directories contribute their *.gpuxray and *.gxdigest files (not recursively), sorted
+// by name, or when they hold none, their PyTorch-profiler traces (*.json, *.json.gz); entries that are not regular
 // files are skipped with a warning. Throws InputError for a path that does not exist or a directory
 // without trace files.
 TraceFileSet discoverTraceFiles(const std::vector<std::string>& paths);

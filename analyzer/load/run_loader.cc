@@ -6,6 +6,7 @@
 #include <atomic>
 #include <exception>
 #include <limits>
+#include <map>
 #include <new>
 #include <optional>
 #include <set>
@@ -410,6 +411,7 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
     std::vector<std::string> warnings;
     report::Stats stats;
     std::string error;
+    bool digest = false;
   };
   std::vector<Loaded> loaded(set.files.size());
   std::set<int32_t> wanted(options.ranks.begin(), options.ranks.end());
@@ -420,12 +422,18 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
     for (size_t i = next++; i < set.files.size(); i = next++) {
       try {
         const std::string& path = set.files[i];
-        model::RankTrace rank = loadTraceFile(path, loaded[i].warnings);
-        loaded[i].stats = std::exchange(rank.stats, {});
+        loaded[i].digest = path.ends_with(kDigestFileExtension);
+        if (loaded[i].digest && !options.read_digest)
+          throw InputError(fmt::format("{}: a digest (gpuxray digest), which this command cannot read", path));
+        model::RankTrace rank =
+            loaded[i].digest ? options.read_digest(path, loaded[i].warnings) : loadTraceFile(path, loaded[i].warnings);
         // A PyTorch-profiler trace without a rank gets one below, once all are read.
         if (wanted.empty() || wanted.contains(rank.rank) || rank.rank < 0) {
-          if (options.reduce) options.reduce(rank, i);
+          if (options.reduce && !loaded[i].digest) options.reduce(rank, i);
+          loaded[i].stats = std::exchange(rank.stats, {});
           loaded[i].rank = std::move(rank);
+        } else {
+          loaded[i].stats = std::exchange(rank.stats, {});
         }
       } catch (const std::bad_alloc&) {
         // Not the file's fault: the whole run is over the memory it may use.
@@ -448,6 +456,7 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
   run.warnings = std::move(set.warnings);
   run.stats = std::move(set.stats);
   std::string first_error;
+  std::map<std::string, std::string> digest_of;  // a rank's trace -> the digest it was read from
   for (auto& file : loaded) {
     if (!file.error.empty()) {
       report::warn(run.stats, run.warnings, report::Stat::files_skipped, 1, file.error + "; file skipped");
@@ -455,13 +464,17 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
     }
     run.warnings.insert(run.warnings.end(), file.warnings.begin(), file.warnings.end());
     run.stats.merge(file.stats);
+    if (file.rank && file.digest) digest_of[file.rank->path] = set.files[static_cast<size_t>(&file - loaded.data())];
     if (file.rank) run.ranks.push_back(std::move(*file.rank));
   }
   if (run.ranks.empty() && !first_error.empty()) throw InputError(first_error);
   settleKinetoRanks(run.ranks, run.warnings, run.stats);
   if (!wanted.empty()) std::erase_if(run.ranks, [&](const auto& rank) { return !wanted.contains(rank.rank); });
   std::vector<RankedFile> ranked;
-  for (const auto& rank : run.ranks) ranked.push_back({rank.path, &rank.header});
+  for (const auto& rank : run.ranks) {
+    auto digest = digest_of.find(rank.path);
+    ranked.push_back({digest != digest_of.end() ? digest->second : rank.path, &rank.header});
+  }
   RunProblems problems = checkRunMembership(ranked, options.allow_mixed_runs, set.from_directory && wanted.empty());
   if (!problems.errors.empty()) {
     std::string message = problems.errors.front();

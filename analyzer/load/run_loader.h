@@ -26,10 +26,14 @@ struct LoadOptions {
   // Called by the worker that took up file `file` once it is done with it, whatever came of it (kept,
   // left out by `ranks`, or not a readable trace): a reduce that waits for file 0 waits for this.
   std::function<void(size_t file)> file_done;
+  // Reads a digest file (kDigestFileExtension) into the rank it stands for, already reduced (the
+  // session's: analysis/digest_file.h); `reduce` is not called on it. Without it a digest is skipped
+  // as a file this command cannot read.
+  std::function<model::RankTrace(const std::string& path, std::vector<std::string>& warnings)> read_digest;
 };
 
-// Reads every trace file under `paths` (files, or directories of *.gpuxray files or of PyTorch-profiler
-// traces). A file that is not a readable trace is skipped with a warning naming it; damage inside a
+// Reads every trace file under `paths` (files, or directories of *.gpuxray files and digests or of
+// PyTorch-profiler traces). A file that is not a readable trace is skipped with a warning naming it; damage inside a
 // file (torn tail, bad chunks, malformed JSON) and missing ranks are warnings, and whatever is intact
 // is used. Files of different runs (unless allowed), a rank in two gpuxray files, or nothing usable at
 // all make an InputError (of two PyTorch-profiler traces of one rank, the first is used).

@@ -48,6 +48,7 @@ const char* statSeverityName(StatSeverity severity);
   X(kineto_events_malformed, kDataLoss, "PyTorch-profiler events that are not valid JSON objects, skipped")           \
   X(kineto_traces_truncated, kDataLoss, "PyTorch-profiler traces whose JSON ends early; the events before are used")  \
   X(kineto_keys_malformed, kDataLoss, "top-level keys of PyTorch-profiler traces that are malformed, ignored")        \
+  X(digests_used, kInfo, "ranks analyzed from their digest files (gpuxray digest), their traces not read")            \
   X(window_records_left_out, kInfo, "records outside --window, left out of the analysis")                             \
   X(clock_alignment_problems, kInfo, "hosts' clock offsets that could not be estimated as asked")                     \
   X(fail_on_metrics_missing, kInfo, "--fail-on thresholds on a metric this run does not have")                        \
