@@ -54,8 +54,15 @@ CommandResult succeeded(const std::string& command) {
 std::string withoutDigestsUsed(std::string json) {
   size_t at = json.find("\"name\": \"digests_used\"");
   if (at == std::string::npos) return json;
-  size_t open = json.rfind('{', at), close = json.find('}', at);
-  json.erase(open, close + 1 - open);
+  size_t open = json.rfind('{', at), close = json.find('}', at) + 1;
+  size_t before = json.find_last_not_of(" \n", open - 1), after = json.find_first_not_of(" \n", close);
+  if (json[before] == ',') {
+    json.erase(before, close - before);
+  } else if (json[after] == ',') {
+    json.erase(open, json.find_first_not_of(" \n", after + 1) - open);
+  } else {
+    json.replace(before, after + 1 - before, "[]");  // the only stat
+  }
   return json;
 }
 

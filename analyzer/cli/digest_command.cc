@@ -140,7 +140,8 @@ ExitCode runDigest(const DigestOptions& options) {
       analysis::digestRanks(session_options, [&](const model::RankTrace& skeleton, const analysis::RankDigest& digest) {
         fs::path path = fs::path(options.output_dir) / analysis::digestFileName(skeleton.path);
         analysis::writeDigestFile(path.string(), skeleton, digest, options_text);
-        bytes += fs::file_size(path, error);
+        std::error_code size_error;
+    bytes += fs::file_size(path, size_error);
         ++written;
       });
   for (const auto& warning : run.warnings) fmt::print(stderr, "gpuxray: warning: {}\n", warning);
