@@ -4,11 +4,11 @@
 // trace, or is a one-line error naming it; digests of another version or run, and damaged ones, are
 // refused naming the file; missing shards are a warning naming the ranks; `diff` takes digests as a side.
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <zstd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -32,7 +32,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string gpuxray() { return gpuxray::testing::gpuxrayBinary(); }
+std::string gpuxray() {
+  return gpuxray::testing::gpuxrayBinary();
+}
 
 // The demo (16 ranks, TP2 x PP2 x DP4 with 1F1B, NCCL operations, memory, a slow NIC), two steps.
 std::string simulatedDemo(const TempDir& dir, const std::string& name = "run", const std::string& extra = "") {
@@ -72,8 +74,8 @@ std::vector<uint8_t> bytesOf(const std::string& path) {
 }
 
 void writeBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
 }  // namespace
@@ -188,16 +190,16 @@ TEST_CASE("digest: digests of another version or run, damaged ones and missing s
     REQUIRE(found != raw.end());
     *(found + static_cast<std::ptrdiff_t>(version.size()) - 1) = '~';
     std::string other = version.substr(0, version.size() - 1) + "~";
-    auto header = gpuxray::format::encodeChunkHeader(gpuxray::format::Codec::kNone,
-                                                     static_cast<uint32_t>(raw.size()), raw);
+    auto header =
+        gpuxray::format::encodeChunkHeader(gpuxray::format::Codec::kNone, static_cast<uint32_t>(raw.size()), raw);
     std::vector<uint8_t> bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(at));
     bytes.insert(bytes.end(), header.begin(), header.end());
     bytes.insert(bytes.end(), raw.begin(), raw.end());
     bytes.insert(bytes.end(), good.begin() + static_cast<std::ptrdiff_t>(at + 20 + chunk.stored_size), good.end());
     writeBytes(one, bytes);
-    CHECK_THROWS_WITH(gpuxray::analysis::readDigestFile(one),
-                      one + ": a digest made by gpuxray " + other + ", not by this gpuxray (" + version +
-                          "): make the digests again with this gpuxray");
+    CHECK_THROWS_WITH(gpuxray::analysis::readDigestFile(one), one + ": a digest made by gpuxray " + other +
+                                                                  ", not by this gpuxray (" + version +
+                                                                  "): make the digests again with this gpuxray");
     // Alone, it is the error.
     auto alone = runCommand(gpuxray() + " analyze " + one);
     CHECK(alone.exit_code == 2);
@@ -251,7 +253,8 @@ TEST_CASE("digest: diff takes digests as either side", "[digest]") {
   auto labelled = [&](std::string text) {
     for (const char* name : {"before-digests", "after-digests"}) {
       std::string from = dir / name, to = from.substr(0, from.size() - 8);
-      for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) text.replace(at, from.size(), to);
+      for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at))
+        text.replace(at, from.size(), to);
     }
     return text;
   };

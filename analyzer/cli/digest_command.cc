@@ -141,7 +141,7 @@ ExitCode runDigest(const DigestOptions& options) {
         fs::path path = fs::path(options.output_dir) / analysis::digestFileName(skeleton.path);
         analysis::writeDigestFile(path.string(), skeleton, digest, options_text);
         std::error_code size_error;
-    bytes += fs::file_size(path, size_error);
+        bytes += fs::file_size(path, size_error);
         ++written;
       });
   for (const auto& warning : run.warnings) fmt::print(stderr, "gpuxray: warning: {}\n", warning);

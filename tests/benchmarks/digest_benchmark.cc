@@ -73,10 +73,11 @@ int main(int argc, char** argv) {
     if (run.seconds < kept.seconds) kept = run;
   };
   for (int i = 0; i < repeat; ++i) {
-    best(analyze, runMeasured({GPUXRAY_BINARY, "analyze", run_dir, "--format", "json", "-j", jobs}, ChildStderr::kKept));
+    best(analyze,
+         runMeasured({GPUXRAY_BINARY, "analyze", run_dir, "--format", "json", "-j", jobs}, ChildStderr::kKept));
     fs::remove_all(digests);
-    best(digest, runMeasured({GPUXRAY_BINARY, "digest", run_dir, "-o", digests.string(), "-j", jobs},
-                             ChildStderr::kDiscarded));
+    best(digest,
+         runMeasured({GPUXRAY_BINARY, "digest", run_dir, "-o", digests.string(), "-j", jobs}, ChildStderr::kDiscarded));
     best(analyze_digests, runMeasured({GPUXRAY_BINARY, "analyze", digests.string(), "--format", "json", "-j", jobs},
                                       ChildStderr::kKept));
   }
@@ -92,10 +93,11 @@ int main(int argc, char** argv) {
   print("analyze RUN", analyze);
   print("digest RUN", digest);
   print("analyze DIGESTS", analyze_digests);
-  fmt::print("  digest / analyze RUN: {:.2f}x; analyze DIGESTS / analyze RUN: {:.3f}x; digest + analyze DIGESTS / "
-             "analyze RUN: {:.2f}x\n",
-             digest.seconds / analyze.seconds, analyze_digests.seconds / analyze.seconds,
-             (digest.seconds + analyze_digests.seconds) / analyze.seconds);
+  fmt::print(
+      "  digest / analyze RUN: {:.2f}x; analyze DIGESTS / analyze RUN: {:.3f}x; digest + analyze DIGESTS / "
+      "analyze RUN: {:.2f}x\n",
+      digest.seconds / analyze.seconds, analyze_digests.seconds / analyze.seconds,
+      (digest.seconds + analyze_digests.seconds) / analyze.seconds);
   fmt::print("  digests: {:.1f} KiB per rank on average, {:.1f} KiB the largest, {:.2f} % of the traces\n",
              static_cast<double>(total) / static_cast<double>(std::max<uint64_t>(files, 1)) / 1024,
              static_cast<double>(largest) / 1024, 100.0 * static_cast<double>(total) / static_cast<double>(traces));
@@ -125,10 +127,11 @@ int main(int argc, char** argv) {
   double sharded_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::string one = outputOf({"analyze", digests.string(), "--format", "json"}, scratch / "one.json");
   std::string many = outputOf({"analyze", sharded.string(), "--format", "json"}, scratch / "many.json");
-  fmt::print("  {} processes (SLURM_PROCID/SLURM_NTASKS, -j 1 each): {:.2f} s wall, {}; the report of their digests "
-             "{} that of one process's ({} bytes of JSON)\n",
-             shards, sharded_s, all_ok ? "all exited 0" : "SOME FAILED", one == many ? "is byte for byte" : "DIFFERS FROM",
-             one.size());
+  fmt::print(
+      "  {} processes (SLURM_PROCID/SLURM_NTASKS, -j 1 each): {:.2f} s wall, {}; the report of their digests "
+      "{} that of one process's ({} bytes of JSON)\n",
+      shards, sharded_s, all_ok ? "all exited 0" : "SOME FAILED", one == many ? "is byte for byte" : "DIFFERS FROM",
+      one.size());
   fs::remove_all(scratch);
   return one == many && all_ok ? 0 : 1;
 }
