@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string gpuxray() {
+std::string binary() {
   return gpuxray::testing::gpuxrayBinary();
 }
 
@@ -40,7 +40,7 @@ std::string gpuxray() {
 // memory, links), two steps.
 std::string simulatedDemo(const TempDir& dir, const std::string& name = "run", const std::string& extra = "") {
   std::string run = dir / name;
-  auto simulated = runCommand(gpuxray() + " simulate --preset demo --nodes 1 --dp 2 --steps 2 " + extra + " -o " + run);
+  auto simulated = runCommand(binary() + " simulate --preset demo --nodes 1 --dp 2 --steps 2 " + extra + " -o " + run);
   INFO(simulated.err);
   REQUIRE(simulated.exit_code == 0);
   return run;
@@ -84,7 +84,7 @@ struct Digested {
   TempDir dir;
   std::string run = simulatedDemo(dir);
   std::string digests = dir / "digests";
-  std::string digest_output = succeeded(gpuxray() + " digest " + run + " -o " + digests).err;
+  std::string digest_output = succeeded(binary() + " digest " + run + " -o " + digests).err;
   std::string digestOf(int rank) const { return fmt::format("{}/rank-{:05}.gpuxray.gxdigest", digests, rank); }
 };
 
@@ -94,10 +94,10 @@ TEST_CASE("digest: analyze of the digests gives the report of the traces, withou
   Digested run;
   CHECK(run.digest_output.find("8 of 8 files digested into " + run.digests) != std::string::npos);
   for (int r = 0; r < 8; ++r) CHECK(fs::exists(run.digestOf(r)));
-  std::string from_traces = succeeded(gpuxray() + " analyze " + run.run + " --format json").out;
+  std::string from_traces = succeeded(binary() + " analyze " + run.run + " --format json").out;
   REQUIRE(from_traces.find("\"pipeline_bubbles\"") != std::string::npos);
   fs::rename(run.run, run.dir / "away");  // the digests alone serve
-  std::string from_digests = succeeded(gpuxray() + " analyze " + run.digests + " --format json").out;
+  std::string from_digests = succeeded(binary() + " analyze " + run.digests + " --format json").out;
   CHECK(from_digests.find("\"name\": \"digests_used\"") != std::string::npos);
   CHECK(from_digests.find("\"value\": 8") != std::string::npos);
   CHECK(withoutDigestsUsed(from_digests) == from_traces);
@@ -106,14 +106,14 @@ TEST_CASE("digest: analyze of the digests gives the report of the traces, withou
   std::string mix;
   for (int r = 0; r < 8; ++r)
     mix += r % 2 == 0 ? " " + run.digestOf(r) : fmt::format(" {}/rank-{:05}.gpuxray", run.run, r);
-  CHECK(withoutDigestsUsed(succeeded(gpuxray() + " analyze" + mix + " --format json").out) == from_traces);
+  CHECK(withoutDigestsUsed(succeeded(binary() + " analyze" + mix + " --format json").out) == from_traces);
 }
 
 TEST_CASE("digest: a digest that cannot serve, its trace gone, is a one-line error naming it", "[digest]") {
   Digested run;
   fs::rename(run.run, run.dir / "away");
   // --window needs the events in the window.
-  auto windowed = runCommand(gpuxray() + " analyze " + run.digests + " --window 0.1s:0.3s");
+  auto windowed = runCommand(binary() + " analyze " + run.digests + " --window 0.1s:0.3s");
   CHECK(windowed.exit_code == 2);
   // One line, naming a digest (the ranks are read again at once: any of them may be the first).
   CHECK(std::count(windowed.err.begin(), windowed.err.end(), '\n') == 1);
@@ -123,7 +123,7 @@ TEST_CASE("digest: a digest that cannot serve, its trace gone, is a one-line err
                           run.run + "/rank-") != std::string::npos);
   CHECK(windowed.err.ends_with(".gpuxray: cannot open: No such file or directory\n"));
   // A timeline needs every event.
-  auto timeline = runCommand(gpuxray() + " analyze " + run.digests + " --perfetto " + (run.dir / "t.pftrace"));
+  auto timeline = runCommand(binary() + " analyze " + run.digests + " --perfetto " + (run.dir / "t.pftrace"));
   CHECK(timeline.exit_code == 2);
   CHECK(std::count(timeline.err.begin(), timeline.err.end(), '\n') == 1);
   CHECK(timeline.err.find(".gxdigest: this command needs the rank's events (a timeline, --critical-path), and its "
@@ -135,8 +135,8 @@ TEST_CASE("digest: a digest that cannot serve has its trace read again", "[diges
   // --window, and other analysis options than the digests were made with.
   for (std::string options : {" --window 0.1s:0.3s", " --step-marker 'no such range'"}) {
     INFO(options);
-    CHECK(succeeded(gpuxray() + " analyze " + run.digests + options + " --format json").out ==
-          succeeded(gpuxray() + " analyze " + run.run + options + " --format json").out);
+    CHECK(succeeded(binary() + " analyze " + run.digests + options + " --format json").out ==
+          succeeded(binary() + " analyze " + run.run + options + " --format json").out);
   }
 }
 
@@ -146,39 +146,39 @@ TEST_CASE("digest: three processes with Slurm's rank variables give the report o
   std::string three;
   for (int i = 0; i < 3; ++i)
     three +=
-        fmt::format("SLURM_PROCID={} SLURM_NTASKS=3 {} digest {} -o {} & ", i, gpuxray(), run.run, run.dir / "three");
-  auto shards = runCommand(three + "wait");
+        fmt::format("SLURM_PROCID={} SLURM_NTASKS=3 {} digest {} -o {} & ", i, binary(), run.run, run.dir / "three");
+  auto shards = runCommand("(" + three + "wait)");
   INFO(shards.err);
   CHECK(shards.err.find("shard 0/3 (SLURM_PROCID/SLURM_NTASKS): 3 of 3 files") != std::string::npos);
   CHECK(shards.err.find("shard 1/3 (SLURM_PROCID/SLURM_NTASKS): 3 of 3 files") != std::string::npos);
   CHECK(shards.err.find("shard 2/3 (SLURM_PROCID/SLURM_NTASKS): 2 of 2 files") != std::string::npos);
-  CHECK(succeeded(gpuxray() + " analyze " + (run.dir / "three") + " --format json").out ==
-        succeeded(gpuxray() + " analyze " + run.digests + " --format json").out);
+  CHECK(succeeded(binary() + " analyze " + (run.dir / "three") + " --format json").out ==
+        succeeded(binary() + " analyze " + run.digests + " --format json").out);
 }
 
 TEST_CASE("digest: shard I of N holds the files whose index in the sorted list is I modulo N", "[digest]") {
   TempDir dir;
   std::string run = simulatedDemo(dir);
-  succeeded(gpuxray() + " digest " + run + " --shard 1/3 -o " + (dir / "shard1"));
+  succeeded(binary() + " digest " + run + " --shard 1/3 -o " + (dir / "shard1"));
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir / "shard1")) names.push_back(entry.path().filename().string());
   std::sort(names.begin(), names.end());
   CHECK(names == std::vector<std::string>{"rank-00001.gpuxray.gxdigest", "rank-00004.gpuxray.gxdigest",
                                           "rank-00007.gpuxray.gxdigest"});
   // Open MPI's and PMI's variables, and a shard past the files.
-  CHECK(succeeded("OMPI_COMM_WORLD_RANK=2 OMPI_COMM_WORLD_SIZE=4 " + gpuxray() + " digest " + run + " -o " +
+  CHECK(succeeded("OMPI_COMM_WORLD_RANK=2 OMPI_COMM_WORLD_SIZE=4 " + binary() + " digest " + run + " -o " +
                   (dir / "ompi"))
             .err.find("shard 2/4 (OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE): 2 of 2 files") != std::string::npos);
   CHECK(fs::exists(dir / "ompi/rank-00006.gpuxray.gxdigest"));
-  CHECK(succeeded("PMI_RANK=20 PMI_SIZE=32 " + gpuxray() + " digest " + run + " -o " + (dir / "pmi"))
+  CHECK(succeeded("PMI_RANK=20 PMI_SIZE=32 " + binary() + " digest " + run + " -o " + (dir / "pmi"))
             .err.find("shard 20/32 (PMI_RANK/PMI_SIZE) has none of the 8 trace files") != std::string::npos);
-  auto wrong = runCommand(gpuxray() + " digest " + run + " --shard 3/3 -o " + (dir / "x"));
+  auto wrong = runCommand(binary() + " digest " + run + " --shard 3/3 -o " + (dir / "x"));
   CHECK(wrong.exit_code == 1);
   CHECK(wrong.err.find("--shard '3/3': expected I/N with 0 <= I < N") != std::string::npos);
-  auto wrong_env = runCommand("SLURM_PROCID=x SLURM_NTASKS=3 " + gpuxray() + " digest " + run + " -o " + (dir / "x"));
+  auto wrong_env = runCommand("SLURM_PROCID=x SLURM_NTASKS=3 " + binary() + " digest " + run + " -o " + (dir / "x"));
   CHECK(wrong_env.exit_code == 1);
   CHECK(wrong_env.err.find("SLURM_PROCID='x' and SLURM_NTASKS='3' name no shard") != std::string::npos);
-  auto among = runCommand(gpuxray() + " digest " + run + " -o " + run);
+  auto among = runCommand(binary() + " digest " + run + " -o " + run);
   CHECK(among.exit_code == 1);
   CHECK(among.err.find("the digests go to a directory of their own, not among the traces") != std::string::npos);
 }
@@ -192,7 +192,7 @@ TEST_CASE("digest: a digest of another digest format version is refused naming i
   CHECK_THROWS_WITH(gpuxray::analysis::readDigestFile(one),
                     one + ": a digest of format version 99, and this gpuxray (" + gpuxray::kToolVersion +
                         ") reads version 1: make the digests again with this gpuxray");
-  auto result = succeeded(gpuxray() + " analyze " + run.digests);
+  auto result = succeeded(binary() + " analyze " + run.digests);
   CHECK(result.out.find(one + ": a digest of format version 99") != std::string::npos);
   CHECK(result.out.find("1 of 8 ranks have no file (rank 2)") != std::string::npos);
 }
@@ -224,20 +224,20 @@ TEST_CASE("digest: a digest of another gpuxray version is refused naming it", "[
                         "): make the digests again with this gpuxray";
   CHECK_THROWS_WITH(gpuxray::analysis::readDigestFile(one), message);
   // Alone, it is the error; beside others, a warning and its rank missing.
-  auto alone = runCommand(gpuxray() + " analyze " + one);
+  auto alone = runCommand(binary() + " analyze " + one);
   CHECK(alone.exit_code == 2);
   CHECK(alone.err == "gpuxray: error: " + message + "\n");
-  auto result = succeeded(gpuxray() + " analyze " + run.digests);
+  auto result = succeeded(binary() + " analyze " + run.digests);
   CHECK(result.out.find(message + "; file skipped") != std::string::npos);
 }
 
 TEST_CASE("digest: a digest of another run is refused naming it", "[digest]") {
   Digested run;
   std::string other = simulatedDemo(run.dir, "other", "--run-id other-run");
-  succeeded(gpuxray() + " digest " + other + "/rank-00002.gpuxray -o " + (run.dir / "other-digests"));
+  succeeded(binary() + " digest " + other + "/rank-00002.gpuxray -o " + (run.dir / "other-digests"));
   fs::copy_file(run.dir / "other-digests/rank-00002.gpuxray.gxdigest", run.digestOf(2),
                 fs::copy_options::overwrite_existing);
-  auto result = runCommand(gpuxray() + " analyze " + run.digests);
+  auto result = runCommand(binary() + " analyze " + run.digests);
   CHECK(result.exit_code == 2);
   CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
   CHECK(result.err.find("run 'other-run' (1 file, e.g. " + run.digestOf(2) + ")") != std::string::npos);
@@ -256,7 +256,7 @@ TEST_CASE("digest: damaged digests are skipped naming them, missing shards a war
   writeBytes(run.digestOf(6), flipped);
   fs::remove(run.digestOf(5));
   fs::remove(run.digestOf(7));
-  auto result = succeeded(gpuxray() + " analyze " + run.digests);
+  auto result = succeeded(binary() + " analyze " + run.digests);
   CHECK(result.out.find(one + ": not a usable digest: cut short at byte " + std::to_string(good.size() / 2) +
                         "; file skipped") != std::string::npos);
   CHECK(result.out.find(run.digests +
@@ -268,7 +268,7 @@ TEST_CASE("digest: damaged digests are skipped naming them, missing shards a war
   for (const auto& entry : fs::directory_iterator(run.digests)) {
     if (entry.path().filename() != "garbage.gxdigest") fs::remove(entry.path());
   }
-  auto nothing = runCommand(gpuxray() + " analyze " + run.digests);
+  auto nothing = runCommand(binary() + " analyze " + run.digests);
   CHECK(nothing.exit_code == 2);
   CHECK(nothing.err == "gpuxray: error: " + run.digests +
                            "/garbage.gxdigest: not a gpuxray digest (it does not start with the digest magic)\n");
@@ -278,8 +278,8 @@ TEST_CASE("digest: diff takes digests as either side", "[digest]") {
   TempDir dir;
   std::string before = simulatedDemo(dir, "before", "--straggler 3=1.3");
   std::string after = simulatedDemo(dir, "after");
-  succeeded(gpuxray() + " digest " + before + " -o " + (dir / "before-digests"));
-  succeeded(gpuxray() + " digest " + after + " -o " + (dir / "after-digests"));
+  succeeded(binary() + " digest " + before + " -o " + (dir / "before-digests"));
+  succeeded(binary() + " digest " + after + " -o " + (dir / "after-digests"));
   // The sides' labels are the paths given.
   auto labelled = [&](std::string text) {
     for (const char* name : {"before-digests", "after-digests"}) {
@@ -289,11 +289,11 @@ TEST_CASE("digest: diff takes digests as either side", "[digest]") {
     }
     return text;
   };
-  std::string traces = succeeded(gpuxray() + " diff " + before + " " + after + " --format json").out;
+  std::string traces = succeeded(binary() + " diff " + before + " " + after + " --format json").out;
   REQUIRE(traces.find("\"resolved\"") != std::string::npos);
-  CHECK(labelled(succeeded(gpuxray() + " diff " + (dir / "before-digests") + " " + after + " --format json").out) ==
+  CHECK(labelled(succeeded(binary() + " diff " + (dir / "before-digests") + " " + after + " --format json").out) ==
         traces);
-  CHECK(labelled(succeeded(gpuxray() + " diff " + (dir / "before-digests") + " " + (dir / "after-digests") +
+  CHECK(labelled(succeeded(binary() + " diff " + (dir / "before-digests") + " " + (dir / "after-digests") +
                            " --format json")
                      .out) == traces);
 }
