@@ -23,10 +23,10 @@ struct TraceFileSet {
   report::Stats stats;  // the warnings' stats
 };
 
-// Files as given; directories contribute their *.gpuxray and *.gxdigest files (not recursively), sorted
-// by name, or when they hold none, their PyTorch-profiler traces (*.json, *.json.gz); entries that are not regular
-// files are skipped with a warning. Throws InputError for a path that does not exist or a directory
-// without trace files.
+// Files as given; directories contribute their *.gpuxray and *.gxdigest files (not recursively),
+// sorted by name, or when they hold none, their PyTorch-profiler traces (*.json, *.json.gz); entries
+// that are not regular files are skipped with a warning. Throws InputError for a path that does not exist or a
+// directory without trace files.
 TraceFileSet discoverTraceFiles(const std::vector<std::string>& paths);
 
 // What a file holds: a gpuxray trace (it starts with the format's magic), else a PyTorch-profiler

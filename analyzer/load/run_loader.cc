@@ -428,13 +428,10 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
         model::RankTrace rank =
             loaded[i].digest ? options.read_digest(path, loaded[i].warnings) : loadTraceFile(path, loaded[i].warnings);
         // A PyTorch-profiler trace without a rank gets one below, once all are read.
-        if (wanted.empty() || wanted.contains(rank.rank) || rank.rank < 0) {
-          if (options.reduce && !loaded[i].digest) options.reduce(rank, i);
-          loaded[i].stats = std::exchange(rank.stats, {});
-          loaded[i].rank = std::move(rank);
-        } else {
-          loaded[i].stats = std::exchange(rank.stats, {});
-        }
+        bool kept = wanted.empty() || wanted.contains(rank.rank) || rank.rank < 0;
+        if (kept && options.reduce && !loaded[i].digest) options.reduce(rank, i);
+        loaded[i].stats = std::exchange(rank.stats, {});
+        if (kept) loaded[i].rank = std::move(rank);
       } catch (const std::bad_alloc&) {
         // Not the file's fault: the whole run is over the memory it may use.
         out_of_memory = true;

@@ -18,10 +18,10 @@ struct LoadOptions {
   std::vector<int32_t> ranks;
   // Called after each file with (files done, files in all), from the worker that finished it.
   std::function<void(size_t, size_t)> progress;
-  // Called by the worker that loaded a file, on the rank it keeps, before that worker reads another
-  // file: the per-rank phase (analysis::Session digests the rank and leaves its skeleton), so that
-  // at most `threads` ranks' events are in memory at once. `file` is the file's place in the order
-  // the files are taken up (0, the first in name order, is taken up first).
+  // Called by the worker that loaded a file, on the rank it keeps (with the stats its loading
+  // counted), before that worker reads another file: the per-rank phase (analysis::Session digests
+  // the rank and leaves its skeleton), so that at most `threads` ranks' events are in memory at once. `file` is the
+  // file's place in the order the files are taken up (0, the first in name order, is taken up first).
   std::function<void(model::RankTrace& rank, size_t file)> reduce;
   // Called by the worker that took up file `file` once it is done with it, whatever came of it (kept,
   // left out by `ranks`, or not a readable trace): a reduce that waits for file 0 waits for this.
