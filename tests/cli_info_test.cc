@@ -202,7 +202,8 @@ TEST_CASE("paths that do not exist or hold no traces are errors") {
 
   auto empty = runGpuxray("info " + dir.path().string());
   CHECK(empty.exit_code == 2);
-  CHECK(empty.err == "gpuxray: error: " + dir.path().string() +
-                         ": no trace files in this directory (gpuxray's *.gpuxray, its digests *.gxdigest, or PyTorch-profiler "
-                         "*.json / *.json.gz)\n");
+  CHECK(empty.err ==
+        "gpuxray: error: " + dir.path().string() +
+            ": no trace files in this directory (gpuxray's *.gpuxray, its digests *.gxdigest, or PyTorch-profiler "
+            "*.json / *.json.gz)\n");
 }
