@@ -2,13 +2,13 @@
 // hand, and agreement with Holistic
 // Trace Analysis's own path on its simple_add trace (../shared/traces; skipped when absent).
 
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <iterator>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
@@ -408,4 +408,17 @@ TEST_CASE("what-if by hand: a tensor-parallel group in lockstep with one slow NI
   CHECK(sum(path.slices) == 232 * kUs);
   using Kind = gpuxray::report::FindingCause::Kind;
   CHECK(analysis::stepSaving(run, matched, windows, {Kind::kSlowNic, {2}, 2.0, "node-b's NIC"}) == 50 * kUs);
+}
+
+TEST_CASE("critical path: compute kernels by class, from their names", "[critical_path]") {
+  CHECK(std::string(analysis::kernelClassOf("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64")) == "GEMM");
+  CHECK(std::string(analysis::kernelClassOf("ampere_sgemm_128x64_tn")) == "GEMM");
+  CHECK(std::string(analysis::kernelClassOf("flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128>>")) == "attention");
+  CHECK(std::string(analysis::kernelClassOf("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel")) ==
+        "normalization");
+  CHECK(std::string(analysis::kernelClassOf("void at::native::vectorized_elementwise_kernel<4, GeluCUDAKernelImpl>")) ==
+        "elementwise");
+  CHECK(std::string(analysis::kernelClassOf("cunn_SoftMaxForward")) == "softmax");
+  CHECK(std::string(analysis::kernelClassOf("void at::native::reduce_kernel<512, 1>")) == "reduction");
+  CHECK(std::string(analysis::kernelClassOf("my_custom_kernel")) == "other");
 }

@@ -87,8 +87,10 @@ struct RankTimeIndex {
 
 class RankGraph {
  public:
-  RankGraph(const model::RankTrace& rank, const RankTimeIndex& index, Interval window)
-      : rank_(rank), index_(index), window_(window) {
+  // `stream_waits`: a kernel that starts after another stream's kernel ended in its stream's gap
+  // depends on that kernel (gpuxray's rule across ranks; HTA's graph of one rank has no such edge).
+  RankGraph(const model::RankTrace& rank, const RankTimeIndex& index, Interval window, bool stream_waits = false)
+      : rank_(rank), index_(index), window_(window), stream_waits_(stream_waits) {
     collectEvents();
     addCallStackEdges();
     addGpuEdges();
@@ -143,6 +145,7 @@ class RankGraph {
   const model::RankTrace& rank_;
   const RankTimeIndex& index_;
   Interval window_;
+  bool stream_waits_ = false;
   std::vector<GraphEvent> events_;
   std::vector<uint64_t> threads_;                      // per host event: its OS thread
   std::unordered_map<uint32_t, uint32_t> call_event_;  // host call index -> event
@@ -301,6 +304,19 @@ void RankGraph::addGpuEdges() {
     }
   }
 
+  // GPU work by end, for the latest end on another stream inside a kernel's gap.
+  std::vector<std::pair<int64_t, uint32_t>> ends;
+  if (stream_waits_) {
+    for (const Item& item : items) {
+      if (!item.sync) ends.emplace_back(events_[item.event].end_ns, item.event);
+    }
+    std::sort(ends.begin(), ends.end());
+  }
+  auto waitedOn = [&](int64_t previous_end, int64_t start) -> std::optional<uint32_t> {
+    auto it = std::upper_bound(ends.begin(), ends.end(), std::pair<int64_t, uint32_t>{start, UINT32_MAX});
+    if (it == ends.begin() || std::prev(it)->first <= previous_end) return std::nullopt;
+    return std::prev(it)->second;
+  };
   std::map<int32_t, uint32_t> last_on_stream;  // stream -> its last kernel's end node
   for (const Item& item : items) {
     if (item.sync) {
@@ -318,6 +334,12 @@ void RankGraph::addGpuEdges() {
     if (after_launch == 1 && after_start == 0 &&
         (last == last_on_stream.end() || timeOf(last->second) < events_[call].start_ns)) {
       addEdge(startNode(call), startNode(e), EdgeKind::kLaunch);
+    } else if (auto other = last != last_on_stream.end() && stream_waits_
+                                ? waitedOn(timeOf(last->second), events_[e].start_ns)
+                                : std::nullopt) {
+      // Its stream waited for that kernel: the gap before that kernel's end is the other stream's.
+      addEdge(endNode(*other), startNode(e), EdgeKind::kKernelGap);
+      edges_.push_back({last->second, startNode(e), edges_.back().weight, EdgeKind::kKernelGap});
     } else if (last != last_on_stream.end() && events_[e].start_ns - timeOf(last->second) < kKernelGapLimitNs) {
       addEdge(last->second, startNode(e), EdgeKind::kKernelGap);
     }
@@ -554,7 +576,8 @@ struct JoinMember {
 
 const char* kernelClassOf(std::string_view kernel_name) {
   std::string name(kernel_name);
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   auto has = [&](std::string_view part) { return name.find(part) != std::string::npos; };
   if (has("flash") || has("fmha") || has("attention") || has("attn")) return "attention";
   if (has("gemm") || has("xmma") || has("cutlass") || has("cublas") || has("matmul") || has("wgmma")) return "GEMM";
@@ -569,12 +592,18 @@ const char* kernelClassOf(std::string_view kernel_name) {
 const char* findingCauseName(report::FindingCause::Kind kind) {
   using Kind = report::FindingCause::Kind;
   switch (kind) {
-    case Kind::kNone: return "none";
-    case Kind::kStraggler: return "straggler";
-    case Kind::kSlowNic: return "slow NIC";
-    case Kind::kExposedCommunication: return "exposed communication";
-    case Kind::kSlowStage: return "slow stage";
-    case Kind::kHostGaps: return "host gaps";
+    case Kind::kNone:
+      return "none";
+    case Kind::kStraggler:
+      return "straggler";
+    case Kind::kSlowNic:
+      return "slow NIC";
+    case Kind::kExposedCommunication:
+      return "exposed communication";
+    case Kind::kSlowStage:
+      return "slow stage";
+    case Kind::kHostGaps:
+      return "host gaps";
   }
   return "none";
 }
@@ -623,6 +652,44 @@ struct RunGraph {
   }
 };
 
+// A stream's gap while one of the rank's collectives waited for a later member (on another stream) is
+// that collective's doing: the kernel after the gap depends on the last member's start, by the time it
+// took from there, and the gap itself carries none. `joined`: (rank index, event, the last member's
+// start node, operation) for each member that waited.
+template <typename Joined>
+void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
+  std::vector<std::vector<std::tuple<int64_t, int64_t, uint32_t, size_t>>> waits(g.graphs.size());
+  for (const Joined& j : joined) {
+    const RankGraph& rg = g.graphs[j.rank];
+    waits[j.rank].emplace_back(rg.timeOf(rg.startNode(j.event)), rg.timeOf(rg.endNode(j.event)), j.last_start,
+                               j.operation);
+  }
+  for (auto& w : waits) std::sort(w.begin(), w.end());
+  size_t own_edges = g.edges.size();
+  for (size_t i = 0; i < own_edges; ++i) {
+    auto [rank_index, local] = g.origin[i];
+    if (rank_index < 0 || g.edges[i].kind != EdgeKind::kKernelGap) continue;
+    const auto& list = waits[static_cast<size_t>(rank_index)];
+    if (list.empty()) continue;
+    int64_t gap_start = g.times[g.edges[i].from];
+    int64_t gap_end = g.times[g.edges[i].to];
+    // The latest-starting waiting collective that began before the gap's end and ran into it.
+    auto it =
+        std::lower_bound(list.begin(), list.end(), std::tuple<int64_t, int64_t, uint32_t, size_t>{gap_end, 0, 0, 0});
+    for (int scanned = 0; it != list.begin() && scanned < 4; ++scanned) {
+      --it;
+      const auto& [start, end, last_start, operation] = *it;
+      if (end <= gap_start) continue;
+      int64_t from_last = std::max<int64_t>(0, gap_end - g.times[last_start]);
+      g.edges[i].weight = 0;
+      g.operations[operation].edges.push_back(static_cast<uint32_t>(g.edges.size()));
+      g.edges.push_back({last_start, g.edges[i].to, from_last, EdgeKind::kKernelGap});
+      g.origin.emplace_back(rank_index, local);
+      break;
+    }
+  }
+}
+
 RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
                        const CollectiveIndex& matched, const std::vector<Interval>& windows) {
   RunGraph g;
@@ -634,7 +701,7 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
   auto& origin = g.origin;
   g.window = windows.empty() ? Interval{} : windows.front();
   for (size_t r = 0; r < run.ranks.size() && r < windows.size(); ++r) {
-    graphs.emplace_back(run.ranks[r], indexes[r], windows[r]);
+    graphs.emplace_back(run.ranks[r], indexes[r], windows[r], true);
     g.window.start = std::min(g.window.start, windows[r].start);
     g.window.end = std::max(g.window.end, windows[r].end);
   }
@@ -654,6 +721,11 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
   // span.
   std::vector<std::vector<std::pair<int64_t, uint32_t>>> kernels;
   for (const RankGraph& rg : graphs) kernels.push_back(rg.communicationEvents());
+  struct Joined {
+    uint32_t rank, event, last_start;
+    size_t operation;
+  };
+  std::vector<Joined> joined_at;  // the members that waited, and where the last member started
   auto kernelOf = [&](MemberOp m) -> std::optional<JoinMember> {
     if (m.rank_index >= graphs.size()) return std::nullopt;
     const model::NcclOp& op = opOf(run, m);
@@ -690,6 +762,7 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
       edges.push_back({last_start, end, std::max<int64_t>(0, times[end] - times[last_start]), EdgeKind::kSpan});
       origin.emplace_back(-1, static_cast<uint32_t>(span));
       g.waited_for[{w.rank, w.event}] = graphs[last->rank].rank();
+      joined_at.push_back({w.rank, w.event, last_start, g.operations.size()});
     }
     g.operations.push_back(std::move(operation));
   };
@@ -705,6 +778,7 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
     auto recv = kernelOf(p.recv);
     if (send && recv) join({*send, *recv}, {*recv}, false);
   }
+  tieGapsToCollectives(g, joined_at);
   return g;
 }
 
@@ -789,7 +863,8 @@ IdealStep idealOf(const RunGraph& g, const model::RunTrace& run, const report::F
     return std::any_of(op.ranks.begin(), op.ranks.end(), [&](uint32_t r) { return named[r]; });
   };
   switch (cause.kind) {
-    case Kind::kNone: break;
+    case Kind::kNone:
+      break;
     case Kind::kStraggler: {
       // Its compute at the median of the ranks it meets in collectives (they run the same work), else of
       // all the others.
@@ -843,8 +918,8 @@ IdealStep idealOf(const RunGraph& g, const model::RunTrace& run, const report::F
   return ideal;
 }
 
-// The step's longest path with the cause at its ideal.
-int64_t idealLength(const RunGraph& g, const IdealStep& ideal) {
+// The step's edges with the cause at its ideal.
+std::vector<Edge> idealEdges(const RunGraph& g, const IdealStep& ideal) {
   std::vector<Edge> edges = g.edges;
   auto scaled = [](int64_t w, double f) { return static_cast<int64_t>(std::llround(static_cast<double>(w) * f)); };
   std::vector<bool> in_operation(edges.size(), false);
@@ -865,7 +940,11 @@ int64_t idealLength(const RunGraph& g, const IdealStep& ideal) {
     if (kind == ActivityKind::kCommunication && !in_operation[i])
       edges[i].weight = scaled(edges[i].weight, ideal.communication_scale[r]);
   }
-  return findLongestPath(g.times, edges, PathEnd::kLatest).length;
+  return edges;
+}
+
+int64_t idealLength(const RunGraph& g, const IdealStep& ideal) {
+  return findLongestPath(g.times, idealEdges(g, ideal), PathEnd::kLatest).length;
 }
 
 // Per step, each finding's saving summed.
@@ -875,8 +954,7 @@ struct WhatIfSums {
   int64_t steps = 0;
   int64_t step_ns = 0;
 
-  void add(const RunGraph& g, const model::RunTrace& run, const std::vector<report::Finding>& all,
-           int64_t length) {
+  void add(const RunGraph& g, const model::RunTrace& run, const std::vector<report::Finding>& all, int64_t length) {
     ++steps;
     step_ns += g.window.length();
     for (size_t i = 0; i < findings.size(); ++i) {
@@ -980,8 +1058,8 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
   auto finish = [&]() -> CriticalPathResult {
     for (size_t i = 0; i < what_if.findings.size() && what_if.steps > 0; ++i) {
       const report::Finding& f = findings[what_if.findings[i]];
-      result.what_if.push_back(
-          {what_if.findings[i], f.cause.kind, f.cause.label, what_if.step_ns / what_if.steps, what_if.saved[i] / what_if.steps});
+      result.what_if.push_back({what_if.findings[i], f.cause.kind, f.cause.label, what_if.step_ns / what_if.steps,
+                                what_if.saved[i] / what_if.steps});
     }
     std::stable_sort(result.what_if.begin(), result.what_if.end(),
                      [](const WhatIf& a, const WhatIf& b) { return a.saves_ns > b.saves_ns; });
@@ -1013,15 +1091,20 @@ void presentWhatIf(const CriticalPathResult& result, report::Report& report, rep
   if (result.what_if.empty()) return;
   report::Table table{"what_if",
                       "What-if: each finding's cause at its ideal, the steps re-timed",
-                      {{"cause", "cause"}, {"label", "of"}, {"step", "step"}, {"predicted", "predicted step"},
-                       {"saves", "saves/step"}, {"pct", "% of step"}},
+                      {{"cause", "cause"},
+                       {"label", "of"},
+                       {"step", "step"},
+                       {"predicted", "predicted step"},
+                       {"saves", "saves/step"},
+                       {"pct", "% of step"}},
                       {}};
   for (const WhatIf& w : result.what_if) {
     double pct = w.step_ns > 0 ? 100.0 * static_cast<double>(w.saves_ns) / static_cast<double>(w.step_ns) : 0.0;
     table.rows.push_back({Cell::of(std::string(findingCauseName(w.kind))), Cell::of(w.label),
                           Cell::of(static_cast<double>(w.step_ns), Unit::kNanoseconds),
                           Cell::of(static_cast<double>(w.step_ns - w.saves_ns), Unit::kNanoseconds),
-                          Cell::of(static_cast<double>(w.saves_ns), Unit::kNanoseconds), Cell::of(pct, Unit::kPercent)});
+                          Cell::of(static_cast<double>(w.saves_ns), Unit::kNanoseconds),
+                          Cell::of(pct, Unit::kPercent)});
     if (w.finding >= report.findings.size()) continue;
     report::Finding& finding = report.findings[w.finding];
     finding.saves_ns = static_cast<double>(w.saves_ns);
@@ -1080,9 +1163,9 @@ void presentCriticalPath(const CriticalPathResult& result, size_t top_rows, repo
   // waited for, the rest by cause.
   std::map<std::pair<std::string, std::string>, int64_t> by_cause;
   for (const PathAttribution& a : total) {
-    std::string detail = a.cause == PathCause::kCompute                                         ? kernelClassOf(a.detail)
+    std::string detail = a.cause == PathCause::kCompute                                        ? kernelClassOf(a.detail)
                          : a.cause == PathCause::kCommunication || a.cause == PathCause::kWait ? a.detail
-                                                                                                : std::string();
+                                                                                               : std::string();
     by_cause[{pathCauseName(a.cause), detail}] += a.ns;
   }
   std::vector<std::pair<std::pair<std::string, std::string>, int64_t>> causes(by_cause.begin(), by_cause.end());

@@ -607,8 +607,8 @@ void presentSlowNics(const LinkHotspotsResult& result, size_t top, report::Repor
       verdict.ratio >= SlowLinkVerdict::kCriticalRatio ? report::Severity::kCritical : report::Severity::kWarning;
   double expected_wait = static_cast<double>(slowest.network_bytes) / typical * 1e9;
   finding.cost_ns = (static_cast<double>(slowest.network_wait_ns) - expected_wait) / steps;
-  finding.cause = {report::FindingCause::Kind::kSlowNic, {}, verdict.ratio,
-                   fmt::format("{}'s {}", slowest.host, slowest.name)};
+  finding.cause = {
+      report::FindingCause::Kind::kSlowNic, {}, verdict.ratio, fmt::format("{}'s {}", slowest.host, slowest.name)};
   for (const HostTopology& host : result.hosts) {
     for (const HostGpu& gpu : host.gpus) {
       if (gpu.nic == verdict.link) finding.cause.ranks.push_back(gpu.rank);

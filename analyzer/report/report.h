@@ -66,11 +66,11 @@ const char* severityName(Severity severity);
 struct FindingCause {
   enum class Kind : uint8_t {
     kNone,
-    kStraggler,              // ranks: the straggler; its compute at its peers' median
-    kSlowNic,                // ranks: those whose network traffic goes through it; factor: its slowdown
-    kExposedCommunication,   // ranks: the rank; its collectives fully overlapped
-    kSlowStage,              // ranks: the stage's; factor: its compute / the mean stage's
-    kHostGaps,               // ranks: the rank; its launch delays closed
+    kStraggler,             // ranks: the straggler; its compute at its peers' median
+    kSlowNic,               // ranks: those whose network traffic goes through it; factor: its slowdown
+    kExposedCommunication,  // ranks: the rank; its collectives fully overlapped
+    kSlowStage,             // ranks: the stage's; factor: its compute / the mean stage's
+    kHostGaps,              // ranks: the rank; its launch delays closed
   };
   Kind kind = Kind::kNone;
   std::vector<int32_t> ranks;
