@@ -4,8 +4,8 @@
 // in step time between the two.
 //
 // Not met yet, so these cases are marked [!shouldfail] (they fail the build once they pass, to be
-// unmarked). Measured: straggler 4.39 ms predicted / 5.62 ms re-simulated (22 %), slow NIC 0 / 4.20 ms,
-// slow stage 0.47 / 17.1 ms. The simulator's peers wait in gaps of their compute stream that no edge
+// unmarked). Measured: straggler 4.17 ms predicted / 5.62 ms re-simulated (26 %), slow NIC 3.37 /
+// 4.20 ms (20 %), slow stage 0 / 17.1 ms. The simulator's peers wait in gaps of their compute stream that no edge
 // of the graph explains (it resumes compute before the NCCL kernel ends), so those gaps stay rigid
 // when the cause is removed; docs/analyses.md, "What-if", says more.
 

@@ -652,17 +652,20 @@ struct RunGraph {
   }
 };
 
-// A stream's gap while one of the rank's collectives waited for a later member (on another stream) is
-// that collective's doing: the kernel after the gap depends on the last member's start, by the time it
-// took from there, and the gap itself carries none. `joined`: (rank index, event, the last member's
-// start node, operation) for each member that waited.
+// A stream's gap while one of the rank's NCCL operations ran on another stream is that operation's
+// (exposed communication, or a wait for a later member): the kernel after the gap depends on the
+// operation's last member's start, by the time from there, and the gap itself carries none.
+// `joined`: (rank index, event, the last member's start node, operation) for every member.
 template <typename Joined>
 void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
-  std::vector<std::vector<std::tuple<int64_t, int64_t, uint32_t, size_t>>> waits(g.graphs.size());
+  using Running = std::tuple<int64_t, int64_t, uint32_t, size_t, uint32_t>;  // start, end, last start, op, span
+  std::vector<std::vector<Running>> waits(g.graphs.size());
   for (const Joined& j : joined) {
     const RankGraph& rg = g.graphs[j.rank];
+    int64_t span = rg.spanEdge(j.event);
+    if (span < 0) continue;
     waits[j.rank].emplace_back(rg.timeOf(rg.startNode(j.event)), rg.timeOf(rg.endNode(j.event)), j.last_start,
-                               j.operation);
+                               j.operation, static_cast<uint32_t>(span));
   }
   for (auto& w : waits) std::sort(w.begin(), w.end());
   size_t own_edges = g.edges.size();
@@ -673,18 +676,17 @@ void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
     if (list.empty()) continue;
     int64_t gap_start = g.times[g.edges[i].from];
     int64_t gap_end = g.times[g.edges[i].to];
-    // The latest-starting waiting collective that began before the gap's end and ran into it.
-    auto it =
-        std::lower_bound(list.begin(), list.end(), std::tuple<int64_t, int64_t, uint32_t, size_t>{gap_end, 0, 0, 0});
+    // The latest-starting operation that began before the gap's end and ran into it.
+    auto it = std::lower_bound(list.begin(), list.end(), Running{gap_end, 0, 0, 0, 0});
     for (int scanned = 0; it != list.begin() && scanned < 4; ++scanned) {
       --it;
-      const auto& [start, end, last_start, operation] = *it;
-      if (end <= gap_start) continue;
+      const auto& [start, end, last_start, operation, span] = *it;
+      if (end <= gap_start || g.times[last_start] > gap_end) continue;
       int64_t from_last = std::max<int64_t>(0, gap_end - g.times[last_start]);
       g.edges[i].weight = 0;
       g.operations[operation].edges.push_back(static_cast<uint32_t>(g.edges.size()));
-      g.edges.push_back({last_start, g.edges[i].to, from_last, EdgeKind::kKernelGap});
-      g.origin.emplace_back(rank_index, local);
+      g.edges.push_back({last_start, g.edges[i].to, from_last, EdgeKind::kSpan});
+      g.origin.emplace_back(-1, span);  // told as the operation's communication, as a join's edge is
       break;
     }
   }
@@ -725,7 +727,7 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
     uint32_t rank, event, last_start;
     size_t operation;
   };
-  std::vector<Joined> joined_at;  // the members that waited, and where the last member started
+  std::vector<Joined> joined_at;  // every member, and where the operation's last member started
   auto kernelOf = [&](MemberOp m) -> std::optional<JoinMember> {
     if (m.rank_index >= graphs.size()) return std::nullopt;
     const model::NcclOp& op = opOf(run, m);
@@ -752,6 +754,7 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
         last = &m;
     }
     uint32_t last_start = offset[last->rank] + graphs[last->rank].startNode(last->event);
+    for (const JoinMember& m : members) joined_at.push_back({m.rank, m.event, last_start, g.operations.size()});
     for (const JoinMember& w : waiters) {
       if (w.rank == last->rank) continue;
       uint32_t end = offset[w.rank] + graphs[w.rank].endNode(w.event);
@@ -762,7 +765,6 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
       edges.push_back({last_start, end, std::max<int64_t>(0, times[end] - times[last_start]), EdgeKind::kSpan});
       origin.emplace_back(-1, static_cast<uint32_t>(span));
       g.waited_for[{w.rank, w.event}] = graphs[last->rank].rank();
-      joined_at.push_back({w.rank, w.event, last_start, g.operations.size()});
     }
     g.operations.push_back(std::move(operation));
   };
