@@ -2,12 +2,13 @@
 // hand, and agreement with Holistic
 // Trace Analysis's own path on its simple_add trace (../shared/traces; skipped when absent).
 
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <iterator>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
@@ -313,6 +314,12 @@ TEST_CASE("critical path across ranks: a pipeline's slow stage, through sends an
   CHECK(communication == 20 * kUs);
   CHECK(sum(path.slices) == 534 * kUs);
   CHECK(path.rank_changes == 2);  // stage 0 to 1 through the first receive, 1 to 2 through the second
+  // What-if: the mean stage computes (100 + 300 + 100) / 3 = 166.67 us, stage 1 is 1.8x it; at the
+  // mean its compute takes 166.67 us and the path, which holds it, loses 133.33 us.
+  using Kind = gpuxray::report::FindingCause::Kind;
+  int64_t saved = analysis::stepSaving(run, matched, std::vector<Interval>(3, Interval{0, 534 * kUs}),
+                                       {Kind::kSlowStage, {1}, 1.8, "stage 1"});
+  CHECK(std::abs(saved - 133'333) <= 1);
 }
 
 TEST_CASE("critical path across ranks: a wait for a rank whose lateness the trace does not explain", "[critical_path]") {
@@ -343,4 +350,75 @@ TEST_CASE("critical path across ranks: a wait for a rank whose lateness the trac
         }) != rows.end());
   CHECK(sum(path.slices) == 350 * kUs);
   CHECK(path.rank_changes == 0);
+}
+
+TEST_CASE("what-if by hand: the late rank of a data-parallel all-reduce at its peers' compute", "[critical_path]") {
+  // As above: four ranks compute 100 us, rank 2 400 us; the all-reduce ends 50 us after rank 2 enters.
+  // Rank 2 at its peers' median (100 us): every rank's chain is launch 10 + compute 100 + gap 1 +
+  // all-reduce 50 = 161 us, against 461 us traced: 300 us saved.
+  model::RunTrace run;
+  for (int32_t r = 0; r < 4; ++r) {
+    RankSketch s(r);
+    int64_t compute_end = (r == 2 ? 410 : 110) * kUs;
+    s.kernel("gemm", 10 * kUs, compute_end);
+    s.communicator(0xd0, "dp", r, 4);
+    s.nccl(format::NcclOperationKind::kCollective, 0xd0, 1, -1, compute_end + kUs, 461 * kUs);
+    run.ranks.push_back(std::move(s.rank));
+  }
+  analysis::CollectiveIndex matched = analysis::matchOperations(run);
+  std::vector<Interval> windows(4, Interval{0, 461 * kUs});
+  using Kind = gpuxray::report::FindingCause::Kind;
+  CHECK(analysis::stepSaving(run, matched, windows, {Kind::kStraggler, {2}, 1, "rank 2"}) == 300 * kUs);
+  // A rank that is not late saves nothing; the all-reduce fully overlapped saves its 50 us.
+  CHECK(analysis::stepSaving(run, matched, windows, {Kind::kStraggler, {0}, 1, "rank 0"}) == 0);
+  CHECK(analysis::stepSaving(run, matched, windows, {Kind::kExposedCommunication, {0}, 1, "rank 0"}) == 50 * kUs);
+  // Its launch delays closed: rank 2's first 10 us.
+  CHECK(analysis::stepSaving(run, matched, windows, {Kind::kHostGaps, {2}, 1, "rank 2"}) == 10 * kUs);
+}
+
+TEST_CASE("what-if by hand: a tensor-parallel group in lockstep with one slow NIC", "[critical_path]") {
+  // Four ranks on two hosts (0, 1 on node-a; 2, 3 on node-b) compute 100 us from 10 us and all-reduce
+  // across the hosts in [111, 211): 100 us, twice what it takes at the other NICs' speed (rank 2's NIC
+  // at half). Then an all-reduce within node-a (ranks 0, 1) [212, 232) that crosses no NIC.
+  // Every member's cross-host all-reduce at the NIC's ideal: 50 us; the path loses 50 us. Shortening
+  // only rank 2's kernel would save nothing: its peers' equally long kernels would hold the path.
+  model::RunTrace run;
+  for (int32_t r = 0; r < 4; ++r) {
+    RankSketch s(r);
+    s.rank.header.hostname = r < 2 ? "node-a" : "node-b";
+    s.kernel("gemm", 10 * kUs, 110 * kUs);
+    s.communicator(0xa0, "tp", r, 4);
+    s.nccl(format::NcclOperationKind::kCollective, 0xa0, 1, -1, 111 * kUs, 211 * kUs);
+    if (r < 2) {
+      s.communicator(0xa1, "node", r, 2);
+      s.nccl(format::NcclOperationKind::kCollective, 0xa1, 1, -1, 212 * kUs, 232 * kUs);
+    }
+    run.ranks.push_back(std::move(s.rank));
+  }
+  analysis::CollectiveIndex matched = analysis::matchOperations(run);
+  REQUIRE(matched.collectives.size() == 2);
+  std::vector<Interval> windows(4, Interval{0, 232 * kUs});
+  analysis::RunStepPath path = analysis::runCriticalPath(run, matched, windows);
+  auto rows = analysis::attributionOf(path.slices, true);
+  // By hand: launch delay [0, 10), compute [10, 110), gap, the cross-host all-reduce [111, 211), gap,
+  // the node-a all-reduce [212, 232), on rank 0 or 1: 120 us of communication.
+  int64_t communication = 0;
+  for (const auto& a : rows) communication += a.cause == PathCause::kCommunication ? a.ns : 0;
+  CHECK(communication == 120 * kUs);
+  CHECK(sum(path.slices) == 232 * kUs);
+  using Kind = gpuxray::report::FindingCause::Kind;
+  CHECK(analysis::stepSaving(run, matched, windows, {Kind::kSlowNic, {2}, 2.0, "node-b's NIC"}) == 50 * kUs);
+}
+
+TEST_CASE("critical path: compute kernels by class, from their names", "[critical_path]") {
+  CHECK(std::string(analysis::kernelClassOf("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64")) == "GEMM");
+  CHECK(std::string(analysis::kernelClassOf("ampere_sgemm_128x64_tn")) == "GEMM");
+  CHECK(std::string(analysis::kernelClassOf("flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128>>")) == "attention");
+  CHECK(std::string(analysis::kernelClassOf("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel")) ==
+        "normalization");
+  CHECK(std::string(analysis::kernelClassOf("void at::native::vectorized_elementwise_kernel<4, GeluCUDAKernelImpl>")) ==
+        "elementwise");
+  CHECK(std::string(analysis::kernelClassOf("cunn_SoftMaxForward")) == "softmax");
+  CHECK(std::string(analysis::kernelClassOf("void at::native::reduce_kernel<512, 1>")) == "reduction");
+  CHECK(std::string(analysis::kernelClassOf("my_custom_kernel")) == "other");
 }

@@ -79,6 +79,8 @@ TEST_CASE("diff: a finding is the same finding when only its measurements change
       0,
       "slow link: node-01's NIC mlx5_2 moves data at 8.50 GB/s, 2.50x slower than the median of the "
       "run's other NICs (21.3 GB/s)",
+      {},
+      {},
       {}};
   gpuxray::report::Finding after = before;
   after.summary =
@@ -94,6 +96,8 @@ TEST_CASE("diff: a finding is the same finding when only its measurements change
                                  gpuxray::report::Severity::kCritical,
                                  0,
                                  "exposed communication takes 33.1 % of rank 4's step time (35.9 ms per step)",
+                                 {},
+                                 {},
                                  {}};
   gpuxray::report::Finding rank5 = rank4;
   rank5.summary = "exposed communication takes 33.1 % of rank 5's step time (35.9 ms per step)";
@@ -105,6 +109,8 @@ TEST_CASE("diff: a finding is the same finding when only its measurements change
                                  gpuxray::report::Severity::kWarning,
                                  0,
                                  "pipeline stage 1 (ranks 8, 9, 10-15) is the slowest: 1.11x the mean compute",
+                                 {},
+                                 {},
                                  {}};
   gpuxray::report::Finding wider = stage;
   wider.summary = "pipeline stage 1 (ranks 16-31) is the slowest: 1.20x the mean compute";
@@ -126,7 +132,7 @@ TEST_CASE("diff: a finding naming a rank is still there when the runs number the
     gpuxray::compare::ComparisonSide s{label, "report", {}};
     s.report.run.world_size = world;
     for (int32_t r = 0; r < world; ++r) s.report.run.ranks.push_back(r);
-    s.report.findings.push_back({"stragglers", gpuxray::report::Severity::kWarning, 0, straggler, {}});
+    s.report.findings.push_back({"stragglers", gpuxray::report::Severity::kWarning, 0, straggler, {}, {}, {}});
     return s;
   };
   const char* rank3 = "rank 3 is the straggler: last into 120 of 400 collectives, 4.10 ms of waiting caused";

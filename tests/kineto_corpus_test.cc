@@ -64,6 +64,37 @@ TEST_CASE("corpus: every shared trace analyzes, and no finding rests on a launch
   }
 }
 
+// Every nanosecond of a step on the critical path belongs to exactly one cause: the parts sum to the
+// step, per rank and across ranks, on every shared trace; a finding's saving, where computed, is a
+// non-negative share of the step.
+TEST_CASE("corpus: the critical path's attribution sums to every step of every shared trace") {
+  for (const std::string& name : kCorpus) {
+    auto dir = gpuxray::testing::sharedTraces(name);
+    if (!dir) continue;
+    INFO(name);
+    auto run = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() +
+                                            " analyze --critical-path --format json " + dir->string());
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    auto report = nlohmann::json::parse(run.out);
+    const auto& path = report["results"]["critical_path"];
+    size_t steps = 0;
+    for (const char* list : {"steps", "run_steps"}) {
+      for (const auto& step : path[list]) {
+        int64_t sum = 0;
+        for (const auto& part : step["attribution"]) sum += part["ns"].get<int64_t>();
+        CHECK(sum == step["step_ns"].get<int64_t>());
+        ++steps;
+      }
+    }
+    CHECK(steps > 0);
+    for (const auto& finding : report["findings"]) {
+      if (!finding.contains("saves_ns")) continue;
+      CHECK(finding["saves_ns"].get<int64_t>() >= 0);
+    }
+  }
+}
+
 TEST_CASE("corpus: the ROCm traces speak of CUs, and their launches are not recorded") {
   auto dir = gpuxray::testing::sharedTraces("hta_mi250_rocm_rank0");
   if (!dir) return;

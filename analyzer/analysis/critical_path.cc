@@ -9,8 +9,11 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
+#include <optional>
 #include <queue>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -84,8 +87,10 @@ struct RankTimeIndex {
 
 class RankGraph {
  public:
-  RankGraph(const model::RankTrace& rank, const RankTimeIndex& index, Interval window)
-      : rank_(rank), index_(index), window_(window) {
+  // `stream_waits`: a kernel that starts after another stream's kernel ended in its stream's gap
+  // depends on that kernel (gpuxray's rule across ranks; HTA's graph of one rank has no such edge).
+  RankGraph(const model::RankTrace& rank, const RankTimeIndex& index, Interval window, bool stream_waits = false)
+      : rank_(rank), index_(index), window_(window), stream_waits_(stream_waits) {
     collectEvents();
     addCallStackEdges();
     addGpuEdges();
@@ -110,6 +115,13 @@ class RankGraph {
   }
   PathSlice sliceOf(const Edge& edge) const;
   int32_t rank() const { return rank_.rank; }
+  // The kind of GPU work whose span an edge is, if it is one.
+  std::optional<ActivityKind> spanActivity(const Edge& edge) const {
+    if (edge.kind != EdgeKind::kSpan || edge.from % 2 != 0 || edge.to != edge.from + 1) return std::nullopt;
+    const GraphEvent& e = events_[edge.from / 2];
+    if (e.host) return std::nullopt;
+    return rank_.activities[e.ref.index].kind;
+  }
 
  private:
   void addEdge(uint32_t from, uint32_t to, EdgeKind kind, bool zero_weight = false) {
@@ -133,6 +145,7 @@ class RankGraph {
   const model::RankTrace& rank_;
   const RankTimeIndex& index_;
   Interval window_;
+  bool stream_waits_ = false;
   std::vector<GraphEvent> events_;
   std::vector<uint64_t> threads_;                      // per host event: its OS thread
   std::unordered_map<uint32_t, uint32_t> call_event_;  // host call index -> event
@@ -291,6 +304,19 @@ void RankGraph::addGpuEdges() {
     }
   }
 
+  // GPU work by end, for the latest end on another stream inside a kernel's gap.
+  std::vector<std::pair<int64_t, uint32_t>> ends;
+  if (stream_waits_) {
+    for (const Item& item : items) {
+      if (!item.sync) ends.emplace_back(events_[item.event].end_ns, item.event);
+    }
+    std::sort(ends.begin(), ends.end());
+  }
+  auto waitedOn = [&](int64_t previous_end, int64_t start) -> std::optional<uint32_t> {
+    auto it = std::upper_bound(ends.begin(), ends.end(), std::pair<int64_t, uint32_t>{start, UINT32_MAX});
+    if (it == ends.begin() || std::prev(it)->first <= previous_end) return std::nullopt;
+    return std::prev(it)->second;
+  };
   std::map<int32_t, uint32_t> last_on_stream;  // stream -> its last kernel's end node
   for (const Item& item : items) {
     if (item.sync) {
@@ -308,6 +334,12 @@ void RankGraph::addGpuEdges() {
     if (after_launch == 1 && after_start == 0 &&
         (last == last_on_stream.end() || timeOf(last->second) < events_[call].start_ns)) {
       addEdge(startNode(call), startNode(e), EdgeKind::kLaunch);
+    } else if (auto other = last != last_on_stream.end() && stream_waits_
+                                ? waitedOn(timeOf(last->second), events_[e].start_ns)
+                                : std::nullopt) {
+      // Its stream waited for that kernel: the gap before that kernel's end is the other stream's.
+      addEdge(endNode(*other), startNode(e), EdgeKind::kKernelGap);
+      edges_.push_back({last->second, startNode(e), edges_.back().weight, EdgeKind::kKernelGap});
     } else if (last != last_on_stream.end() && events_[e].start_ns - timeOf(last->second) < kKernelGapLimitNs) {
       addEdge(last->second, startNode(e), EdgeKind::kKernelGap);
     }
@@ -488,6 +520,7 @@ ResultValue attributionValue(const std::vector<PathAttribution>& attribution, bo
     ResultValue row = ResultValue::object()
                           .set("cause", ResultValue::text(pathCauseName(a.cause)))
                           .set("detail", a.detail.empty() ? ResultValue() : ResultValue::text(a.detail));
+    if (a.cause == PathCause::kCompute) row.set("kernel_class", ResultValue::text(kernelClassOf(a.detail)));
     if (with_rank) row.set("rank", a.rank >= 0 ? ResultValue::integer(a.rank) : ResultValue());
     rows.push(row.set("ns", ResultValue::integer(a.ns)));
   }
@@ -518,7 +551,19 @@ ResultValue resultValue(const CriticalPathResult& result) {
                        .set("rank_changes", ResultValue::integer(static_cast<int64_t>(s.rank_changes)))
                        .set("attribution", attributionValue(s.attribution, true)));
   }
-  return ResultValue::object().set("steps", std::move(steps)).set("run_steps", std::move(run_steps));
+  ResultValue what_if = ResultValue::array();
+  for (const WhatIf& w : result.what_if) {
+    what_if.push(ResultValue::object()
+                     .set("cause", ResultValue::text(findingCauseName(w.kind)))
+                     .set("label", ResultValue::text(w.label))
+                     .set("step_ns", ResultValue::integer(w.step_ns))
+                     .set("predicted_step_ns", ResultValue::integer(w.step_ns - w.saves_ns))
+                     .set("saves_ns", ResultValue::integer(w.saves_ns)));
+  }
+  return ResultValue::object()
+      .set("steps", std::move(steps))
+      .set("run_steps", std::move(run_steps))
+      .set("what_if", std::move(what_if));
 }
 
 // A member of a join: the rank's graph and the event of its communication kernel.
@@ -528,6 +573,40 @@ struct JoinMember {
 };
 
 }  // namespace
+
+const char* kernelClassOf(std::string_view kernel_name) {
+  std::string name(kernel_name);
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  auto has = [&](std::string_view part) { return name.find(part) != std::string::npos; };
+  if (has("flash") || has("fmha") || has("attention") || has("attn")) return "attention";
+  if (has("gemm") || has("xmma") || has("cutlass") || has("cublas") || has("matmul") || has("wgmma")) return "GEMM";
+  if (has("norm")) return "normalization";
+  if (has("softmax")) return "softmax";
+  if (has("reduce") || has("reduction")) return "reduction";
+  if (has("elementwise") || has("vectorized") || has("unrolled")) return "elementwise";
+  if (has("copy") || has("cat_")) return "copy";
+  return "other";
+}
+
+const char* findingCauseName(report::FindingCause::Kind kind) {
+  using Kind = report::FindingCause::Kind;
+  switch (kind) {
+    case Kind::kNone:
+      return "none";
+    case Kind::kStraggler:
+      return "straggler";
+    case Kind::kSlowNic:
+      return "slow NIC";
+    case Kind::kExposedCommunication:
+      return "exposed communication";
+    case Kind::kSlowStage:
+      return "slow stage";
+    case Kind::kHostGaps:
+      return "host gaps";
+  }
+  return "none";
+}
 
 const char* pathCauseName(PathCause cause) {
   switch (cause) {
@@ -550,19 +629,83 @@ RankCriticalPath rankCriticalPath(const model::RankTrace& rank, Interval window,
 
 namespace {
 
-RunStepPath runPath(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
-                    const CollectiveIndex& matched, const std::vector<Interval>& windows) {
-  RunStepPath out;
+// One step's graph across ranks (or of one rank): every rank's graph in one numbering of nodes, each
+// collective's members joined and each receive tied to its send.
+struct RunGraph {
   std::vector<RankGraph> graphs;
-  std::vector<uint32_t> offset, edge_base;
+  std::vector<uint32_t> offset, edge_base;  // per rank index: its first node and first edge
   std::vector<int64_t> times;
   std::vector<Edge> edges;
   std::vector<std::pair<int32_t, uint32_t>> origin;  // per edge: (rank index, its local edge); -1: a join
-  out.window = windows.empty() ? Interval{} : windows.front();
+  std::map<std::pair<uint32_t, uint32_t>, int32_t> waited_for;  // (rank index, event) -> the rank waited for
+  // Per joined NCCL operation: its members' rank indexes and the edges that carry its communication.
+  struct Operation {
+    std::vector<uint32_t> ranks;
+    std::vector<uint32_t> edges;
+    bool collective = true;  // else a send and its receive
+  };
+  std::vector<Operation> operations;
+  Interval window;
+
+  uint32_t rankOfNode(uint32_t node) const {
+    return static_cast<uint32_t>(std::upper_bound(offset.begin(), offset.end(), node) - offset.begin() - 1);
+  }
+};
+
+// A stream's gap while one of the rank's NCCL operations ran on another stream is that operation's
+// (exposed communication, or a wait for a later member): the kernel after the gap depends on the
+// operation's last member's start, by the time from there, and the gap itself carries none.
+// `joined`: (rank index, event, the last member's start node, operation) for every member.
+template <typename Joined>
+void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
+  using Running = std::tuple<int64_t, int64_t, uint32_t, size_t, uint32_t>;  // start, end, last start, op, span
+  std::vector<std::vector<Running>> waits(g.graphs.size());
+  for (const Joined& j : joined) {
+    const RankGraph& rg = g.graphs[j.rank];
+    int64_t span = rg.spanEdge(j.event);
+    if (span < 0) continue;
+    waits[j.rank].emplace_back(rg.timeOf(rg.startNode(j.event)), rg.timeOf(rg.endNode(j.event)), j.last_start,
+                               j.operation, static_cast<uint32_t>(span));
+  }
+  for (auto& w : waits) std::sort(w.begin(), w.end());
+  size_t own_edges = g.edges.size();
+  for (size_t i = 0; i < own_edges; ++i) {
+    auto [rank_index, local] = g.origin[i];
+    if (rank_index < 0 || g.edges[i].kind != EdgeKind::kKernelGap) continue;
+    const auto& list = waits[static_cast<size_t>(rank_index)];
+    if (list.empty()) continue;
+    int64_t gap_start = g.times[g.edges[i].from];
+    int64_t gap_end = g.times[g.edges[i].to];
+    // The latest-starting operation that began before the gap's end and ran into it.
+    auto it = std::lower_bound(list.begin(), list.end(), Running{gap_end, 0, 0, 0, 0});
+    for (int scanned = 0; it != list.begin() && scanned < 4; ++scanned) {
+      --it;
+      const auto& [start, end, last_start, operation, span] = *it;
+      if (end <= gap_start || g.times[last_start] > gap_end) continue;
+      int64_t from_last = std::max<int64_t>(0, gap_end - g.times[last_start]);
+      g.edges[i].weight = 0;
+      g.operations[operation].edges.push_back(static_cast<uint32_t>(g.edges.size()));
+      g.edges.push_back({last_start, g.edges[i].to, from_last, EdgeKind::kSpan});
+      g.origin.emplace_back(-1, span);  // told as the operation's communication, as a join's edge is
+      break;
+    }
+  }
+}
+
+RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
+                       const CollectiveIndex& matched, const std::vector<Interval>& windows) {
+  RunGraph g;
+  auto& graphs = g.graphs;
+  auto& offset = g.offset;
+  auto& edge_base = g.edge_base;
+  auto& times = g.times;
+  auto& edges = g.edges;
+  auto& origin = g.origin;
+  g.window = windows.empty() ? Interval{} : windows.front();
   for (size_t r = 0; r < run.ranks.size() && r < windows.size(); ++r) {
-    graphs.emplace_back(run.ranks[r], indexes[r], windows[r]);
-    out.window.start = std::min(out.window.start, windows[r].start);
-    out.window.end = std::max(out.window.end, windows[r].end);
+    graphs.emplace_back(run.ranks[r], indexes[r], windows[r], true);
+    g.window.start = std::min(g.window.start, windows[r].start);
+    g.window.end = std::max(g.window.end, windows[r].end);
   }
   for (uint32_t r = 0; r < graphs.size(); ++r) {
     offset.push_back(static_cast<uint32_t>(times.size()));
@@ -579,7 +722,12 @@ RunStepPath runPath(const model::RunTrace& run, const std::vector<RankTimeIndex>
   // Each NCCL operation's kernel: the first communication kernel that starts within the operation's GPU
   // span.
   std::vector<std::vector<std::pair<int64_t, uint32_t>>> kernels;
-  for (const RankGraph& g : graphs) kernels.push_back(g.communicationEvents());
+  for (const RankGraph& rg : graphs) kernels.push_back(rg.communicationEvents());
+  struct Joined {
+    uint32_t rank, event, last_start;
+    size_t operation;
+  };
+  std::vector<Joined> joined_at;  // every member, and where the operation's last member started
   auto kernelOf = [&](MemberOp m) -> std::optional<JoinMember> {
     if (m.rank_index >= graphs.size()) return std::nullopt;
     const model::NcclOp& op = opOf(run, m);
@@ -588,11 +736,17 @@ RunStepPath runPath(const model::RunTrace& run, const std::vector<RankTimeIndex>
     if (it == list.end() || it->first > op.gpu_end_ns) return std::nullopt;
     return JoinMember{m.rank_index, it->second};
   };
-  std::vector<std::tuple<uint32_t, uint32_t, int32_t>> waits;  // (rank, event, the rank waited for)
   // The members that started before the last one wait for it: their span carries only the time after
   // it started, and the last one's start leads to their end.
-  auto join = [&](const std::vector<JoinMember>& members, const std::vector<JoinMember>& waiters) {
+  auto join = [&](const std::vector<JoinMember>& members, const std::vector<JoinMember>& waiters, bool collective) {
     if (members.empty()) return;
+    RunGraph::Operation operation;
+    operation.collective = collective;
+    for (const JoinMember& m : members) {
+      operation.ranks.push_back(m.rank);
+      int64_t span = graphs[m.rank].spanEdge(m.event);
+      if (span >= 0) operation.edges.push_back(edge_base[m.rank] + static_cast<uint32_t>(span));
+    }
     const JoinMember* last = &members.front();
     for (const JoinMember& m : members) {
       if (graphs[m.rank].timeOf(graphs[m.rank].startNode(m.event)) >
@@ -600,32 +754,42 @@ RunStepPath runPath(const model::RunTrace& run, const std::vector<RankTimeIndex>
         last = &m;
     }
     uint32_t last_start = offset[last->rank] + graphs[last->rank].startNode(last->event);
+    for (const JoinMember& m : members) joined_at.push_back({m.rank, m.event, last_start, g.operations.size()});
     for (const JoinMember& w : waiters) {
       if (w.rank == last->rank) continue;
       uint32_t end = offset[w.rank] + graphs[w.rank].endNode(w.event);
       int64_t span = graphs[w.rank].spanEdge(w.event);
       if (times[last_start] <= times[end - 1] || span < 0) continue;  // it started last itself
       edges[edge_base[w.rank] + static_cast<size_t>(span)].weight = std::max<int64_t>(0, times[end] - times[last_start]);
+      operation.edges.push_back(static_cast<uint32_t>(edges.size()));
       edges.push_back({last_start, end, std::max<int64_t>(0, times[end] - times[last_start]), EdgeKind::kSpan});
       origin.emplace_back(-1, static_cast<uint32_t>(span));
-      waits.emplace_back(w.rank, w.event, graphs[last->rank].rank());
+      g.waited_for[{w.rank, w.event}] = graphs[last->rank].rank();
     }
+    g.operations.push_back(std::move(operation));
   };
   for (const MatchedCollective& c : matched.collectives) {
     std::vector<JoinMember> members;
     for (MemberOp m : matched.membersOf(c)) {
       if (auto k = kernelOf(m)) members.push_back(*k);
     }
-    if (members.size() >= 2) join(members, members);
+    if (members.size() >= 2) join(members, members, true);
   }
   for (const P2pPair& p : matched.p2p) {
     auto send = kernelOf(p.send);
     auto recv = kernelOf(p.recv);
-    if (send && recv) join({*send, *recv}, {*recv});
+    if (send && recv) join({*send, *recv}, {*recv}, false);
   }
-  std::map<std::pair<uint32_t, uint32_t>, int32_t> waited_for;
-  for (const auto& [rank, event, on] : waits) waited_for[{rank, event}] = on;
+  tieGapsToCollectives(g, joined_at);
+  return g;
+}
 
+RunStepPath runPath(const RunGraph& g) {
+  RunStepPath out;
+  out.window = g.window;
+  const auto& graphs = g.graphs;
+  const auto& times = g.times;
+  const auto& edges = g.edges;
   LongestPath path = findLongestPath(times, edges, PathEnd::kLatest);
   SliceCutter cutter(out.window, out.slices);
   if (path.empty) {
@@ -633,37 +797,174 @@ RunStepPath runPath(const model::RunTrace& run, const std::vector<RankTimeIndex>
     return out;
   }
   out.length_ns = path.length;
-  auto rankOfNode = [&](uint32_t node) {
-    return static_cast<uint32_t>(std::upper_bound(offset.begin(), offset.end(), node) - offset.begin() - 1);
-  };
-  uint32_t first_rank = rankOfNode(path.first);
+  uint32_t first_rank = g.rankOfNode(path.first);
   cutter.cover({out.window.start, times[path.first], PathCause::kOther, "before the path", graphs[first_rank].rank(), 0});
   int32_t previous_rank = graphs[first_rank].rank();
   for (uint32_t i : path.edges) {
     const Edge& e = edges[i];
-    uint32_t r = rankOfNode(e.to);
-    const RankGraph& g = graphs[r];
-    auto [from_rank, local] = origin[i];
+    uint32_t r = g.rankOfNode(e.to);
+    const RankGraph& rg = graphs[r];
+    auto [from_rank, local] = g.origin[i];
     PathSlice s;
     if (from_rank < 0) {  // a join: the span of the waiting kernel after the last member started
-      s = g.sliceOf(g.edges()[local]);
+      s = rg.sliceOf(rg.edges()[local]);
       s.start_ns = times[e.from];
     } else {
-      s = g.sliceOf(g.edges()[local]);
-      auto w = waited_for.find({r, (e.from - offset[r]) / 2});
-      if (e.from % 2 == 0 && e.to == e.from + 1 && w != waited_for.end()) {
+      s = rg.sliceOf(rg.edges()[local]);
+      auto w = g.waited_for.find({r, (e.from - g.offset[r]) / 2});
+      if (e.from % 2 == 0 && e.to == e.from + 1 && w != g.waited_for.end()) {
         // The kernel's own start led here although it waited: its wait is the other rank's doing.
         int64_t waited_until = times[e.to] - e.weight;
-        cutter.cover({times[e.from], waited_until, PathCause::kWait, "", g.rank(), 0, w->second});
+        cutter.cover({times[e.from], waited_until, PathCause::kWait, "", rg.rank(), 0, w->second});
       }
     }
-    if (g.rank() != previous_rank) ++out.rank_changes;
-    previous_rank = g.rank();
+    if (rg.rank() != previous_rank) ++out.rank_changes;
+    previous_rank = rg.rank();
     cutter.cover(std::move(s));
   }
   cutter.finish(previous_rank);
   return out;
 }
+
+// A cause at its ideal in one step's graph: compute scaled per rank, communication per joined operation
+// and per rank for kernels no join holds (0: fully overlapped), launch delays closed per rank.
+struct IdealStep {
+  std::vector<double> compute_scale;
+  std::vector<double> communication_scale;
+  std::vector<double> operation_scale;
+  std::vector<bool> close_launches;
+};
+
+std::vector<int64_t> computePerRank(const RunGraph& g) {
+  std::vector<int64_t> out(g.graphs.size(), 0);
+  for (size_t i = 0; i < g.edges.size(); ++i) {
+    auto [rank_index, local] = g.origin[i];
+    if (rank_index < 0) continue;
+    auto r = static_cast<size_t>(rank_index);
+    if (g.graphs[r].spanActivity(g.graphs[r].edges()[local]) == ActivityKind::kCompute) out[r] += g.edges[i].weight;
+  }
+  return out;
+}
+
+int64_t medianOf(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+IdealStep idealOf(const RunGraph& g, const model::RunTrace& run, const report::FindingCause& cause) {
+  using Kind = report::FindingCause::Kind;
+  size_t ranks = g.graphs.size();
+  IdealStep ideal{std::vector<double>(ranks, 1.0), std::vector<double>(ranks, 1.0),
+                  std::vector<double>(g.operations.size(), 1.0), std::vector<bool>(ranks, false)};
+  std::vector<bool> named(ranks, false);
+  for (int32_t rank : cause.ranks) {
+    for (size_t r = 0; r < ranks; ++r) named[r] = named[r] || g.graphs[r].rank() == rank;
+  }
+  auto involves = [&](const RunGraph::Operation& op) {
+    return std::any_of(op.ranks.begin(), op.ranks.end(), [&](uint32_t r) { return named[r]; });
+  };
+  switch (cause.kind) {
+    case Kind::kNone:
+      break;
+    case Kind::kStraggler: {
+      // Its compute at the median of the ranks it meets in collectives (they run the same work), else of
+      // all the others.
+      std::vector<int64_t> compute = computePerRank(g);
+      std::vector<bool> peer(ranks, false);
+      for (const RunGraph::Operation& op : g.operations) {
+        if (!op.collective || !involves(op)) continue;
+        for (uint32_t r : op.ranks) peer[r] = !named[r];
+      }
+      if (std::none_of(peer.begin(), peer.end(), [](bool p) { return p; })) {
+        for (size_t r = 0; r < ranks; ++r) peer[r] = !named[r];
+      }
+      std::vector<int64_t> reference;
+      for (size_t r = 0; r < ranks; ++r) {
+        if (peer[r]) reference.push_back(compute[r]);
+      }
+      int64_t median = medianOf(reference);
+      for (size_t r = 0; r < ranks; ++r) {
+        if (named[r] && compute[r] > median && median > 0)
+          ideal.compute_scale[r] = static_cast<double>(median) / static_cast<double>(compute[r]);
+      }
+      break;
+    }
+    case Kind::kSlowStage:
+      for (size_t r = 0; r < ranks; ++r) {
+        if (named[r] && cause.factor > 1) ideal.compute_scale[r] = 1 / cause.factor;
+      }
+      break;
+    case Kind::kSlowNic:
+      // Every member of an operation that crosses hosts through it moves at the others' median speed.
+      for (size_t o = 0; o < g.operations.size(); ++o) {
+        const RunGraph::Operation& op = g.operations[o];
+        if (!involves(op) || cause.factor <= 1) continue;
+        std::set<std::string_view> hosts;
+        for (uint32_t r : op.ranks) hosts.insert(run.ranks[r].header.hostname);
+        if (hosts.size() > 1) ideal.operation_scale[o] = 1 / cause.factor;
+      }
+      break;
+    case Kind::kExposedCommunication:
+      for (size_t o = 0; o < g.operations.size(); ++o) {
+        if (involves(g.operations[o])) ideal.operation_scale[o] = 0;
+      }
+      for (size_t r = 0; r < ranks; ++r) {
+        if (named[r]) ideal.communication_scale[r] = 0;
+      }
+      break;
+    case Kind::kHostGaps:
+      for (size_t r = 0; r < ranks; ++r) ideal.close_launches[r] = named[r];
+      break;
+  }
+  return ideal;
+}
+
+// The step's edges with the cause at its ideal.
+std::vector<Edge> idealEdges(const RunGraph& g, const IdealStep& ideal) {
+  std::vector<Edge> edges = g.edges;
+  auto scaled = [](int64_t w, double f) { return static_cast<int64_t>(std::llround(static_cast<double>(w) * f)); };
+  std::vector<bool> in_operation(edges.size(), false);
+  for (size_t o = 0; o < g.operations.size(); ++o) {
+    for (uint32_t e : g.operations[o].edges) {
+      in_operation[e] = true;
+      edges[e].weight = scaled(edges[e].weight, ideal.operation_scale[o]);
+    }
+  }
+  for (size_t i = 0; i < edges.size(); ++i) {
+    auto [rank_index, local] = g.origin[i];
+    if (rank_index < 0) continue;
+    auto r = static_cast<size_t>(rank_index);
+    const Edge& own = g.graphs[r].edges()[local];
+    if (own.kind == EdgeKind::kLaunch && ideal.close_launches[r]) edges[i].weight = 0;
+    std::optional<ActivityKind> kind = g.graphs[r].spanActivity(own);
+    if (kind == ActivityKind::kCompute) edges[i].weight = scaled(edges[i].weight, ideal.compute_scale[r]);
+    if (kind == ActivityKind::kCommunication && !in_operation[i])
+      edges[i].weight = scaled(edges[i].weight, ideal.communication_scale[r]);
+  }
+  return edges;
+}
+
+int64_t idealLength(const RunGraph& g, const IdealStep& ideal) {
+  return findLongestPath(g.times, idealEdges(g, ideal), PathEnd::kLatest).length;
+}
+
+// Per step, each finding's saving summed.
+struct WhatIfSums {
+  std::vector<size_t> findings;  // with a cause
+  std::vector<int64_t> saved;
+  int64_t steps = 0;
+  int64_t step_ns = 0;
+
+  void add(const RunGraph& g, const model::RunTrace& run, const std::vector<report::Finding>& all, int64_t length) {
+    ++steps;
+    step_ns += g.window.length();
+    for (size_t i = 0; i < findings.size(); ++i) {
+      int64_t ideal = idealLength(g, idealOf(g, run, all[findings[i]].cause));
+      saved[i] += std::max<int64_t>(0, length - ideal);
+    }
+  }
+};
 
 }  // namespace
 
@@ -671,7 +972,16 @@ RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& m
                             const std::vector<Interval>& windows) {
   std::vector<RankTimeIndex> indexes;
   for (const model::RankTrace& rank : run.ranks) indexes.emplace_back(rank);
-  return runPath(run, indexes, matched, windows);
+  return runPath(buildRunGraph(run, indexes, matched, windows));
+}
+
+int64_t stepSaving(const model::RunTrace& run, const CollectiveIndex& matched, const std::vector<Interval>& windows,
+                   const report::FindingCause& cause) {
+  std::vector<RankTimeIndex> indexes;
+  for (const model::RankTrace& rank : run.ranks) indexes.emplace_back(rank);
+  RunGraph graph = buildRunGraph(run, indexes, matched, windows);
+  int64_t length = findLongestPath(graph.times, graph.edges, PathEnd::kLatest).length;
+  return std::max<int64_t>(0, length - idealLength(graph, idealOf(graph, run, cause)));
 }
 
 std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices, bool by_rank) {
@@ -716,8 +1026,13 @@ void nameCommunicators(std::vector<PathSlice>& slices, const std::map<uint64_t, 
 
 }  // namespace
 
-CriticalPathResult computeCriticalPath(const AnalysisInput& input) {
+CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::vector<report::Finding>& findings) {
   CriticalPathResult result;
+  WhatIfSums what_if;
+  for (size_t i = 0; i < findings.size(); ++i) {
+    if (findings[i].cause.kind != report::FindingCause::Kind::kNone) what_if.findings.push_back(i);
+  }
+  what_if.saved.assign(what_if.findings.size(), 0);
   std::map<uint64_t, CommunicatorInfo> communicators = gatherCommunicators(input.run);
   size_t common_steps = SIZE_MAX;
   std::vector<RankTimeIndex> indexes;
@@ -736,9 +1051,23 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input) {
       nameCommunicators(path.slices, communicators);
       result.steps.push_back({path.rank, input.hasSteps() ? w.number : -1, w.window, path.length_ns,
                               path.events.size(), attributionOf(path.slices)});
+      if (!what_if.findings.empty()) {
+        RunGraph graph = buildRunGraph(input.run, indexes, input.collectives(), {w.window});
+        what_if.add(graph, input.run, findings, findLongestPath(graph.times, graph.edges, PathEnd::kLatest).length);
+      }
     }
   }
-  if (input.run.ranks.size() < 2 || common_steps == SIZE_MAX) return result;
+  auto finish = [&]() -> CriticalPathResult {
+    for (size_t i = 0; i < what_if.findings.size() && what_if.steps > 0; ++i) {
+      const report::Finding& f = findings[what_if.findings[i]];
+      result.what_if.push_back({what_if.findings[i], f.cause.kind, f.cause.label, what_if.step_ns / what_if.steps,
+                                what_if.saved[i] / what_if.steps});
+    }
+    std::stable_sort(result.what_if.begin(), result.what_if.end(),
+                     [](const WhatIf& a, const WhatIf& b) { return a.saves_ns > b.saves_ns; });
+    return std::move(result);
+  };
+  if (input.run.ranks.size() < 2 || common_steps == SIZE_MAX) return finish();
   for (size_t i = 0; i < common_steps; ++i) {
     std::vector<Interval> windows;
     int64_t number = -1;
@@ -747,14 +1076,47 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input) {
       windows.push_back(w.window);
       if (input.hasSteps()) number = w.number;
     }
-    RunStepPath path = runPath(input.run, indexes, input.collectives(), windows);
+    RunGraph graph = buildRunGraph(input.run, indexes, input.collectives(), windows);
+    RunStepPath path = runPath(graph);
     if (path.window.length() <= 0) continue;
+    what_if.add(graph, input.run, findings, path.length_ns);
     nameCommunicators(path.slices, communicators);
     result.run_steps.push_back(
         {number, path.window, path.length_ns, path.rank_changes, attributionOf(path.slices, true)});
   }
-  return result;
+  return finish();
 }
+
+namespace {
+
+void presentWhatIf(const CriticalPathResult& result, report::Report& report, report::Section& section) {
+  if (result.what_if.empty()) return;
+  report::Table table{"what_if",
+                      "What-if: each finding's cause at its ideal, the steps re-timed",
+                      {{"cause", "cause"},
+                       {"label", "of"},
+                       {"step", "step"},
+                       {"predicted", "predicted step"},
+                       {"saves", "saves/step"},
+                       {"pct", "% of step"}},
+                      {}};
+  for (const WhatIf& w : result.what_if) {
+    double pct = w.step_ns > 0 ? 100.0 * static_cast<double>(w.saves_ns) / static_cast<double>(w.step_ns) : 0.0;
+    table.rows.push_back({Cell::of(std::string(findingCauseName(w.kind))), Cell::of(w.label),
+                          Cell::of(static_cast<double>(w.step_ns), Unit::kNanoseconds),
+                          Cell::of(static_cast<double>(w.step_ns - w.saves_ns), Unit::kNanoseconds),
+                          Cell::of(static_cast<double>(w.saves_ns), Unit::kNanoseconds),
+                          Cell::of(pct, Unit::kPercent)});
+    if (w.finding >= report.findings.size()) continue;
+    report::Finding& finding = report.findings[w.finding];
+    finding.saves_ns = static_cast<double>(w.saves_ns);
+    finding.summary += fmt::format("; fixing {} would save about {} per step ({:.0f} %)", w.label,
+                                   report::formatValue(static_cast<double>(w.saves_ns), Unit::kNanoseconds), pct);
+  }
+  section.tables.push_back(std::move(table));
+}
+
+}  // namespace
 
 void presentCriticalPath(const CriticalPathResult& result, size_t top_rows, report::Report& report) {
   auto& section = report.addSection("critical_path", "Critical path");
@@ -799,10 +1161,33 @@ void presentCriticalPath(const CriticalPathResult& result, size_t top_rows, repo
                                    Unit::kPercent)});
   }
   section.tables.push_back(std::move(table));
+  // The same time by cause alone: compute by kernel class, communication by role, waits by the rank
+  // waited for, the rest by cause.
+  std::map<std::pair<std::string, std::string>, int64_t> by_cause;
+  for (const PathAttribution& a : total) {
+    std::string detail = a.cause == PathCause::kCompute                                        ? kernelClassOf(a.detail)
+                         : a.cause == PathCause::kCommunication || a.cause == PathCause::kWait ? a.detail
+                                                                                               : std::string();
+    by_cause[{pathCauseName(a.cause), detail}] += a.ns;
+  }
+  std::vector<std::pair<std::pair<std::string, std::string>, int64_t>> causes(by_cause.begin(), by_cause.end());
+  std::stable_sort(causes.begin(), causes.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  report::Table by_cause_table{"by_cause",
+                               fmt::format("{}, by cause (compute by kernel class)", title),
+                               {{"cause", "cause"}, {"detail", "of"}, {"time", "time"}, {"pct", "% of steps"}},
+                               {}};
+  for (const auto& [key, ns] : causes) {
+    by_cause_table.rows.push_back(
+        {Cell::of(key.first), Cell::of(key.second.empty() ? std::string("-") : key.second),
+         Cell::of(static_cast<double>(ns), Unit::kNanoseconds),
+         Cell::of(all > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(all) : 0.0, Unit::kPercent)});
+  }
+  section.tables.push_back(std::move(by_cause_table));
+  presentWhatIf(result, report, section);
 }
 
 void analyzeCriticalPath(const AnalysisInput& input, report::Report& report) {
-  presentCriticalPath(computeCriticalPath(input), input.options.top, report);
+  presentCriticalPath(computeCriticalPath(input, report.findings), input.options.top, report);
 }
 
 }  // namespace gpuxray::analysis

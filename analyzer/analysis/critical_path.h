@@ -31,6 +31,10 @@ enum class PathCause : uint8_t {
 };
 const char* pathCauseName(PathCause cause);
 
+// A compute kernel's class by its name: "GEMM", "attention", "normalization", "softmax", "reduction",
+// "elementwise", "copy" or "other".
+const char* kernelClassOf(std::string_view kernel_name);
+
 // Which of a rank's records an event on the path is.
 enum class PathEventSource : uint8_t { kHostOp, kHostCall, kStepRange, kActivity };
 struct PathEvent {
@@ -98,6 +102,20 @@ struct RunStepPath {
 // `windows`: per rank of the run, its window of the step.
 RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& matched,
                             const std::vector<Interval>& windows);
+// What one step's longest path loses with `cause` at its ideal (the what-if of a finding naming it).
+int64_t stepSaving(const model::RunTrace& run, const CollectiveIndex& matched, const std::vector<Interval>& windows,
+                   const report::FindingCause& cause);
+
+// A finding's cause set to its ideal and the steps re-timed along the same graph (docs/analyses.md,
+// "What-if").
+struct WhatIf {
+  size_t finding = 0;  // index into the report's findings
+  report::FindingCause::Kind kind = report::FindingCause::Kind::kNone;
+  std::string label;
+  int64_t step_ns = 0;   // the mean step as traced
+  int64_t saves_ns = 0;  // per step: the mean longest path as traced minus the mean with the cause removed
+};
+const char* findingCauseName(report::FindingCause::Kind kind);
 
 struct CriticalPathResult {
   std::vector<StepCriticalPath> steps;  // per rank (run order), per window
@@ -109,12 +127,15 @@ struct CriticalPathResult {
     std::vector<PathAttribution> attribution;  // by (cause, detail, rank), largest first
   };
   std::vector<RunStep> run_steps;  // across ranks, per step (runs of two or more ranks)
+  std::vector<WhatIf> what_if;     // per finding with a cause, largest saving first
 };
 
 // The slices summed by (cause, detail, rank), largest first; by_rank false sums over ranks.
 std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices, bool by_rank = false);
 
-CriticalPathResult computeCriticalPath(const AnalysisInput& input);
+// `findings`: those whose cause the what-if removes (the report's so far).
+CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::vector<report::Finding>& findings = {});
+// Also gives each finding of the what-if its saving, in its text and saves_ns.
 void presentCriticalPath(const CriticalPathResult& result, size_t top, report::Report& report);
 
 }  // namespace gpuxray::analysis

@@ -607,6 +607,13 @@ void presentSlowNics(const LinkHotspotsResult& result, size_t top, report::Repor
       verdict.ratio >= SlowLinkVerdict::kCriticalRatio ? report::Severity::kCritical : report::Severity::kWarning;
   double expected_wait = static_cast<double>(slowest.network_bytes) / typical * 1e9;
   finding.cost_ns = (static_cast<double>(slowest.network_wait_ns) - expected_wait) / steps;
+  finding.cause = {
+      report::FindingCause::Kind::kSlowNic, {}, verdict.ratio, fmt::format("{}'s {}", slowest.host, slowest.name)};
+  for (const HostTopology& host : result.hosts) {
+    for (const HostGpu& gpu : host.gpus) {
+      if (gpu.nic == verdict.link) finding.cause.ranks.push_back(gpu.rank);
+    }
+  }
   finding.summary =
       fmt::format("slow link: {}'s {} moves data at {}, {:.2f}x slower than the median of the run's other NICs ({})",
                   slowest.host, slowest.name, report::formatValue(slowest.achieved_bytes_per_s, Unit::kBytesPerSecond),

@@ -305,6 +305,10 @@ void presentOverlap(const OverlapResult& result, size_t top_rows, report::Report
     finding.analysis = "overlap";
     finding.severity = worst_exposed_pct >= 20 ? report::Severity::kCritical : report::Severity::kWarning;
     finding.cost_ns = static_cast<double>(worst_median);
+    finding.cause = {report::FindingCause::Kind::kExposedCommunication,
+                     {worst.rank},
+                     1,
+                     fmt::format("rank {}'s exposed communication", worst.rank)};
     finding.summary =
         fmt::format("exposed communication takes {:.1f} % of rank {}'s step time ({} per step)", worst_exposed_pct,
                     worst.rank, report::formatValue(static_cast<double>(worst_median), Unit::kNanoseconds));

@@ -756,6 +756,7 @@ void presentPipelineBubbles(const PipelineBubblesResult& result, report::Report&
   finding.cost_ns =
       std::max(0.0, worst_row.perStep(worst_row.idle.total()) - verdict.theoretical_pct / 100.0 * step_time);
   if (verdict.imbalance >= 1.1) {
+    finding.cause = {report::FindingCause::Kind::kSlowStage, slowest.ranks, verdict.imbalance, stageName(slowest)};
     finding.summary = fmt::format("pipeline {} is the slowest: {:.2f}x the mean compute per micro-batch",
                                   stageName(slowest), verdict.imbalance);
     if (!verdict.waiting.empty()) {

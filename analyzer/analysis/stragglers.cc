@@ -319,6 +319,7 @@ void presentStragglers(const StragglersResult& result, size_t top, report::Repor
   report::Finding finding;
   finding.analysis = "stragglers";
   finding.cost_ns = static_cast<double>(worst.lateness) / steps;
+  finding.cause = {report::FindingCause::Kind::kStraggler, {worst.rank}, 1, fmt::format("rank {}", worst.rank)};
   int64_t step_length = result.step_length_ns;
   finding.severity = step_length > 0 && finding.cost_ns >= 0.1 * static_cast<double>(step_length)
                          ? report::Severity::kCritical

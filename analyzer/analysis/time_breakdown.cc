@@ -315,6 +315,10 @@ void presentTimeBreakdown(const TimeBreakdownResult& result, report::Report& rep
     finding.cost_ns =
         worst_idle / 100.0 * static_cast<double>(worst_time) / static_cast<double>(result.windows_of_first_rank);
     finding.summary = fmt::format("rank {}'s GPU is idle {:.1f} % of the time, {}", worst.rank, worst_idle, cause);
+    if (worst_split.host_bound >= worst_split.dependency && worst_split.host_bound >= worst_split.other) {
+      finding.cause = {
+          report::FindingCause::Kind::kHostGaps, {worst.rank}, 1, fmt::format("rank {}'s host gaps", worst.rank)};
+    }
     finding.evidence.push_back(
         fmt::format("idle: host-bound {}, dependency {}, other {}",
                     report::formatValue(static_cast<double>(worst_split.host_bound), Unit::kNanoseconds),

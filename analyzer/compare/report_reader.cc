@@ -114,6 +114,7 @@ report::Report readAnalyzeReport(const std::string& path) {
       finding.severity = severityOf(f.value("severity", std::string()));
       finding.cost_ns = f.value("cost_ns", 0.0);
       finding.summary = f.value("summary", std::string());
+      if (f.contains("saves_ns") && f["saves_ns"].is_number()) finding.saves_ns = f["saves_ns"].get<double>();
       const json evidence = f.value("evidence", json::array());
       for (const auto& e : evidence) finding.evidence.push_back(e.get<std::string>());
       report.findings.push_back(std::move(finding));

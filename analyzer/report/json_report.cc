@@ -126,6 +126,7 @@ std::string renderJson(const Report& report) {
     json.field("analysis", f.analysis);
     json.field("severity", severityName(f.severity));
     json.field("cost_ns", static_cast<int64_t>(std::llround(f.cost_ns)));
+    if (f.saves_ns) json.field("saves_ns", static_cast<int64_t>(std::llround(*f.saves_ns)));
     json.field("summary", f.summary);
     json.key("evidence").beginArray();
     for (const auto& e : f.evidence) json.value(e);

@@ -74,7 +74,10 @@ const Metric* Report::metric(const std::string& name) const {
 }
 
 void Report::sortFindings() {
+  // What a fix would save, where the critical path predicted it, ranks before the analyses' own measures.
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    if (a.saves_ns.has_value() != b.saves_ns.has_value()) return a.saves_ns.has_value();
+    if (a.saves_ns && *a.saves_ns != *b.saves_ns) return *a.saves_ns > *b.saves_ns;
     if (a.severity != b.severity) return a.severity > b.severity;
     return a.cost_ns > b.cost_ns;
   });

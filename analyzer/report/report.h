@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,22 @@ struct Section {
 enum class Severity { kInfo, kWarning, kCritical };
 const char* severityName(Severity severity);
 
+// What a finding blames, for the critical path's what-if to set to its ideal.
+struct FindingCause {
+  enum class Kind : uint8_t {
+    kNone,
+    kStraggler,             // ranks: the straggler; its compute at its peers' median
+    kSlowNic,               // ranks: those whose network traffic goes through it; factor: its slowdown
+    kExposedCommunication,  // ranks: the rank; its collectives fully overlapped
+    kSlowStage,             // ranks: the stage's; factor: its compute / the mean stage's
+    kHostGaps,              // ranks: the rank; its launch delays closed
+  };
+  Kind kind = Kind::kNone;
+  std::vector<int32_t> ranks;
+  double factor = 1;
+  std::string label;  // what fixing it names: "node-01's NIC mlx5_2", "rank 2", "stage 3"
+};
+
 struct Finding {
   std::string analysis;  // the section id it comes from
   Severity severity = Severity::kInfo;
@@ -68,6 +85,9 @@ struct Finding {
   double cost_ns = 0;
   std::string summary;                // one line naming the rank, link, stage or kernel
   std::vector<std::string> evidence;  // the numbers behind it
+  FindingCause cause;
+  // Per step, what removing the cause saves on the critical path (--critical-path); absent: not computed.
+  std::optional<double> saves_ns;
 };
 
 struct Metric {

@@ -18,6 +18,7 @@
 #include "analyzer/analysis/activity_totals.h"
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/clock_alignment.h"
+#include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/steps.h"
 #include "analyzer/load/run_loader.h"
 #include "proto/file_layout.h"
@@ -148,6 +149,11 @@ int main(int argc, char** argv) {
   lap("steps");
   for (const auto& rank : run.ranks) input.time_sets.push_back(analysis::gpuTimeSetsOf(rank));
   lap("time sets");
+  // The analyses read each rank's digest (the per-rank phase), as the session makes them.
+  std::vector<analysis::RankDigest> digests;
+  for (size_t r = 0; r < run.ranks.size(); ++r) digests.push_back(analysis::digestRank(input, r));
+  input.digests = &digests;
+  lap("digests");
   report::Report report;
   analysis::analyzeClock(input, report);
   analysis::analyzeTimeBreakdown(input, report);

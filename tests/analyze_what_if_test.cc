@@ -1,0 +1,106 @@
+// The critical path's what-if against the simulator, which knows the truth: a run with a planted cause
+// (a straggler, a slow NIC, a slow pipeline stage) and the same run (same seed) simulated with the
+// cause at its ideal; the matching finding's predicted saving must come within 15 % of the difference
+// in step time between the two.
+//
+// Not met yet, so these cases are marked [!shouldfail] (they fail the build once they pass, to be
+// unmarked). Measured: straggler 4.17 ms predicted / 5.62 ms re-simulated (26 %), slow NIC 3.37 /
+// 4.20 ms (20 %), slow stage 0 / 17.1 ms. The simulator's peers wait in gaps of their compute stream that no edge
+// of the graph explains (it resumes compute before the NCCL kernel ends), so those gaps stay rigid
+// when the cause is removed; docs/analyses.md, "What-if", says more.
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/support/build_outputs.h"
+#include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using gpuxray::testing::runCommand;
+using gpuxray::testing::TempDir;
+
+const std::string kGpuxray = gpuxray::testing::gpuxrayBinary();
+
+nlohmann::json analyzed(const TempDir& dir, const std::string& simulate, const std::string& name) {
+  std::string run = dir / name;
+  std::string json = dir / (name + ".json");
+  auto simulated = runCommand(simulate + " -o " + run);
+  INFO(simulated.err);
+  REQUIRE(simulated.exit_code == 0);
+  auto analysis = runCommand(kGpuxray + " analyze --critical-path --format json " + run + " > " + json);
+  INFO(analysis.err);
+  REQUIRE(analysis.exit_code == 0);
+  return nlohmann::json::parse(std::ifstream(json));
+}
+
+double meanStep(const nlohmann::json& report) {
+  const auto& steps = report["results"]["critical_path"]["run_steps"];
+  REQUIRE(!steps.empty());
+  double sum = 0;
+  for (const auto& s : steps) sum += s["step_ns"].get<double>();
+  return sum / static_cast<double>(steps.size());
+}
+
+const nlohmann::json* findingOf(const nlohmann::json& report, const std::string& analysis) {
+  for (const auto& f : report["findings"]) {
+    if (f["analysis"] == analysis && f.contains("saves_ns")) return &f;
+  }
+  return nullptr;
+}
+
+struct Case {
+  std::string name;
+  std::string simulate;  // without the cause
+  std::string cause;     // the option that plants it
+  std::string ideal;     // the option that sets it to its ideal ("": none)
+  std::string analysis;  // the finding that names it
+};
+
+void checkAgainstSimulator(const Case& c) {
+  TempDir dir;
+  nlohmann::json planted = analyzed(dir, c.simulate + " " + c.cause, "planted");
+  nlohmann::json ideal = analyzed(dir, c.simulate + " " + c.ideal, "ideal");
+  const nlohmann::json* finding = findingOf(planted, c.analysis);
+  INFO(planted["findings"].dump(1));
+  REQUIRE(finding != nullptr);
+  double predicted = (*finding)["saves_ns"].get<double>();
+  double resimulated = meanStep(planted) - meanStep(ideal);
+  double error = std::abs(predicted - resimulated) / resimulated;
+  // The table for the record: cause, predicted saving, re-simulated saving, error.
+  WARN(c.name << ": predicted " << predicted / 1e6 << " ms, re-simulated " << resimulated / 1e6 << " ms, error "
+              << 100 * error << " %");
+  CHECK(resimulated > 0);
+  CHECK(error <= 0.15);
+  // Its text says it.
+  CHECK((*finding)["summary"].get<std::string>().find("would save about") != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("what-if against the simulator: a data-parallel straggler", "[critical_path][what_if][!shouldfail]") {
+  checkAgainstSimulator({"straggler rank 2 at 1.3x",
+                         kGpuxray + " simulate --model gpt-350m --cluster dgx-h100 --nodes 1 --tp 2 --dp 4 "
+                                    "--global-batch 8 --steps 3 --seed 5",
+                         "--straggler 2=1.3", "", "stragglers"});
+}
+
+TEST_CASE("what-if against the simulator: a slow NIC", "[critical_path][what_if][!shouldfail]") {
+  checkAgainstSimulator({"node-01 NIC 2 at 0.5",
+                         kGpuxray + " simulate --model gpt-350m --cluster dgx-h100 --nodes 2 --tp 8 --dp 2 "
+                                    "--global-batch 4 --steps 3 --seed 5",
+                         "--slow-link node-01:2=0.5", "", "link_hotspots"});
+}
+
+TEST_CASE("what-if against the simulator: a slow pipeline stage brought to the mean",
+          "[critical_path][what_if][!shouldfail]") {
+  // Stage 3 of four at 1.6x: the mean stage's compute is (3 + 1.6) / 4 = 1.15 of the others'.
+  checkAgainstSimulator({"stage 3 at 1.6x, ideal at the mean (1.15x)",
+                         kGpuxray + " simulate --model gpt-350m --cluster dgx-h100 --nodes 1 --tp 1 --pp 4 --dp 1 "
+                                    "--global-batch 8 --steps 3 --seed 5",
+                         "--straggler 3=1.6", "--straggler 3=1.15", "pipeline_bubbles"});
+}
