@@ -1109,6 +1109,12 @@ void presentWhatIf(const CriticalPathResult& result, report::Report& report, rep
                           Cell::of(pct, Unit::kPercent)});
     if (w.finding >= report.findings.size()) continue;
     report::Finding& finding = report.findings[w.finding];
+    // A slow stage's neighbours wait in gaps the graph cannot re-time yet (docs/analyses.md,
+    // "What-if"): a saving of nothing there is not a finding.
+    if (w.kind == report::FindingCause::Kind::kSlowStage && w.saves_ns <= 0) {
+      finding.summary += "; what fixing it would save is not known (its neighbours' waits are not re-timed)";
+      continue;
+    }
     finding.saves_ns = static_cast<double>(w.saves_ns);
     finding.summary += fmt::format("; fixing {} would save about {} per step ({:.0f} %)", w.label,
                                    report::formatValue(static_cast<double>(w.saves_ns), Unit::kNanoseconds), pct);
