@@ -114,6 +114,7 @@ SAME_VALUE(Category::kNcclCommunicator, pb::CATEGORY_NCCL_COMMUNICATOR);
 SAME_VALUE(Category::kNcclOperation, pb::CATEGORY_NCCL_OPERATION);
 SAME_VALUE(Category::kNetTransfer, pb::CATEGORY_NET_TRANSFER);
 SAME_VALUE(Category::kMetricSample, pb::CATEGORY_METRIC_SAMPLE);
+SAME_VALUE(Category::kKernelMetrics, pb::CATEGORY_KERNEL_METRICS);
 SAME_VALUE(Category::kExternalCorrelation, pb::CATEGORY_EXTERNAL_CORRELATION);
 SAME_VALUE(Category::kOverhead, pb::CATEGORY_OVERHEAD);
 SAME_VALUE(Category::kResourceName, pb::CATEGORY_RESOURCE_NAME);
@@ -426,6 +427,25 @@ void toPb(const MetricSampleRecord& r, pb::MetricSample* p) {
   p->set_value(r.value);
 }
 
+void toPb(const KernelMetricsRecord& r, pb::KernelMetrics* p) {
+  p->set_correlation_id(r.correlation_id);
+  p->set_device(r.device);
+  p->set_passes(r.passes);
+  if (r.achieved_occupancy_pct) p->set_achieved_occupancy_pct(*r.achieved_occupancy_pct);
+  if (r.sm_throughput_pct) p->set_sm_throughput_pct(*r.sm_throughput_pct);
+  if (r.tensor_pipe_pct) p->set_tensor_pipe_pct(*r.tensor_pipe_pct);
+  if (r.dram_read_bytes) p->set_dram_read_bytes(*r.dram_read_bytes);
+  if (r.dram_write_bytes) p->set_dram_write_bytes(*r.dram_write_bytes);
+  if (r.l2_bytes) p->set_l2_bytes(*r.l2_bytes);
+  if (r.l2_hit_rate_pct) p->set_l2_hit_rate_pct(*r.l2_hit_rate_pct);
+  if (r.l1_bytes) p->set_l1_bytes(*r.l1_bytes);
+  if (r.l1_hit_rate_pct) p->set_l1_hit_rate_pct(*r.l1_hit_rate_pct);
+  if (r.shared_wavefronts) p->set_shared_wavefronts(*r.shared_wavefronts);
+  if (r.local_load_bytes) p->set_local_load_bytes(*r.local_load_bytes);
+  if (r.local_store_bytes) p->set_local_store_bytes(*r.local_store_bytes);
+  if (r.gpu_duration_ns) p->set_gpu_duration_ns(*r.gpu_duration_ns);
+}
+
 void toPb(const ExternalCorrelationRecord& r, pb::ExternalCorrelation* p) {
   p->set_kind(r.kind);
   p->set_external_id(r.external_id);
@@ -592,6 +612,7 @@ void toPb(const EventBatch& b, KernelConfigs& configs, pb::EventBatch* p) {
   for (const auto& r : b.devices) toPb(r, p->add_devices());
   for (const auto& r : b.links) toPb(r, p->add_links());
   for (const auto& r : b.capture_windows) toPb(r, p->add_capture_windows());
+  for (const auto& r : b.kernel_metrics) toPb(r, p->add_kernel_metrics());
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -90,7 +90,7 @@ TEST_CASE("the header round-trips with every field", "[format][roundtrip]") {
 TEMPLATE_TEST_CASE("every record type round-trips field by field", "[format][roundtrip]", KernelRecord,
                    ApiCallRecord, MemcpyRecord, MemsetRecord, MemoryEventRecord, NvtxEventRecord,
                    SynchronizationRecord, NcclCommunicatorRecord, NcclOperationRecord, NetTransferRecord,
-                   MetricSampleRecord, ClockAnchor, ExternalCorrelationRecord, OverheadRecord, ResourceNameRecord,
+                   MetricSampleRecord, KernelMetricsRecord, ClockAnchor, ExternalCorrelationRecord, OverheadRecord, ResourceNameRecord,
                    StreamRecord, DeviceProperties, Link) {
   MemoryTrace trace;
   TraceWriter& writer = trace.writer();
