@@ -162,6 +162,20 @@ CaptureConfig readCaptureConfig(const EnvironmentLookup& environment) {
       bad("GPUXRAY_METRIC_INTERVAL_US", v, "a number of microseconds of at least 100", "1000");
     }
   }
+  if (const char* v = environment("GPUXRAY_KERNEL_METRICS"); v != nullptr && *v != '\0') {
+    try {
+      std::regex check(v);
+      config.kernel_metrics = v;
+    } catch (const std::regex_error& e) {
+      bad("GPUXRAY_KERNEL_METRICS", v, std::string("a regular expression (") + e.what() + ")", "no kernel metrics");
+    }
+  }
+  if (const char* v = environment("GPUXRAY_KERNEL_METRICS_COUNT"); v != nullptr) {
+    if (!parsePositive(v, config.kernel_metrics_count) || config.kernel_metrics_count > 1000) {
+      config.kernel_metrics_count = 3;
+      bad("GPUXRAY_KERNEL_METRICS_COUNT", v, "a number of launches from 1 to 1000", "3");
+    }
+  }
   if (const char* v = environment("GPUXRAY_CUPTI_PATH"); v != nullptr && *v != '\0') config.cupti_path = v;
   readWindowPlan(environment, config.window, bad);
   if (const char* v = environment("GPUXRAY_MAX_SIZE_MB"); v != nullptr && *v != '\0') {
@@ -203,6 +217,8 @@ std::vector<std::string> CaptureConfig::optionLines() const {
           std::string("log_level=") + kLevels[static_cast<int>(log_level)],
           "metrics=" + std::string(metrics ? "1" : "0"),
           "metric_interval_us=" + std::to_string(metric_interval_us),
+          "kernel_metrics=" + (kernel_metrics.empty() ? std::string("off") : kernel_metrics) +
+              (kernel_metrics.empty() ? "" : " (first " + std::to_string(kernel_metrics_count) + " launches each)"),
           "capture_windows=" + (window.wholeRun() ? std::string("whole run") : window.describe()),
           "max_size_mb=" + std::to_string(max_file_bytes >> 20) + (ring ? " (ring)" : "")};
 }
