@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <utility>
 
 namespace gpuxray::inject {
 namespace {
@@ -144,6 +145,11 @@ KernelMetricCollector::ContextProfiler* KernelMetricCollector::profilerFor(CUcon
          ") leave out what the chip does not offer: " + names);
   }
   for (const auto& m : profiler.config.metrics) profiler.metric_names.push_back(m.c_str());
+  auto give_up = [&](const std::string& why) {
+    warn(on_device + why);
+    releaseKernelMetricConfig(api_, profiler.config);
+    return nullptr;
+  };
 
   auto enable = params<CUpti_RangeProfiler_Enable_Params, CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE>();
   enable.ctx = context;
@@ -152,8 +158,7 @@ KernelMetricCollector::ContextProfiler* KernelMetricCollector::profilerFor(CUcon
     if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
       why += ": GPU performance counters are restricted to administrators (run as root, or load the driver with "
              "NVreg_RestrictProfilingToAdminUsers=0)";
-    warn(on_device + why);
-    return nullptr;
+    return give_up(why);
   }
   profiler.profiler = enable.pRangeProfilerObject;
   auto size = params<CUpti_RangeProfiler_GetCounterDataSize_Params,
@@ -166,8 +171,11 @@ KernelMetricCollector::ContextProfiler* KernelMetricCollector::profilerFor(CUcon
   CUptiResult r = api_.getCounterDataSize(&size);
   if (r == CUPTI_SUCCESS) profiler.counter_data.resize(size.counterDataSize);
   if (r != CUPTI_SUCCESS || !resetCounterData(profiler)) {
-    warn(on_device + "no counter data image: " + describeProfilerResult(api_, r));
-    return nullptr;
+    auto disable = params<CUpti_RangeProfiler_Disable_Params, CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE>();
+    disable.pRangeProfilerObject = profiler.profiler;
+    api_.disable(&disable);
+    profiler.profiler = nullptr;
+    return give_up("no counter data image: " + describeProfilerResult(api_, r));
   }
   profiler.usable = true;
   return &profiler;

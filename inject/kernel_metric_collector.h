@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cuda.h>
+#include <cupti.h>
 
 #include <cstdint>
 #include <mutex>

@@ -5,6 +5,8 @@
 // the wire values of the proto enums, and a reader skips what a newer minor version adds.
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/message.h>
 #include <google/protobuf/util/message_differencer.h>
 
@@ -1053,6 +1055,56 @@ TEST_CASE("a reader skips fields and chunk contents that a newer minor version a
   CHECK(result.batches[0].memcpys[0].end_ns == 1'000);
   REQUIRE(result.warnings.size() == 1);
   CHECK_THAT(result.warnings[0], Catch::Contains("holds nothing this reader knows (newer minor version?)"));
+}
+
+TEST_CASE("a reader of format 1.1 reads a 1.2 file with kernel metrics, skipping only them", "[format][compat]") {
+  // Format 1.1's schema: today's without the KernelMetrics message, its EventBatch field and its
+  // trailer category.
+  google::protobuf::FileDescriptorProto schema;
+  pb::Chunk::descriptor()->file()->CopyTo(&schema);
+  auto& messages = *schema.mutable_message_type();
+  for (int i = 0; i < messages.size(); ++i) {
+    if (messages[i].name() == "KernelMetrics") {
+      messages.DeleteSubrange(i, 1);
+      break;
+    }
+  }
+  for (auto& message : messages) {
+    if (message.name() != "EventBatch") continue;
+    auto& fields = *message.mutable_field();
+    for (int i = 0; i < fields.size(); ++i) {
+      if (fields[i].name() == "kernel_metrics") fields.DeleteSubrange(i--, 1);
+    }
+  }
+  for (auto& e : *schema.mutable_enum_type()) {
+    if (e.name() != "EventCategory") continue;
+    auto& values = *e.mutable_value();
+    for (int i = 0; i < values.size(); ++i) {
+      if (values[i].name() == "CATEGORY_KERNEL_METRICS") values.DeleteSubrange(i--, 1);
+    }
+  }
+  google::protobuf::DescriptorPool pool;
+  const google::protobuf::FileDescriptor* old_file = pool.BuildFile(schema);
+  REQUIRE(old_file != nullptr);
+  const Descriptor* old_chunk = old_file->FindMessageTypeByName("Chunk");
+  REQUIRE(old_chunk != nullptr);
+  REQUIRE(old_file->FindMessageTypeByName("KernelMetrics") == nullptr);
+  google::protobuf::DynamicMessageFactory factory(&pool);
+
+  const std::vector<ChunkView> chunks = splitChunks(sampleFile());
+  REQUIRE(chunks.size() == 3);
+  std::unique_ptr<Message> batch(factory.GetPrototype(old_chunk)->New());
+  const std::vector<uint8_t>& payload = chunks[1].payload;
+  REQUIRE(batch->ParseFromArray(payload.data(), static_cast<int>(payload.size())));
+  const FieldDescriptor* batch_field = old_chunk->FindFieldByName("batch");
+  const Message& events = batch->GetReflection()->GetMessage(*batch, batch_field);
+  const Descriptor* old_batch = events.GetDescriptor();
+  // Everything 1.1 knows is there; the kernel metrics are unknown fields it skips.
+  CHECK(events.GetReflection()->FieldSize(events, old_batch->FindFieldByName("memcpys")) == 1);
+  CHECK(events.GetReflection()->FieldSize(events, old_batch->FindFieldByName("metric_samples")) == 1);
+  const auto& unknown = events.GetReflection()->GetUnknownFields(events);
+  REQUIRE(unknown.field_count() == 1);
+  CHECK(unknown.field(0).number() == pb::EventBatch::kKernelMetricsFieldNumber);
 }
 
 }  // namespace
