@@ -215,7 +215,7 @@ bool CaptureSession::start() {
     if (registered == CUPTI_SUCCESS) {
       enableActivities();
       enableWindowCallbacks();
-      if (!config_.kernel_metrics.empty()) startKernelMetrics();
+      if (!config_.kernel_metrics.empty() || config_.kernel_metrics_auto) startKernelMetrics();
     } else {
       failure = "CUPTI refused the activity buffer callbacks: " + deps_.cupti.describe(registered) +
                 "; no GPU activity captured";
@@ -636,7 +636,11 @@ bool CaptureSession::openTraceFile() {
     options.free_cupti_allocations = true;
     options.layouts = deps_.cupti_layouts;
     options.on_kernel = [this](const format::KernelRecord& kernel, const char* name) {
-      if (isNcclKernelName(name)) nccl_clock_.addKernel(kernel.device, kernel.start_ns, kernel.end_ns, kernel.correlation_id);
+      if (isNcclKernelName(name)) {
+        nccl_clock_.addKernel(kernel.device, kernel.start_ns, kernel.end_ns, kernel.correlation_id);
+      } else if (kernel_metrics_ != nullptr) {
+        kernel_metrics_->noteKernel(name, kernel.start_ns, kernel.end_ns);
+      }
     };
     translator_ = std::make_unique<ActivityTranslator>(*writer_, api_name, std::move(options),
                                                        cuptiPayloadTypeSource(deps_.cupti, true));
@@ -714,8 +718,10 @@ void CaptureSession::startKernelMetrics() {
     capture_warnings_.push_back(why);
     return;
   }
-  kernel_metrics_ = std::make_unique<KernelMetricCollector>(deps_.kernel_profiler, std::regex(config_.kernel_metrics),
-                                                            config_.kernel_metrics_count);
+  std::optional<std::regex> match;
+  if (!config_.kernel_metrics.empty()) match = std::regex(config_.kernel_metrics);
+  kernel_metrics_ =
+      std::make_unique<KernelMetricCollector>(deps_.kernel_profiler, std::move(match), config_.kernel_metrics_count);
   for (const auto& launch : kernelLaunchCallbacks()) {
     if (CUptiResult result = deps_.cupti.enableCallback(1, subscriber_, launch.domain, launch.cbid);
         result != CUPTI_SUCCESS) {
@@ -885,6 +891,7 @@ void CaptureSession::finishFile() {
   if (cupti_active_) deps_.cupti.activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   processFilledBuffers();
   collectMetricSamples();
+  if (kernel_metrics_ != nullptr) kernel_metrics_->finish();
   writeKernelMetrics();
   if (kernel_metrics_ != nullptr && config_.log_level >= LogLevel::kInfo)
     deps_.log(std::to_string(kernel_metrics_->profiledLaunches()) + " kernel launches profiled (replayed)");

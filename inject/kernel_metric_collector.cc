@@ -51,9 +51,39 @@ const std::vector<LaunchCallback>& kernelLaunchCallbacks() {
   return callbacks;
 }
 
-KernelMetricCollector::KernelMetricCollector(const KernelProfilerApi& api, std::regex match,
+KernelMetricCollector::KernelMetricCollector(const KernelProfilerApi& api, std::optional<std::regex> match,
                                              uint32_t launches_per_kernel)
     : api_(api), match_(std::move(match)), launches_per_kernel_(launches_per_kernel) {}
+
+void KernelMetricCollector::noteKernel(const char* name, uint64_t start_ns, uint64_t end_ns) {
+  if (match_ || chosen_.load(std::memory_order_acquire) || name == nullptr || end_ns < start_ns) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (first_start_ns_ == 0 || start_ns < first_start_ns_) first_start_ns_ = start_ns;
+  learned_[name] += end_ns - start_ns;
+  if (end_ns - first_start_ns_ < kLearnNs) return;
+  std::vector<std::pair<uint64_t, std::string>> ranked;
+  for (const auto& [kernel, time] : learned_) ranked.emplace_back(time, kernel);
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string names;
+  for (size_t i = 0; i < ranked.size() && i < kKernelsChosen; ++i) {
+    chosen_names_.push_back(ranked[i].second);
+    names += (i > 0 ? ", " : "") + demangled(ranked[i].second.c_str()).substr(0, 80);
+  }
+  learned_.clear();
+  symbols_.clear();
+  chosen_.store(true, std::memory_order_release);
+  warn("kernel metrics: measuring the " + std::to_string(chosen_names_.size()) +
+       " kernels with the most time in the first 2 s of kernels: " + names);
+}
+
+void KernelMetricCollector::finish() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!match_ && !chosen_.load(std::memory_order_acquire)) {
+    warn(
+        "kernel metrics: no kernel measured: the kernels ran for less than 2 s, too short to choose the ones with "
+        "the most time (give --kernel-metrics=REGEX)");
+  }
+}
 
 KernelMetricCollector::~KernelMetricCollector() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -90,10 +120,16 @@ void KernelMetricCollector::onLaunch(const CUpti_CallbackData& call, bool may_pr
 
 bool KernelMetricCollector::shouldProfile(const char* symbol) {
   if (profiled_ >= kMaxProfiledLaunches) return false;
+  if (!match_ && !chosen_.load(std::memory_order_acquire)) return false;
   auto [it, inserted] = symbols_.try_emplace(symbol);
   if (inserted) {
-    std::string readable = demangled(symbol);
-    if (std::regex_search(symbol, match_) || std::regex_search(readable, match_)) it->second = 0;
+    bool matches = false;
+    if (match_) {
+      matches = std::regex_search(symbol, *match_) || std::regex_search(demangled(symbol), *match_);
+    } else {
+      matches = std::find(chosen_names_.begin(), chosen_names_.end(), symbol) != chosen_names_.end();
+    }
+    if (matches) it->second = 0;
   }
   if (!it->second || *it->second >= launches_per_kernel_) return false;
   ++*it->second;
@@ -124,8 +160,8 @@ KernelMetricCollector::ContextProfiler* KernelMetricCollector::profilerFor(CUcon
     warn(on_device + "no chip name: " + describeProfilerResult(api_, r));
     return nullptr;
   }
-  auto availability = params<CUpti_Profiler_GetCounterAvailability_Params,
-                             CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE>();
+  auto availability =
+      params<CUpti_Profiler_GetCounterAvailability_Params, CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE>();
   availability.ctx = context;
   std::vector<uint8_t> availability_image;
   if (api_.getCounterAvailability(&availability) == CUPTI_SUCCESS && availability.counterAvailabilityImageSize > 0) {
@@ -156,8 +192,9 @@ KernelMetricCollector::ContextProfiler* KernelMetricCollector::profilerFor(CUcon
   if (CUptiResult r = api_.enable(&enable); r != CUPTI_SUCCESS) {
     std::string why = describeProfilerResult(api_, r);
     if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
-      why += ": GPU performance counters are restricted to administrators (run as root, or load the driver with "
-             "NVreg_RestrictProfilingToAdminUsers=0)";
+      why +=
+          ": GPU performance counters are restricted to administrators (run as root, or load the driver with "
+          "NVreg_RestrictProfilingToAdminUsers=0)";
     return give_up(why);
   }
   profiler.profiler = enable.pRangeProfilerObject;

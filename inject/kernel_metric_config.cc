@@ -14,30 +14,33 @@ Params params() {
   return p;
 }
 
-// A host object of the range profiler for `chip` with `metrics` added; null when refused.
-CUpti_Profiler_Host_Object* hostWith(const KernelProfilerApi& api, const std::string& chip,
-                                     const std::vector<uint8_t>& availability, const std::vector<std::string>& metrics,
-                                     CUptiResult& result) {
+void deinitialize(const KernelProfilerApi& api, CUpti_Profiler_Host_Object* host) {
+  auto deinit = params<CUpti_Profiler_Host_Deinitialize_Params, CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE>();
+  deinit.pHostObject = host;
+  api.hostDeinitialize(&deinit);
+}
+
+// A host object of the range profiler for `chip`; null (and `result` says why) when refused.
+CUpti_Profiler_Host_Object* initialize(const KernelProfilerApi& api, const std::string& chip,
+                                       const std::vector<uint8_t>& availability, CUptiResult& result) {
   auto init = params<CUpti_Profiler_Host_Initialize_Params, CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE>();
   init.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
   init.pChipName = chip.c_str();
   init.pCounterAvailabilityImage = availability.empty() ? nullptr : availability.data();
   result = api.hostInitialize(&init);
-  if (result != CUPTI_SUCCESS) return nullptr;
+  return result == CUPTI_SUCCESS ? init.pHostObject : nullptr;
+}
+
+CUptiResult addMetrics(const KernelProfilerApi& api, CUpti_Profiler_Host_Object* host,
+                       const std::vector<std::string>& metrics) {
   std::vector<const char*> names;
   for (const auto& m : metrics) names.push_back(m.c_str());
-  auto add = params<CUpti_Profiler_Host_ConfigAddMetrics_Params, CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE>();
-  add.pHostObject = init.pHostObject;
+  auto add =
+      params<CUpti_Profiler_Host_ConfigAddMetrics_Params, CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE>();
+  add.pHostObject = host;
   add.ppMetricNames = names.data();
   add.numMetrics = names.size();
-  result = api.hostConfigAddMetrics(&add);
-  if (result != CUPTI_SUCCESS) {
-    auto deinit = params<CUpti_Profiler_Host_Deinitialize_Params, CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE>();
-    deinit.pHostObject = init.pHostObject;
-    api.hostDeinitialize(&deinit);
-    return nullptr;
-  }
-  return init.pHostObject;
+  return api.hostConfigAddMetrics(&add);
 }
 
 }  // namespace
@@ -103,9 +106,7 @@ std::string describeProfilerResult(const KernelProfilerApi& api, CUptiResult res
 
 void releaseKernelMetricConfig(const KernelProfilerApi& api, KernelMetricConfig& config) {
   if (config.host == nullptr) return;
-  auto deinit = params<CUpti_Profiler_Host_Deinitialize_Params, CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE>();
-  deinit.pHostObject = config.host;
-  api.hostDeinitialize(&deinit);
+  deinitialize(api, config.host);
   config.host = nullptr;
 }
 
@@ -113,58 +114,53 @@ bool buildKernelMetricConfig(const KernelProfilerApi& api, const std::string& ch
                              const std::vector<uint8_t>& availability, KernelMetricConfig& out, std::string& error) {
   KernelMetricConfig config;
   config.chip = chip;
+  CUptiResult result = CUPTI_SUCCESS;
+  config.host = initialize(api, chip, availability, result);
+  if (config.host == nullptr) {
+    error = "the profiler host API does not know chip " + chip + ": " + describeProfilerResult(api, result);
+    return false;
+  }
+  // Each metric on its own first: a chip that lacks one keeps the others.
   const auto& quantities = kernelQuantities();
-  // Each metric alone first: a chip that lacks one keeps the others.
   for (size_t i = 0; i < quantities.size(); ++i) {
     std::string metric(quantities[i].metric);
-    CUptiResult result = CUPTI_SUCCESS;
-    CUpti_Profiler_Host_Object* probe = hostWith(api, chip, availability, {metric}, result);
-    if (probe == nullptr && i == 0 && result != CUPTI_SUCCESS) {
-      // Initialization itself may be what failed: tell an unknown chip from a missing metric.
-      CUpti_Profiler_Host_Object* empty = hostWith(api, chip, availability, {}, result);
-      if (empty == nullptr) {
-        error = "the profiler host API does not know chip " + chip + ": " + describeProfilerResult(api, result);
-        return false;
-      }
-      KernelMetricConfig scratch;
-      scratch.host = empty;
-      releaseKernelMetricConfig(api, scratch);
-    }
-    if (probe == nullptr) {
+    CUpti_Profiler_Host_Object* probe = initialize(api, chip, availability, result);
+    bool offered = probe != nullptr && addMetrics(api, probe, {metric}) == CUPTI_SUCCESS;
+    if (probe != nullptr) deinitialize(api, probe);
+    if (!offered) {
       config.unavailable.push_back(metric);
       continue;
     }
-    KernelMetricConfig scratch;
-    scratch.host = probe;
-    releaseKernelMetricConfig(api, scratch);
     config.quantities.push_back(i);
     config.metrics.push_back(metric);
   }
   if (config.metrics.empty()) {
+    releaseKernelMetricConfig(api, config);
     error = "chip " + chip + " offers none of the kernel metrics";
     return false;
   }
-  CUptiResult result = CUPTI_SUCCESS;
-  config.host = hostWith(api, chip, availability, config.metrics, result);
+  result = addMetrics(api, config.host, config.metrics);
   auto size = params<CUpti_Profiler_Host_GetConfigImageSize_Params,
                      CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE>();
   size.pHostObject = config.host;
-  if (config.host != nullptr) result = api.hostGetConfigImageSize(&size);
-  if (config.host != nullptr && result == CUPTI_SUCCESS) {
+  if (result == CUPTI_SUCCESS) result = api.hostGetConfigImageSize(&size);
+  if (result == CUPTI_SUCCESS) {
     config.image.resize(size.configImageSize);
-    auto get = params<CUpti_Profiler_Host_GetConfigImage_Params, CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE>();
+    auto get =
+        params<CUpti_Profiler_Host_GetConfigImage_Params, CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE>();
     get.pHostObject = config.host;
     get.configImageSize = config.image.size();
     get.pConfigImage = config.image.data();
     result = api.hostGetConfigImage(&get);
   }
-  auto passes = params<CUpti_Profiler_Host_GetNumOfPasses_Params, CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE>();
-  if (config.host != nullptr && result == CUPTI_SUCCESS) {
+  auto passes =
+      params<CUpti_Profiler_Host_GetNumOfPasses_Params, CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE>();
+  if (result == CUPTI_SUCCESS) {
     passes.configImageSize = config.image.size();
     passes.pConfigImage = config.image.data();
     result = api.hostGetNumOfPasses(&passes);
   }
-  if (config.host == nullptr || result != CUPTI_SUCCESS || passes.numOfPasses == 0) {
+  if (result != CUPTI_SUCCESS || passes.numOfPasses == 0) {
     error = "kernel metric configuration for " + chip + " failed: " + describeProfilerResult(api, result);
     releaseKernelMetricConfig(api, config);
     return false;

@@ -19,7 +19,8 @@ const char* categoryName(Category category) {
     case Category::kOverhead: return "overhead";
     case Category::kResourceName: return "resource_name";
     case Category::kStream: return "stream";
-    case Category::kKernelMetrics: return "kernel_metrics";
+    case Category::kKernelMetrics:
+      return "kernel_metrics";
     case Category::kUnknown: return "uncategorized";
   }
   return "uncategorized";

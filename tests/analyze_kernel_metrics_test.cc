@@ -71,7 +71,7 @@ TEST_CASE("kernel metrics: a profiled launch's counters land on it and its repla
   r0.header.devices.push_back(h100());
   r0.kernel("gemm_kernel", 0, 100);
   // Replayed 8 times inside its launch: 5 ms on the timeline for 90 us of kernel.
-  r0.kernel("gemm_kernel", 200, 5200).measured(counters(20, 85, 1e9, 1e8, 90'000));
+  r0.kernel("gemm_kernel", 200, 5200).measured(counters(20, 85, 1e7, 1e6, 90'000));
   r0.kernel("gemm_kernel", 5300, 5400);
   run.write(dir.path());
 
@@ -108,7 +108,7 @@ TEST_CASE("kernel metrics: a profiled launch's counters land on it and its repla
   CHECK(*k.theoretical_occupancy_pct == Approx(100.0));
   CHECK(k.bound == analysis::KernelBound::kCompute);
   REQUIRE(k.dram_throughput_pct);
-  CHECK(*k.dram_throughput_pct == Approx(100.0 * 1.1e9 / 90e-6 / 3.35e12));
+  CHECK(*k.dram_throughput_pct == Approx(100.0 * 1.1e7 / 90e-6 / 3.35e12));
   CHECK_FALSE(k.arithmetic_intensity);
   CHECK(k.flops_source == "no matrix-product op with recorded input shapes launched it");
 
@@ -118,9 +118,10 @@ TEST_CASE("kernel metrics: a profiled launch's counters land on it and its repla
   CHECK(report.findings[0].summary == "kernel gemm_kernel reaches 20.0 % achieved occupancy of 100.0 % theoretical");
 }
 
-TEST_CASE("kernel metrics: consecutive elementwise kernels on a stream moving a tensor through HBM are a fusion "
-          "candidate",
-          "[kernel-metrics]") {
+TEST_CASE(
+    "kernel metrics: consecutive elementwise kernels on a stream moving a tensor through HBM are a fusion "
+    "candidate",
+    "[kernel-metrics]") {
   TempDir dir;
   RunBuilder run("fusion", 1);
   auto& r0 = run.rank(0, "node-0");

@@ -290,11 +290,13 @@ TEST_CASE("--kernel-metrics reaches the command as GPUXRAY_KERNEL_METRICS, and i
     }
     return "accepted";
   };
+  RunOptions chosen;
+  chosen.kernel_metrics = "";
+  child = buildChildEnvironment(setupFor(checkCaptureOptions(chosen)), {});
+  CHECK(lookupVariable(child.variables, "GPUXRAY_KERNEL_METRICS_AUTO") == "1");
+  CHECK_FALSE(lookupVariable(child.variables, "GPUXRAY_KERNEL_METRICS"));
+
   RunOptions bad;
-  bad.kernel_metrics = "";
-  CHECK(message(bad) ==
-        "--kernel-metrics needs the kernels to measure: --kernel-metrics=REGEX, or --kernel-metrics-from REPORT.json "
-        "(the top kernels of an earlier run)");
   bad.kernel_metrics = "gemm(";
   CHECK(message(bad).rfind("--kernel-metrics 'gemm(': not a regular expression: ", 0) == 0);
   bad.kernel_metrics = "gemm";
@@ -340,8 +342,7 @@ TEST_CASE("--kernel-metrics-from takes the top kernels of a report, as exact nam
   gpuxray::analysis::Session session(options);
   std::string path = (dir.path() / "first.json").string();
   std::ofstream(path) << gpuxray::report::renderJson(session.analyze());
-  CHECK(gpuxray::cli::kernelPatternFromReport(path) ==
-        "^(?:kernel_6|kernel_5|kernel_4|kernel_3|kernel_2)$");
+  CHECK(gpuxray::cli::kernelPatternFromReport(path) == "^(?:kernel_6|kernel_5|kernel_4|kernel_3|kernel_2)$");
 }
 
 TEST_CASE("the injection library is looked for in $GPUXRAY_INJECT_LIBRARY, else beside gpuxray", "[run]") {
@@ -564,9 +565,8 @@ TEST_CASE("bad option values and a missing command are usage errors", "[run]") {
             "gpuxray: --step-marker 'step (': not a regular expression: "},
            {"--ring -- touch ran", "gpuxray: --ring needs --max-size-mb N (the ring's size)\n"},
            {"--max-size-mb 0 -- touch ran", "gpuxray: --max-size-mb must be greater than 0, not '0'\n"},
-           {"--kernel-metrics -- touch ran",
-            "gpuxray: --kernel-metrics needs the kernels to measure: --kernel-metrics=REGEX, or --kernel-metrics-from "
-            "REPORT.json (the top kernels of an earlier run)\n"},
+           {"--kernel-metrics-count 2 -- touch ran",
+            "gpuxray: --kernel-metrics-count needs --kernel-metrics or --kernel-metrics-from\n"},
            {"--kernel-metrics=gemm --kernel-metrics-count 0 -- touch ran",
             "gpuxray: --kernel-metrics-count must be greater than 0, not '0'\n"},
            {"--kernel-metrics='gemm(' -- touch ran", "gpuxray: --kernel-metrics 'gemm(': not a regular expression: "},

@@ -4,8 +4,10 @@
 // launch, only the first N launches of matching kernels are profiled, and failures are one line.
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "analyzer/analysis/activity_totals.h"
@@ -131,7 +133,9 @@ struct FakeRangeProfiler {
   }
 };
 
-CUcontext fakeContext() { return reinterpret_cast<CUcontext>(0x1000); }
+CUcontext fakeContext() {
+  return reinterpret_cast<CUcontext>(0x1000);
+}
 
 // cudaLaunchKernel of `symbol`, which calls cuLaunchKernel inside (another correlation id); returns
 // whether the range profiler ran while the launch was in flight.
@@ -218,7 +222,8 @@ TEST_CASE("kernel metrics: the first N launches of matching kernels are profiled
   auto session = capture.session();
   REQUIRE(session->start());
   auto& cupti = FakeCupti::instance();
-  CHECK(cupti.enabled_callbacks.contains({CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000}));
+  CHECK(
+      cupti.enabled_callbacks.contains({CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000}));
   CHECK(cupti.enabled_callbacks.contains({CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx}));
 
   const char* gemm = "_Z11gemm_kernelPKfS0_Pfi";
@@ -294,4 +299,57 @@ TEST_CASE("kernel metrics: a libcupti without the range profiler is one line", "
   CHECK(kernelMetricsIn(session->tracePath(), &warnings).empty());
   REQUIRE(warnings.size() == 1);
   CHECK_THAT(warnings[0], Catch::StartsWith("kernel metrics are off: this libcupti lacks the range profiler API"));
+}
+
+TEST_CASE("kernel metrics: without a pattern, the kernels with the most time in the first 2 s are measured",
+          "[kernel-metrics]") {
+  Capture capture;
+  capture.config.kernel_metrics.clear();
+  capture.config.kernel_metrics_auto = true;
+  auto session = capture.session();
+  REQUIRE(session->start());
+  const char* gemm = "_Z11gemm_kernelPKfS0_Pfi";
+  const char* relu = "_Z11relu_kernelPfi";
+  CHECK_FALSE(launch(gemm, 1));  // nothing chosen before 2 s of kernels
+  auto& cupti = FakeCupti::instance();
+  uint64_t t = 1'000'000'000;
+  cupti.queue(kernelRecord(gemm, 1, t, 1'000'000'000));
+  const char* others[] = {"_Z2k1v", "_Z2k2v", "_Z2k3v", "_Z2k4v", "_Z2k5v"};
+  uint64_t at = t + 1'000'000'000;
+  for (uint32_t i = 0; i < 5; ++i) {
+    uint64_t duration = 50'000'000 * (5 - i);  // k1 250 ms ... k5 50 ms
+    cupti.queue(kernelRecord(others[i], 2 + i, at, duration));
+    at += duration;
+  }
+  cupti.queue(kernelRecord(relu, 9, at, 1'000'000));
+  cupti.queue(kernelRecord(gemm, 10, t + 1'999'000'000, 2'000'000));  // ends past the first 2 s
+  for (int i = 0; i < 100 && !launch(gemm, 100 + static_cast<uint32_t>(i)); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(FakeRangeProfiler::instance().starts == 1);
+  CHECK(launch("_Z2k4v", 200));
+  CHECK_FALSE(launch("_Z2k5v", 201));  // sixth by time
+  CHECK_FALSE(launch(relu, 202));
+  session->stop(format::CaptureEnd::kProcessExit, "exit");
+  std::vector<std::string> warnings;
+  CHECK(kernelMetricsIn(session->tracePath(), &warnings).size() == 2);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0],
+             Catch::StartsWith("kernel metrics: measuring the 5 kernels with the most time in the first "
+                               "2 s of kernels: gemm_kernel(float const*, float const*, float*, int), k1()"));
+}
+
+TEST_CASE("kernel metrics: without a pattern, a run shorter than 2 s of kernels measures nothing and says so",
+          "[kernel-metrics]") {
+  Capture capture;
+  capture.config.kernel_metrics.clear();
+  capture.config.kernel_metrics_auto = true;
+  auto session = capture.session();
+  REQUIRE(session->start());
+  FakeCupti::instance().queue(kernelRecord("_Z2k1v", 1, 1'000'000, 5'000));
+  CHECK_FALSE(launch("_Z2k1v", 2));
+  session->stop(format::CaptureEnd::kProcessExit, "exit");
+  std::vector<std::string> warnings;
+  CHECK(kernelMetricsIn(session->tracePath(), &warnings).empty());
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::StartsWith("kernel metrics: no kernel measured: the kernels ran for less than 2 s"));
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 
+#include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/occupancy.h"
 #include "analyzer/analysis/rank_digest.h"
 
@@ -113,33 +114,40 @@ void classify(MeasuredKernel& k) {
   }
   if (std::max(sm, dram) < kBusyPct) {
     k.bound = KernelBound::kLatency;
-    k.evidence.push_back(fmt::format("neither unit is busy: SM throughput {:.1f} %, DRAM {:.1f} % of peak (both < {:.0f} %)",
-                                     std::max(sm, 0.0), std::max(dram, 0.0), kBusyPct));
+    k.evidence.push_back(
+        fmt::format("neither unit is busy: SM throughput {:.1f} %, DRAM {:.1f} % of peak (both < {:.0f} %)",
+                    std::max(sm, 0.0), std::max(dram, 0.0), kBusyPct));
     if (m.achieved_occupancy_pct)
       k.evidence.push_back(fmt::format("achieved occupancy {:.1f} %: too few warps in flight to hide latency",
                                        *m.achieved_occupancy_pct));
   } else if (dram >= sm) {
     k.bound = KernelBound::kMemory;
-    k.evidence.push_back(fmt::format("DRAM throughput {:.1f} % of peak >= SM throughput {:.1f} %", dram, std::max(sm, 0.0)));
+    k.evidence.push_back(
+        fmt::format("DRAM throughput {:.1f} % of peak >= SM throughput {:.1f} %", dram, std::max(sm, 0.0)));
   } else {
     k.bound = KernelBound::kCompute;
-    k.evidence.push_back(fmt::format("SM throughput {:.1f} % of peak > DRAM throughput {:.1f} %", sm, std::max(dram, 0.0)));
-    if (m.tensor_pipe_pct) k.evidence.push_back(fmt::format("tensor pipe active {:.1f} % of cycles", *m.tensor_pipe_pct));
+    k.evidence.push_back(
+        fmt::format("SM throughput {:.1f} % of peak > DRAM throughput {:.1f} %", sm, std::max(dram, 0.0)));
+    if (m.tensor_pipe_pct)
+      k.evidence.push_back(fmt::format("tensor pipe active {:.1f} % of cycles", *m.tensor_pipe_pct));
   }
   if (k.arithmetic_intensity && k.ridge_intensity) {
-    k.evidence.push_back(fmt::format("arithmetic intensity {:.1f} FLOP/byte, ridge point {:.1f}: {} side of the roofline",
-                                     *k.arithmetic_intensity, *k.ridge_intensity,
-                                     *k.arithmetic_intensity < *k.ridge_intensity ? "memory" : "compute"));
+    k.evidence.push_back(fmt::format(
+        "arithmetic intensity {:.1f} FLOP/byte, ridge point {:.1f}: {} side of the roofline", *k.arithmetic_intensity,
+        *k.ridge_intensity, *k.arithmetic_intensity < *k.ridge_intensity ? "memory" : "compute"));
   } else if (k.arithmetic_intensity) {
-    k.evidence.push_back(fmt::format("arithmetic intensity {:.1f} FLOP/byte (the device's peak FLOP/s is not recorded: "
-                                     "no ridge point)",
-                                     *k.arithmetic_intensity));
+    k.evidence.push_back(
+        fmt::format("arithmetic intensity {:.1f} FLOP/byte (the device's peak FLOP/s is not recorded: "
+                    "no ridge point)",
+                    *k.arithmetic_intensity));
   } else {
     k.evidence.push_back("arithmetic intensity not known: " + k.flops_source);
   }
 }
 
-ResultValue optionalNumber(const std::optional<double>& v) { return v ? ResultValue::number(*v) : ResultValue(); }
+ResultValue optionalNumber(const std::optional<double>& v) {
+  return v ? ResultValue::number(*v) : ResultValue();
+}
 
 ResultValue resultValue(const KernelMetricsResult& result) {
   ResultValue kernels = ResultValue::array();
@@ -186,16 +194,21 @@ ResultValue resultValue(const KernelMetricsResult& result) {
 
 const char* kernelBoundName(KernelBound bound) {
   switch (bound) {
-    case KernelBound::kMemory: return "memory-bound";
-    case KernelBound::kCompute: return "compute-bound";
-    case KernelBound::kLatency: return "latency-bound";
-    case KernelBound::kUnknown: break;
+    case KernelBound::kMemory:
+      return "memory-bound";
+    case KernelBound::kCompute:
+      return "compute-bound";
+    case KernelBound::kLatency:
+      return "latency-bound";
+    case KernelBound::kUnknown:
+      break;
   }
   return "not known";
 }
 
 bool isElementwiseKernel(std::string_view name) {
-  for (std::string_view marker : {"elementwise_kernel", "vectorized_elementwise", "unrolled_elementwise", "triton_poi_"}) {
+  for (std::string_view marker :
+       {"elementwise_kernel", "vectorized_elementwise", "unrolled_elementwise", "triton_poi_"}) {
     if (name.find(marker) != std::string_view::npos) return true;
   }
   return false;
@@ -210,7 +223,8 @@ std::optional<double> gemmFlops(std::string_view op, std::string_view inputs) {
   };
   if (op == "aten::linear") {
     // input [..., K], weight [N, K]
-    if (shapes.size() < 2 || shapes[0].empty() || shapes[1].size() != 2 || shapes[0].back() != shapes[1][1]) return std::nullopt;
+    if (shapes.size() < 2 || shapes[0].empty() || shapes[1].size() != 2 || shapes[0].back() != shapes[1][1])
+      return std::nullopt;
     return 2 * product(shapes[0], 0, shapes[0].size() - 1) * shapes[1][1] * shapes[1][0];
   }
   // The last two inputs with a shape are the factors (addmm and baddbmm start with the addend).
@@ -312,11 +326,12 @@ KernelMetricsResult computeKernelMetrics(const AnalysisInput& input) {
     }
     const auto& m = k.median;
     std::optional<double> dram_bytes;
-    if (m.dram_read_bytes || m.dram_write_bytes) dram_bytes = m.dram_read_bytes.value_or(0) + m.dram_write_bytes.value_or(0);
+    if (m.dram_read_bytes || m.dram_write_bytes)
+      dram_bytes = m.dram_read_bytes.value_or(0) + m.dram_write_bytes.value_or(0);
     if (dram_bytes && m.gpu_duration_ns && *m.gpu_duration_ns > 0 && device != nullptr &&
         device->memory_bandwidth_bytes_per_s > 0) {
-      k.dram_throughput_pct = 100.0 * *dram_bytes / (*m.gpu_duration_ns * 1e-9) /
-                              static_cast<double>(device->memory_bandwidth_bytes_per_s);
+      k.dram_throughput_pct =
+          100.0 * *dram_bytes / (*m.gpu_duration_ns * 1e-9) / static_cast<double>(device->memory_bandwidth_bytes_per_s);
     }
     k.flops = first.flops;
     k.flops_source = first.flops_source;
@@ -340,29 +355,42 @@ void presentKernelMetrics(const KernelMetricsResult& result, report::Report& rep
       "their durations are left out of every time figure. Values are medians over a kernel's measured launches.",
       result.profiled_launches));
   report.results.emplace_back("kernel_metrics", resultValue(result));
-  auto number = [](const std::optional<double>& v, Unit unit) { return v ? Cell::of(*v, unit) : Cell::of("not measured"); };
-  report::Table table{"measured_kernels", "Measured kernels",
-                      {{"kernel", "kernel"}, {"launches", "launches"}, {"duration", "duration"},
-                       {"achieved_occupancy_pct", "achieved occ."}, {"theoretical_occupancy_pct", "theoretical occ."},
-                       {"sm_throughput_pct", "SM"}, {"tensor_pipe_pct", "tensor"}, {"dram_bytes", "DRAM bytes"},
-                       {"dram_throughput_pct", "DRAM"}, {"l2_hit_rate_pct", "L2 hit"}, {"l1_hit_rate_pct", "L1 hit"},
-                       {"spill_bytes", "spill bytes"}, {"bound", "bound"}},
+  auto number = [](const std::optional<double>& v, Unit unit) {
+    return v ? Cell::of(*v, unit) : Cell::of("not measured");
+  };
+  report::Table table{"measured_kernels",
+                      "Measured kernels",
+                      {{"kernel", "kernel"},
+                       {"launches", "launches"},
+                       {"duration", "duration"},
+                       {"achieved_occupancy_pct", "achieved occ."},
+                       {"theoretical_occupancy_pct", "theoretical occ."},
+                       {"sm_throughput_pct", "SM"},
+                       {"tensor_pipe_pct", "tensor"},
+                       {"dram_bytes", "DRAM bytes"},
+                       {"dram_throughput_pct", "DRAM"},
+                       {"l2_hit_rate_pct", "L2 hit"},
+                       {"l1_hit_rate_pct", "L1 hit"},
+                       {"spill_bytes", "spill bytes"},
+                       {"bound", "bound"}},
                       {}};
   for (const auto& k : result.kernels) {
     const auto& m = k.median;
     std::optional<double> dram;
     if (m.dram_read_bytes || m.dram_write_bytes) dram = m.dram_read_bytes.value_or(0) + m.dram_write_bytes.value_or(0);
     std::optional<double> spill;
-    if (m.local_load_bytes || m.local_store_bytes) spill = m.local_load_bytes.value_or(0) + m.local_store_bytes.value_or(0);
-    table.rows.push_back({Cell::of(shortName(k.name)), Cell::of(static_cast<double>(k.launches), Unit::kCount),
-                          number(m.gpu_duration_ns, Unit::kNanoseconds), number(m.achieved_occupancy_pct, Unit::kPercent),
-                          k.theoretical_occupancy_pct ? Cell::of(*k.theoretical_occupancy_pct, Unit::kPercent)
-                                                      : Cell::of("not estimated"),
-                          number(m.sm_throughput_pct, Unit::kPercent), number(m.tensor_pipe_pct, Unit::kPercent),
-                          number(dram, Unit::kBytes),
-                          k.dram_throughput_pct ? Cell::of(*k.dram_throughput_pct, Unit::kPercent) : Cell::of("not known"),
-                          number(m.l2_hit_rate_pct, Unit::kPercent), number(m.l1_hit_rate_pct, Unit::kPercent),
-                          number(spill, Unit::kBytes), Cell::of(kernelBoundName(k.bound))});
+    if (m.local_load_bytes || m.local_store_bytes)
+      spill = m.local_load_bytes.value_or(0) + m.local_store_bytes.value_or(0);
+    table.rows.push_back(
+        {Cell::of(shortName(k.name)), Cell::of(static_cast<double>(k.launches), Unit::kCount),
+         number(m.gpu_duration_ns, Unit::kNanoseconds), number(m.achieved_occupancy_pct, Unit::kPercent),
+         k.theoretical_occupancy_pct ? Cell::of(*k.theoretical_occupancy_pct, Unit::kPercent)
+                                     : Cell::of("not estimated"),
+         number(m.sm_throughput_pct, Unit::kPercent), number(m.tensor_pipe_pct, Unit::kPercent),
+         number(dram, Unit::kBytes),
+         k.dram_throughput_pct ? Cell::of(*k.dram_throughput_pct, Unit::kPercent) : Cell::of("not known"),
+         number(m.l2_hit_rate_pct, Unit::kPercent), number(m.l1_hit_rate_pct, Unit::kPercent),
+         number(spill, Unit::kBytes), Cell::of(kernelBoundName(k.bound))});
   }
   section.tables.push_back(std::move(table));
   if (result.launches_not_found > 0) {
@@ -375,7 +403,8 @@ void presentKernelMetrics(const KernelMetricsResult& result, report::Report& rep
   for (const auto& k : result.kernels) {
     if (reported == 3) break;
     const auto& achieved = k.median.achieved_occupancy_pct;
-    if (!achieved || !k.theoretical_occupancy_pct || *achieved >= kAchievedShare * *k.theoretical_occupancy_pct) continue;
+    if (!achieved || !k.theoretical_occupancy_pct || *achieved >= kAchievedShare * *k.theoretical_occupancy_pct)
+      continue;
     report::Finding finding;
     finding.analysis = "kernel_metrics";
     finding.severity = report::Severity::kWarning;
@@ -394,9 +423,9 @@ void presentKernelMetrics(const KernelMetricsResult& result, report::Report& rep
     finding.analysis = "kernel_metrics";
     finding.severity = report::Severity::kInfo;
     // Not a time: the bytes are what it saves; cost stays 0 rather than a guessed duration.
-    finding.summary = fmt::format("fusion candidate on rank {} stream {}: {} then {} move {} through HBM twice",
-                                  f.rank, f.stream, shortName(f.first), shortName(f.second),
-                                  report::formatValue(f.bytes_saved / 2, Unit::kBytes));
+    finding.summary =
+        fmt::format("fusion candidate on rank {} stream {}: {} then {} move {} through HBM twice", f.rank, f.stream,
+                    shortName(f.first), shortName(f.second), report::formatValue(f.bytes_saved / 2, Unit::kBytes));
     finding.evidence.push_back(fmt::format("the first writes {}, the second reads {} right after it on the same stream",
                                            report::formatValue(f.first_written_bytes, Unit::kBytes),
                                            report::formatValue(f.second_read_bytes, Unit::kBytes)));

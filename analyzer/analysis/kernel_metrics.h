@@ -67,7 +67,7 @@ KernelMetricsPart kernelMetricsOfRank(const AnalysisInput& input, size_t r);
 
 struct KernelMetricsResult {
   size_t profiled_launches = 0;
-  size_t launches_not_found = 0;  // counters whose kernel record is not in the file
+  size_t launches_not_found = 0;        // counters whose kernel record is not in the file
   std::vector<MeasuredKernel> kernels;  // by measured duration x the kernel's launches, highest first
   std::vector<FusionCandidate> fusion;
 };

@@ -110,9 +110,8 @@ report::ResultValue resultValue(const KernelsResult& result) {
                                                         ? ResultValue::integer(k.device->sm_count)
                                                         : ResultValue())
                      .set("occupancy", std::move(occupancy))
-                     .set("achieved_occupancy_pct", k.achieved_occupancy_pct
-                                                        ? ResultValue::number(*k.achieved_occupancy_pct)
-                                                        : ResultValue())
+                     .set("achieved_occupancy_pct",
+                          k.achieved_occupancy_pct ? ResultValue::number(*k.achieved_occupancy_pct) : ResultValue())
                      .set("small_grid", ResultValue::flag(smallGrid(k.launch, k.device))));
   }
   return ResultValue::object()
@@ -223,11 +222,22 @@ void presentKernels(const KernelsResult& result, size_t top_n, report::Report& r
     section.notes.push_back("No compute kernels in the trace.");
     return;
   }
-  report::Table top{"top_kernels", "Top kernels by time",
-                    {{"kernel", "kernel"}, {"count", "count"}, {"time", "time"}, {"time_pct", "% of compute"},
-                     {"mean", "mean"}, {"grid_blocks", "blocks"}, {"block_threads", "threads/block"},
-                     {"registers", "regs/thread"}, {"shared_memory", "smem/block"}, {"occupancy_pct", "occupancy"}, {"achieved_occupancy_pct", "achieved"},
-                     {"limited_by", "limited by"}, {"waves", "waves"}, {"wave_efficiency_pct", "wave efficiency"},
+  report::Table top{"top_kernels",
+                    "Top kernels by time",
+                    {{"kernel", "kernel"},
+                     {"count", "count"},
+                     {"time", "time"},
+                     {"time_pct", "% of compute"},
+                     {"mean", "mean"},
+                     {"grid_blocks", "blocks"},
+                     {"block_threads", "threads/block"},
+                     {"registers", "regs/thread"},
+                     {"shared_memory", "smem/block"},
+                     {"occupancy_pct", "occupancy"},
+                     {"achieved_occupancy_pct", "achieved"},
+                     {"limited_by", "limited by"},
+                     {"waves", "waves"},
+                     {"wave_efficiency_pct", "wave efficiency"},
                      {"local_memory", "spill/thread"}},
                     {}};
   const Cell not_recorded = Cell::of("not recorded");

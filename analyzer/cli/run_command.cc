@@ -313,7 +313,8 @@ CommandAction addRunCommand(CLI::App& app) {
       ->add_option("--kernel-metrics", options->kernel_metrics,
                    "Measure the first launches of kernels whose name matches REGEX with CUPTI's range profiler "
                    "(achieved occupancy, DRAM, L2, L1 bytes, ...; each measured launch is replayed, see "
-                   "docs/kernel-metrics.md): --kernel-metrics=REGEX")
+                   "docs/kernel-metrics.md): --kernel-metrics=REGEX; without REGEX, the 5 kernels with the most "
+                   "time in the first 2 s")
       ->expected(0, 1)
       ->type_name("REGEX");
   command

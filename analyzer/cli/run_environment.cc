@@ -148,26 +148,26 @@ void checkKernelMetricOptions(const RunOptions& options, CaptureSettings& settin
     if (options.kernel_metrics && !options.kernel_metrics->empty())
       throw UsageError("--kernel-metrics REGEX and --kernel-metrics-from REPORT choose the kernels both: give one");
     settings.kernel_metrics = kernelPatternFromReport(*options.kernel_metrics_from);
+  } else if (options.kernel_metrics && (options.kernel_metrics->empty() || *options.kernel_metrics == "--")) {
+    settings.kernel_metrics_auto = true;
   } else if (options.kernel_metrics) {
-    if (options.kernel_metrics->empty() || *options.kernel_metrics == "--")
-      throw UsageError(
-          "--kernel-metrics needs the kernels to measure: --kernel-metrics=REGEX, or --kernel-metrics-from REPORT.json "
-          "(the top kernels of an earlier run)");
     try {
       std::regex check(*options.kernel_metrics);
     } catch (const std::regex_error& e) {
-      throw UsageError(fmt::format("--kernel-metrics '{}': not a regular expression: {}", *options.kernel_metrics,
-                                   e.what()));
+      throw UsageError(
+          fmt::format("--kernel-metrics '{}': not a regular expression: {}", *options.kernel_metrics, e.what()));
     }
     settings.kernel_metrics = options.kernel_metrics;
   }
   if (options.kernel_metrics_count) {
-    if (!settings.kernel_metrics) throw UsageError("--kernel-metrics-count needs --kernel-metrics or --kernel-metrics-from");
+    if (!settings.kernel_metrics && !settings.kernel_metrics_auto)
+      throw UsageError("--kernel-metrics-count needs --kernel-metrics or --kernel-metrics-from");
     if (options.kernel_metrics_count->empty() || *options.kernel_metrics_count == "--")
       throw UsageError("--kernel-metrics-count needs a value");
     settings.kernel_metrics_count = checkPositive("--kernel-metrics-count", *options.kernel_metrics_count);
     if (*settings.kernel_metrics_count > 1000)
-      throw UsageError(fmt::format("--kernel-metrics-count must be at most 1000, not {}", *options.kernel_metrics_count));
+      throw UsageError(
+          fmt::format("--kernel-metrics-count must be at most 1000, not {}", *options.kernel_metrics_count));
   }
 }
 
@@ -282,6 +282,7 @@ ChildEnvironment buildChildEnvironment(const RunSetup& setup, const Environment&
       child.warnings.push_back("--metric-interval-us has no effect without --metrics");
   }
   if (capture.kernel_metrics) setVariable(child.variables, "GPUXRAY_KERNEL_METRICS", *capture.kernel_metrics);
+  if (capture.kernel_metrics_auto) setVariable(child.variables, "GPUXRAY_KERNEL_METRICS_AUTO", "1");
   if (capture.kernel_metrics_count)
     setVariable(child.variables, "GPUXRAY_KERNEL_METRICS_COUNT", std::to_string(*capture.kernel_metrics_count));
   if (capture.log_level) setVariable(child.variables, "GPUXRAY_LOG_LEVEL", *capture.log_level);

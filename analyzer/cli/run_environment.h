@@ -57,6 +57,9 @@ struct CaptureSettings {
   // The kernels --kernel-metrics measures, as one regular expression (GPUXRAY_KERNEL_METRICS), and
   // how many launches of each.
   std::optional<std::string> kernel_metrics;
+  // --kernel-metrics without a pattern: the library chooses the kernels with the most time in the
+  // first seconds (GPUXRAY_KERNEL_METRICS_AUTO).
+  bool kernel_metrics_auto = false;
   std::optional<uint64_t> kernel_metrics_count;
   std::optional<std::string> log_level;
   // The capture windows, as checked text for GPUXRAY_DELAY ... GPUXRAY_STEP_MARKER.

@@ -205,7 +205,7 @@ class RankBuilder {
       auto it = by_launch.find(key(a.device, a.correlation_id));
       if (it == by_launch.end() || found[it->second]) return false;
       found[it->second] = true;
-      rank_.profiled_kernels.push_back({a, true, kernel_metrics_[it->second]});
+      rank_.profiled_kernels.push_back(model::ProfiledKernel{a, true, kernel_metrics_[it->second]});
       return true;
     });
     rank_.activities.erase(kept, rank_.activities.end());
@@ -337,6 +337,8 @@ class RankBuilder {
   uint16_t last_function_ = 0;
   uint64_t implausible_allocations_ = 0;
   uint64_t clamped_times_ = 0;
+  std::vector<format::KernelMetricsRecord> kernel_metrics_;
+  uint64_t metrics_without_launch_ = 0;
 };
 
 unsigned workerCount(unsigned requested, size_t files) {

@@ -38,7 +38,7 @@ const char* statSeverityName(StatSeverity severity);
   X(times_clamped, kError, "times beyond 2^63 ns, clamped to that limit")                                             \
   X(allocations_implausible, kError, "memory allocations or releases of more than 16 TiB, ignored")                   \
   X(kernels_profiled, kInfo,                                                                                          \
-    "kernel launches replayed by --kernel-metrics: their counters are kept, their durations left out of time figures") \
+    "launches replayed by --kernel-metrics: their counters kept, their durations out of time figures")                \
   X(kernel_metrics_without_launch, kDataLoss, "kernel counters whose launch (kernel record) is not in the file")      \
   X(files_skipped, kDataLoss, "files of the run that could not be read or were left out")                             \
   X(ranks_missing, kDataLoss, "ranks of the run's world size that have no file")                                      \

@@ -254,7 +254,13 @@ std::string describe(const MetricSampleRecord& v) {
 }
 
 std::string describe(const KernelMetricsRecord& v) {
-  return Fields("KernelMetricsRecord")("correlation_id", v.correlation_id)("device", v.device)("passes", v.passes)("achieved_occupancy_pct", v.achieved_occupancy_pct)("sm_throughput_pct", v.sm_throughput_pct)("tensor_pipe_pct", v.tensor_pipe_pct)("dram_read_bytes", v.dram_read_bytes)("dram_write_bytes", v.dram_write_bytes)("l2_bytes", v.l2_bytes)("l2_hit_rate_pct", v.l2_hit_rate_pct)("l1_bytes", v.l1_bytes)("l1_hit_rate_pct", v.l1_hit_rate_pct)("shared_wavefronts", v.shared_wavefronts)("local_load_bytes", v.local_load_bytes)("local_store_bytes", v.local_store_bytes)("gpu_duration_ns", v.gpu_duration_ns)
+  return Fields("KernelMetricsRecord")("correlation_id", v.correlation_id)("device", v.device)("passes", v.passes)(
+             "achieved_occupancy_pct", v.achieved_occupancy_pct)("sm_throughput_pct", v.sm_throughput_pct)(
+             "tensor_pipe_pct", v.tensor_pipe_pct)("dram_read_bytes", v.dram_read_bytes)(
+             "dram_write_bytes", v.dram_write_bytes)("l2_bytes", v.l2_bytes)("l2_hit_rate_pct", v.l2_hit_rate_pct)(
+             "l1_bytes", v.l1_bytes)("l1_hit_rate_pct", v.l1_hit_rate_pct)("shared_wavefronts", v.shared_wavefronts)(
+             "local_load_bytes", v.local_load_bytes)("local_store_bytes", v.local_store_bytes)("gpu_duration_ns",
+                                                                                               v.gpu_duration_ns)
       .str();
 }
 
