@@ -69,10 +69,13 @@ TEST_CASE("kernel metrics: a profiled launch's counters land on it and its repla
   RunBuilder run("profiled", 1);
   auto& r0 = run.rank(0, "node-0");
   r0.header.devices.push_back(h100());
-  r0.kernel("gemm_kernel", 0, 100);
+  // No launch calls: activity totals place a kernel by its launch, and the first launch would come
+  // before the run's first GPU activity.
+  r0.kernel("gemm_kernel", 0, 100, gpuxray::testing::kComputeStream, -1);
   // Replayed 8 times inside its launch: 5 ms on the timeline for 90 us of kernel.
-  r0.kernel("gemm_kernel", 200, 5200).measured(counters(20, 85, 1e7, 1e6, 90'000));
-  r0.kernel("gemm_kernel", 5300, 5400);
+  r0.kernel("gemm_kernel", 200, 5200, gpuxray::testing::kComputeStream, -1)
+      .measured(counters(20, 85, 1e7, 1e6, 90'000));
+  r0.kernel("gemm_kernel", 5300, 5400, gpuxray::testing::kComputeStream, -1);
   run.write(dir.path());
 
   auto session = prepared(dir.path());

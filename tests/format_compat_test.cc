@@ -150,7 +150,7 @@ TEST_CASE("every proto enum has exactly the values its C++ enum lists", "[format
       {pb::LinkKind_descriptor(), 4},           {pb::MemoryOperation_descriptor(), 3},
       {pb::NvtxEventKind_descriptor(), 3},      {pb::SynchronizationKind_descriptor(), 5},
       {pb::NcclOperationKind_descriptor(), 4},  {pb::ResourceKind_descriptor(), 6},
-      {pb::EventCategory_descriptor(), 16},     {pb::CaptureEnd_descriptor(), 6},
+      {pb::EventCategory_descriptor(), 17},     {pb::CaptureEnd_descriptor(), 6},
       {pb::NcclCaptureSource_descriptor(), 4},
   };
   for (const Expected& e : enums) {

@@ -31,14 +31,14 @@ const KernelProfilerApi& realKernelProfilerApi() {
 
 TEST_CASE("the kernel metric set's quantities each have their own metric and trace field", "[kernel-metrics]") {
   std::set<std::string_view> metrics;
-  std::set<std::optional<double> gpuxray::format::KernelMetricsRecord::*> fields;
-  for (const auto& q : kernelQuantities()) {
-    metrics.insert(q.metric);
-    fields.insert(q.field);
-  }
-  CHECK(kernelQuantities().size() == 13);
+  const auto& quantities = kernelQuantities();
+  for (const auto& q : quantities) metrics.insert(q.metric);
+  CHECK(quantities.size() == 13);
   CHECK(metrics.size() == 13);
-  CHECK(fields.size() == 13);
+  // Member pointers have no order: each field differs from every other.
+  for (size_t i = 0; i < quantities.size(); ++i) {
+    for (size_t j = i + 1; j < quantities.size(); ++j) CHECK(quantities[i].field != quantities[j].field);
+  }
 }
 
 TEST_CASE("kernel metric configurations for GH100, GA100 and GB100 hold every quantity, in the documented passes",
@@ -46,7 +46,7 @@ TEST_CASE("kernel metric configurations for GH100, GA100 and GB100 hold every qu
   const auto& api = realKernelProfilerApi();
   REQUIRE(api.hostInitialize != nullptr);
   REQUIRE(api.enable != nullptr);
-  auto [chip, passes] = GENERATE(table<std::string, size_t>({{"GH100", 8}, {"GA100", 6}, {"GB100", 8}}));
+  auto [chip, passes] = GENERATE(table<std::string, size_t>({{"GH100", 8}, {"GA100", 7}, {"GB100", 8}}));
   CAPTURE(chip);
   KernelMetricConfig config;
   std::string error;
