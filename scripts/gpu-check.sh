@@ -402,7 +402,7 @@ section_kmetrics() {
       result FAIL "kernel metrics: $kind profiled" "no launch measured (see logs/kmetrics_${kind}_on.err)"
       continue
     fi
-    gx analyze --format json -o "$W/kmetrics_$kind.json" "$TR/kmetrics_${kind}_on" > "$LOGS/kmetrics_${kind}_analyze.out" 2>&1
+    gx analyze --format json "$TR/kmetrics_${kind}_on" > "$W/kmetrics_$kind.json" 2> "$LOGS/kmetrics_${kind}_analyze.err"
     gx analyze "$TR/kmetrics_${kind}_on" > "$LOGS/kmetrics_${kind}_analyze.txt" 2>&1
     sed -n '/Inside the kernels/,/^$/p' "$LOGS/kmetrics_${kind}_analyze.txt" | head -20 | sed 's/^/  /'
     if [[ -z "$ncu_bin" ]]; then
