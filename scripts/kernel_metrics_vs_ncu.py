@@ -133,6 +133,13 @@ def main(argv):
         return 2
     print(f"{mine[0][:80]}: {mine[1]} launches measured by gpuxray, {ncu[1]} by ncu")
     failures = compare(mine[2], ncu[2], tolerance, figures, prefix)
+    # Counters whose launch the loader did not find: the correlation id of the launch call is not
+    # the one the kernel record carries.
+    with open(report_path) as f:
+        orphans = json.load(f)["results"]["kernel_metrics"]["launches_not_found"]
+    if orphans:
+        print(f"  {orphans} measured launches have no kernel record with their correlation id")
+        failures += 1
     print(f"RESULT {'PASS' if failures == 0 else 'FAIL'}: {failures} metrics differ by more than {tolerance} %")
     return 0 if failures == 0 else 1
 
