@@ -271,7 +271,7 @@ TEST_CASE("option values are checked and normalized", "[run]") {
   CHECK(message(bad) == "--capture needs a value");
 }
 
-TEST_CASE("--kernel-metrics reaches the command as GPUXRAY_KERNEL_METRICS, and its bad values are one line",
+TEST_CASE("run: --kernel-metrics reaches the command as GPUXRAY_KERNEL_METRICS, and its bad values are one line",
           "[run][kernel-metrics]") {
   RunOptions options;
   options.kernel_metrics = "gemm|elementwise";
@@ -323,7 +323,7 @@ TEST_CASE("--kernel-metrics reaches the command as GPUXRAY_KERNEL_METRICS, and i
   CHECK(error.find('\n') == std::string::npos);
 }
 
-TEST_CASE("--kernel-metrics-from takes the top kernels of a report, as exact names", "[run][kernel-metrics]") {
+TEST_CASE("run: --kernel-metrics-from takes the top kernels of a report, as exact names", "[run][kernel-metrics]") {
   CHECK(gpuxray::cli::exactNamesPattern({"void k<4>(float*)", "gemm"}) == "^(?:void k<4>\\(float\\*\\)|gemm)$");
   std::regex pattern(gpuxray::cli::exactNamesPattern({"void k<4>(float*)", "a.b"}));
   CHECK(std::regex_search("void k<4>(float*)", pattern));
