@@ -162,6 +162,28 @@ CaptureConfig readCaptureConfig(const EnvironmentLookup& environment) {
       bad("GPUXRAY_METRIC_INTERVAL_US", v, "a number of microseconds of at least 100", "1000");
     }
   }
+  if (const char* v = environment("GPUXRAY_KERNEL_METRICS"); v != nullptr && *v != '\0') {
+    try {
+      std::regex check(v);
+      config.kernel_metrics = v;
+    } catch (const std::regex_error& e) {
+      bad("GPUXRAY_KERNEL_METRICS", v, std::string("a regular expression (") + e.what() + ")", "no kernel metrics");
+    }
+  }
+  if (const char* v = environment("GPUXRAY_KERNEL_METRICS_AUTO"); v != nullptr && config.kernel_metrics.empty()) {
+    std::string_view flag(v);
+    if (flag == "1" || flag == "on" || flag == "true") {
+      config.kernel_metrics_auto = true;
+    } else if (!(flag == "0" || flag == "off" || flag == "false" || flag.empty())) {
+      bad("GPUXRAY_KERNEL_METRICS_AUTO", v, "1 or 0", "0");
+    }
+  }
+  if (const char* v = environment("GPUXRAY_KERNEL_METRICS_COUNT"); v != nullptr) {
+    if (!parsePositive(v, config.kernel_metrics_count) || config.kernel_metrics_count > 1000) {
+      config.kernel_metrics_count = 3;
+      bad("GPUXRAY_KERNEL_METRICS_COUNT", v, "a number of launches from 1 to 1000", "3");
+    }
+  }
   if (const char* v = environment("GPUXRAY_CUPTI_PATH"); v != nullptr && *v != '\0') config.cupti_path = v;
   readWindowPlan(environment, config.window, bad);
   if (const char* v = environment("GPUXRAY_MAX_SIZE_MB"); v != nullptr && *v != '\0') {
@@ -197,14 +219,21 @@ std::vector<std::string> CaptureConfig::activityNames() const {
 
 std::vector<std::string> CaptureConfig::optionLines() const {
   static constexpr const char* kLevels[] = {"quiet", "warn", "info", "debug"};
-  return {"output_dir=" + output_dir,
-          "buffer_limit_mb=" + std::to_string(buffer_limit_bytes >> 20),
-          "flush_interval_ms=" + std::to_string(flush_interval_ms),
-          std::string("log_level=") + kLevels[static_cast<int>(log_level)],
-          "metrics=" + std::string(metrics ? "1" : "0"),
-          "metric_interval_us=" + std::to_string(metric_interval_us),
-          "capture_windows=" + (window.wholeRun() ? std::string("whole run") : window.describe()),
-          "max_size_mb=" + std::to_string(max_file_bytes >> 20) + (ring ? " (ring)" : "")};
+  return {
+      "output_dir=" + output_dir,
+      "buffer_limit_mb=" + std::to_string(buffer_limit_bytes >> 20),
+      "flush_interval_ms=" + std::to_string(flush_interval_ms),
+      std::string("log_level=") + kLevels[static_cast<int>(log_level)],
+      "metrics=" + std::string(metrics ? "1" : "0"),
+      "metric_interval_us=" + std::to_string(metric_interval_us),
+      "kernel_metrics=" +
+          (!kernel_metrics.empty() ? kernel_metrics
+                                   : std::string(kernel_metrics_auto ? "the top kernels of the first 2 s" : "off")) +
+          (kernel_metrics.empty() && !kernel_metrics_auto
+               ? ""
+               : " (first " + std::to_string(kernel_metrics_count) + " launches each)"),
+      "capture_windows=" + (window.wholeRun() ? std::string("whole run") : window.describe()),
+      "max_size_mb=" + std::to_string(max_file_bytes >> 20) + (ring ? " (ring)" : "")};
 }
 
 }  // namespace gpuxray::inject

@@ -38,6 +38,13 @@ struct CaptureConfig {
   // GPUXRAY_METRICS=1 and GPUXRAY_METRIC_INTERVAL_US: CUPTI PM sampling.
   bool metrics = false;
   uint32_t metric_interval_us = 1000;
+  // GPUXRAY_KERNEL_METRICS (an ECMAScript regular expression over kernel names, mangled or not) and
+  // GPUXRAY_KERNEL_METRICS_COUNT: the first N launches of each matching kernel are measured with
+  // CUPTI's range profiler (kernel_metric_collector.h). Empty: off, unless
+  // GPUXRAY_KERNEL_METRICS_AUTO=1: the kernels with the most time in the first seconds.
+  std::string kernel_metrics;
+  bool kernel_metrics_auto = false;
+  uint32_t kernel_metrics_count = 3;
   // GPUXRAY_CUPTI_PATH: a libcupti to use instead of searching.
   std::string cupti_path;
   // GPUXRAY_DELAY, GPUXRAY_DURATION, GPUXRAY_CAPTURE_RANGE, GPUXRAY_CAPTURE_RANGE_COUNT,

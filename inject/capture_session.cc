@@ -70,6 +70,12 @@ constexpr CUpti_CallbackId kWindowNvtxCalls[] = {
     CUPTI_CBID_NVTX_nvtxRangeStartA,      CUPTI_CBID_NVTX_nvtxRangeStartEx,      CUPTI_CBID_NVTX_nvtxRangeEnd,
     CUPTI_CBID_NVTX_nvtxDomainRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeEnd};
 
+bool isLaunchCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  const auto& launches = kernelLaunchCallbacks();
+  return std::any_of(launches.begin(), launches.end(),
+                     [&](const LaunchCallback& l) { return l.domain == domain && l.cbid == cbid; });
+}
+
 // The id an nvtxRangeStart* call returned (CUPTI's callback sees the call's return value).
 uint64_t startedRangeId(const CUpti_NvtxData* call) {
   return call->functionReturnValue != nullptr ? *static_cast<const nvtxRangeId_t*>(call->functionReturnValue) : 0;
@@ -209,6 +215,7 @@ bool CaptureSession::start() {
     if (registered == CUPTI_SUCCESS) {
       enableActivities();
       enableWindowCallbacks();
+      if (!config_.kernel_metrics.empty() || config_.kernel_metrics_auto) startKernelMetrics();
     } else {
       failure = "CUPTI refused the activity buffer callbacks: " + deps_.cupti.describe(registered) +
                 "; no GPU activity captured";
@@ -299,6 +306,10 @@ void CaptureSession::onApiCallback(CUpti_CallbackDomain domain, CUpti_CallbackId
   if (abandoned_ || !running_ || data == nullptr) return;
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     const auto* call = static_cast<const CUpti_CallbackData*>(data);
+    if (kernel_metrics_ != nullptr && isLaunchCallback(domain, cbid)) {
+      kernel_metrics_->onLaunch(*call, !windowed_ || windows_->isOpen());
+      return;
+    }
     bool start = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000
                                                        : cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
     // A window opens as the start call returns and closes as the stop call is entered, so neither
@@ -625,7 +636,11 @@ bool CaptureSession::openTraceFile() {
     options.free_cupti_allocations = true;
     options.layouts = deps_.cupti_layouts;
     options.on_kernel = [this](const format::KernelRecord& kernel, const char* name) {
-      if (isNcclKernelName(name)) nccl_clock_.addKernel(kernel.device, kernel.start_ns, kernel.end_ns, kernel.correlation_id);
+      if (isNcclKernelName(name)) {
+        nccl_clock_.addKernel(kernel.device, kernel.start_ns, kernel.end_ns, kernel.correlation_id);
+      } else if (kernel_metrics_ != nullptr) {
+        kernel_metrics_->noteKernel(name, kernel.start_ns, kernel.end_ns);
+      }
     };
     translator_ = std::make_unique<ActivityTranslator>(*writer_, api_name, std::move(options),
                                                        cuptiPayloadTypeSource(deps_.cupti, true));
@@ -693,6 +708,40 @@ void CaptureSession::writeNewDevices() {
     for (const auto& device : driver_devices_) {
       if (devices_written_.insert(device.device_id).second) writer_->add(device);
     }
+  }
+}
+
+void CaptureSession::startKernelMetrics() {
+  if (deps_.kernel_profiler.enable == nullptr) {
+    std::string why = "kernel metrics are off: this libcupti lacks the range profiler API (CUDA 12.6 or later has it)";
+    log(why);
+    capture_warnings_.push_back(why);
+    return;
+  }
+  std::optional<std::regex> match;
+  if (!config_.kernel_metrics.empty()) match = std::regex(config_.kernel_metrics);
+  kernel_metrics_ =
+      std::make_unique<KernelMetricCollector>(deps_.kernel_profiler, std::move(match), config_.kernel_metrics_count);
+  for (const auto& launch : kernelLaunchCallbacks()) {
+    if (CUptiResult result = deps_.cupti.enableCallback(1, subscriber_, launch.domain, launch.cbid);
+        result != CUPTI_SUCCESS) {
+      std::string why = "CUPTI refused a launch callback kernel metrics need (domain " +
+                        std::to_string(static_cast<int>(launch.domain)) + ", call " + std::to_string(launch.cbid) +
+                        "): " + deps_.cupti.describe(result) + "; launches made through it are not measured";
+      log(why);
+      capture_warnings_.push_back(why);
+    }
+  }
+}
+
+void CaptureSession::writeKernelMetrics() {
+  if (kernel_metrics_ == nullptr) return;
+  std::vector<format::KernelMetricsRecord> measured;
+  kernel_metrics_->takeMeasured(measured);
+  for (const auto& record : measured) writer_->add(record);
+  for (const auto& line : kernel_metrics_->takeWarnings()) {
+    log(line);
+    capture_warnings_.push_back(line);
   }
 }
 
@@ -768,6 +817,7 @@ void CaptureSession::periodicFlush() {
   if (cupti_active_) deps_.cupti.activityFlushAll(0);
   processFilledBuffers();
   collectMetricSamples();
+  writeKernelMetrics();
   writeNcclRecords(/*final=*/false);
   writeClosedWindows();
   writer_->add(takeClockAnchor([this] { return captureNow(); }));
@@ -841,6 +891,10 @@ void CaptureSession::finishFile() {
   if (cupti_active_) deps_.cupti.activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   processFilledBuffers();
   collectMetricSamples();
+  if (kernel_metrics_ != nullptr) kernel_metrics_->finish();
+  writeKernelMetrics();
+  if (kernel_metrics_ != nullptr && config_.log_level >= LogLevel::kInfo)
+    deps_.log(std::to_string(kernel_metrics_->profiledLaunches()) + " kernel launches profiled (replayed)");
   nccl_->finalizeAll();
   writeNcclRecords(/*final=*/true);
   writeClosedWindows();

@@ -25,9 +25,10 @@
 #include "inject/capture_window.h"
 #include "inject/cupti_api.h"
 #include "inject/device_query.h"
+#include "inject/kernel_metric_collector.h"
 #include "inject/metric_sampler.h"
-#include "inject/nccl_clock_mapping.h"
 #include "inject/nccl_capture_source.h"
+#include "inject/nccl_clock_mapping.h"
 #include "inject/nccl_profiler.h"
 #include "inject/process_identity.h"
 #include "proto/ring_file_sink.h"
@@ -44,6 +45,8 @@ struct CaptureDependencies {
   DriverApi driver;
   // Bound only when metric sampling is asked for; a null function means it is unavailable.
   PmSamplingApi pm_sampling;
+  // Bound only when kernel metrics are asked for; a null function means they are unavailable.
+  KernelProfilerApi kernel_profiler;
   EnvironmentLookup environment;
   // The injection library's own path (to tell whether NCCL_PROFILER_PLUGIN names it).
   std::string library_path;
@@ -124,6 +127,8 @@ class CaptureSession {
   void periodicFlush();
   void startMetricSampling();
   void collectMetricSamples();
+  void startKernelMetrics();
+  void writeKernelMetrics();
   void writeNcclRecords(bool final);
   void finishFile();
   format::Trailer makeTrailer() const;
@@ -167,6 +172,7 @@ class CaptureSession {
   bool devices_queried_ = false;
   std::vector<std::unique_ptr<MetricSampler>> samplers_;
   bool sampling_attempted_ = false;
+  std::unique_ptr<KernelMetricCollector> kernel_metrics_;
 
   std::thread thread_;
   // Wakes the background thread (a byte per request); async-signal-safe to write.

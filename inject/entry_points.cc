@@ -134,6 +134,10 @@ void startCapture() {
     std::string missing = bindPmSamplingApi(library.cupti.handle, dependencies.pm_sampling);
     if (!missing.empty()) dependencies.pm_sampling = PmSamplingApi{};
   }
+  if (!config.kernel_metrics.empty() || config.kernel_metrics_auto) {
+    std::string missing = bindKernelProfilerApi(library.cupti.handle, dependencies.kernel_profiler);
+    if (!missing.empty()) dependencies.kernel_profiler = KernelProfilerApi{};
+  }
   dependencies.environment = fromEnvironment;
   dependencies.library_path = libraryPath();
   dependencies.nccl_version = loadedNcclVersion();

@@ -19,6 +19,8 @@ const char* categoryName(Category category) {
     case Category::kOverhead: return "overhead";
     case Category::kResourceName: return "resource_name";
     case Category::kStream: return "stream";
+    case Category::kKernelMetrics:
+      return "kernel_metrics";
     case Category::kUnknown: return "uncategorized";
   }
   return "uncategorized";
@@ -41,6 +43,7 @@ void countRecords(const EventBatch& b, CategoryCounts& counts) {
   add(Category::kOverhead, b.overheads.size());
   add(Category::kResourceName, b.resource_names.size());
   add(Category::kStream, b.streams.size());
+  add(Category::kKernelMetrics, b.kernel_metrics.size());
 }
 
 const char* ncclCaptureSourceName(NcclCaptureSource source) {

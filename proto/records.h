@@ -13,7 +13,7 @@
 namespace gpuxray::format {
 
 inline constexpr uint32_t kFormatMajor = 1;
-inline constexpr uint32_t kFormatMinor = 1;
+inline constexpr uint32_t kFormatMinor = 2;
 
 // String ids index the file's string table; 0 is the empty string.
 using StringId = uint32_t;
@@ -390,6 +390,28 @@ struct MetricSampleRecord {
   bool operator==(const MetricSampleRecord&) const = default;
 };
 
+// A launch's counters from the range profiler; the launch with this correlation id was replayed.
+// An empty field was not measured.
+struct KernelMetricsRecord {
+  uint32_t correlation_id = 0;
+  uint32_t device = 0;
+  uint32_t passes = 0;
+  std::optional<double> achieved_occupancy_pct;
+  std::optional<double> sm_throughput_pct;
+  std::optional<double> tensor_pipe_pct;
+  std::optional<double> dram_read_bytes;
+  std::optional<double> dram_write_bytes;
+  std::optional<double> l2_bytes;
+  std::optional<double> l2_hit_rate_pct;
+  std::optional<double> l1_bytes;
+  std::optional<double> l1_hit_rate_pct;
+  std::optional<double> shared_wavefronts;
+  std::optional<double> local_load_bytes;
+  std::optional<double> local_store_bytes;
+  std::optional<double> gpu_duration_ns;
+  bool operator==(const KernelMetricsRecord&) const = default;
+};
+
 struct ExternalCorrelationRecord {
   uint32_t kind = 0;
   uint64_t external_id = 0;
@@ -448,6 +470,7 @@ struct EventBatch {
   std::vector<DeviceProperties> devices;
   std::vector<Link> links;
   std::vector<CaptureWindow> capture_windows;
+  std::vector<KernelMetricsRecord> kernel_metrics;
   bool operator==(const EventBatch&) const = default;
 };
 
@@ -469,8 +492,9 @@ enum class Category : uint32_t {
   kOverhead = 13,
   kResourceName = 14,
   kStream = 15,
+  kKernelMetrics = 16,
 };
-inline constexpr uint32_t kCategoryCount = 16;
+inline constexpr uint32_t kCategoryCount = 17;
 
 // "kernel", "api_call", ...: the name used in reports and JSON.
 const char* categoryName(Category category);

@@ -867,6 +867,25 @@ bool TraceReader::decodeBatch(const void* message, EventBatch& batch) {
   for (const auto& m : b.devices()) batch.devices.push_back(fromPb(m));
   for (const auto& m : b.links()) batch.links.push_back(fromPb(m));
   for (const auto& m : b.capture_windows()) batch.capture_windows.push_back(fromPb(m));
+  for (const auto& m : b.kernel_metrics()) {
+    KernelMetricsRecord& metrics = batch.kernel_metrics.emplace_back();
+    metrics.correlation_id = m.correlation_id();
+    metrics.device = m.device();
+    metrics.passes = m.passes();
+    if (m.has_achieved_occupancy_pct()) metrics.achieved_occupancy_pct = m.achieved_occupancy_pct();
+    if (m.has_sm_throughput_pct()) metrics.sm_throughput_pct = m.sm_throughput_pct();
+    if (m.has_tensor_pipe_pct()) metrics.tensor_pipe_pct = m.tensor_pipe_pct();
+    if (m.has_dram_read_bytes()) metrics.dram_read_bytes = m.dram_read_bytes();
+    if (m.has_dram_write_bytes()) metrics.dram_write_bytes = m.dram_write_bytes();
+    if (m.has_l2_bytes()) metrics.l2_bytes = m.l2_bytes();
+    if (m.has_l2_hit_rate_pct()) metrics.l2_hit_rate_pct = m.l2_hit_rate_pct();
+    if (m.has_l1_bytes()) metrics.l1_bytes = m.l1_bytes();
+    if (m.has_l1_hit_rate_pct()) metrics.l1_hit_rate_pct = m.l1_hit_rate_pct();
+    if (m.has_shared_wavefronts()) metrics.shared_wavefronts = m.shared_wavefronts();
+    if (m.has_local_load_bytes()) metrics.local_load_bytes = m.local_load_bytes();
+    if (m.has_local_store_bytes()) metrics.local_store_bytes = m.local_store_bytes();
+    if (m.has_gpu_duration_ns()) metrics.gpu_duration_ns = m.gpu_duration_ns();
+  }
   return true;
 }
 

@@ -580,6 +580,29 @@ void TraceWriter::add(const MetricSampleRecord& r) {
   counted(Category::kMetricSample);
 }
 
+void TraceWriter::add(const KernelMetricsRecord& r) {
+  if (!accepting()) return;
+  rows_.message(f::EventBatch::kernel_metrics, [&](E& m) {
+    m.uintField(f::KernelMetrics::correlation_id, r.correlation_id);
+    m.uintField(f::KernelMetrics::device, r.device);
+    m.uintField(f::KernelMetrics::passes, r.passes);
+    m.optionalDoubleField(f::KernelMetrics::achieved_occupancy_pct, r.achieved_occupancy_pct);
+    m.optionalDoubleField(f::KernelMetrics::sm_throughput_pct, r.sm_throughput_pct);
+    m.optionalDoubleField(f::KernelMetrics::tensor_pipe_pct, r.tensor_pipe_pct);
+    m.optionalDoubleField(f::KernelMetrics::dram_read_bytes, r.dram_read_bytes);
+    m.optionalDoubleField(f::KernelMetrics::dram_write_bytes, r.dram_write_bytes);
+    m.optionalDoubleField(f::KernelMetrics::l2_bytes, r.l2_bytes);
+    m.optionalDoubleField(f::KernelMetrics::l2_hit_rate_pct, r.l2_hit_rate_pct);
+    m.optionalDoubleField(f::KernelMetrics::l1_bytes, r.l1_bytes);
+    m.optionalDoubleField(f::KernelMetrics::l1_hit_rate_pct, r.l1_hit_rate_pct);
+    m.optionalDoubleField(f::KernelMetrics::shared_wavefronts, r.shared_wavefronts);
+    m.optionalDoubleField(f::KernelMetrics::local_load_bytes, r.local_load_bytes);
+    m.optionalDoubleField(f::KernelMetrics::local_store_bytes, r.local_store_bytes);
+    m.optionalDoubleField(f::KernelMetrics::gpu_duration_ns, r.gpu_duration_ns);
+  });
+  counted(Category::kKernelMetrics);
+}
+
 void TraceWriter::add(const ClockAnchor& anchor) {
   if (!accepting()) return;
   rows_.message(f::EventBatch::clock_anchors, [&](E& m) { encodeClockAnchor(m, anchor); });

@@ -93,6 +93,7 @@ class TraceWriter {
   void add(const NcclOperationRecord& op);
   void add(const NetTransferRecord& transfer);
   void add(const MetricSampleRecord& sample);
+  void add(const KernelMetricsRecord& metrics);
   void add(const ClockAnchor& anchor);
   void add(const ExternalCorrelationRecord& correlation);
   void add(const OverheadRecord& overhead);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -65,6 +66,16 @@ class WireEncoder {
     uint64_t bits;
     std::memcpy(&bits, &value, sizeof bits);
     fixed64Field(field, bits);  // +0.0 is the default; -0.0 has bits and is kept
+  }
+  // A proto3 `optional double`: written whenever set, zero included (its presence is the point).
+  void optionalDoubleField(uint32_t field, const std::optional<double>& value) {
+    if (!value) return;
+    uint64_t bits;
+    std::memcpy(&bits, &*value, sizeof bits);
+    tag(field, kFixed64);
+    uint8_t* out = reserve(8);
+    for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(bits >> (8 * i));
+    size_ += 8;
   }
   // `string` fields must hold valid UTF-8: parsers reject the whole message (and so the chunk)
   // otherwise. Command lines and names from the application may be any bytes, so each byte that is

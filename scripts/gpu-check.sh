@@ -26,19 +26,28 @@
 #      ABI version NCCL chose is reported from the trace's communicator record). Every NCCL run has NCCL_DEBUG=INFO into logs/<run>.nccl.<host>.<pid>; the lines about
 #      the profiler plugin are repeated here.
 #
+#   6. kernel metrics (section kmetrics): stream_workload's elementwise kernel (xray_scale) and its
+#      cuBLAS GEMM measured with `gpuxray run --kernel-metrics` and with Nsight Compute (`ncu`, the
+#      same metric names), compared metric by metric (scripts/kernel_metrics_vs_ncu.py: within 5 %);
+#      the overhead of profiling N launches (the run's wall time with against without, and per
+#      measured launch); train_transformer.py with --kernel-metrics, whose X-ray (kmetrics.html)
+#      shows the measured kernels.
+#
 # Every check prints PASS, FAIL or WARN with its figures; the last line counts them. Into $OUT:
 #   summary.txt      everything printed here
 #   doctor.txt, doctor.json   gpuxray doctor's report of the machine, before any capture
 #   figures.txt      the figures as key=value lines
 #   traces.tar.gz    traces/<run>/*.gpuxray
 #   logs.tar.gz      logs/<run>.{out,err,dump,info.txt,info.json}, logs/<run>.nccl.<host>.<pid>
+#   kmetrics.html    the X-ray of train_transformer.py with --kernel-metrics (section kmetrics)
 # Exit status: 0 when nothing FAILed, 1 otherwise, 2 when the bundle is missing.
 #
 # Settings (environment): GPU_CHECK_BUNDLE (default gpu-check-bundle), GPU_CHECK_REPEATS (3),
 # GPU_CHECK_LAUNCH_KERNELS (100000), GPU_CHECK_GEMM_N (8192), GPU_CHECK_GEMM_ITERS (500),
 # GPU_CHECK_TORCH_STEPS (20), GPU_CHECK_NCCL_ITERS (200), GPU_CHECK_NCCL_SIZES (1K,64K,1M,16M,64M),
 # GPU_CHECK_NCCL_RANK_SIZES (1K,64K,1M: the two-rank runs, over sockets), GPU_CHECK_DDP_STEPS (10),
-# GPU_CHECK_SECTIONS (workload,overhead,torch,nccl: the sections to run; the environment always runs),
+# GPU_CHECK_SECTIONS (workload,overhead,torch,nccl,kmetrics: the sections to run; the environment always
+# runs; GPU_CHECK_SECTIONS=kmetrics alone fits in about 3 minutes), GPU_CHECK_KMETRICS_COUNT (3),
 # GPU_CHECK_BUDGET_S (240: a section that would start later is skipped),
 # GPU_CHECK_DEADLINE_S (330: no run goes past it, so that the files are packed within a 420 s limit).
 set -uo pipefail
@@ -69,7 +78,7 @@ NCCL_ITERS=${GPU_CHECK_NCCL_ITERS:-200}
 NCCL_SIZES=${GPU_CHECK_NCCL_SIZES:-1K,64K,1M,16M,64M}
 NCCL_RANK_SIZES=${GPU_CHECK_NCCL_RANK_SIZES:-1K,64K,1M}
 DDP_STEPS=${GPU_CHECK_DDP_STEPS:-10}
-SECTIONS=",${GPU_CHECK_SECTIONS:-workload,overhead,torch,nccl},"
+SECTIONS=",${GPU_CHECK_SECTIONS:-workload,overhead,torch,nccl,kmetrics},"
 SECTIONS=${SECTIONS// /,}
 BUDGET_S=${GPU_CHECK_BUDGET_S:-240}
 DEADLINE_S=${GPU_CHECK_DEADLINE_S:-330}
@@ -252,6 +261,7 @@ for root in site.getsitepackages() + [site.getusersitepackages()]:
   wants overhead && section_overhead
   wants torch && section_torch
   wants nccl && section_nccl
+  wants kmetrics && section_kmetrics
 
   # --- Summary ----------------------------------------------------------------------------------
   section "gpuxray info of every trace directory"
@@ -344,6 +354,95 @@ section_overhead() {
     echo "  per-GEMM CUDA-event time: without $(median "${gbase_ev[@]}") ms, with $(median "${gcap_ev[@]}") ms (medians)"
     figure gemm.event_ms_ratio "$(ratio "$(median "${gcap_ev[@]}")" "$(median "${gbase_ev[@]}")")"
     check_counts gemm_cap_1 "GEMM loop, CUDA_INJECTION64_PATH"
+  fi
+}
+
+# --- 6. Kernel metrics against Nsight Compute --------------------------------------------------
+# One kernel class per run: xray_scale (elementwise, stream_workload's stream kernels) and the
+# cuBLAS GEMM of --gemm-only. ncu measures the same first launches with the same metric names, its
+# clocks and caches left as the application has them (as CUPTI's kernel replay does).
+KMETRICS_NAMES=sm__warps_active.avg.pct_of_peak_sustained_active,sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,lts__t_sector_hit_rate.pct,l1tex__t_bytes.sum,l1tex__t_sector_hit_rate.pct,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum,gpu__time_duration.sum
+section_kmetrics() {
+  local count=${GPU_CHECK_KMETRICS_COUNT:-3}
+  local ncu_bin
+  ncu_bin=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  local -A kargs=(
+    [scale]="--streams 1 --stream-kernels $((count + 2)) --copy-mb 256 --long-kernels 0 --gemm-n 256 --gemm-iters 1 --gemm-warmup 0 --dtype fp32"
+    [gemm]="--gemm-only --gemm-n 4096 --gemm-iters $((count + 5)) --gemm-warmup 0 --dtype bf16"
+  )
+  local -A kpattern=([scale]='^xray_scale$' [gemm]='gemm|nvjet|xmma|cutlass|sm90|sm80')
+  local kind
+  for kind in scale gemm; do
+    over_budget && { result WARN "kernel metrics: $kind" "skipped: past the ${BUDGET_S} s budget"; continue; }
+    section "kernel metrics: $kind, without and with --kernel-metrics (first $count launches)"
+    # shellcheck disable=SC2086
+    run_cmd "kmetrics_${kind}_off" 120 gx run -o "$TR/kmetrics_${kind}_off" -- "$B/stream_workload" ${kargs[$kind]}
+    local wall_off=$WALL
+    # shellcheck disable=SC2086
+    run_cmd "kmetrics_${kind}_on" 180 gx run -o "$TR/kmetrics_${kind}_on" --log-level info \
+      --kernel-metrics="${kpattern[$kind]}" --kernel-metrics-count "$count" -- "$B/stream_workload" ${kargs[$kind]}
+    local wall_on=$WALL
+    if [[ $RC != 0 ]]; then
+      result FAIL "kernel metrics: $kind captured" "exit $RC"
+      continue
+    fi
+    grep -E 'kernel metrics|profiled' "$LOGS/kmetrics_${kind}_on.err" | sed 's/^/  /'
+    local profiled
+    profiled=$(sed -n 's/.* \([0-9][0-9]*\) kernel launches profiled.*/\1/p' "$LOGS/kmetrics_${kind}_on.err" | tail -1)
+    figure "kmetrics.$kind.profiled_launches" "${profiled:-0}"
+    figure "kmetrics.$kind.wall_off_s" "$wall_off"
+    figure "kmetrics.$kind.wall_on_s" "$wall_on"
+    figure "kmetrics.$kind.wall_ratio" "$(ratio "$wall_on" "$wall_off")"
+    if [[ ${profiled:-0} -gt 0 ]]; then
+      local per_launch
+      per_launch=$(awk -v a="$wall_on" -v b="$wall_off" -v n="$profiled" 'BEGIN {printf "%.1f", (a - b) * 1000 / n}')
+      figure "kmetrics.$kind.ms_per_profiled_launch" "$per_launch"
+      result PASS "kernel metrics: $kind profiled" "$profiled launches; wall ${wall_off} s -> ${wall_on} s (${per_launch} ms per measured launch)"
+    else
+      result FAIL "kernel metrics: $kind profiled" "no launch measured (see logs/kmetrics_${kind}_on.err)"
+      continue
+    fi
+    gx analyze --format json "$TR/kmetrics_${kind}_on" > "$W/kmetrics_$kind.json" 2> "$LOGS/kmetrics_${kind}_analyze.err"
+    gx analyze "$TR/kmetrics_${kind}_on" > "$LOGS/kmetrics_${kind}_analyze.txt" 2>&1
+    sed -n '/Inside the kernels/,/^$/p' "$LOGS/kmetrics_${kind}_analyze.txt" | head -20 | sed 's/^/  /'
+    if [[ -z "$ncu_bin" ]]; then
+      result WARN "kernel metrics: $kind against ncu" "no ncu on this machine"
+      continue
+    fi
+    # shellcheck disable=SC2086
+    run_cmd "kmetrics_${kind}_ncu" 240 "$ncu_bin" --metrics "$KMETRICS_NAMES" --kernel-name "regex:${kpattern[$kind]}" \
+      --launch-count "$count" --clock-control none --cache-control none --csv --page raw \
+      "$B/stream_workload" ${kargs[$kind]}
+    if [[ $RC != 0 ]]; then
+      result FAIL "kernel metrics: $kind against ncu" "ncu exit $RC (see logs/kmetrics_${kind}_ncu.err)"
+      continue
+    fi
+    if python3 scripts/kernel_metrics_vs_ncu.py "$W/kmetrics_$kind.json" "${kpattern[$kind]}" "$LOGS/kmetrics_${kind}_ncu.out" \
+      --figures "$FIGURES" "kmetrics.$kind." > "$LOGS/kmetrics_${kind}_compare.txt" 2>&1; then
+      result PASS "kernel metrics: $kind against ncu" "every metric within 5 %"
+    else
+      result FAIL "kernel metrics: $kind against ncu" "$(tail -1 "$LOGS/kmetrics_${kind}_compare.txt")"
+    fi
+    sed 's/^/  /' "$LOGS/kmetrics_${kind}_compare.txt"
+  done
+
+  over_budget && { result WARN "kernel metrics: PyTorch" "skipped: past the ${BUDGET_S} s budget"; return; }
+  section "kernel metrics: train_transformer.py with --kernel-metrics, its X-ray"
+  run_cmd kmetrics_torch 180 gx run -o "$TR/kmetrics_torch" --log-level info \
+    --kernel-metrics='gemm|nvjet|xmma|cutlass|elementwise|softmax|layer_norm' --kernel-metrics-count 2 -- \
+    python3 "$B/train_transformer.py" --steps "$TORCH_STEPS"
+  if [[ $RC == 0 ]]; then
+    gx analyze --html "$OUT/kmetrics.html" "$TR/kmetrics_torch" > "$LOGS/kmetrics_torch_analyze.txt" 2>&1
+    local measured
+    measured=$(grep -c . <(sed -n '/Inside the kernels/,/^$/p' "$LOGS/kmetrics_torch_analyze.txt"))
+    sed -n '/Inside the kernels/,/^$/p' "$LOGS/kmetrics_torch_analyze.txt" | head -30 | sed 's/^/  /'
+    if [[ -s "$OUT/kmetrics.html" && $measured -gt 3 ]]; then
+      result PASS "kernel metrics: PyTorch X-ray" "kmetrics.html with the measured kernels"
+    else
+      result FAIL "kernel metrics: PyTorch X-ray" "no measured kernels in the report (logs/kmetrics_torch_analyze.txt)"
+    fi
+  else
+    result FAIL "kernel metrics: PyTorch run" "exit $RC"
   fi
 }
 

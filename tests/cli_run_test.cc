@@ -11,13 +11,17 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "analyzer/analysis/session.h"
+#include "analyzer/cli/kernel_metrics_selection.h"
 #include "analyzer/cli/run_environment.h"
 #include "analyzer/errors.h"
 #include "tests/support/build_outputs.h"
+#include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
@@ -267,6 +271,80 @@ TEST_CASE("option values are checked and normalized", "[run]") {
   CHECK(message(bad) == "--capture needs a value");
 }
 
+TEST_CASE("run: --kernel-metrics reaches the command as GPUXRAY_KERNEL_METRICS, and its bad values are one line",
+          "[run][kernel-metrics]") {
+  RunOptions options;
+  options.kernel_metrics = "gemm|elementwise";
+  options.kernel_metrics_count = "10";
+  ChildEnvironment child = buildChildEnvironment(setupFor(checkCaptureOptions(options)), {});
+  CHECK(lookupVariable(child.variables, "GPUXRAY_KERNEL_METRICS") == "gemm|elementwise");
+  CHECK(lookupVariable(child.variables, "GPUXRAY_KERNEL_METRICS_COUNT") == "10");
+  child = buildChildEnvironment(setupFor(checkCaptureOptions({})), {});
+  CHECK_FALSE(lookupVariable(child.variables, "GPUXRAY_KERNEL_METRICS"));
+
+  auto message = [](RunOptions bad) -> std::string {
+    try {
+      checkCaptureOptions(bad);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  RunOptions chosen;
+  chosen.kernel_metrics = "";
+  child = buildChildEnvironment(setupFor(checkCaptureOptions(chosen)), {});
+  CHECK(lookupVariable(child.variables, "GPUXRAY_KERNEL_METRICS_AUTO") == "1");
+  CHECK_FALSE(lookupVariable(child.variables, "GPUXRAY_KERNEL_METRICS"));
+
+  RunOptions bad;
+  bad.kernel_metrics = "gemm(";
+  CHECK(message(bad).rfind("--kernel-metrics 'gemm(': not a regular expression: ", 0) == 0);
+  bad.kernel_metrics = "gemm";
+  bad.kernel_metrics_count = "0";
+  CHECK(message(bad) == "--kernel-metrics-count must be greater than 0, not '0'");
+  bad.kernel_metrics_count = "1001";
+  CHECK(message(bad) == "--kernel-metrics-count must be at most 1000, not 1001");
+  bad.kernel_metrics_count = "many";
+  CHECK(message(bad) == "--kernel-metrics-count must be a whole number greater than 0, not 'many'");
+  bad = {};
+  bad.kernel_metrics_count = "3";
+  CHECK(message(bad) == "--kernel-metrics-count needs --kernel-metrics or --kernel-metrics-from");
+  bad = {};
+  bad.kernel_metrics = "gemm";
+  bad.kernel_metrics_from = "first.json";
+  CHECK(message(bad) == "--kernel-metrics REGEX and --kernel-metrics-from REPORT choose the kernels both: give one");
+  bad = {};
+  TempDir dir;
+  std::string not_a_report = (dir.path() / "trace.json").string();
+  std::ofstream(not_a_report) << "{\"traceEvents\": []}";
+  bad.kernel_metrics_from = not_a_report;
+  std::string error = message(bad);
+  CHECK(error.rfind(not_a_report + ": ", 0) == 0);
+  CHECK(error.find('\n') == std::string::npos);
+}
+
+TEST_CASE("run: --kernel-metrics-from takes the top kernels of a report, as exact names", "[run][kernel-metrics]") {
+  CHECK(gpuxray::cli::exactNamesPattern({"void k<4>(float*)", "gemm"}) == "^(?:void k<4>\\(float\\*\\)|gemm)$");
+  std::regex pattern(gpuxray::cli::exactNamesPattern({"void k<4>(float*)", "a.b"}));
+  CHECK(std::regex_search("void k<4>(float*)", pattern));
+  CHECK(std::regex_search("a.b", pattern));
+  CHECK_FALSE(std::regex_search("axb", pattern));
+  CHECK_FALSE(std::regex_search("void k<4>(float*) ", pattern));
+
+  TempDir dir;
+  gpuxray::testing::RunBuilder run("top", 1);
+  auto& r0 = run.rank(0, "node-0");
+  for (int i = 0; i < 7; ++i) r0.kernel("kernel_" + std::to_string(i), 1000.0 * i, 1000.0 * i + 100.0 * (i + 1));
+  run.write(dir.path() / "traces");
+  gpuxray::analysis::SessionOptions options;
+  options.paths = {(dir.path() / "traces").string()};
+  options.align = false;
+  gpuxray::analysis::Session session(options);
+  std::string path = (dir.path() / "first.json").string();
+  std::ofstream(path) << gpuxray::report::renderJson(session.analyze());
+  CHECK(gpuxray::cli::kernelPatternFromReport(path) == "^(?:kernel_6|kernel_5|kernel_4|kernel_3|kernel_2)$");
+}
+
 TEST_CASE("the injection library is looked for in $GPUXRAY_INJECT_LIBRARY, else beside gpuxray", "[run]") {
   using Paths = std::vector<fs::path>;
   CHECK(injectionLibraryCandidates("/x/lib.so", "/opt/bin", "/work") == Paths{"/x/lib.so"});
@@ -487,6 +565,11 @@ TEST_CASE("bad option values and a missing command are usage errors", "[run]") {
             "gpuxray: --step-marker 'step (': not a regular expression: "},
            {"--ring -- touch ran", "gpuxray: --ring needs --max-size-mb N (the ring's size)\n"},
            {"--max-size-mb 0 -- touch ran", "gpuxray: --max-size-mb must be greater than 0, not '0'\n"},
+           {"--kernel-metrics-count 2 -- touch ran",
+            "gpuxray: --kernel-metrics-count needs --kernel-metrics or --kernel-metrics-from\n"},
+           {"--kernel-metrics=gemm --kernel-metrics-count 0 -- touch ran",
+            "gpuxray: --kernel-metrics-count must be greater than 0, not '0'\n"},
+           {"--kernel-metrics='gemm(' -- touch ran", "gpuxray: --kernel-metrics 'gemm(': not a regular expression: "},
            {"-o out", "gpuxray: run needs a command to run after --, as in: gpuxray run -o DIR -- python train.py\n"},
        }) {
     auto result = fixture.run(c.args);

@@ -5,6 +5,8 @@
 // the wire values of the proto enums, and a reader skips what a newer minor version adds.
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/message.h>
 #include <google/protobuf/util/message_differencer.h>
 
@@ -114,6 +116,7 @@ SAME_VALUE(Category::kNcclCommunicator, pb::CATEGORY_NCCL_COMMUNICATOR);
 SAME_VALUE(Category::kNcclOperation, pb::CATEGORY_NCCL_OPERATION);
 SAME_VALUE(Category::kNetTransfer, pb::CATEGORY_NET_TRANSFER);
 SAME_VALUE(Category::kMetricSample, pb::CATEGORY_METRIC_SAMPLE);
+SAME_VALUE(Category::kKernelMetrics, pb::CATEGORY_KERNEL_METRICS);
 SAME_VALUE(Category::kExternalCorrelation, pb::CATEGORY_EXTERNAL_CORRELATION);
 SAME_VALUE(Category::kOverhead, pb::CATEGORY_OVERHEAD);
 SAME_VALUE(Category::kResourceName, pb::CATEGORY_RESOURCE_NAME);
@@ -147,7 +150,7 @@ TEST_CASE("every proto enum has exactly the values its C++ enum lists", "[format
       {pb::LinkKind_descriptor(), 4},           {pb::MemoryOperation_descriptor(), 3},
       {pb::NvtxEventKind_descriptor(), 3},      {pb::SynchronizationKind_descriptor(), 5},
       {pb::NcclOperationKind_descriptor(), 4},  {pb::ResourceKind_descriptor(), 6},
-      {pb::EventCategory_descriptor(), 16},     {pb::CaptureEnd_descriptor(), 6},
+      {pb::EventCategory_descriptor(), 17},     {pb::CaptureEnd_descriptor(), 6},
       {pb::NcclCaptureSource_descriptor(), 4},
   };
   for (const Expected& e : enums) {
@@ -426,6 +429,25 @@ void toPb(const MetricSampleRecord& r, pb::MetricSample* p) {
   p->set_value(r.value);
 }
 
+void toPb(const KernelMetricsRecord& r, pb::KernelMetrics* p) {
+  p->set_correlation_id(r.correlation_id);
+  p->set_device(r.device);
+  p->set_passes(r.passes);
+  if (r.achieved_occupancy_pct) p->set_achieved_occupancy_pct(*r.achieved_occupancy_pct);
+  if (r.sm_throughput_pct) p->set_sm_throughput_pct(*r.sm_throughput_pct);
+  if (r.tensor_pipe_pct) p->set_tensor_pipe_pct(*r.tensor_pipe_pct);
+  if (r.dram_read_bytes) p->set_dram_read_bytes(*r.dram_read_bytes);
+  if (r.dram_write_bytes) p->set_dram_write_bytes(*r.dram_write_bytes);
+  if (r.l2_bytes) p->set_l2_bytes(*r.l2_bytes);
+  if (r.l2_hit_rate_pct) p->set_l2_hit_rate_pct(*r.l2_hit_rate_pct);
+  if (r.l1_bytes) p->set_l1_bytes(*r.l1_bytes);
+  if (r.l1_hit_rate_pct) p->set_l1_hit_rate_pct(*r.l1_hit_rate_pct);
+  if (r.shared_wavefronts) p->set_shared_wavefronts(*r.shared_wavefronts);
+  if (r.local_load_bytes) p->set_local_load_bytes(*r.local_load_bytes);
+  if (r.local_store_bytes) p->set_local_store_bytes(*r.local_store_bytes);
+  if (r.gpu_duration_ns) p->set_gpu_duration_ns(*r.gpu_duration_ns);
+}
+
 void toPb(const ExternalCorrelationRecord& r, pb::ExternalCorrelation* p) {
   p->set_kind(r.kind);
   p->set_external_id(r.external_id);
@@ -592,6 +614,7 @@ void toPb(const EventBatch& b, KernelConfigs& configs, pb::EventBatch* p) {
   for (const auto& r : b.devices) toPb(r, p->add_devices());
   for (const auto& r : b.links) toPb(r, p->add_links());
   for (const auto& r : b.capture_windows) toPb(r, p->add_capture_windows());
+  for (const auto& r : b.kernel_metrics) toPb(r, p->add_kernel_metrics());
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -1032,6 +1055,56 @@ TEST_CASE("a reader skips fields and chunk contents that a newer minor version a
   CHECK(result.batches[0].memcpys[0].end_ns == 1'000);
   REQUIRE(result.warnings.size() == 1);
   CHECK_THAT(result.warnings[0], Catch::Contains("holds nothing this reader knows (newer minor version?)"));
+}
+
+TEST_CASE("a reader of format 1.1 reads a 1.2 file with kernel metrics, skipping only them", "[format][compat]") {
+  // Format 1.1's schema: today's without the KernelMetrics message, its EventBatch field and its
+  // trailer category.
+  google::protobuf::FileDescriptorProto schema;
+  pb::Chunk::descriptor()->file()->CopyTo(&schema);
+  auto& messages = *schema.mutable_message_type();
+  for (int i = 0; i < messages.size(); ++i) {
+    if (messages[i].name() == "KernelMetrics") {
+      messages.DeleteSubrange(i, 1);
+      break;
+    }
+  }
+  for (auto& message : messages) {
+    if (message.name() != "EventBatch") continue;
+    auto& fields = *message.mutable_field();
+    for (int i = 0; i < fields.size(); ++i) {
+      if (fields[i].name() == "kernel_metrics") fields.DeleteSubrange(i--, 1);
+    }
+  }
+  for (auto& e : *schema.mutable_enum_type()) {
+    if (e.name() != "EventCategory") continue;
+    auto& values = *e.mutable_value();
+    for (int i = 0; i < values.size(); ++i) {
+      if (values[i].name() == "CATEGORY_KERNEL_METRICS") values.DeleteSubrange(i--, 1);
+    }
+  }
+  google::protobuf::DescriptorPool pool;
+  const google::protobuf::FileDescriptor* old_file = pool.BuildFile(schema);
+  REQUIRE(old_file != nullptr);
+  const Descriptor* old_chunk = old_file->FindMessageTypeByName("Chunk");
+  REQUIRE(old_chunk != nullptr);
+  REQUIRE(old_file->FindMessageTypeByName("KernelMetrics") == nullptr);
+  google::protobuf::DynamicMessageFactory factory(&pool);
+
+  const std::vector<ChunkView> chunks = splitChunks(sampleFile());
+  REQUIRE(chunks.size() == 3);
+  std::unique_ptr<Message> batch(factory.GetPrototype(old_chunk)->New());
+  const std::vector<uint8_t>& payload = chunks[1].payload;
+  REQUIRE(batch->ParseFromArray(payload.data(), static_cast<int>(payload.size())));
+  const FieldDescriptor* batch_field = old_chunk->FindFieldByName("batch");
+  const Message& events = batch->GetReflection()->GetMessage(*batch, batch_field);
+  const Descriptor* old_batch = events.GetDescriptor();
+  // Everything 1.1 knows is there; the kernel metrics are unknown fields it skips.
+  CHECK(events.GetReflection()->FieldSize(events, old_batch->FindFieldByName("memcpys")) == 1);
+  CHECK(events.GetReflection()->FieldSize(events, old_batch->FindFieldByName("metric_samples")) == 1);
+  const auto& unknown = events.GetReflection()->GetUnknownFields(events);
+  REQUIRE(unknown.field_count() == 1);
+  CHECK(unknown.field(0).number() == pb::EventBatch::kKernelMetricsFieldNumber);
 }
 
 }  // namespace

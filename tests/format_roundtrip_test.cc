@@ -87,10 +87,10 @@ TEST_CASE("the header round-trips with every field", "[format][roundtrip]") {
   CHECK(std::signbit(reader.header().devices[1].peak_bf16_flops));
 }
 
-TEMPLATE_TEST_CASE("every record type round-trips field by field", "[format][roundtrip]", KernelRecord,
-                   ApiCallRecord, MemcpyRecord, MemsetRecord, MemoryEventRecord, NvtxEventRecord,
-                   SynchronizationRecord, NcclCommunicatorRecord, NcclOperationRecord, NetTransferRecord,
-                   MetricSampleRecord, ClockAnchor, ExternalCorrelationRecord, OverheadRecord, ResourceNameRecord,
+TEMPLATE_TEST_CASE("every record type round-trips field by field", "[format][roundtrip]", KernelRecord, ApiCallRecord,
+                   MemcpyRecord, MemsetRecord, MemoryEventRecord, NvtxEventRecord, SynchronizationRecord,
+                   NcclCommunicatorRecord, NcclOperationRecord, NetTransferRecord, MetricSampleRecord,
+                   KernelMetricsRecord, ClockAnchor, ExternalCorrelationRecord, OverheadRecord, ResourceNameRecord,
                    StreamRecord, DeviceProperties, Link) {
   MemoryTrace trace;
   TraceWriter& writer = trace.writer();

@@ -31,6 +31,7 @@ void runAnalyses(const AnalysisInput& input, report::Report& report) {
   analyzePipelineBubbles(input, report);
   analyzeLinkHotspots(input, report);
   analyzeKernels(input, report);
+  analyzeKernelMetrics(input, report);
   analyzeMemory(input, report);
   analyzeActivityTotals(input, report);
   analyzeStepOverview(input, report);

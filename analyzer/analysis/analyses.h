@@ -16,6 +16,7 @@ void analyzeStragglers(const AnalysisInput& input, report::Report& report);
 void analyzePipelineBubbles(const AnalysisInput& input, report::Report& report);
 void analyzeLinkHotspots(const AnalysisInput& input, report::Report& report);
 void analyzeKernels(const AnalysisInput& input, report::Report& report);
+void analyzeKernelMetrics(const AnalysisInput& input, report::Report& report);
 void analyzeMemory(const AnalysisInput& input, report::Report& report);
 void analyzeMemoryCategories(const AnalysisInput& input, report::Report& report);
 void analyzeOps(const AnalysisInput& input, report::Report& report);

@@ -383,6 +383,11 @@ void shiftTimes(model::RankTrace& rank, Shift shift) {
   for (auto& op : rank.nccl_ops) nonzero(op.enqueue_ns), nonzero(op.gpu_start_ns), nonzero(op.gpu_end_ns);
   for (auto& t : rank.transfers) nonzero(t.start_ns), nonzero(t.end_ns);
   for (auto& m : rank.metric_samples) m.time_ns = shift(m.time_ns);
+  for (auto& p : rank.profiled_kernels) {
+    if (!p.launch_found) continue;
+    p.launch.start_ns = shift(p.launch.start_ns);
+    p.launch.end_ns = shift(p.launch.end_ns);
+  }
 }
 
 }  // namespace

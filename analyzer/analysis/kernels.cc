@@ -110,6 +110,8 @@ report::ResultValue resultValue(const KernelsResult& result) {
                                                         ? ResultValue::integer(k.device->sm_count)
                                                         : ResultValue())
                      .set("occupancy", std::move(occupancy))
+                     .set("achieved_occupancy_pct",
+                          k.achieved_occupancy_pct ? ResultValue::number(*k.achieved_occupancy_pct) : ResultValue())
                      .set("small_grid", ResultValue::flag(smallGrid(k.launch, k.device))));
   }
   return ResultValue::object()
@@ -182,11 +184,25 @@ KernelsResult computeKernels(const AnalysisInput& input) {
     }
   }
   for (size_t r = 0; r < run.ranks.size(); ++r) result.step_windows += input.windowsOf(r).size();
+  std::map<std::string, std::vector<double>> achieved;
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    for (const auto& launch : input.digest(r).kernel_metrics.launches) {
+      if (launch.found && launch.metrics.achieved_occupancy_pct)
+        achieved[launch.name].push_back(*launch.metrics.achieved_occupancy_pct);
+    }
+  }
   std::vector<std::pair<std::string, KernelSummary>> ranked(kernels.begin(), kernels.end());
   std::sort(ranked.begin(), ranked.end(),
             [](const auto& a, const auto& b) { return a.second.result.time_ns > b.second.result.time_ns; });
   for (auto& [name, summary] : ranked) {
     summary.result.name = name;
+    if (auto it = achieved.find(name); it != achieved.end()) {
+      auto& values = it->second;
+      std::sort(values.begin(), values.end());
+      size_t mid = values.size() / 2;
+      summary.result.achieved_occupancy_pct =
+          values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+    }
     if (summary.result.occupancy.limit != OccupancyLimit::kUnknown && summary.result.device != nullptr)
       summary.result.lift = occupancyLift(summary.result.launch, *summary.result.device);
     result.kernels.push_back(std::move(summary.result));
@@ -198,18 +214,30 @@ void presentKernels(const KernelsResult& result, size_t top_n, report::Report& r
   auto& section = report.addSection("kernels", "Kernels");
   section.notes.push_back(
       "Compute kernels over the steps, all ranks. Occupancy is theoretical (CUDA's occupancy rules for the launch "
-      "shape that took most of the kernel's time); wave efficiency = blocks / (waves x blocks the GPU holds at once).");
+      "shape that took most of the kernel's time); achieved occupancy is measured (--kernel-metrics) where it was; "
+      "wave efficiency = blocks / (waves x blocks the GPU holds at once).");
   report.results.emplace_back("kernels", resultValue(result));
   const int64_t compute_time = result.compute_time_ns;
   if (compute_time == 0) {
     section.notes.push_back("No compute kernels in the trace.");
     return;
   }
-  report::Table top{"top_kernels", "Top kernels by time",
-                    {{"kernel", "kernel"}, {"count", "count"}, {"time", "time"}, {"time_pct", "% of compute"},
-                     {"mean", "mean"}, {"grid_blocks", "blocks"}, {"block_threads", "threads/block"},
-                     {"registers", "regs/thread"}, {"shared_memory", "smem/block"}, {"occupancy_pct", "occupancy"},
-                     {"limited_by", "limited by"}, {"waves", "waves"}, {"wave_efficiency_pct", "wave efficiency"},
+  report::Table top{"top_kernels",
+                    "Top kernels by time",
+                    {{"kernel", "kernel"},
+                     {"count", "count"},
+                     {"time", "time"},
+                     {"time_pct", "% of compute"},
+                     {"mean", "mean"},
+                     {"grid_blocks", "blocks"},
+                     {"block_threads", "threads/block"},
+                     {"registers", "regs/thread"},
+                     {"shared_memory", "smem/block"},
+                     {"occupancy_pct", "occupancy"},
+                     {"achieved_occupancy_pct", "achieved"},
+                     {"limited_by", "limited by"},
+                     {"waves", "waves"},
+                     {"wave_efficiency_pct", "wave efficiency"},
                      {"local_memory", "spill/thread"}},
                     {}};
   const Cell not_recorded = Cell::of("not recorded");
@@ -229,6 +257,7 @@ void presentKernels(const KernelsResult& result, size_t top_n, report::Report& r
          resources ? Cell::of(k.launch.registers_per_thread, Unit::kNone) : not_recorded,
          resources ? Cell::of(k.launch.shared_memory_bytes, Unit::kBytes) : not_recorded,
          known ? Cell::of(100.0 * o.occupancy, Unit::kPercent) : Cell::of("n/a"),
+         k.achieved_occupancy_pct ? Cell::of(*k.achieved_occupancy_pct, Unit::kPercent) : Cell::of("not measured"),
          Cell::of(known ? occupancyLimitName(o.limit) : "-"),
          known ? Cell::of(static_cast<double>(o.waves), Unit::kCount) : Cell::of("n/a"),
          known ? Cell::of(100.0 * o.wave_efficiency, Unit::kPercent) : Cell::of("n/a"),

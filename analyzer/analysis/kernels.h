@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct KernelResult {
   const format::DeviceProperties* device = nullptr;
   Occupancy occupancy;  // blocks_per_sm == 0: not estimated
   OccupancyLiftResult lift;  // what would lift the limiter (estimated launches only)
+  // Measured by --kernel-metrics (median over the measured launches); empty: not measured.
+  std::optional<double> achieved_occupancy_pct;
 
   bool launchKnown() const { return launchRecorded(launch); }
   // Registers and shared memory are CUPTI's; a ROCm trace has the grid and block at most.

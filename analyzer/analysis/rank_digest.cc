@@ -175,6 +175,9 @@ size_t RankDigest::bytes() const {
   for (const auto& [phase, bytes] : memory.phase_peaks) total += sizeof(std::pair<std::string, int64_t>) + text(phase);
   for (const auto& device : memory_categories.devices)
     total += sizeof(device) + device.curve.capacity() * sizeof(CategoryPoint);
+  for (const auto& launch : kernel_metrics.launches)
+    total += sizeof(launch) + text(launch.name) + text(launch.flops_source);
+  for (const auto& f : kernel_metrics.fusion) total += sizeof(f) + text(f.first) + text(f.second);
   for (const auto& node : ops.nodes) {
     total += sizeof(node) + text(node.name) + text(node.inputs);
     for (const auto& k : node.kernels) total += sizeof(k) + text(k.name);
@@ -216,6 +219,7 @@ RankDigest digestRank(const AnalysisInput& input, size_t r, std::optional<bool> 
   digest.breakdown = breakdownOfRank(input, r);
   digest.overlap = overlapOfRank(input, r);
   digest.kernels = kernelsOfRank(input, r);
+  digest.kernel_metrics = kernelMetricsOfRank(input, r);
   digest.memory = memoryOfRank(rank);
   digest.memory_categories = memoryCategoriesOfRank(input, r);
   digest.ops = opsOfRank(rank);

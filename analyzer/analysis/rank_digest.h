@@ -18,6 +18,7 @@
 #include "analyzer/analysis/analysis_input.h"
 #include "analyzer/analysis/hta_compat.h"
 #include "analyzer/analysis/intervals.h"
+#include "analyzer/analysis/kernel_metrics.h"
 #include "analyzer/analysis/memory_categories.h"
 #include "analyzer/analysis/ops.h"
 #include "analyzer/analysis/overlap.h"
@@ -96,6 +97,7 @@ struct RankDigest {
   RankBreakdown breakdown;
   OverlapPart overlap;
   KernelsPart kernels;
+  KernelMetricsPart kernel_metrics;
   MemoryPart memory;
   MemoryCategoriesPart memory_categories;
   RankOps ops;

@@ -309,6 +309,22 @@ CommandAction addRunCommand(CLI::App& app) {
   command->add_flag("--metrics", options->metrics, "Also sample GPU performance metrics");
   command->add_option("--metric-interval-us", options->metric_interval_us, "Metric sampling interval, in µs")
       ->type_name("N");
+  command
+      ->add_option("--kernel-metrics", options->kernel_metrics,
+                   "Measure the first launches of kernels whose name matches REGEX with CUPTI's range profiler "
+                   "(achieved occupancy, DRAM, L2, L1 bytes, ...; each measured launch is replayed, see "
+                   "docs/kernel-metrics.md): --kernel-metrics=REGEX; without REGEX, the 5 kernels with the most "
+                   "time in the first 2 s")
+      ->expected(0, 1)
+      ->type_name("REGEX");
+  command
+      ->add_option("--kernel-metrics-count", options->kernel_metrics_count,
+                   "Launches measured per matching kernel (default: 3)")
+      ->type_name("N");
+  command
+      ->add_option("--kernel-metrics-from", options->kernel_metrics_from,
+                   "Measure the kernels that took the most time in an earlier run's report (analyze --format json)")
+      ->type_name("REPORT");
   command->add_option("--log-level", options->log_level, "What the capture prints: quiet, warn, info or debug")
       ->type_name("LEVEL");
   command->add_option("--delay", options->delay, "Start recording this long after CUDA starts (30s, 500ms, 2m)")

@@ -8,6 +8,7 @@
 #include <regex>
 #include <tuple>
 
+#include "analyzer/cli/kernel_metrics_selection.h"
 #include "analyzer/errors.h"
 #include "proto/capture_windows.h"
 
@@ -138,6 +139,40 @@ void checkWindowOptions(const RunOptions& options, CaptureSettings& settings) {
   }
 }
 
+namespace {
+
+void checkKernelMetricOptions(const RunOptions& options, CaptureSettings& settings) {
+  if (options.kernel_metrics_from) {
+    if (options.kernel_metrics_from->empty() || *options.kernel_metrics_from == "--")
+      throw UsageError("--kernel-metrics-from needs a value");
+    if (options.kernel_metrics && !options.kernel_metrics->empty())
+      throw UsageError("--kernel-metrics REGEX and --kernel-metrics-from REPORT choose the kernels both: give one");
+    settings.kernel_metrics = kernelPatternFromReport(*options.kernel_metrics_from);
+  } else if (options.kernel_metrics && (options.kernel_metrics->empty() || *options.kernel_metrics == "--")) {
+    settings.kernel_metrics_auto = true;
+  } else if (options.kernel_metrics) {
+    try {
+      std::regex check(*options.kernel_metrics);
+    } catch (const std::regex_error& e) {
+      throw UsageError(
+          fmt::format("--kernel-metrics '{}': not a regular expression: {}", *options.kernel_metrics, e.what()));
+    }
+    settings.kernel_metrics = options.kernel_metrics;
+  }
+  if (options.kernel_metrics_count) {
+    if (!settings.kernel_metrics && !settings.kernel_metrics_auto)
+      throw UsageError("--kernel-metrics-count needs --kernel-metrics or --kernel-metrics-from");
+    if (options.kernel_metrics_count->empty() || *options.kernel_metrics_count == "--")
+      throw UsageError("--kernel-metrics-count needs a value");
+    settings.kernel_metrics_count = checkPositive("--kernel-metrics-count", *options.kernel_metrics_count);
+    if (*settings.kernel_metrics_count > 1000)
+      throw UsageError(
+          fmt::format("--kernel-metrics-count must be at most 1000, not {}", *options.kernel_metrics_count));
+  }
+}
+
+}  // namespace
+
 CaptureSettings checkCaptureOptions(const RunOptions& options) {
   // CLI11 takes the "--" after an option that lacks its value as the value.
   auto require_value = [](std::string_view option, const std::optional<std::string>& value) {
@@ -164,6 +199,7 @@ CaptureSettings checkCaptureOptions(const RunOptions& options) {
     settings.log_level = options.log_level;
   }
   checkWindowOptions(options, settings);
+  checkKernelMetricOptions(options, settings);
   if (options.max_size_mb) {
     require_value("--max-size-mb", options.max_size_mb);
     settings.max_size_mb = checkPositive("--max-size-mb", *options.max_size_mb);
@@ -245,6 +281,10 @@ ChildEnvironment buildChildEnvironment(const RunSetup& setup, const Environment&
     if (!metrics || metrics->empty() || *metrics == "0")
       child.warnings.push_back("--metric-interval-us has no effect without --metrics");
   }
+  if (capture.kernel_metrics) setVariable(child.variables, "GPUXRAY_KERNEL_METRICS", *capture.kernel_metrics);
+  if (capture.kernel_metrics_auto) setVariable(child.variables, "GPUXRAY_KERNEL_METRICS_AUTO", "1");
+  if (capture.kernel_metrics_count)
+    setVariable(child.variables, "GPUXRAY_KERNEL_METRICS_COUNT", std::to_string(*capture.kernel_metrics_count));
   if (capture.log_level) setVariable(child.variables, "GPUXRAY_LOG_LEVEL", *capture.log_level);
   for (auto [name, value] : {std::pair{"GPUXRAY_DELAY", &capture.delay}, {"GPUXRAY_DURATION", &capture.duration},
                              {"GPUXRAY_CAPTURE_RANGE", &capture.capture_range},

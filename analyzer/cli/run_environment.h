@@ -30,6 +30,10 @@ struct RunOptions {
   std::optional<std::string> flush_interval_ms;
   bool metrics = false;
   std::optional<std::string> metric_interval_us;
+  // --kernel-metrics [REGEX]: given without a value, empty.
+  std::optional<std::string> kernel_metrics;
+  std::optional<std::string> kernel_metrics_count;
+  std::optional<std::string> kernel_metrics_from;
   std::optional<std::string> log_level;
   std::optional<std::string> delay;
   std::optional<std::string> duration;
@@ -50,6 +54,13 @@ struct CaptureSettings {
   std::optional<uint64_t> flush_interval_ms;
   bool metrics = false;
   std::optional<uint64_t> metric_interval_us;
+  // The kernels --kernel-metrics measures, as one regular expression (GPUXRAY_KERNEL_METRICS), and
+  // how many launches of each.
+  std::optional<std::string> kernel_metrics;
+  // --kernel-metrics without a pattern: the library chooses the kernels with the most time in the
+  // first seconds (GPUXRAY_KERNEL_METRICS_AUTO).
+  bool kernel_metrics_auto = false;
+  std::optional<uint64_t> kernel_metrics_count;
   std::optional<std::string> log_level;
   // The capture windows, as checked text for GPUXRAY_DELAY ... GPUXRAY_STEP_MARKER.
   std::optional<std::string> delay;
@@ -63,7 +74,7 @@ struct CaptureSettings {
 };
 
 // Checks the option values (and that each given one has a value); throws UsageError naming the
-// option and the bad value.
+// option and the bad value (InputError for a --kernel-metrics-from report that cannot be used).
 CaptureSettings checkCaptureOptions(const RunOptions& options);
 
 // Where to look for libgpuxray_inject.so, in order: $GPUXRAY_INJECT_LIBRARY alone when it is set

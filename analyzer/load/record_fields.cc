@@ -18,7 +18,7 @@ constexpr MessageFields kFields[] = {
     {"EventBatch",
      "strings kernel_configs kernels api_calls memcpys memsets memory_events nvtx_events synchronizations "
      "nccl_communicators nccl_operations net_transfers metric_samples clock_anchors api_functions devices links "
-     "capture_windows",
+     "capture_windows kernel_metrics",
      "external_correlations overheads resource_names streams",
      "no analysis reads them: framework correlation ids, CUPTI's own overhead, names and properties of streams"},
     {"InternedString", "*", "", ""},
@@ -59,6 +59,7 @@ constexpr MessageFields kFields[] = {
      "operation_id peer channel is_send bytes start_ns end_ns wait_gpu_ns wait_peer_ns wait_network_ns comm_hash",
      "steps", "the analyses use a transfer's bytes and times"},
     {"MetricSample", "*", "", ""},
+    {"KernelMetrics", "*", "", ""},
     {"ExternalCorrelation", "", "kind external_id correlation_id", "framework correlation ids: no analysis reads them"},
     {"Overhead", "", "kind start_ns duration_ns thread_id device", "CUPTI's own overhead: no analysis reads it"},
     {"ResourceName", "", "kind id device name_iid", "no analysis names streams or devices by them yet"},

@@ -159,9 +159,11 @@ class RankBuilder {
                                  t.wait_peer_ns, t.wait_network_ns});
     }
     for (const auto& l : batch.links) addLink(l);
+    kernel_metrics_.insert(kernel_metrics_.end(), batch.kernel_metrics.begin(), batch.kernel_metrics.end());
   }
 
   uint64_t implausibleAllocations() const { return implausible_allocations_; }
+  uint64_t metricsWithoutLaunch() const { return metrics_without_launch_; }
   uint64_t clampedTimes() const { return clamped_times_; }
 
   void addLink(const format::Link& link) {
@@ -172,6 +174,7 @@ class RankBuilder {
   // sorted (when it is not already) and the few others are merged into the kernels.
   void finish() {
     auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
+    setProfiledKernelsApart();
     sortIfNeeded(rank_.activities, by_start);
     sortIfNeeded(copies_, by_start);
     auto middle = static_cast<std::ptrdiff_t>(rank_.activities.size());
@@ -189,6 +192,36 @@ class RankBuilder {
   }
 
  private:
+  // Moves each kernel that has counters (same device and correlation id) into profiled_kernels.
+  void setProfiledKernelsApart() {
+    if (kernel_metrics_.empty()) return;
+    std::unordered_map<uint64_t, size_t> by_launch;
+    auto key = [](uint32_t device, uint32_t correlation) { return (uint64_t{device} << 32) | correlation; };
+    for (size_t i = 0; i < kernel_metrics_.size(); ++i) {
+      by_launch.emplace(key(std::min<uint32_t>(kernel_metrics_[i].device, 255), kernel_metrics_[i].correlation_id), i);
+    }
+    std::vector<bool> found(kernel_metrics_.size(), false);
+    auto kept = std::remove_if(rank_.activities.begin(), rank_.activities.end(), [&](const model::GpuActivity& a) {
+      if (a.kind != ActivityKind::kCompute && a.kind != ActivityKind::kCommunication) return false;
+      auto it = by_launch.find(key(a.device, a.correlation_id));
+      if (it == by_launch.end() || found[it->second]) return false;
+      found[it->second] = true;
+      rank_.profiled_kernels.push_back(model::ProfiledKernel{a, true, kernel_metrics_[it->second]});
+      return true;
+    });
+    rank_.activities.erase(kept, rank_.activities.end());
+    std::sort(rank_.profiled_kernels.begin(), rank_.profiled_kernels.end(),
+              [](const auto& a, const auto& b) { return a.launch.start_ns < b.launch.start_ns; });
+    for (size_t i = 0; i < kernel_metrics_.size(); ++i) {
+      if (found[i]) continue;
+      ++metrics_without_launch_;
+      model::ProfiledKernel orphan;
+      orphan.metrics = kernel_metrics_[i];
+      rank_.profiled_kernels.push_back(orphan);
+    }
+    kernel_metrics_ = {};
+  }
+
   model::GpuActivity activity(uint64_t start, uint64_t end, uint32_t device, uint32_t stream, uint32_t correlation) {
     model::GpuActivity a;
     a.start_ns = ns(start);
@@ -305,6 +338,8 @@ class RankBuilder {
   uint16_t last_function_ = 0;
   uint64_t implausible_allocations_ = 0;
   uint64_t clamped_times_ = 0;
+  std::vector<format::KernelMetricsRecord> kernel_metrics_;
+  uint64_t metrics_without_launch_ = 0;
 };
 
 unsigned workerCount(unsigned requested, size_t files) {
@@ -372,6 +407,14 @@ model::RankTrace loadRankTrace(const std::string& path, std::vector<std::string>
     report::warn(stats, warnings, Stat::times_clamped, builder.clampedTimes(),
                  fmt::format("{}: {} times beyond 2^63 ns (or ending there) were clamped to that limit", path,
                              builder.clampedTimes()));
+  }
+  if (size_t profiled = rank.profiled_kernels.size() - builder.metricsWithoutLaunch(); profiled > 0) {
+    stats.add(Stat::kernels_profiled, profiled);
+  }
+  if (builder.metricsWithoutLaunch() > 0) {
+    report::warn(stats, warnings, Stat::kernel_metrics_without_launch, builder.metricsWithoutLaunch(),
+                 fmt::format("{}: {} kernel counter records name a launch that is not in the file", path,
+                             builder.metricsWithoutLaunch()));
   }
   if (builder.implausibleAllocations() > 0) {
     report::warn(stats, warnings, Stat::allocations_implausible, builder.implausibleAllocations(),

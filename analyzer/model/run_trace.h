@@ -185,6 +185,16 @@ struct NetTransfer {
   uint64_t wait_network_ns = 0;
 };
 
+// A launch measured by the range profiler (`gpuxray run --kernel-metrics`). CUPTI replayed it once
+// per pass, so its duration is not the kernel's: the loader keeps it out of RankTrace::activities,
+// and with that out of every time analysis, and here with its counters. `launch` has no times
+// (start = end = 0) when the file holds the counters but not the kernel record.
+struct ProfiledKernel {
+  GpuActivity launch;
+  bool launch_found = false;
+  format::KernelMetricsRecord metrics;
+};
+
 // Where a rank's records came from.
 enum class SourceFormat : uint8_t { kNative, kKineto };
 
@@ -214,6 +224,7 @@ struct RankTrace {
   // activity records), each once.
   std::vector<format::Link> links;
   std::vector<MetricSample> metric_samples;  // by time
+  std::vector<ProfiledKernel> profiled_kernels;  // by start time, launches not found last
   uint64_t records_read = 0;
   // What loading this file dropped, skipped or found suspicious (moved into RunTrace::stats by loadRun).
   report::Stats stats;

@@ -37,6 +37,9 @@ const char* statSeverityName(StatSeverity severity);
     "kernels whose launch configuration was lost with a damaged chunk (their names and sizes are unknown)")           \
   X(times_clamped, kError, "times beyond 2^63 ns, clamped to that limit")                                             \
   X(allocations_implausible, kError, "memory allocations or releases of more than 16 TiB, ignored")                   \
+  X(kernels_profiled, kInfo,                                                                                          \
+    "launches replayed by --kernel-metrics: their counters kept, their durations out of time figures")                \
+  X(kernel_metrics_without_launch, kDataLoss, "kernel counters whose launch (kernel record) is not in the file")      \
   X(files_skipped, kDataLoss, "files of the run that could not be read or were left out")                             \
   X(ranks_missing, kDataLoss, "ranks of the run's world size that have no file")                                      \
   X(ranks_unknown, kInfo, "files whose rank the launcher did not say")                                                \

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <type_traits>
 #include <vector>
@@ -36,6 +37,14 @@ void put(std::ostringstream& out, double d) {
 }
 
 void put(std::ostringstream& out, bool b) { out << (b ? "true" : "false"); }
+
+void put(std::ostringstream& out, const std::optional<double>& d) {
+  if (d) {
+    put(out, *d);
+  } else {
+    out << "unset";
+  }
+}
 
 template <typename T>
 void put(std::ostringstream& out, const T& v) {
@@ -244,6 +253,17 @@ std::string describe(const MetricSampleRecord& v) {
       .str();
 }
 
+std::string describe(const KernelMetricsRecord& v) {
+  return Fields("KernelMetricsRecord")("correlation_id", v.correlation_id)("device", v.device)("passes", v.passes)(
+             "achieved_occupancy_pct", v.achieved_occupancy_pct)("sm_throughput_pct", v.sm_throughput_pct)(
+             "tensor_pipe_pct", v.tensor_pipe_pct)("dram_read_bytes", v.dram_read_bytes)(
+             "dram_write_bytes", v.dram_write_bytes)("l2_bytes", v.l2_bytes)("l2_hit_rate_pct", v.l2_hit_rate_pct)(
+             "l1_bytes", v.l1_bytes)("l1_hit_rate_pct", v.l1_hit_rate_pct)("shared_wavefronts", v.shared_wavefronts)(
+             "local_load_bytes", v.local_load_bytes)("local_store_bytes", v.local_store_bytes)("gpu_duration_ns",
+                                                                                               v.gpu_duration_ns)
+      .str();
+}
+
 std::string describe(const ExternalCorrelationRecord& v) {
   return Fields("ExternalCorrelationRecord")("kind", v.kind)("external_id", v.external_id)(
              "correlation_id", v.correlation_id)
@@ -286,7 +306,8 @@ std::string describe(const EventBatch& v) {
              "net_transfers", v.net_transfers.size())("metric_samples", v.metric_samples.size())(
              "clock_anchors", v.clock_anchors.size())("external_correlations", v.external_correlations.size())(
              "overheads", v.overheads.size())("resource_names", v.resource_names.size())("streams", v.streams.size())(
-             "api_functions", v.api_functions.size())("devices", v.devices.size())("links", v.links.size())
+             "api_functions", v.api_functions.size())("devices", v.devices.size())("links", v.links.size())(
+             "kernel_metrics", v.kernel_metrics.size())
       .str();
 }
 
@@ -319,6 +340,7 @@ void checkSameBatch(const format::EventBatch& actual, const format::EventBatch& 
   GPUXRAY_CHECK_LIST(api_functions)
   GPUXRAY_CHECK_LIST(devices)
   GPUXRAY_CHECK_LIST(links)
+  GPUXRAY_CHECK_LIST(kernel_metrics)
 #undef GPUXRAY_CHECK_LIST
   // Catches a list added to EventBatch but not above.
   CHECK(actual == expected);

@@ -32,6 +32,7 @@ std::string describe(const format::NcclCommunicatorRecord& v);
 std::string describe(const format::NcclOperationRecord& v);
 std::string describe(const format::NetTransferRecord& v);
 std::string describe(const format::MetricSampleRecord& v);
+std::string describe(const format::KernelMetricsRecord& v);
 std::string describe(const format::ExternalCorrelationRecord& v);
 std::string describe(const format::OverheadRecord& v);
 std::string describe(const format::ResourceNameRecord& v);
@@ -69,6 +70,7 @@ GPUXRAY_TESTING_STRING_MAKER(NcclCommunicatorRecord)
 GPUXRAY_TESTING_STRING_MAKER(NcclOperationRecord)
 GPUXRAY_TESTING_STRING_MAKER(NetTransferRecord)
 GPUXRAY_TESTING_STRING_MAKER(MetricSampleRecord)
+GPUXRAY_TESTING_STRING_MAKER(KernelMetricsRecord)
 GPUXRAY_TESTING_STRING_MAKER(ExternalCorrelationRecord)
 GPUXRAY_TESTING_STRING_MAKER(OverheadRecord)
 GPUXRAY_TESTING_STRING_MAKER(ResourceNameRecord)

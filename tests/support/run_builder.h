@@ -75,6 +75,8 @@ struct RankBuilder {
   // Links reported during capture (as CUPTI's NVLink and PCIe records are), besides header.links.
   std::vector<format::Link> link_records;
   std::vector<Metric> metrics;
+  // Counters of --kernel-metrics, each naming its launch by correlation id.
+  std::vector<format::KernelMetricsRecord> kernel_metrics;
   uint32_t next_correlation = 1;
 
   uint64_t ns(double us) const {
@@ -196,6 +198,13 @@ struct RankBuilder {
     return netTransfer(comm, 0, send, peer, 0, start_us, end_us, bytes);
   }
 
+  // Counters measured for the kernel added last (which --kernel-metrics replayed).
+  RankBuilder& measured(format::KernelMetricsRecord counters) {
+    counters.correlation_id = kernels.back().correlation;
+    kernel_metrics.push_back(counters);
+    return *this;
+  }
+
   RankBuilder& metric(const std::string& name, double time_us, double value) {
     metrics.push_back({name, time_us, value});
     return *this;
@@ -268,6 +277,7 @@ struct RankBuilder {
       r.value = m.value;
       writer.add(r);
     }
+    for (const auto& k : kernel_metrics) writer.add(k);
     format::Trailer trailer;
     trailer.end = format::CaptureEnd::kGenerated;
     writer.finish(trailer);

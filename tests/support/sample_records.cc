@@ -390,6 +390,35 @@ NetTransferRecord sampleNetTransfer(uint32_t variant) {
   return r;
 }
 
+KernelMetricsRecord sampleKernelMetrics(uint32_t variant) {
+  KernelMetricsRecord r;
+  r.correlation_id = 4'000 + variant;
+  r.device = 3;
+  r.passes = 8 + variant;
+  r.achieved_occupancy_pct = 1.5 * 1e0 + variant;
+  r.sm_throughput_pct = 2.5 * 1e1 + variant;
+  r.tensor_pipe_pct = 3.5 * 1e2 + variant;
+  r.dram_read_bytes = 4.5 * 1e3 + variant;
+  r.dram_write_bytes = 5.5 * 1e4 + variant;
+  r.l2_bytes = 6.5 * 1e5 + variant;
+  r.l2_hit_rate_pct = 7.5 * 1e6 + variant;
+  r.l1_bytes = 8.5 * 1e0 + variant;
+  r.l1_hit_rate_pct = 9.5 * 1e1 + variant;
+  r.shared_wavefronts = 10.5 * 1e2 + variant;
+  r.local_load_bytes = 11.5 * 1e3 + variant;
+  r.local_store_bytes = 12.5 * 1e4 + variant;
+  r.gpu_duration_ns = 13.5 * 1e5 + variant;
+  if (variant == 1) {
+    r.tensor_pipe_pct = 0.0;
+    r.l2_bytes.reset();
+    r.l1_hit_rate_pct.reset();
+    r.shared_wavefronts.reset();
+    r.local_store_bytes.reset();
+    r.gpu_duration_ns.reset();
+  }
+  return r;
+}
+
 MetricSampleRecord sampleMetricSample(TraceWriter& writer, uint32_t variant) {
   MetricSampleRecord r;
   r.timestamp_ns = startFor(11'000, variant);
@@ -464,6 +493,7 @@ EventBatch addSampleBatch(TraceWriter& writer, uint32_t variant) {
   add(sampleNcclOperation(writer, variant), b.nccl_operations);
   add(sampleNetTransfer(variant), b.net_transfers);
   add(sampleMetricSample(writer, variant), b.metric_samples);
+  add(sampleKernelMetrics(variant), b.kernel_metrics);
   add(sampleClockAnchor(variant), b.clock_anchors);
   add(sampleExternalCorrelation(variant), b.external_correlations);
   add(sampleOverhead(variant), b.overheads);

@@ -46,6 +46,8 @@ format::NcclCommunicatorRecord sampleNcclCommunicator(uint32_t variant);
 format::NcclOperationRecord sampleNcclOperation(format::TraceWriter& writer, uint32_t variant);
 format::NetTransferRecord sampleNetTransfer(uint32_t variant);
 format::MetricSampleRecord sampleMetricSample(format::TraceWriter& writer, uint32_t variant);
+// Variant 1 leaves half the fields unmeasured and sets one to 0 (present, not absent).
+format::KernelMetricsRecord sampleKernelMetrics(uint32_t variant);
 format::ClockAnchor sampleClockAnchor(uint32_t variant);
 format::ExternalCorrelationRecord sampleExternalCorrelation(uint32_t variant);
 format::OverheadRecord sampleOverhead(uint32_t variant);
@@ -67,6 +69,8 @@ Record sample([[maybe_unused]] format::TraceWriter& writer, uint32_t variant) {
   else if constexpr (std::is_same_v<Record, NcclOperationRecord>) return sampleNcclOperation(writer, variant);
   else if constexpr (std::is_same_v<Record, NetTransferRecord>) return sampleNetTransfer(variant);
   else if constexpr (std::is_same_v<Record, MetricSampleRecord>) return sampleMetricSample(writer, variant);
+  else if constexpr (std::is_same_v<Record, KernelMetricsRecord>)
+    return sampleKernelMetrics(variant);
   else if constexpr (std::is_same_v<Record, ClockAnchor>) return sampleClockAnchor(variant);
   else if constexpr (std::is_same_v<Record, ExternalCorrelationRecord>) return sampleExternalCorrelation(variant);
   else if constexpr (std::is_same_v<Record, OverheadRecord>) return sampleOverhead(variant);
@@ -92,6 +96,8 @@ std::vector<Record>& recordsIn(format::EventBatch& b) {
   else if constexpr (std::is_same_v<Record, NcclOperationRecord>) return b.nccl_operations;
   else if constexpr (std::is_same_v<Record, NetTransferRecord>) return b.net_transfers;
   else if constexpr (std::is_same_v<Record, MetricSampleRecord>) return b.metric_samples;
+  else if constexpr (std::is_same_v<Record, KernelMetricsRecord>)
+    return b.kernel_metrics;
   else if constexpr (std::is_same_v<Record, ClockAnchor>) return b.clock_anchors;
   else if constexpr (std::is_same_v<Record, ExternalCorrelationRecord>) return b.external_correlations;
   else if constexpr (std::is_same_v<Record, OverheadRecord>) return b.overheads;
