@@ -721,9 +721,17 @@ bool TraceReader::withinRecordBudget(uint64_t at, std::span<const uint8_t> paylo
 }
 
 bool TraceReader::next(EventBatch& batch) {
+  // Kernels and API calls are most of a batch: their vectors keep their memory.
+  std::vector<KernelRecord> kernels = std::move(batch.kernels);
+  std::vector<ApiCallRecord> api_calls = std::move(batch.api_calls);
+  kernels.clear();
+  api_calls.clear();
   batch = EventBatch{};
+  batch.kernels = std::move(kernels);
+  batch.api_calls = std::move(api_calls);
   std::vector<uint8_t>& payload = raw_;
-  pb::Chunk chunk;
+  if (!chunk_) chunk_ = std::make_unique<pb::Chunk>();
+  pb::Chunk& chunk = *chunk_;
   while (true) {
     uint64_t at = offset_;
     ChunkRead result = readChunk(payload);

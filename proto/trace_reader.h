@@ -22,6 +22,10 @@
 
 namespace gpuxray::format {
 
+namespace pb {
+class Chunk;
+}
+
 class FormatError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -74,8 +78,11 @@ class TraceReader {
   Preamble version() const { return version_; }
   const FileHeader& header() const { return header_; }
 
-  // The next batch of records; false once the file is exhausted.
+  // The next batch of records; false once the file is exhausted. Reusing one batch for every call
+  // keeps its largest vectors' memory.
   bool next(EventBatch& batch);
+  // How far into the file reading has come, in bytes (of stats().file_bytes).
+  uint64_t position() const { return offset_; }
   // Known once next() has returned false; empty if the capture did not end cleanly.
   const std::optional<Trailer>& trailer() const { return trailer_; }
   const StringTable& strings() const { return strings_; }
@@ -105,6 +112,7 @@ class TraceReader {
   std::optional<Trailer> trailer_;
   StringTable strings_;
   std::unique_ptr<KernelConfigs> kernel_configs_;
+  std::unique_ptr<pb::Chunk> chunk_;  // reused: parsing into it keeps its columns' memory
   std::vector<std::string> warnings_;
   static constexpr uint64_t kShownPerKind = 3;
   struct WarningKind {

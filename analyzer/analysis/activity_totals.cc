@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <unordered_map>
 #include <utility>
 
 #include "analyzer/analysis/rank_digest.h"
@@ -44,25 +45,47 @@ RankActivityTotals activityTotalsOfRank(const AnalysisInput& input, size_t r) {
                                   [](int64_t time, const StepWindow& w) { return time < w.window.start; });
     return after != sorted.begin() && t < std::prev(after)->window.end;
   };
-  Totals gpu, ops;
+  // Summed by ids first (a rank's names are ids; several ids may hold one text), then by text.
+  struct Sum {
+    uint64_t count = 0;
+    int64_t time_ns = 0;
+  };
+  auto key = [](uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; };
+  std::unordered_map<uint64_t, Sum> gpu_sums, range_sums;
   const auto& rank = input.run.ranks[r];
   for (const auto& a : rank.activities) {
     if (a.kind == model::ActivityKind::kHostOp) continue;
     const model::HostCall* launch = a.correlation_id != 0 ? rank.launchOf(a.correlation_id) : nullptr;
     if (!inWindows(launch != nullptr ? launch->start_ns : a.start_ns)) continue;
-    addTotal(gpu, rank.name(a.name_id), model::activityKindName(a.kind), 1, a.duration());
+    Sum& sum = gpu_sums[key(a.name_id, static_cast<uint32_t>(a.kind))];
+    ++sum.count;
+    sum.time_ns += a.duration();
   }
   for (const auto& range : rank.nvtx) {
-    std::string_view name = rank.name(range.name_id);
-    if (name.starts_with("ProfilerStep#") || !inWindows(range.start_ns)) continue;
-    addTotal(ops, name, rank.name(range.domain_id), 1, range.end_ns - range.start_ns);
+    if (rank.name(range.name_id).starts_with("ProfilerStep#") || !inWindows(range.start_ns)) continue;
+    Sum& sum = range_sums[key(range.name_id, range.domain_id)];
+    ++sum.count;
+    sum.time_ns += range.end_ns - range.start_ns;
   }
+  std::vector<Sum> call_sums(rank.api_functions.size());
   for (const auto& call : rank.host_calls) {
-    if (!inWindows(call.start_ns)) continue;
-    uint32_t name_id = call.function < rank.api_functions.size() ? rank.api_functions[call.function] : 0;
-    if (name_id == 0) continue;
-    addTotal(ops, rank.name(name_id), "runtime", 1, call.end_ns - call.start_ns);
+    if (call.function >= rank.api_functions.size() || rank.api_functions[call.function] == 0 ||
+        !inWindows(call.start_ns))
+      continue;
+    Sum& sum = call_sums[call.function];
+    ++sum.count;
+    sum.time_ns += call.end_ns - call.start_ns;
   }
+  Totals gpu, ops;
+  for (const auto& [ids, sum] : gpu_sums)
+    addTotal(gpu, rank.name(static_cast<uint32_t>(ids >> 32)),
+             model::activityKindName(static_cast<model::ActivityKind>(ids & 0xff)), sum.count, sum.time_ns);
+  for (const auto& [ids, sum] : range_sums)
+    addTotal(ops, rank.name(static_cast<uint32_t>(ids >> 32)), rank.name(static_cast<uint32_t>(ids)), sum.count,
+             sum.time_ns);
+  for (size_t f = 0; f < call_sums.size(); ++f)
+    if (call_sums[f].count > 0)
+      addTotal(ops, rank.name(rank.api_functions[f]), "runtime", call_sums[f].count, call_sums[f].time_ns);
   return {listOf(gpu), listOf(ops)};
 }
 

@@ -9,22 +9,48 @@
 namespace gpuxray::analysis {
 
 GpuTimeSets gpuTimeSetsOf(const model::RankTrace& rank) {
-  std::vector<Interval> busy, compute, communication, memory;
-  busy.reserve(rank.activities.size());
-  for (const auto& a : rank.activities) {
-    Interval i{a.start_ns, a.end_ns};
-    switch (a.kind) {
-      case model::ActivityKind::kCompute: compute.push_back(i); break;
-      case model::ActivityKind::kCommunication: communication.push_back(i); break;
-      case model::ActivityKind::kMemcpy:
-      case model::ActivityKind::kMemset: memory.push_back(i); break;
-      case model::ActivityKind::kSync:
-      case model::ActivityKind::kHostOp: continue;  // not GPU work
+  const auto& activities = rank.activities;
+  auto by_start = [](const model::GpuActivity& a, const model::GpuActivity& b) { return a.start_ns < b.start_ns; };
+  if (!std::is_sorted(activities.begin(), activities.end(), by_start)) {
+    std::vector<Interval> busy, compute, communication, memory;
+    for (const auto& a : activities) {
+      if (!model::isGpuWork(a.kind)) continue;
+      Interval i{a.start_ns, a.end_ns};
+      busy.push_back(i);
+      if (a.kind == model::ActivityKind::kCompute) compute.push_back(i);
+      if (a.kind == model::ActivityKind::kCommunication) communication.push_back(i);
+      if (a.kind == model::ActivityKind::kMemcpy || a.kind == model::ActivityKind::kMemset) memory.push_back(i);
     }
-    busy.push_back(i);
+    return {unionOf(std::move(busy)), unionOf(std::move(compute)), unionOf(std::move(communication)),
+            unionOf(std::move(memory))};
   }
-  return {unionOf(std::move(busy)), unionOf(std::move(compute)), unionOf(std::move(communication)),
-          unionOf(std::move(memory))};
+  // Activities come by start, so each set is merged as it is walked (as unionOf merges): counted
+  // once, then filled, so that each set is allocated once at its size.
+  GpuTimeSets sets;
+  IntervalSet* const all[] = {&sets.busy, &sets.compute, &sets.communication, &sets.memory};
+  auto setOf = [](model::ActivityKind kind) -> size_t {
+    return kind == model::ActivityKind::kCompute ? 1 : kind == model::ActivityKind::kCommunication ? 2 : 3;
+  };
+  for (bool fill : {false, true}) {
+    int64_t last_end[4] = {0, 0, 0, 0};
+    size_t counts[4] = {0, 0, 0, 0};
+    for (const auto& a : activities) {
+      if (!model::isGpuWork(a.kind) || a.end_ns <= a.start_ns) continue;
+      for (size_t s : {size_t{0}, setOf(a.kind)}) {
+        if (counts[s] > 0 && a.start_ns <= last_end[s]) {
+          last_end[s] = std::max(last_end[s], a.end_ns);
+          if (fill) all[s]->back().end = last_end[s];
+          continue;
+        }
+        ++counts[s];
+        last_end[s] = a.end_ns;
+        if (fill) all[s]->push_back({a.start_ns, a.end_ns});
+      }
+    }
+    if (!fill)
+      for (size_t s = 0; s < 4; ++s) all[s]->reserve(counts[s]);
+  }
+  return sets;
 }
 
 const CollectiveIndex& AnalysisInput::collectives() const {

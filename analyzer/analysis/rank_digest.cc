@@ -201,6 +201,7 @@ void reduceToSkeleton(model::RankTrace& rank) {
   // host calls at 1 M events).
   auto release = [](auto& records) { std::remove_reference_t<decltype(records)>().swap(records); };
   release(rank.host_calls);
+  rank.clearLaunchIndex();
   release(rank.memory);
   release(rank.metric_samples);
 }

@@ -40,13 +40,15 @@ IntervalSet idleWhileCapturing(const model::RankTrace& rank, const IntervalSet& 
 
 // Kernels run by graph launches (replays), which carry the graph launch's correlation id.
 uint64_t graphLaunchedKernels(const model::RankTrace& rank) {
+  std::vector<bool> graph_launch(rank.api_functions.size());
+  for (size_t f = 0; f < graph_launch.size(); ++f)
+    graph_launch[f] = model::isGraphLaunch(rank.name(rank.api_functions[f]));
+  if (std::find(graph_launch.begin(), graph_launch.end(), true) == graph_launch.end()) return 0;
   uint64_t kernels = 0;
   for (const auto& a : rank.activities) {
     if (a.kind != model::ActivityKind::kCompute && a.kind != model::ActivityKind::kCommunication) continue;
     const model::HostCall* launch = a.correlation_id != 0 ? rank.launchOf(a.correlation_id) : nullptr;
-    if (launch != nullptr && launch->function < rank.api_functions.size() &&
-        model::isGraphLaunch(rank.name(rank.api_functions[launch->function])))
-      ++kernels;
+    if (launch != nullptr && launch->function < graph_launch.size() && graph_launch[launch->function]) ++kernels;
   }
   return kernels;
 }

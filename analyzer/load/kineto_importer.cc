@@ -152,6 +152,7 @@ class KinetoRankBuilder {
     std::sort(rank_.host_calls.begin(), rank_.host_calls.end(),
               [](const auto& a, const auto& b) { return a.correlation_id < b.correlation_id; });
     rank_.host_calls.shrink_to_fit();
+    rank_.indexLaunches();
     finishRanges();
     std::stable_sort(rank_.memory.begin(), rank_.memory.end(), [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
     std::stable_sort(rank_.host_ops.begin(), rank_.host_ops.end(),

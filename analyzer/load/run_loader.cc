@@ -33,6 +33,23 @@ uint32_t saturated32(uint64_t value) {
   return static_cast<uint32_t>(std::min<uint64_t>(value, std::numeric_limits<uint32_t>::max()));
 }
 
+// Makes room for `more` records: for as many as the whole file will hold, going by the share of it
+// read so far, so that the records are not copied again and again as they grow (and their memory
+// touched anew each time). A wrong guess costs one more growth.
+template <typename T>
+void reserveFor(std::vector<T>& records, size_t more, double share_read) {
+  size_t needed = records.size() + more;
+  if (needed <= records.capacity()) return;
+  size_t estimate = share_read > 0 ? static_cast<size_t>(static_cast<double>(needed) / share_read * 1.05) : needed;
+  records.reserve(std::max({needed, std::min(estimate, 16 * needed), records.capacity() + records.capacity() / 2}));
+}
+
+// Gives back a vector's unused memory when it is more than a quarter of what it holds.
+template <typename T>
+void trimExcess(std::vector<T>& records) {
+  if (records.capacity() - records.size() > records.size() / 4) records.shrink_to_fit();
+}
+
 template <typename T, typename Less>
 void sortIfNeeded(std::vector<T>& values, Less less) {
   if (!std::is_sorted(values.begin(), values.end(), less)) std::sort(values.begin(), values.end(), less);
@@ -50,7 +67,14 @@ class RankBuilder {
  public:
   RankBuilder(model::RankTrace& rank, const format::StringTable& strings) : rank_(rank), file_strings_(strings) {}
 
-  void add(const format::EventBatch& batch) {
+  // `share_read`: how much of the file has been read with this batch (0 to 1).
+  void add(const format::EventBatch& batch, double share_read) {
+    // Copies, memsets and synchronizations join the kernels in finish().
+    reserveFor(rank_.activities,
+               copies_.size() + batch.kernels.size() + batch.memcpys.size() + batch.memsets.size() +
+                   batch.synchronizations.size(),
+               share_read);
+    reserveFor(rank_.host_calls, batch.api_calls.size(), share_read);
     for (const auto& k : batch.kernels) {
       model::GpuActivity a = activity(k.start_ns, k.end_ns, k.device, k.stream, k.correlation_id);
       a.name_id = local(k.name_id);
@@ -178,15 +202,17 @@ class RankBuilder {
     sortIfNeeded(rank_.activities, by_start);
     sortIfNeeded(copies_, by_start);
     auto middle = static_cast<std::ptrdiff_t>(rank_.activities.size());
+    rank_.activities.reserve(rank_.activities.size() + copies_.size());
     rank_.activities.insert(rank_.activities.end(), copies_.begin(), copies_.end());
-    copies_ = {};
+    std::vector<model::GpuActivity>().swap(copies_);
     std::inplace_merge(rank_.activities.begin(), rank_.activities.begin() + middle, rank_.activities.end(), by_start);
-    rank_.activities.shrink_to_fit();
+    trimExcess(rank_.activities);
     sortIfNeeded(rank_.nvtx, by_start);
     sortIfNeeded(rank_.host_ops, by_start);
     sortIfNeeded(rank_.memory, [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
     sortIfNeeded(rank_.host_calls, [](const auto& a, const auto& b) { return a.correlation_id < b.correlation_id; });
-    rank_.host_calls.shrink_to_fit();
+    trimExcess(rank_.host_calls);
+    rank_.indexLaunches();
     sortIfNeeded(rank_.nccl_ops, [](const auto& a, const auto& b) { return a.enqueue_ns < b.enqueue_ns; });
     sortIfNeeded(rank_.metric_samples, [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
   }
@@ -381,7 +407,7 @@ model::RankTrace loadRankTrace(const std::string& path, std::vector<std::string>
   format::CategoryCounts counts{};
   while (reader.next(batch)) {
     format::countRecords(batch, counts);
-    builder.add(batch);
+    builder.add(batch, static_cast<double>(reader.position()) / static_cast<double>(reader.stats().file_bytes));
   }
   builder.finish();
   for (uint64_t n : counts) rank.records_read += n;

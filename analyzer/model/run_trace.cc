@@ -38,8 +38,37 @@ uint16_t RankTrace::streamIndex(uint32_t device, uint32_t stream, uint16_t& hint
   return hint;
 }
 
+void RankTrace::indexLaunches() {
+  clearLaunchIndex();
+  if (host_calls.empty()) return;
+  uint32_t first = host_calls.front().correlation_id;
+  uint64_t span = uint64_t{host_calls.back().correlation_id} - first + 1;
+  if (span > 4 * uint64_t{host_calls.size()} + 1024 || host_calls.size() >= std::numeric_limits<uint32_t>::max())
+    return;
+  launch_index_.assign(static_cast<size_t>(span), 0);
+  // The first call of an id, as the search finds.
+  for (size_t i = host_calls.size(); i-- > 0;)
+    launch_index_[host_calls[i].correlation_id - first] = static_cast<uint32_t>(i + 1);
+  launch_index_first_ = first;
+  launch_index_calls_ = host_calls.size();
+}
+
+void RankTrace::clearLaunchIndex() {
+  std::vector<uint32_t>().swap(launch_index_);
+  launch_index_calls_ = 0;
+}
+
 const HostCall* RankTrace::launchOf(uint32_t correlation_id) const {
   if (host_calls.empty()) return nullptr;
+  if (launch_index_calls_ == host_calls.size() && host_calls.front().correlation_id == launch_index_first_) {
+    uint32_t offset = correlation_id - launch_index_first_;
+    if (correlation_id < launch_index_first_ || offset >= launch_index_.size()) return nullptr;
+    uint32_t slot = launch_index_[offset];
+    if (slot == 0) return nullptr;
+    const HostCall& call = host_calls[slot - 1];
+    if (call.correlation_id == correlation_id) return &call;
+    // The calls changed since they were indexed: search.
+  }
   auto id_less = [](const HostCall& call, uint32_t id) { return call.correlation_id < id; };
   // Correlation ids are handed out densely, so the id says about where its call is (later ids
   // may be missing: copies without a call, calls not recorded). Search outwards from there.
@@ -94,6 +123,7 @@ uint64_t RunTrace::keepWindow(int64_t start_ns, int64_t end_ns) {
   for (auto& rank : ranks) {
     drop(rank.activities, [](const auto& a) { return a.start_ns; }, [](const auto& a) { return a.end_ns; });
     drop(rank.host_calls, [](const auto& c) { return c.start_ns; }, [](const auto& c) { return c.end_ns; });
+    rank.indexLaunches();
     drop(rank.nvtx, [](const auto& n) { return n.start_ns; }, [](const auto& n) { return n.end_ns; });
     drop(rank.host_ops, [](const auto& o) { return o.start_ns; }, [](const auto& o) { return o.end_ns; });
     drop(rank.nccl_ops, [](const auto& o) { return o.enqueue_ns; },

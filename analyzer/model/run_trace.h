@@ -235,8 +235,20 @@ struct RankTrace {
   // The index of (device, stream) in `streams`, added if new; `hint` (the last index returned)
   // makes runs of one stream cheap. Past 65535 streams, 0.
   uint16_t streamIndex(uint32_t device, uint32_t stream, uint16_t& hint);
-  // The host call that launched the work with this correlation id, or nullptr.
+  // The host call that launched the work with this correlation id, or nullptr. Direct through the
+  // index when indexLaunches() made one for the current host_calls, else searched.
   const HostCall* launchOf(uint32_t correlation_id) const;
+  // Indexes host_calls (sorted by correlation id) by correlation id, when the ids are dense enough
+  // (4 bytes an id: at most 4 ids a call); the loaders call it once host_calls are final. Changing
+  // host_calls' ids or order afterwards needs it called again (or clearLaunchIndex()).
+  void indexLaunches();
+  void clearLaunchIndex();
+
+ private:
+  // launch_index_[id - launch_index_first_]: index into host_calls + 1; 0: no call of that id.
+  std::vector<uint32_t> launch_index_;
+  uint32_t launch_index_first_ = 0;
+  size_t launch_index_calls_ = 0;  // host_calls.size() when indexed
 };
 
 struct RunTrace {
