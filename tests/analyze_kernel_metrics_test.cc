@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "analyzer/analysis/activity_totals.h"
@@ -12,7 +13,9 @@
 #include "analyzer/analysis/kernels.h"
 #include "analyzer/analysis/session.h"
 #include "analyzer/analysis/time_breakdown.h"
+#include "tests/support/build_outputs.h"
 #include "tests/support/run_builder.h"
+#include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
@@ -198,4 +201,35 @@ TEST_CASE("kernel metrics: FLOPs of matrix products from their recorded input sh
   CHECK_FALSE(analysis::gemmFlops("aten::mm", "float[512, 1024], float[999, 256]"));
   CHECK_FALSE(analysis::gemmFlops("aten::mm", "float[512, ?], float[?, 256]"));
   CHECK_FALSE(analysis::gemmFlops("aten::mm", "Scalar"));
+}
+
+TEST_CASE("kernel metrics: digests carry the measured launches, so analyze DIGESTS reports them as analyze DIR does",
+          "[kernel-metrics][digest]") {
+  TempDir dir;
+  RunBuilder run("digested", 1);
+  auto& r0 = run.rank(0, "node-0");
+  r0.header.devices.push_back(h100());
+  r0.kernel("gemm_kernel", 0, 100);
+  r0.kernel(kAdd, 200, 600).measured(counters(20, 20, 8e8, 4e8, 380'000));
+  r0.kernel(kMul, 700, 1100).measured(counters(90, 20, 4e8, 4e8, 370'000));
+  std::string traces = dir / "traces", digests = dir / "digests";
+  std::filesystem::create_directories(traces);
+  run.write(traces);
+  const std::string gpuxray = gpuxray::testing::gpuxrayBinary();
+  auto made = gpuxray::testing::runCommand(gpuxray + " digest " + traces + " -o " + digests);
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+  auto report = [&](const std::string& path) {
+    auto analyzed = gpuxray::testing::runCommand(gpuxray + " analyze --format json " + path);
+    INFO(analyzed.err);
+    REQUIRE(analyzed.exit_code == 0);
+    return nlohmann::json::parse(analyzed.out);
+  };
+  nlohmann::json from_traces = report(traces), from_digests = report(digests);
+  REQUIRE(from_traces["results"].contains("kernel_metrics"));
+  // Two measured kernels, the fusion candidate and the occupancy finding: theoretical occupancy
+  // needs the device, which the digest names by id.
+  CHECK(from_digests["results"]["kernel_metrics"] == from_traces["results"]["kernel_metrics"]);
+  CHECK(from_digests["findings"] == from_traces["findings"]);
+  CHECK(from_digests["results"]["kernels"] == from_traces["results"]["kernels"]);
 }

@@ -70,10 +70,15 @@ GPUXRAY_DIGEST_FIELDS(model::NetTransfer, v.operation_id, v.comm_hash, v.peer, v
 GPUXRAY_DIGEST_FIELDS(format::Endpoint, v.kind, v.id, v.device);
 GPUXRAY_DIGEST_FIELDS(format::Link, v.kind, v.a, v.b, v.version, v.width, v.bandwidth_bytes_per_s, v.ports_a,
                       v.ports_b);
+GPUXRAY_DIGEST_FIELDS(format::KernelMetricsRecord, v.correlation_id, v.device, v.passes, v.achieved_occupancy_pct,
+                      v.sm_throughput_pct, v.tensor_pipe_pct, v.dram_read_bytes, v.dram_write_bytes, v.l2_bytes,
+                      v.l2_hit_rate_pct, v.l1_bytes, v.l1_hit_rate_pct, v.shared_wavefronts, v.local_load_bytes,
+                      v.local_store_bytes, v.gpu_duration_ns);
+GPUXRAY_DIGEST_FIELDS(model::ProfiledKernel, v.launch, v.launch_found, v.metrics);
 GPUXRAY_DIGEST_FIELDS(model::RankTrace, v.rank, v.path, v.source, v.whole_microsecond_times, v.header, v.strings,
                       v.launch_configs, v.streams, v.activities, v.host_calls, v.threads, v.api_functions, v.nvtx,
                       v.host_ops, v.memory, v.communicators, v.nccl_ops, v.transfers, v.links, v.metric_samples,
-                      v.records_read, v.stats, v.clock_offset_ns);
+                      v.profiled_kernels, v.records_read, v.stats, v.clock_offset_ns);
 
 GPUXRAY_DIGEST_FIELDS(Interval, v.start, v.end);
 GPUXRAY_DIGEST_FIELDS(StepWindow, v.number, v.window);
@@ -88,6 +93,11 @@ GPUXRAY_DIGEST_FIELDS(OtherCommunication, v.library, v.operation, v.kernels, v.t
 GPUXRAY_DIGEST_FIELDS(OverlapPart, v.rank, v.other_communication);
 GPUXRAY_DIGEST_FIELDS(KernelsPart::Launch, v.name_id, v.config_id, v.device, v.count, v.time);
 GPUXRAY_DIGEST_FIELDS(KernelsPart, v.launches);
+GPUXRAY_DIGEST_FIELDS(KernelMetricsPart::Launch, v.name, v.metrics, v.found, v.shape, v.device, v.flops,
+                      v.flops_source);
+GPUXRAY_DIGEST_FIELDS(FusionCandidate, v.first, v.second, v.rank, v.device, v.stream, v.bytes_saved,
+                      v.first_written_bytes, v.second_read_bytes);
+GPUXRAY_DIGEST_FIELDS(KernelMetricsPart, v.launches, v.fusion);
 GPUXRAY_DIGEST_FIELDS(MemoryPart::Device, v.device, v.peak_bytes, v.peak_at_ns, v.end_bytes, v.allocations,
                       v.peak_phase, v.curve);
 GPUXRAY_DIGEST_FIELDS(MemoryPart, v.first_change_ns, v.devices, v.phase_peaks);
@@ -112,7 +122,7 @@ GPUXRAY_DIGEST_FIELDS(HtaPart, v.filter_applied, v.figures);
 GPUXRAY_DIGEST_FIELDS(TimePoint, v.time, v.compute, v.communication, v.host_bound, v.launch_after, v.in_gap,
                       v.gap_start, v.gap_end, v.gap_launch);
 GPUXRAY_DIGEST_FIELDS(RankDigest, v.windows, v.gpu_span, v.first_activity_ns, v.first_activity_device, v.breakdown,
-                      v.overlap, v.kernels, v.memory, v.memory_categories, v.ops, v.activity_totals, v.step_lanes,
+                      v.overlap, v.kernels, v.kernel_metrics, v.memory, v.memory_categories, v.ops, v.activity_totals, v.step_lanes,
                       v.hta, v.points, v.compute, v.compute_launch);
 
 #undef GPUXRAY_DIGEST_FIELDS

@@ -254,7 +254,7 @@ KernelMetricsPart kernelMetricsOfRank(const AnalysisInput& input, size_t r) {
     launch.name = std::string(rank.name(p.launch.name_id));
     if (p.launch.detail < rank.launch_configs.size()) launch.shape = rank.launch_configs[p.launch.detail];
     for (const auto& d : rank.header.devices) {
-      if (d.device_id == p.launch.device) launch.device = &d;
+      if (d.device_id == p.launch.device) launch.device = d.device_id;
     }
     if (const model::HostOp* op = matrixOpOf(rank, p.launch.correlation_id)) {
       std::string_view op_name = rank.name(op->name_id);
@@ -293,6 +293,7 @@ KernelMetricsResult computeKernelMetrics(const AnalysisInput& input) {
   KernelMetricsResult result;
   struct Gathered {
     std::vector<const KernelMetricsPart::Launch*> launches;
+    size_t first_rank = 0;  // the rank of launches.front()
   };
   std::map<std::string, Gathered> by_name;
   for (size_t r = 0; r < input.run.ranks.size(); ++r) {
@@ -303,7 +304,9 @@ KernelMetricsResult computeKernelMetrics(const AnalysisInput& input) {
         continue;
       }
       ++result.profiled_launches;
-      by_name[launch.name].launches.push_back(&launch);
+      Gathered& gathered = by_name[launch.name];
+      if (gathered.launches.empty()) gathered.first_rank = r;
+      gathered.launches.push_back(&launch);
     }
     result.fusion.insert(result.fusion.end(), part.fusion.begin(), part.fusion.end());
   }
@@ -319,7 +322,12 @@ KernelMetricsResult computeKernelMetrics(const AnalysisInput& input) {
         if (l->metrics.*field) values.push_back(*(l->metrics.*field));
       k.median.*field = median(std::move(values));
     }
-    const format::DeviceProperties* device = first.device;
+    // The part names its device by id (a digest read from a file holds no pointers into the run).
+    const format::DeviceProperties* device = nullptr;
+    if (first.device) {
+      for (const auto& d : input.run.ranks[gathered.first_rank].header.devices)
+        if (d.device_id == *first.device) device = &d;
+    }
     if (device != nullptr && launchRecorded(first.shape) && first.shape.registers_per_thread > 0) {
       Occupancy o = theoreticalOccupancy(first.shape, *device);
       if (o.blocks_per_sm > 0) k.theoretical_occupancy_pct = 100.0 * o.occupancy;

@@ -56,7 +56,7 @@ struct KernelMetricsPart {
     format::KernelMetricsRecord metrics;
     bool found = false;  // its kernel record is in the file
     model::LaunchConfig shape;
-    const format::DeviceProperties* device = nullptr;  // points into the run
+    std::optional<uint32_t> device;  // its device's id in the rank's header, when the header describes it
     std::optional<double> flops;
     std::string flops_source;
   };

@@ -30,6 +30,7 @@ struct ReportOptions {
   RunSelectionText selection;
   std::vector<std::string> step_markers;
   size_t top = 10;
+  bool critical_path = false;
 };
 
 ExitCode runReport(const ReportOptions& options) {
@@ -43,7 +44,10 @@ ExitCode runReport(const ReportOptions& options) {
   session_options.selection = options.selection.parse();
   session_options.analysis.step_markers = options.step_markers;
   session_options.analysis.top = options.top;
-  session_options.keep_events = false;  // the analyses read digests: memory bounded by the loading workers
+  session_options.analysis.critical_path = options.critical_path;
+  // The analyses read digests, memory bounded by the loading workers; the critical path alone needs
+  // every event.
+  session_options.keep_events = options.critical_path;
   showLoadProgressOnTerminal(session_options);
   analysis::Session session(std::move(session_options));
   report::Report report = session.analyze();
@@ -73,6 +77,8 @@ CommandAction addReportCommand(CLI::App& app) {
   command->add_option("--step-marker", options->step_markers,
                       "Regular expression for NVTX ranges that mark a step (besides ProfilerStep#N)");
   command->add_option("--top", options->top, "Rows in the top-N tables (default 10)");
+  command->add_flag("--critical-path", options->critical_path,
+                    "Rank the findings by what fixing each would save per step (the critical path's what-if)");
   return [options] { return runReport(*options); };
 }
 

@@ -18,6 +18,8 @@ export interface Finding {
   analysis: string;
   severity: 'info' | 'warning' | 'critical';
   cost_ns: number;
+  // What removing the finding's cause saves per step (`--critical-path`); absent: not computed.
+  saves_ns?: number;
   summary: string;
   evidence: string[];
 }

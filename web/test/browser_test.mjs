@@ -272,6 +272,29 @@ async function demoAndPlan() {
     await opened.context.close();
   }
 
+  // Findings ranked by what fixing each would save (`report --critical-path`): a data-parallel run
+  // with one straggler, whose finding carries the largest saving.
+  {
+    const dir = join(out, 'what-if');
+    rmSync(dir, { recursive: true, force: true });
+    run('simulate', '--model', 'gpt-350m', '--cluster', 'dgx-h100', '--nodes', '1', '--tp', '2', '--dp', '4',
+        '--global-batch', '8', '--steps', '3', '--seed', '5', '--straggler', '2=1.3', '-o', dir);
+    const html = join(out, 'what-if.html');
+    run('report', dir, '--critical-path', '-o', html);
+    const opened = await openReport(browser, html);
+    const { page } = opened;
+    const doc = await page.evaluate(() => JSON.parse(document.getElementById('gpuxray-data').textContent));
+    const saved = doc.findings.filter((f) => f.saves_ns !== undefined).sort((a, b) => b.saves_ns - a.saves_ns);
+    check(saved.length > 0 && saved[0].analysis === 'stragglers', `what-if: the straggler saves the most (${saved.map((f) => f.analysis)})`);
+    const headers = await page.$$eval('table.findings thead th', (h) => h.map((x) => x.textContent));
+    check(headers.includes('fixing it saves / step'), `what-if: the findings show their saving (${headers})`);
+    const first = await page.textContent('table.findings tbody tr:first-child');
+    check(saved.length > 0 && first.includes(saved[0].summary), `what-if: the finding that saves most is listed first (${first.slice(0, 120)})`);
+    await page.screenshot({ path: join(screenshots, 'what-if-summary.png'), fullPage: true });
+    finish('what-if', opened);
+    await opened.context.close();
+  }
+
   // The planner's view.
   {
     const planHtml = join(out, 'plan.html');

@@ -28,8 +28,17 @@ export const summaryView: View = {
     const doc = report as AnalyzeDocument;
     container.append(el('p', { class: 'identity', 'data-test': 'identity' }, identity(doc)));
 
-    container.append(el('h2', {}, 'Findings, most costly first'));
-    const findings = [...doc.findings].sort((a, b) => b.cost_ns - a.cost_ns);
+    // With the critical path's what-if, what fixing a finding saves ranks it; those without a saving
+    // follow, by what they cost.
+    const withSavings = doc.findings.some((f) => f.saves_ns !== undefined);
+    container.append(
+      el('h2', {}, withSavings ? 'Findings, by what fixing each would save per step' : 'Findings, most costly first'),
+    );
+    const findings = [...doc.findings].sort((a, b) =>
+      withSavings && (a.saves_ns !== undefined || b.saves_ns !== undefined)
+        ? (b.saves_ns ?? -1) - (a.saves_ns ?? -1)
+        : b.cost_ns - a.cost_ns,
+    );
     if (findings.length === 0) {
       container.append(el('p', {}, 'No findings: nothing the analyses check for costs this run time.'));
     } else {
@@ -41,14 +50,20 @@ export const summaryView: View = {
           context.open(target, finding.analysis);
         });
         const evidence = el('ul', { class: 'evidence' }, ...finding.evidence.map((line) => el('li', {}, line)));
-        return [
+        const row = [
           el('span', { class: `severity ${finding.severity}` }, finding.severity),
           formatNs(finding.cost_ns),
           el('div', {}, link, evidence),
           finding.analysis,
         ];
+        if (withSavings)
+          row.splice(2, 0, finding.saves_ns !== undefined ? formatNs(finding.saves_ns) : 'not computed');
+        return row;
       });
-      container.append(table(['severity', 'cost / step', 'finding', 'analysis'], rows, { class: 'findings' }));
+      const headers = withSavings
+        ? ['severity', 'cost / step', 'fixing it saves / step', 'finding', 'analysis']
+        : ['severity', 'cost / step', 'finding', 'analysis'];
+      container.append(table(headers, rows, { class: 'findings', 'data-test': 'findings' }));
     }
 
     const page = doc.results?.html_page as { left_out: string[] } | undefined;
