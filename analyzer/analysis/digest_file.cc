@@ -122,8 +122,8 @@ GPUXRAY_DIGEST_FIELDS(HtaPart, v.filter_applied, v.figures);
 GPUXRAY_DIGEST_FIELDS(TimePoint, v.time, v.compute, v.communication, v.host_bound, v.launch_after, v.in_gap,
                       v.gap_start, v.gap_end, v.gap_launch);
 GPUXRAY_DIGEST_FIELDS(RankDigest, v.windows, v.gpu_span, v.first_activity_ns, v.first_activity_device, v.breakdown,
-                      v.overlap, v.kernels, v.kernel_metrics, v.memory, v.memory_categories, v.ops, v.activity_totals, v.step_lanes,
-                      v.hta, v.points, v.compute, v.compute_launch);
+                      v.overlap, v.kernels, v.kernel_metrics, v.memory, v.memory_categories, v.ops, v.activity_totals,
+                      v.step_lanes, v.hta, v.points, v.compute, v.compute_launch);
 
 #undef GPUXRAY_DIGEST_FIELDS
 
