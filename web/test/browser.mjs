@@ -23,7 +23,7 @@ export async function openReport(browser, file, viewport = { width: 1400, height
   page.on('console', (message) => {
     if (message.type() === 'error') errors.push(`console: ${message.text()}`);
   });
-  page.on('pageerror', (error) => errors.push(`exception: ${error.message}`));
+  page.on('pageerror', (error) => errors.push(`exception: ${error.stack ?? error.message}`));
   await page.route('**/*', (route) => {
     const url = route.request().url();
     if (url.startsWith('file://')) return route.continue();
