@@ -145,7 +145,8 @@ TEST_CASE("analyze: overlap and exposed communication per rank, communicator and
   CHECK(cell(top, 0, "count") == 4);
   CHECK(cell(top, 0, "exposed") == Approx(2 * 300'000 + 2 * 200'000));
   REQUIRE_FALSE(a.report.findings.empty());
-  CHECK(a.report.findings[0].summary.find("exposed communication takes 30.0 % of rank 0's step time") != std::string::npos);
+  CHECK(a.report.findings[0].summary.find("exposed communication takes 30.0 % of rank 0's step time") !=
+        std::string::npos);
 
   auto result = analysis::computeOverlap(a.session->input());
   REQUIRE(result.ranks.size() == 2);
@@ -173,6 +174,7 @@ TEST_CASE("analyze: the CLI prints text, JSON and Markdown, and --fail-on sets e
   CHECK(text.out.find("30.0 %  communication not hidden by compute, % of step time, worst rank") != std::string::npos);
 
   auto json = gpuxray::testing::runCommand(gpuxray + " --format json");
+  INFO(json.err);
   REQUIRE(json.exit_code == 0);
   CHECK(json.out.find("\"schema\": \"gpuxray.analyze\"") != std::string::npos);
   CHECK(json.out.find("\"exposed_comm_pct\": {\n      \"value\": 30") != std::string::npos);

@@ -6,7 +6,18 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#ifdef __GLIBC__
+// glibc's malloc_trim, except under AddressSanitizer: its allocator replaces glibc's, whose heap
+// malloc_trim would then set up unlocked from two workers at once (a SEGV inside glibc's mtrim).
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GPUXRAY_ADDRESS_SANITIZER 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define GPUXRAY_ADDRESS_SANITIZER 1
+#endif
+#if defined(__GLIBC__) && !defined(GPUXRAY_ADDRESS_SANITIZER)
+#define GPUXRAY_TRIM_HEAP 1
 #include <malloc.h>
 #endif
 #include <ctime>
@@ -232,7 +243,7 @@ model::RunTrace loadDigested(const SessionOptions& options, EarlyDigests& early,
     std::optional<RankDigest> digest;
     if (!options.selection.window) digest = digestAlone(rank, file, options, guess);
     reduceToSkeleton(rank);
-#ifdef __GLIBC__
+#ifdef GPUXRAY_TRIM_HEAP
     // glibc keeps freed events in its heap (its mmap threshold grows after the first large free):
     // give them back, so that memory does not grow with the ranks read.
     malloc_trim(0);
@@ -287,8 +298,7 @@ Session::Session(SessionOptions options)
             loaded.cpu_seconds = processCpuSeconds() - cpu_started;
             return loaded;
           }(),
-          options) {
-}
+          options) {}
 
 Session::Session(model::RunTrace run, SessionOptions options)
     : Session(Loaded{std::move(run), {}, {}, {}, 0, 0, false}, std::move(options)) {}
