@@ -119,8 +119,8 @@ GPUXRAY_DIGEST_FIELDS(hta::HtaStreamIdle, v.stream, v.host_wait_ns, v.kernel_wai
 GPUXRAY_DIGEST_FIELDS(hta::HtaRank, v.rank, v.span_ns, v.idle_ns, v.compute_ns, v.non_compute_ns, v.idle_pct,
                       v.compute_pct, v.non_compute_pct, v.overlap_pct, v.streams);
 GPUXRAY_DIGEST_FIELDS(HtaPart, v.filter_applied, v.figures);
-GPUXRAY_DIGEST_FIELDS(TimePoint, v.time, v.compute, v.communication, v.host_bound, v.launch_after, v.in_gap,
-                      v.gap_start, v.gap_end, v.gap_launch);
+GPUXRAY_DIGEST_FIELDS(TimePoints::Gap, v.start, v.end, v.launch);
+GPUXRAY_DIGEST_FIELDS(TimePoints, v.time, v.compute, v.communication, v.host_bound, v.launch_after, v.gap, v.gaps);
 GPUXRAY_DIGEST_FIELDS(RankDigest, v.windows, v.gpu_span, v.first_activity_ns, v.first_activity_device, v.breakdown,
                       v.overlap, v.kernels, v.kernel_metrics, v.memory, v.memory_categories, v.ops, v.activity_totals,
                       v.step_lanes, v.hta, v.points, v.compute, v.compute_launch);
@@ -425,6 +425,18 @@ void checkReferences(const model::RankTrace& rank) {
   }
 }
 
+void checkReferences(const RankDigest& digest) {
+  const TimePoints& points = digest.points;
+  size_t n = points.size();
+  for (size_t size : {points.compute.size(), points.communication.size(), points.host_bound.size(),
+                      points.launch_after.size(), points.gap.size()})
+    if (size != n) throw Damage{"its time points' columns differ in length"};
+  for (uint32_t gap : points.gap)
+    if (gap != TimePoints::kNoGap && gap >= points.gaps.size()) throw Damage{"a time point names no gap"};
+  if (digest.compute_launch.size() != digest.compute.size())
+    throw Damage{"its compute intervals and their launches differ in number"};
+}
+
 }  // namespace
 
 std::string digestOptionsText(const AnalysisOptions& options, const std::vector<std::string>& comm_kernels) {
@@ -526,6 +538,7 @@ DigestFile readDigestFile(const std::string& path) {
     decoder.value(digest.digest);
     if (!decoder.atEnd()) throw Damage{"bytes follow its body"};
     checkReferences(digest.skeleton);
+    checkReferences(digest.digest);
   } catch (const Damage& damage) {
     throw InputError(fmt::format("{}: not a usable digest: {}", path, damage.what));
   }

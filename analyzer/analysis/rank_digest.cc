@@ -41,7 +41,7 @@ std::vector<int64_t> lengthsBefore(const IntervalSet& set, const std::vector<int
   return lengths;
 }
 
-std::vector<TimePoint> timePoints(const model::RankTrace& rank, const GpuTimeSets& sets) {
+TimePoints timePoints(const model::RankTrace& rank, const GpuTimeSets& sets) {
   std::vector<int64_t> times;
   if (!rank.activities.empty()) times.push_back(rank.activities.front().start_ns);
   for (const auto& op : rank.nccl_ops) {
@@ -52,7 +52,7 @@ std::vector<TimePoint> timePoints(const model::RankTrace& rank, const GpuTimeSet
   times.erase(std::unique(times.begin(), times.end()), times.end());
   std::vector<int64_t> compute = lengthsBefore(sets.compute, times);
   std::vector<int64_t> communication = lengthsBefore(sets.communication, times);
-  std::vector<TimePoint> points(times.size());
+  TimePoints points;
   const IntervalSet& busy = sets.busy;
   auto gapBefore = [&](size_t i) {  // the gap that ends where busy[i] starts; the first starts at the earliest time
     return Interval{i == 0 ? INT64_MIN : busy[i - 1].end, i < busy.size() ? busy[i].start : INT64_MAX};
@@ -71,24 +71,62 @@ std::vector<TimePoint> timePoints(const model::RankTrace& rank, const GpuTimeSet
       if (launch != TimePoint::kNoLaunch && launch >= gap.start) host_bound += gap.length();
     }
     while (next_busy < busy.size() && busy[next_busy].end <= t) ++next_busy;
-    TimePoint& p = points[k];
+    TimePoint p;
     p.time = t, p.compute = compute[k], p.communication = communication[k], p.host_bound = host_bound;
     p.launch_after = launchAfter(rank, t);
-    if (next_busy < busy.size() && busy[next_busy].start <= t) continue;  // inside busy time
-    Interval gap = gapBefore(next_busy);
-    p.in_gap = true;
-    p.gap_start = gap.start, p.gap_end = gap.end;
-    p.gap_launch = next_busy < busy.size() ? launchAfter(rank, gap.end) : TimePoint::kNoLaunch;
+    if (next_busy >= busy.size() || busy[next_busy].start > t) {  // not inside busy time
+      Interval gap = gapBefore(next_busy);
+      p.in_gap = true;
+      p.gap_start = gap.start, p.gap_end = gap.end;
+      p.gap_launch = next_busy < busy.size() ? launchAfter(rank, gap.end) : TimePoint::kNoLaunch;
+    }
+    points.push(p);
   }
   return points;
 }
 
 }  // namespace
 
-const TimePoint& RankDigest::at(int64_t t) const {
-  auto it = std::lower_bound(points.begin(), points.end(), t, [](const TimePoint& p, int64_t v) { return p.time < v; });
-  if (it == points.end() || it->time != t) throw std::logic_error("rank digest: no time point at " + std::to_string(t));
-  return *it;
+void TimePoints::push(const TimePoint& p) {
+  time.push_back(p.time);
+  compute.push_back(p.compute);
+  communication.push_back(p.communication);
+  host_bound.push_back(p.host_bound);
+  launch_after.push_back(p.launch_after);
+  if (!p.in_gap) {
+    gap.push_back(kNoGap);
+    return;
+  }
+  // Points come by time, so those in one gap follow each other.
+  if (gaps.empty() || gaps.back().start != p.gap_start || gaps.back().end != p.gap_end ||
+      gaps.back().launch != p.gap_launch)
+    gaps.push_back({p.gap_start, p.gap_end, p.gap_launch});
+  gap.push_back(static_cast<uint32_t>(gaps.size() - 1));
+}
+
+TimePoint TimePoints::operator[](size_t i) const {
+  TimePoint p;
+  p.time = time[i], p.compute = compute[i], p.communication = communication[i], p.host_bound = host_bound[i];
+  p.launch_after = launch_after[i];
+  if (gap[i] != kNoGap) {
+    const Gap& g = gaps[gap[i]];
+    p.in_gap = true;
+    p.gap_start = g.start, p.gap_end = g.end, p.gap_launch = g.launch;
+  }
+  return p;
+}
+
+size_t TimePoints::bytes() const {
+  return (time.capacity() + compute.capacity() + communication.capacity() + host_bound.capacity() +
+          launch_after.capacity()) *
+             sizeof(int64_t) +
+         gap.capacity() * sizeof(uint32_t) + gaps.capacity() * sizeof(Gap);
+}
+
+TimePoint RankDigest::at(int64_t t) const {
+  auto it = std::lower_bound(points.time.begin(), points.time.end(), t);
+  if (it == points.time.end() || *it != t) throw std::logic_error("rank digest: no time point at " + std::to_string(t));
+  return points[static_cast<size_t>(it - points.time.begin())];
 }
 
 int64_t RankDigest::computeWithin(int64_t from, int64_t to) const {
@@ -103,8 +141,8 @@ int64_t RankDigest::communicationWithin(int64_t from, int64_t to) const {
 // gaps the two ends fall in, which are classified from where the piece starts.
 int64_t RankDigest::hostBoundWithin(int64_t from, int64_t to) const {
   if (to <= from) return 0;
-  const TimePoint& a = at(from);
-  const TimePoint& b = at(to);
+  const TimePoint a = at(from);
+  const TimePoint b = at(to);
   auto hostBound = [](int64_t launch, int64_t start, int64_t end) {
     return launch != TimePoint::kNoLaunch && launch >= start ? end - start : 0;
   };
@@ -153,7 +191,9 @@ void RankDigest::shift(int64_t offset_ns) {
       for (auto& i : lane->intervals) move(i.start), move(i.end);
     for (auto& i : lanes.exposed) move(i.start), move(i.end);
   }
-  for (auto& p : points) move(p.time), move(p.gap_start), move(p.gap_end), move(p.gap_launch), move(p.launch_after);
+  for (auto* column : {&points.time, &points.launch_after})
+    for (auto& t : *column) move(t);
+  for (auto& gap : points.gaps) move(gap.start), move(gap.end), move(gap.launch);
   for (auto& i : compute) move(i.start), move(i.end);
   for (auto& t : compute_launch) move(t);
 }
@@ -163,7 +203,7 @@ size_t RankDigest::bytes() const {
   size_t total = sizeof(*this) + windows.capacity() * sizeof(StepWindow) +
                  breakdown.steps.capacity() * sizeof(StepBreakdown) +
                  breakdown.streams.capacity() * sizeof(StreamBreakdown) + text(breakdown.host) +
-                 kernels.launches.capacity() * sizeof(KernelsPart::Launch) + points.capacity() * sizeof(TimePoint) +
+                 kernels.launches.capacity() * sizeof(KernelsPart::Launch) + points.bytes() +
                  compute.capacity() * sizeof(Interval) + compute_launch.capacity() * 8;
   if (overlap.rank)
     total += overlap.rank->exposed_per_step_ns.capacity() * 8 + overlap.rank->steps.capacity() * 8 +

@@ -87,6 +87,23 @@ struct TimePoint {
   static constexpr int64_t kNoLaunch = INT64_MIN;
 };
 
+// A rank's time points, by time, kept column by column (two a NCCL operation, 10^4-10^5 a rank):
+// a gap is held once however many points lie in it, so a point takes 44 bytes, not a TimePoint's 72.
+struct TimePoints {
+  struct Gap {
+    int64_t start = 0, end = 0, launch = 0;
+  };
+  static constexpr uint32_t kNoGap = UINT32_MAX;
+  std::vector<int64_t> time, compute, communication, host_bound, launch_after;
+  std::vector<uint32_t> gap;  // per point: its index into gaps, or kNoGap
+  std::vector<Gap> gaps;
+
+  size_t size() const { return time.size(); }
+  void push(const TimePoint& p);
+  TimePoint operator[](size_t i) const;
+  size_t bytes() const;
+};
+
 struct RankDigest {
   // The windows the per-step parts were computed over, and --compat hta's step filter: a digest
   // is valid for a session whose windows and filter are these.
@@ -107,7 +124,7 @@ struct RankDigest {
   // first rank, one window: a few kilobytes).
   std::vector<RankStepLanes> step_lanes;
   std::optional<HtaPart> hta;
-  std::vector<TimePoint> points;  // by time: the rank's first activity, its operations' GPU starts and ends
+  TimePoints points;  // the rank's first activity, its operations' GPU starts and ends
   // Ranks with point-to-point operations (pipeline stages): the compute intervals, and per interval
   // start the launch time of the compute kernel that starts it (kNoLaunch: none recorded).
   IntervalSet compute;
@@ -125,7 +142,7 @@ struct RankDigest {
   size_t bytes() const;
 
  private:
-  const TimePoint& at(int64_t t) const;
+  TimePoint at(int64_t t) const;
 };
 
 // The digest of rank index `r` of `input` (its events, steps and GPU interval sets). --compat hta's

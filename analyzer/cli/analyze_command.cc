@@ -25,6 +25,7 @@
 #include "analyzer/errors.h"
 #include "analyzer/model/communication_kernels.h"
 #include "analyzer/report/html_report.h"
+#include "analyzer/report/json_report.h"
 
 namespace gpuxray::cli {
 namespace {
@@ -53,10 +54,12 @@ ExitCode analyze(const AnalyzeOptions& options) {
   if (options.output_format != "text" && options.output_format != "json" && options.output_format != "markdown")
     throw UsageError(fmt::format("--format '{}': expected text, json or markdown", options.output_format));
   if (!options.compat.empty() && options.compat != "hta")
-    throw UsageError(fmt::format("--compat '{}': the one tool gpuxray can match is hta (Holistic Trace Analysis)", options.compat));
+    throw UsageError(
+        fmt::format("--compat '{}': the one tool gpuxray can match is hta (Holistic Trace Analysis)", options.compat));
   if (options.include_last_step && options.compat.empty())
     throw UsageError("--include-last-step goes with --compat hta (gpuxray's own figures never drop a step)");
-  if (!options.html_path.empty() && !report::htmlReportAvailable()) throw UsageError(report::htmlReportUnavailableReason());
+  if (!options.html_path.empty() && !report::htmlReportAvailable())
+    throw UsageError(report::htmlReportUnavailableReason());
   std::vector<analysis::Threshold> thresholds;
   for (const auto& text : options.fail_on) thresholds.push_back(analysis::parseThreshold(text));
   for (const auto& text : options.comm_kernels) {
@@ -90,10 +93,13 @@ ExitCode analyze(const AnalyzeOptions& options) {
   if (options.timeline.wanted()) report.stats.merge(writeTimelines(session, report, options.timeline, stderr));
 
   if (!options.html_path.empty()) writeHtmlReport(options.html_path, report);
-  std::string rendered = options.output_format == "json"       ? report::renderJson(report)
-                         : options.output_format == "markdown" ? report::renderMarkdown(report)
-                                                               : report::renderText(report);
-  std::fwrite(rendered.data(), 1, rendered.size(), stdout);
+  if (options.output_format == "json") {
+    report::writeJson(report, stdout);
+  } else {
+    std::string rendered =
+        options.output_format == "markdown" ? report::renderMarkdown(report) : report::renderText(report);
+    std::fwrite(rendered.data(), 1, rendered.size(), stdout);
+  }
   if (!report.violations.empty()) {
     for (const auto& violation : report.violations) fmt::print(stderr, "gpuxray: threshold violated: {}\n", violation);
     return ExitCode::kThresholdExceeded;
@@ -103,13 +109,16 @@ ExitCode analyze(const AnalyzeOptions& options) {
 
 // Within --max-memory: past it, allocations fail and the command ends with an error saying so.
 ExitCode runAnalyze(const AnalyzeOptions& options) {
-  uint64_t limit = options.max_memory.empty() ? defaultMemoryLimit() : parseMemorySize(options.max_memory, "--max-memory");
+  uint64_t limit =
+      options.max_memory.empty() ? defaultMemoryLimit() : parseMemorySize(options.max_memory, "--max-memory");
   limitMemory(limit);
   try {
     return analyze(options);
   } catch (const std::bad_alloc&) {
-    throw InputError(fmt::format("the run needs more than {} of memory (--max-memory); give a larger limit, or "
-                                 "analyze part of it with --ranks or --window", memorySizeText(limit)));
+    throw InputError(
+        fmt::format("the run needs more than {} of memory (--max-memory); give a larger limit, or "
+                    "analyze part of it with --ranks or --window",
+                    memorySizeText(limit)));
   }
 }
 
@@ -130,9 +139,10 @@ CommandAction addAnalyzeCommand(CLI::App& app) {
                       "group gives the step number");
   command->add_option("--fail-on", options->fail_on,
                       "Exit with 3 when a metric crosses a threshold, e.g. exposed_comm_pct>20 (repeatable)");
-  command->add_option("--baseline", options->baseline,
-                      "A report of an earlier run (analyze --format json): --fail-on limits with a sign test the change "
-                      "against it, e.g. step_time_ms>+5% (relative) or exposed_comm_pct>+2 (absolute)");
+  command->add_option(
+      "--baseline", options->baseline,
+      "A report of an earlier run (analyze --format json): --fail-on limits with a sign test the change "
+      "against it, e.g. step_time_ms>+5% (relative) or exposed_comm_pct>+2 (absolute)");
   command->add_option("--top", options->top, "Rows in the top-N tables (default 10)");
   command->add_option("--comm-kernel", options->comm_kernels,
                       "REGEX[=OP]: kernels whose name matches count as communication (performing OP), besides the "
@@ -147,8 +157,9 @@ CommandAction addAnalyzeCommand(CLI::App& app) {
   command->add_option("--max-memory", options->max_memory,
                       "Stop with an error rather than use more memory than this, e.g. 16G (default: 3/4 of RAM; 0: no "
                       "limit)");
-  command->add_option("--perfetto", options->timeline.perfetto_path,
-                      "Also write the run's timeline, findings drawn in, as a Perfetto trace (open in ui.perfetto.dev)");
+  command->add_option(
+      "--perfetto", options->timeline.perfetto_path,
+      "Also write the run's timeline, findings drawn in, as a Perfetto trace (open in ui.perfetto.dev)");
   command->add_option("--chrome-json", options->timeline.chrome_json_path,
                       "Also write the timeline as Chrome trace-event JSON (for tools that read only that)");
   command->add_option("--html", options->html_path,

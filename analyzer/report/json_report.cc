@@ -1,7 +1,11 @@
 // The report for machines (schema in docs/report-schema.md): numbers unformatted, in the unit
 // each column names.
 
+#include "analyzer/report/json_report.h"
+
 #include <cmath>
+#include <cstdio>
+#include <string_view>
 
 #include "analyzer/report/json_writer.h"
 #include "analyzer/report/report.h"
@@ -62,11 +66,21 @@ void writeSections(JsonWriter& json, const std::vector<Section>& sections) {
 
 void writeResult(JsonWriter& json, const ResultValue& value) {
   switch (value.kind()) {
-    case ResultValue::Kind::kNull: json.null(); break;
-    case ResultValue::Kind::kInteger: json.value(value.asInteger()); break;
-    case ResultValue::Kind::kNumber: json.value(value.asNumber()); break;
-    case ResultValue::Kind::kText: json.value(value.asText()); break;
-    case ResultValue::Kind::kBool: json.value(value.asBool()); break;
+    case ResultValue::Kind::kNull:
+      json.null();
+      break;
+    case ResultValue::Kind::kInteger:
+      json.value(value.asInteger());
+      break;
+    case ResultValue::Kind::kNumber:
+      json.value(value.asNumber());
+      break;
+    case ResultValue::Kind::kText:
+      json.value(value.asText());
+      break;
+    case ResultValue::Kind::kBool:
+      json.value(value.asBool());
+      break;
     case ResultValue::Kind::kObject:
       json.beginObject();
       for (const auto& [key, field] : value.fields()) {
@@ -85,9 +99,9 @@ void writeResult(JsonWriter& json, const ResultValue& value) {
 
 }  // namespace
 
-std::string renderJson(const Report& report) {
-  std::string out;
-  JsonWriter json(out);
+namespace {
+
+void writeReport(const Report& report, std::string& out, JsonWriter& json) {
   json.beginObject();
   json.field("schema", "gpuxray.analyze");
   json.field("schema_version", static_cast<int64_t>(kReportSchemaVersion));
@@ -166,7 +180,23 @@ std::string renderJson(const Report& report) {
   json.endArray();
   json.endObject();
   out += "\n";
+}
+
+}  // namespace
+
+std::string renderJson(const Report& report) {
+  std::string out;
+  JsonWriter json(out);
+  writeReport(report, out, json);
   return out;
+}
+
+void writeJson(const Report& report, std::FILE* file) {
+  std::string out;
+  JsonWriter json(out);
+  json.spillTo([file](std::string_view text) { std::fwrite(text.data(), 1, text.size(), file); }, 1 << 20);
+  writeReport(report, out, json);
+  std::fwrite(out.data(), 1, out.size(), file);
 }
 
 std::string renderJson(const Document& document) {

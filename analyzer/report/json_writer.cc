@@ -11,11 +11,21 @@ std::string jsonEscape(std::string_view text) {
   out.reserve(text.size() + 2);
   for (char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
@@ -28,6 +38,10 @@ std::string jsonEscape(std::string_view text) {
 }
 
 void JsonWriter::newline() {
+  if (spill_ && out_.size() > spill_bytes_) {
+    spill_(out_);
+    out_.clear();
+  }
   out_ += '\n';
   out_.append(2 * has_element_.size(), ' ');
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,13 @@ namespace gpuxray::report {
 class JsonWriter {
  public:
   explicit JsonWriter(std::string& out) : out_(out) {}
+  // Hands `out` to `write` and empties it whenever it holds more than `bytes`, between two elements,
+  // so that a large document is written as it is made, not held whole. The caller writes what is
+  // left at the end.
+  void spillTo(std::function<void(std::string_view)> write, size_t bytes) {
+    spill_ = std::move(write);
+    spill_bytes_ = bytes;
+  }
 
   JsonWriter& beginObject();
   JsonWriter& endObject();
@@ -41,6 +49,8 @@ class JsonWriter {
   void newline();
 
   std::string& out_;
+  std::function<void(std::string_view)> spill_;
+  size_t spill_bytes_ = 0;
   // One entry per open container: whether it has an element yet.
   std::vector<bool> has_element_;
   bool after_key_ = false;

@@ -6,17 +6,34 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace gpuxray::report {
 
+// A report holds one value per number it reports (10^6-10^7 for a run of many ranks: the memory
+// curves), so a value is 32 bytes: its kind, its number, and its text, fields or items behind one
+// pointer, allocated only for those kinds.
 class ResultValue {
  public:
-  enum class Kind { kNull, kInteger, kNumber, kText, kBool, kObject, kArray };
+  enum class Kind : uint8_t { kNull, kInteger, kNumber, kText, kBool, kObject, kArray };
 
   ResultValue() = default;
+  ResultValue(const ResultValue& other)
+      : kind_(other.kind_),
+        integer_(other.integer_),
+        number_(other.number_),
+        parts_(other.parts_ ? std::make_unique<Parts>(*other.parts_) : nullptr) {}
+  ResultValue(ResultValue&&) noexcept = default;
+  ResultValue& operator=(const ResultValue& other) {
+    if (this != &other) *this = ResultValue(other);
+    return *this;
+  }
+  ResultValue& operator=(ResultValue&&) noexcept = default;
+  ~ResultValue() = default;
+
   static ResultValue integer(int64_t value) {
     ResultValue v(Kind::kInteger);
     v.integer_ = value;
@@ -31,7 +48,7 @@ class ResultValue {
   }
   static ResultValue text(std::string value) {
     ResultValue v(Kind::kText);
-    v.text_ = std::move(value);
+    v.parts().text = std::move(value);
     return v;
   }
   static ResultValue flag(bool value) {
@@ -42,41 +59,60 @@ class ResultValue {
   static ResultValue object() { return ResultValue(Kind::kObject); }
   static ResultValue array() { return ResultValue(Kind::kArray); }
 
-  // On an object: adds a field (in the order written). Returns *this.
-  ResultValue& set(std::string key, ResultValue value) {
-    fields_.emplace_back(std::move(key), std::move(value));
+  // On an object: adds a field (in the order written). Returns *this (moved from when it is a
+  // temporary, so that a chain of set() on a new object moves the tree into place, not copies it).
+  ResultValue& set(std::string key, ResultValue value) & {
+    parts().fields.emplace_back(std::move(key), std::move(value));
     return *this;
   }
-  // On an array: appends an element. Returns *this.
-  ResultValue& push(ResultValue value) {
-    items_.push_back(std::move(value));
+  ResultValue&& set(std::string key, ResultValue value) && { return std::move(set(std::move(key), std::move(value))); }
+  // On an array: appends an element. Returns *this (as set()).
+  ResultValue& push(ResultValue value) & {
+    parts().items.push_back(std::move(value));
     return *this;
   }
+  ResultValue&& push(ResultValue value) && { return std::move(push(std::move(value))); }
 
   Kind kind() const { return kind_; }
   int64_t asInteger() const { return integer_; }
   double asNumber() const { return number_; }
   bool asBool() const { return integer_ != 0; }
-  const std::string& asText() const { return text_; }
-  const std::vector<std::pair<std::string, ResultValue>>& fields() const { return fields_; }
-  const std::vector<ResultValue>& items() const { return items_; }
+  const std::string& asText() const { return parts_ ? parts_->text : none().text; }
+  const std::vector<std::pair<std::string, ResultValue>>& fields() const {
+    return parts_ ? parts_->fields : none().fields;
+  }
+  const std::vector<ResultValue>& items() const { return parts_ ? parts_->items : none().items; }
   // The field named `key` of an object, or nullptr.
   const ResultValue* find(const std::string& key) const {
-    for (const auto& [name, value] : fields_) {
+    for (const auto& [name, value] : fields()) {
       if (name == key) return &value;
     }
     return nullptr;
   }
 
  private:
+  struct Parts {
+    std::string text;
+    std::vector<std::pair<std::string, ResultValue>> fields;
+    std::vector<ResultValue> items;
+  };
+  static const Parts& none();
+
   explicit ResultValue(Kind kind) : kind_(kind) {}
+  Parts& parts() {
+    if (!parts_) parts_ = std::make_unique<Parts>();
+    return *parts_;
+  }
 
   Kind kind_ = Kind::kNull;
   int64_t integer_ = 0;
   double number_ = 0;
-  std::string text_;
-  std::vector<std::pair<std::string, ResultValue>> fields_;
-  std::vector<ResultValue> items_;
+  std::unique_ptr<Parts> parts_;
 };
+
+inline const ResultValue::Parts& ResultValue::none() {
+  static const Parts parts;
+  return parts;
+}
 
 }  // namespace gpuxray::report

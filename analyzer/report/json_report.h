@@ -1,0 +1,14 @@
+// The JSON report written straight to a file as it is rendered (renderJson in report.h returns the
+// same text whole): a report of a thousand ranks is hundreds of megabytes of JSON, which need not
+// be held in memory.
+#pragma once
+
+#include <cstdio>
+
+#include "analyzer/report/report.h"
+
+namespace gpuxray::report {
+
+void writeJson(const Report& report, std::FILE* file);
+
+}  // namespace gpuxray::report
