@@ -60,11 +60,17 @@ export function makeChart(unprefixed: string, container: HTMLElement): Chart {
   return chart;
 }
 
-// Only the charts inside `within` (the view shown): resizing a hidden 1024-rank chart costs seconds.
+// Only the charts inside `within` (the view shown), and only those whose box has an area now: resizing
+// a hidden 1024-rank chart costs seconds, and a graph laid out in no area throws (ECharts inverts its
+// view's transform, of scale 0: "Cannot read properties of null (reading '0')"), which a window
+// squeezed to 1x1 px for a moment did (headless chromium's full-page screenshot, under load). A chart
+// left out is resized when its view is shown again or on the next resize.
 export function resizeCharts(within?: HTMLElement): void {
   for (const chart of Object.values(charts)) {
     if (chart.isDisposed()) continue;
-    if (within && !within.contains(chart.getDom())) continue;
+    const dom = chart.getDom();
+    if (within && !within.contains(dom)) continue;
+    if (dom.clientWidth === 0 || dom.clientHeight === 0) continue;
     chart.resize();
   }
 }

@@ -43,8 +43,26 @@ async function openView(page, view) {
   await page.click(`nav.tabs a[data-view="${view}"]`);
   await page.waitForFunction((v) => window.gpuxray.view === v, view);
 }
+const nextFrame = (page) => page.evaluate(() => new Promise((done) => requestAnimationFrame(() => done())));
+// The window squeezed to 1x1 px for a moment, as headless chromium's full-page screenshot did under
+// load (the diff page's topology then threw "Cannot read properties of null (reading '0')"): no
+// chart may throw (finish() fails on the exception), and the view's charts fit their boxes again.
+async function squeeze(page, name, view) {
+  const size = page.viewportSize();
+  await page.setViewportSize({ width: 1, height: 1 });
+  await nextFrame(page);
+  await page.setViewportSize(size);
+  await nextFrame(page);
+  const unfit = await page.evaluate((view) => {
+    const panel = document.querySelector(`section[data-view="${view}"]`);
+    return Object.entries(window.gpuxray.charts)
+      .filter(([, c]) => !c.isDisposed() && panel.contains(c.getDom()) && c.getWidth() !== c.getDom().clientWidth)
+      .map(([n, c]) => `${n}: ${c.getWidth()} of ${c.getDom().clientWidth} px`);
+  }, view);
+  check(unfit.length === 0, `${name}: view ${view}'s charts fit their boxes after a 1x1 window (${unfit})`);
+}
 // Every view once: no exception, a screenshot (with `allShots` false, only of views that have their
-// data); returns the views whose data is missing.
+// data), the window squeezed; returns the views whose data is missing.
 async function everyView(page, name, allShots = true) {
   const missingViews = [];
   for (const view of await views(page)) {
@@ -55,6 +73,7 @@ async function everyView(page, name, allShots = true) {
     const isMissing = (await page.$(`${panel} > p.missing[data-missing="${view}"]`)) !== null;
     if (isMissing) missingViews.push(view);
     if (allShots || !isMissing) await page.screenshot({ path: join(screenshots, `${name}-${view}.png`), fullPage: allShots });
+    await squeeze(page, name, view);
   }
   return missingViews;
 }
