@@ -146,12 +146,51 @@ export interface KernelEntry {
   launch: LaunchConfig | null;
   device_multiprocessors: number | null;
   occupancy: Occupancy | null;
+  // The median measured by `gpuxray run --kernel-metrics`; null or absent: not measured.
+  achieved_occupancy_pct?: number | null;
   small_grid: boolean;
 }
 export interface KernelsResult {
   compute_time_ns: number;
   amd: boolean;
   kernels: KernelEntry[];
+}
+
+// results.kernel_metrics (analysis/kernel_metrics.h): medians over a kernel's measured launches; null: not measured.
+export interface KernelMetricsEntry {
+  name: string;
+  launches: number;
+  passes: number;
+  metrics: Record<
+    | 'achieved_occupancy_pct' | 'sm_throughput_pct' | 'tensor_pipe_pct' | 'dram_read_bytes' | 'dram_write_bytes'
+    | 'l2_bytes' | 'l2_hit_rate_pct' | 'l1_bytes' | 'l1_hit_rate_pct' | 'shared_wavefronts' | 'local_load_bytes'
+    | 'local_store_bytes' | 'gpu_duration_ns',
+    number | null
+  >;
+  theoretical_occupancy_pct: number | null;
+  dram_throughput_pct: number | null;
+  flops: number | null;
+  flops_source: string;
+  arithmetic_intensity: number | null;
+  ridge_intensity: number | null;
+  bound: 'memory-bound' | 'compute-bound' | 'latency-bound' | null;
+  evidence: string[];
+}
+export interface FusionCandidate {
+  first: string;
+  second: string;
+  rank: number;
+  device: number;
+  stream: number;
+  first_written_bytes: number;
+  second_read_bytes: number;
+  bytes_saved: number;
+}
+export interface KernelMetricsResult {
+  profiled_launches: number;
+  launches_not_found: number;
+  kernels: KernelMetricsEntry[];
+  fusion_candidates: FusionCandidate[];
 }
 
 // results.memory (analysis/memory.h)

@@ -9,6 +9,7 @@ import { View, ViewContext } from './view';
 import { summaryView } from './views/summary';
 import { smView } from './views/sm_view';
 import { memoryView } from './views/memory_view';
+import { hierarchyView } from './views/hierarchy_view';
 import { planView } from './views/plan_view';
 import { opsView } from './views/ops_view';
 import { stepView } from './views/step_view';
@@ -24,7 +25,7 @@ declare global {
   }
 }
 
-const analyzeViews: View[] = [summaryView, topologyView, stepView, pipelineView, smView, memoryView, opsView];
+const analyzeViews: View[] = [summaryView, topologyView, stepView, pipelineView, smView, hierarchyView, memoryView, opsView];
 const planViews: View[] = [planView];
 const diffViews: View[] = [diffSummaryView, diffTopologyView, diffStepView];
 

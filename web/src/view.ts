@@ -26,6 +26,8 @@ export function viewOfAnalysis(analysis: string): string {
       return 'pipeline';
     case 'kernels':
       return 'sm';
+    case 'kernel_metrics':
+      return 'hierarchy';
     case 'memory':
       return 'memory';
     case 'ops':

@@ -7,7 +7,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { launch, openReport } from './browser.mjs';
 
 const args = process.argv.slice(2);
@@ -287,9 +287,14 @@ async function demoAndPlan() {
 
     const missingViews = await everyView(page, 'demo');
     console.log(`demo: views whose data is missing: ${missingViews.join(', ') || 'none'}`);
+    // The demo measured no kernel: the memory-hierarchy view says so in one line.
+    const noMetrics = await page.$$eval('section[data-view="hierarchy"] > :not(h2)', (e) => e.map((x) => [x.tagName, x.dataset.missing ?? '', x.textContent]));
+    check(noMetrics.length === 1 && noMetrics[0][1] === 'hierarchy' && noMetrics[0][2].includes('no kernel metrics'), `demo: the memory hierarchy says the run has no kernel metrics, in one line (${JSON.stringify(noMetrics)})`);
     finish('demo', opened);
     await opened.context.close();
   }
+
+  await kernelMetrics();
 
   // Findings ranked by what fixing each would save (`report --critical-path`): a data-parallel run
   // with one straggler, whose finding carries the largest saving.
@@ -376,6 +381,81 @@ async function demoAndPlan() {
     finish('diff', opened);
     await opened.context.close();
   }
+}
+
+// The memory-hierarchy view and the SM view of measured kernels: the run tests/support/kernel_metrics_run.cc
+// writes, whose counters are chosen by hand (the numbers below are that program's).
+async function kernelMetrics() {
+  const writer = resolve(option('--kernel-metrics-run', join(dirname(gpuxray), 'tests', 'kernel_metrics_run')));
+  const dir = join(out, 'kernel-metrics');
+  rmSync(dir, { recursive: true, force: true });
+  execFileSync(writer, [dir]);
+  const html = join(out, 'kernel-metrics.html');
+  run('report', dir, '-o', html);
+  const opened = await openReport(browser, html);
+  const { page } = opened;
+  await openView(page, 'hierarchy');
+  const gemm = 'sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_kernel';
+  const chosen = await page.textContent('section[data-view="hierarchy"] h3.kernel-name');
+  check(chosen === gemm, `kernel metrics: the longest measured kernel, the GEMM, is shown first (${chosen})`);
+  const drawn = await page.evaluate(() => {
+    const series = window.gpuxray.charts.hierarchy.getOption().series[0];
+    return { nodes: series.data.map((n) => [n.name, n.label.formatter]), edges: series.links.map((e) => [e.source, e.target, e.label.formatter, e.bytes]) };
+  });
+  const MiB = 1024 * 1024;
+  check(JSON.stringify(drawn.nodes.map((n) => n[0])) === JSON.stringify(['SMs', 'L1 / shared memory', 'L2', 'HBM']), `kernel metrics: the four levels, SMs to HBM (${drawn.nodes.map((n) => n[0])})`);
+  const label = (name) => drawn.nodes.find((n) => n[0] === name)?.[1] ?? '';
+  check(label('SMs').includes('achieved occupancy 21.5 % (theoretical 25.0 %)') && label('SMs').includes('SM throughput 78.0 %'), `kernel metrics: the SMs' achieved occupancy and throughput (${label('SMs')})`);
+  check(label('L1 / shared memory').includes('hit rate 12.5 %') && label('L1 / shared memory').includes('2,000,000 wavefronts'), `kernel metrics: L1's hit rate and shared memory (${label('L1 / shared memory')})`);
+  check(label('L2').includes('hit rate 81.5 %'), `kernel metrics: L2's hit rate (${label('L2')})`);
+  check(label('HBM').includes('96.0 MiB read, 32.0 MiB written') && label('HBM').includes(`${(100 * 128 * MiB / 98e-6 / 3.35e12).toFixed(1)} % of peak bandwidth`), `kernel metrics: HBM's bytes and throughput (${label('HBM')})`);
+  const edge = (from) => drawn.edges.find((e) => e[0] === from) ?? [];
+  check(edge('SMs')[1] === 'L1 / shared memory' && edge('SMs')[3] === 1536 * MiB && edge('SMs')[2] === '1.50 GiB, L1 hit rate 12.5 %', `kernel metrics: SMs to L1, 1.5 GiB (${edge('SMs')})`);
+  check(edge('L1 / shared memory')[1] === 'L2' && edge('L1 / shared memory')[3] === 512 * MiB && edge('L1 / shared memory')[2] === '512 MiB, L2 hit rate 81.5 %', `kernel metrics: L1 to L2, 512 MiB (${edge('L1 / shared memory')})`);
+  check(edge('L2')[1] === 'HBM' && edge('L2')[3] === 128 * MiB && edge('L2')[2] === '96.0 MiB read, 32.0 MiB written', `kernel metrics: L2 to HBM, 128 MiB (${edge('L2')})`);
+  // Hover on a level: its tooltip names the bytes and the hit rate.
+  const tipOf = async (name) => {
+    const at = await page.evaluate((name) => {
+      const chart = window.gpuxray.charts.hierarchy;
+      const data = chart.getModel().getSeriesByIndex(0).getData();
+      const index = data.mapArray((i) => data.getName(i)).indexOf(name);
+      const point = chart.convertToPixel({ seriesIndex: 0 }, data.getItemLayout(index));
+      const box = chart.getDom().getBoundingClientRect();
+      return [box.left + point[0], box.top + point[1]];
+    }, name);
+    await page.mouse.move(at[0], at[1]);
+    await page.waitForTimeout(200);
+    return page.evaluate(() => [...document.querySelectorAll('[data-test="hierarchy-chart"] div')].map((d) => d.textContent).find((t) => t.includes('hit rate')) ?? '');
+  };
+  const l1Tip = await tipOf('L1 / shared memory');
+  check(l1Tip.includes('L1 hit rate 12.5 %') && l1Tip.includes('1.50 GiB'), `kernel metrics: hovering L1 names its bytes and hit rate (${l1Tip})`);
+  const l2Tip = await tipOf('L2');
+  check(l2Tip.includes('L2 hit rate 81.5 %') && l2Tip.includes('512 MiB'), `kernel metrics: hovering L2 names its bytes and hit rate (${l2Tip})`);
+  await page.screenshot({ path: join(screenshots, 'kernel-metrics-hierarchy.png'), fullPage: true });
+  // The add, measured without L1 counters: "not measured", never a zero; the fusion with the multiply.
+  const names = await page.$$eval('[data-test="measured-kernel"] option', (o) => o.map((x) => x.textContent));
+  const add = names.findIndex((n) => n.includes('AddFunctor'));
+  await page.selectOption('[data-test="measured-kernel"]', String(add));
+  const addL1 = await page.evaluate(() => window.gpuxray.charts.hierarchy.getOption().series[0].links[0]);
+  check(addL1.bytes === null && addL1.label.formatter === 'not measured, L1 hit rate not measured', `kernel metrics: L1 not measured for the add (${addL1.label.formatter})`);
+  const fusion = (await page.textContent('[data-test="hierarchy-fusion"]')) ?? '';
+  check(fusion.includes('MulFunctor') && fusion.includes('64.0 MiB'), `kernel metrics: the add and the multiply, fused, would save 64 MiB (${fusion.slice(0, 200)})`);
+  await page.screenshot({ path: join(screenshots, 'kernel-metrics-hierarchy-add.png'), fullPage: true });
+  // The SM view: the GEMM's SMs shaded by its achieved occupancy.
+  await openView(page, 'sm');
+  const kernels = await page.$$eval('[data-test="kernel"] option', (o) => o.map((x) => x.textContent));
+  await page.selectOption('[data-test="kernel"]', String(kernels.findIndex((k) => k.includes(gemm))));
+  const shade = await page.getAttribute('[data-test="sm-grid"]', 'data-shade');
+  const cell = await page.getAttribute('[data-test="sm-grid"] .sm:not(.idle)', 'title');
+  const achieved = (await page.textContent('[data-test="achieved"]')) ?? '';
+  check(shade === 'achieved' && cell.includes('achieved occupancy 21.5 %') && achieved.includes('achieved occupancy 21.5 % against theoretical 25.0 %'), `kernel metrics: the SM view shades by achieved occupancy (${shade}: ${cell}; ${achieved})`);
+  await page.screenshot({ path: join(screenshots, 'kernel-metrics-sm.png'), fullPage: true });
+  await page.click('[data-test="achieved"] a');
+  await page.waitForFunction(() => window.gpuxray.view === 'hierarchy');
+  check((await page.textContent('section[data-view="hierarchy"] h3.kernel-name')) === gemm, 'kernel metrics: the SM view opens the GEMM\'s memory hierarchy');
+  await everyView(page, 'kernel-metrics', false);
+  finish('kernel-metrics', opened);
+  await opened.context.close();
 }
 
 // The folders of traces under `root` (a folder of folders, such as hta_trace_diff's two runs, gives each).

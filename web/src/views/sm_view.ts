@@ -1,11 +1,13 @@
 // 5. SM view, the chip from above: for a kernel, its GPU's SMs (CUs on AMD) as a grid; for a chosen
 // wave each SM is shaded by the blocks resident on it over the most it can hold (the occupancy
-// estimate of analysis/occupancy), idle SMs white, so the partial last wave shows as it is.
+// estimate of analysis/occupancy), or, for a kernel `--kernel-metrics` measured, by the achieved
+// occupancy measured (the median of its launches, one figure for every busy SM); idle SMs white, so
+// the partial last wave shows as it is.
 import type { AnalyzeDocument, KernelEntry, KernelsResult, Occupancy, ReportDocument } from '../data';
 import { result } from '../data';
 import { el, missing } from '../dom';
 import { formatBytes, formatCount, formatNs, formatPct } from '../format';
-import { View } from '../view';
+import { View, ViewContext } from '../view';
 
 const kListed = 30;
 
@@ -34,7 +36,7 @@ function liftLine(occupancy: Occupancy): HTMLElement {
   return line;
 }
 
-function drawKernel(panel: HTMLElement, doc: AnalyzeDocument, kernel: KernelEntry, amd: boolean): void {
+function drawKernel(panel: HTMLElement, doc: AnalyzeDocument, kernel: KernelEntry, amd: boolean, context: ViewContext): void {
   panel.replaceChildren();
   const unit = amd ? 'CU' : 'SM';
   panel.append(el('h3', { class: 'kernel-name' }, kernel.name));
@@ -94,17 +96,31 @@ function drawKernel(panel: HTMLElement, doc: AnalyzeDocument, kernel: KernelEntr
     const inWave = Math.min(perWave, blocks - wave * perWave);
     waveSelect.append(el('option', { value: String(wave) }, `wave ${wave + 1} of ${waves}: ${formatCount(inWave)} blocks${inWave < perWave ? ' (partial)' : ''}`));
   }
-  const grid = el('div', { class: 'sm-grid', 'data-test': 'sm-grid' });
+  // Measured: every busy SM shaded by the achieved occupancy (counters give the SMs' average, not one per SM).
+  const achieved = kernel.achieved_occupancy_pct ?? null;
+  if (achieved !== null) {
+    const open = el('a', { href: '#hierarchy', class: 'view-link' }, 'its memory hierarchy');
+    open.addEventListener('click', (event) => {
+      event.preventDefault();
+      context.open('hierarchy', kernel.name);
+    });
+    panel.append(
+      el('p', { class: 'limiter', 'data-test': 'achieved' }, `Measured (--kernel-metrics): achieved occupancy ${formatPct(achieved)} against theoretical ${formatPct(occupancy.occupancy_pct)}; `, open, '.'),
+    );
+  }
+  const grid = el('div', { class: 'sm-grid', 'data-test': 'sm-grid', 'data-shade': achieved === null ? 'theoretical' : 'achieved' });
   const caption = el('p', { class: 'sm-caption', 'data-test': 'sm-caption' });
   const draw = (wave: number) => {
     const resident = residentBlocks(blocks, sms, occupancy.blocks_per_sm, wave);
     const idle = resident.filter((n) => n === 0).length;
     grid.replaceChildren(
       ...resident.map((n, sm) => {
-        const fill = n / occupancy.blocks_per_sm;
+        const fill = achieved === null ? n / occupancy.blocks_per_sm : achieved / 100;
         const cell = el('div', {
           class: n === 0 ? 'sm idle' : 'sm',
-          title: `${unit} ${sm}: ${n} of ${occupancy.blocks_per_sm} blocks resident${n === 0 ? ' (idle)' : ''}`,
+          title:
+            `${unit} ${sm}: ${n} of ${occupancy.blocks_per_sm} blocks resident${n === 0 ? ' (idle)' : ''}` +
+            (achieved === null || n === 0 ? '' : `; achieved occupancy ${formatPct(achieved)} (measured, the kernel's average), theoretical ${formatPct(occupancy.occupancy_pct)}`),
           'data-blocks': String(n),
         });
         if (n > 0) cell.style.background = `rgba(0, 114, 178, ${0.25 + 0.75 * fill})`;
@@ -114,7 +130,9 @@ function drawKernel(panel: HTMLElement, doc: AnalyzeDocument, kernel: KernelEntr
     );
     grid.dataset.sms = String(sms);
     grid.dataset.idle = String(idle);
-    caption.textContent = `wave ${wave + 1} of ${waves}: ${idle} of ${sms} ${unit}s idle (white); shade = resident blocks / ${occupancy.blocks_per_sm}`;
+    caption.textContent =
+      `wave ${wave + 1} of ${waves}: ${idle} of ${sms} ${unit}s idle (white); ` +
+      (achieved === null ? `shade = resident blocks / ${occupancy.blocks_per_sm}` : `shade = achieved occupancy ${formatPct(achieved)} (measured; the number is the blocks resident)`);
   };
   waveSelect.addEventListener('change', () => draw(Number(waveSelect.value)));
   waveSelect.value = String(waves - 1);
@@ -125,7 +143,7 @@ function drawKernel(panel: HTMLElement, doc: AnalyzeDocument, kernel: KernelEntr
 export const smView: View = {
   id: 'sm',
   title: 'SM view',
-  render(container: HTMLElement, report: ReportDocument, _context, focus?: string) {
+  render(container: HTMLElement, report: ReportDocument, context: ViewContext, focus?: string) {
     const doc = report as AnalyzeDocument;
     const kernels = result<KernelsResult>(doc, 'kernels');
     if (!kernels || kernels.kernels.length === 0) {
@@ -143,7 +161,7 @@ export const smView: View = {
     const firstDrawable = listed.findIndex((k) => k.launch !== null);
     const initial = byFocus >= 0 ? byFocus : Math.max(0, firstDrawable);
     select.value = String(initial);
-    select.addEventListener('change', () => drawKernel(panel, doc, listed[Number(select.value)], kernels.amd));
-    drawKernel(panel, doc, listed[initial], kernels.amd);
+    select.addEventListener('change', () => drawKernel(panel, doc, listed[Number(select.value)], kernels.amd, context));
+    drawKernel(panel, doc, listed[initial], kernels.amd, context);
   },
 };
