@@ -2,8 +2,10 @@
 // hosts), decoded with the tests' subset of Perfetto's schema and checked the way trace_processor
 // reads a trace; the Chrome JSON of the same walk; the CLI; and the checker itself on broken traces.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 
@@ -329,6 +331,137 @@ TEST_CASE("perfetto export: findings per rank: analysis intervals as slices, lat
   CHECK(e->summary.findings == e->report.marks.size());
 }
 
+namespace {
+
+// Three pipeline stages, one micro-batch forward, each rank's kernels on one stream: stage s
+// receives from s-1, computes, sends to s+1; stage 1 computes 300 us, the others 100 us, and each
+// receive ends when its send does (tests/analyze_critical_path_test.cc's slow stage, as files).
+//   stage 0: gemm [10, 110), send [111, 121)
+//   stage 1: recv [20, 121), gemm [122, 422), send [423, 433)
+//   stage 2: recv [30, 433), gemm [434, 534)
+void writePipelineRun(const std::filesystem::path& dir) {
+  RunBuilder run("critical-path-timeline", 3);
+  for (int s = 0; s < 3; ++s) {
+    auto& rank = run.rank(s, "node-0", s);
+    rank.communicator(kPipeline[0], "pp", s, 3, 1);
+    rank.range("ProfilerStep#1", 0, 534);
+  }
+  using gpuxray::testing::kCommStream;
+  run.rank(0, "node-0", 0).kernel("gemm", 10, 110, kCommStream).p2p(kPipeline[0], true, 1, 111, 121, kMiB);
+  run.rank(1, "node-0", 1)
+      .p2p(kPipeline[0], false, 0, 20, 121, kMiB)
+      .kernel("gemm", 122, 422, kCommStream)
+      .p2p(kPipeline[0], true, 2, 423, 433, kMiB);
+  run.rank(2, "node-0", 2).p2p(kPipeline[0], false, 1, 30, 433, kMiB).kernel("gemm", 434, 534, kCommStream);
+  run.write(dir);
+}
+
+struct PathSliceSeen {
+  int rank;
+  std::string name;
+  double start_us, end_us;
+  bool operator==(const PathSliceSeen&) const = default;
+};
+
+}  // namespace
+
+TEST_CASE("perfetto export: the critical path on a track of its own, with arrows where it crosses ranks") {
+  TempDir dir;
+  writePipelineRun(dir.path());
+  analysis::SessionOptions options;
+  options.paths = {dir.path().string()};
+  options.align = false;
+  options.analysis.critical_path = true;
+  analysis::Session session(options);
+  report::Report report = session.analyze();
+  REQUIRE(report.critical_paths.size() == 1);
+  gpuxray::format::MemorySink perfetto_bytes, json_bytes;
+  timeline::PerfettoSink perfetto(perfetto_bytes);
+  timeline::ChromeJsonSink json(json_bytes);
+  timeline::TeeSink both({&perfetto, &json});
+  timeline::ExportSummary summary = timeline::exportTimeline(session.run(), report, {}, both);
+  DecodedTrace trace =
+      gpuxray::testing::decodePerfettoTrace(std::string(perfetto_bytes.bytes().begin(), perfetto_bytes.bytes().end()));
+  requireNoErrors(trace.errors);
+  CHECK(summary.flows_unmatched == 0);
+  CHECK(summary.flows_backwards == 0);
+
+  // By hand (the path of tests/analyze_critical_path_test.cc's slow stage): stage 0's launch delay
+  // from its call's start (HTA's launch-delay edge) and
+  // gemm, the gap, its send's span into stage 1's receive; stage 1's gap, gemm, gap, its send into
+  // stage 2's receive; stage 2's gap and gemm. The track covers the step, each stretch on its rank.
+  std::vector<PathSliceSeen> seen;
+  std::map<size_t, PathSliceSeen> by_index;
+  for (int r = 0; r < 3; ++r) {
+    const DecodedTrack& process = processOfRank(trace, r);
+    // After the findings, before the GPU's streams.
+    std::vector<std::string> names = namesOf(trace.children(process.uuid));
+    auto named = [&](const std::string& name) { return std::find(names.begin(), names.end(), name) - names.begin(); };
+    CHECK(named("critical path") == named("findings") + 1);
+    const DecodedTrack* track = trace.child(process.uuid, "critical path");
+    REQUIRE(track != nullptr);
+    CHECK(trace.children(track->uuid).empty());  // its stretches never overlap
+    for (const DecodedSlice* s : trace.slicesOn(track->uuid)) {
+      CHECK(s->args.at("analysis") == "critical_path");
+      CHECK(s->args.at("step") == "1");
+      PathSliceSeen one{r, s->name, static_cast<double>(s->start - at(0)) / 1000.0,
+                        static_cast<double>(s->end - at(0)) / 1000.0};
+      seen.push_back(one);
+      by_index[static_cast<size_t>(s - trace.slices.data())] = one;
+    }
+  }
+  std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.start_us < b.start_us; });
+  std::vector<PathSliceSeen> expected = {
+      {0, "other: before the path", 0, 5},
+      {0, "host-bound launch", 5, 10},
+      {0, "compute: GEMM", 10, 110},
+      {0, "kernel gap", 110, 111},
+      {1, "exposed comm: pipeline-parallel", 111, 121},
+      {1, "kernel gap", 121, 122},
+      {1, "compute: GEMM", 122, 422},
+      {1, "kernel gap", 422, 423},
+      {2, "exposed comm: pipeline-parallel", 423, 433},
+      {2, "kernel gap", 433, 434},
+      {2, "compute: GEMM", 434, 534},
+  };
+  for (const auto& s : seen) UNSCOPED_INFO(s.rank << " " << s.name << " " << s.start_us << "-" << s.end_us);
+  CHECK(seen == expected);
+
+  // One arrow per crossing, from the last stretch on one rank to the first on the next.
+  std::vector<std::pair<PathSliceSeen, PathSliceSeen>> crossings;
+  for (const auto& flow : trace.flows) {
+    auto from = by_index.find(flow.from), to = by_index.find(flow.to);
+    if (from != by_index.end() || to != by_index.end()) {
+      REQUIRE(from != by_index.end());
+      REQUIRE(to != by_index.end());
+      crossings.emplace_back(from->second, to->second);
+    }
+  }
+  REQUIRE(crossings.size() == 2);
+  CHECK(crossings[0] == std::pair(expected[3], expected[4]));
+  CHECK(crossings[1] == std::pair(expected[7], expected[8]));
+  CHECK(trace.flows.size() == summary.flows);
+
+  // The Chrome JSON of the same walk draws the same arrows.
+  auto chrome = gpuxray::testing::checkChromeJson(std::string(json_bytes.bytes().begin(), json_bytes.bytes().end()));
+  requireNoErrors(chrome.errors);
+  CHECK(chrome.flows == summary.flows);
+
+  // Without --critical-path there is no such track.
+  analysis::SessionOptions plain_options = options;
+  plain_options.analysis.critical_path = false;
+  analysis::Session plain(plain_options);
+  report::Report plain_report = plain.analyze();
+  CHECK(plain_report.critical_paths.empty());
+  gpuxray::format::MemorySink plain_bytes;
+  timeline::PerfettoSink plain_sink(plain_bytes);
+  timeline::exportTimeline(plain.run(), plain_report, {}, plain_sink);
+  DecodedTrace plain_trace =
+      gpuxray::testing::decodePerfettoTrace(std::string(plain_bytes.bytes().begin(), plain_bytes.bytes().end()));
+  CHECK(plain_trace.child(processOfRank(plain_trace, 1).uuid, "critical path") == nullptr);
+  CHECK(plain_trace.flows.size() == trace.flows.size() - 2);
+}
+
 TEST_CASE("perfetto export: counters for memory in use, occupancy, network throughput and metrics") {
   TempDir dir;
   writeRun(dir.path());
@@ -463,7 +596,8 @@ TEST_CASE("perfetto export: the CLI writes traces from analyze and export, proto
 
 TEST_CASE("perfetto export: the simulated demo run (TP2 x PP2 x DP4) passes the checks in both formats") {
   TempDir dir;
-  auto written = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " simulate --preset demo -o " + (dir / "run"));
+  auto written =
+      gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " simulate --preset demo -o " + (dir / "run"));
   REQUIRE(written.exit_code == 0);
   auto e = exportRun(dir / "run");
   requireNoErrors(e->trace.errors);

@@ -71,10 +71,12 @@ struct RankTimeIndex {
       bool stream_sync = a.kind == ActivityKind::kSync && rank.name(a.name_id) == "Stream Sync";
       if ((!model::isGpuWork(a.kind) && !stream_sync) || a.correlation_id == 0) continue;
       const model::HostCall* call = rank.launchOf(a.correlation_id);
-      if (call != nullptr) work_by_launch.push_back({call->start_ns, i, static_cast<uint32_t>(call - rank.host_calls.data())});
+      if (call != nullptr)
+        work_by_launch.push_back({call->start_ns, i, static_cast<uint32_t>(call - rank.host_calls.data())});
     }
-    std::sort(work_by_launch.begin(), work_by_launch.end(),
-              [](const Work& a, const Work& b) { return std::pair(a.call_start_ns, a.activity) < std::pair(b.call_start_ns, b.activity); });
+    std::sort(work_by_launch.begin(), work_by_launch.end(), [](const Work& a, const Work& b) {
+      return std::pair(a.call_start_ns, a.activity) < std::pair(b.call_start_ns, b.activity);
+    });
   }
   struct Work {
     int64_t call_start_ns;
@@ -147,12 +149,12 @@ class RankGraph {
   Interval window_;
   bool stream_waits_ = false;
   std::vector<GraphEvent> events_;
-  std::vector<uint64_t> threads_;                      // per host event: its OS thread
-  std::unordered_map<uint32_t, uint32_t> call_event_;  // host call index -> event
+  std::vector<uint64_t> threads_;                       // per host event: its OS thread
+  std::unordered_map<uint32_t, uint32_t> call_event_;   // host call index -> event
   std::unordered_map<uint32_t, uint32_t> launch_call_;  // activity index -> its launch call's index
   std::vector<Edge> edges_;
-  std::unordered_map<int64_t, uint64_t> comm_by_start_;  // NCCL operations' GPU start -> communicator
-  std::unordered_map<uint32_t, uint32_t> span_edge_;     // GPU event -> its span edge
+  std::unordered_map<int64_t, uint64_t> comm_by_start_;      // NCCL operations' GPU start -> communicator
+  std::unordered_map<uint32_t, uint32_t> span_edge_;         // GPU event -> its span edge
   std::vector<std::pair<uint32_t, uint32_t>> stream_syncs_;  // (Stream Sync activity, its call's event)
 };
 
@@ -352,11 +354,20 @@ void RankGraph::addGpuEdges() {
 PathSlice RankGraph::sliceOf(const Edge& edge) const {
   PathSlice s{timeOf(edge.from), timeOf(edge.to), PathCause::kOther, "", rank_.rank};
   switch (edge.kind) {
-    case EdgeKind::kDependency: s.detail = "between top-level host ops"; return s;
-    case EdgeKind::kLaunch: s.cause = PathCause::kLaunch; return s;
-    case EdgeKind::kKernelGap: s.cause = PathCause::kKernelGap; return s;
-    case EdgeKind::kSync: s.cause = PathCause::kSynchronization; return s;
-    case EdgeKind::kSpan: break;
+    case EdgeKind::kDependency:
+      s.detail = "between top-level host ops";
+      return s;
+    case EdgeKind::kLaunch:
+      s.cause = PathCause::kLaunch;
+      return s;
+    case EdgeKind::kKernelGap:
+      s.cause = PathCause::kKernelGap;
+      return s;
+    case EdgeKind::kSync:
+      s.cause = PathCause::kSynchronization;
+      return s;
+    case EdgeKind::kSpan:
+      break;
   }
   int64_t owner = events_[edge.from / 2].parent;
   if (edge.from % 2 == 0) {
@@ -389,7 +400,10 @@ PathSlice RankGraph::sliceOf(const Edge& edge) const {
       return s;
     }
     case PathEventSource::kHostOp:
-    case PathEventSource::kStepRange: s.cause = PathCause::kHost; s.detail = "cpu op"; return s;
+    case PathEventSource::kStepRange:
+      s.cause = PathCause::kHost;
+      s.detail = "cpu op";
+      return s;
   }
   return s;
 }
@@ -410,7 +424,8 @@ LongestPath findLongestPath(const std::vector<int64_t>& times, const std::vector
   for (size_t n = 0; n < nodes; ++n) first_in[n + 1] += first_in[n], first_out[n + 1] += first_out[n];
   std::vector<uint32_t> incoming(edges.size()), outgoing(edges.size());
   {
-    std::vector<uint32_t> in_fill(first_in.begin(), first_in.end() - 1), out_fill(first_out.begin(), first_out.end() - 1);
+    std::vector<uint32_t> in_fill(first_in.begin(), first_in.end() - 1),
+        out_fill(first_out.begin(), first_out.end() - 1);
     for (uint32_t i = 0; i < edges.size(); ++i) {
       incoming[in_fill[edges[i].to]++] = i;
       outgoing[out_fill[edges[i].from]++] = i;
@@ -438,7 +453,8 @@ LongestPath findLongestPath(const std::vector<int64_t>& times, const std::vector
         via[n] = incoming[k];
       }
     }
-    if (out.empty || distance[n] > distance[end] || (end_rule == PathEnd::kLatest && distance[n] == distance[end])) end = n;
+    if (out.empty || distance[n] > distance[end] || (end_rule == PathEnd::kLatest && distance[n] == distance[end]))
+      end = n;
     out.empty = false;
     for (uint32_t k = first_out[n]; k < first_out[n + 1]; ++k) {
       uint32_t to = edges[outgoing[k]].to;
@@ -465,9 +481,9 @@ class SliceCutter {
     s.start_ns = std::max(s.start_ns, cursor_);
     s.end_ns = std::min(std::max(s.end_ns, cursor_), window_.end);
     if (s.end_ns <= s.start_ns) return;
-    if (!out_.empty() && out_.back().cause == s.cause && out_.back().detail == s.detail &&
-        out_.back().rank == s.rank && out_.back().comm_hash == s.comm_hash &&
-        out_.back().waited_for == s.waited_for && out_.back().end_ns == s.start_ns) {
+    if (!out_.empty() && out_.back().cause == s.cause && out_.back().detail == s.detail && out_.back().rank == s.rank &&
+        out_.back().comm_hash == s.comm_hash && out_.back().waited_for == s.waited_for &&
+        out_.back().end_ns == s.start_ns) {
       out_.back().end_ns = s.end_ns;
     } else {
       out_.push_back(std::move(s));
@@ -610,15 +626,24 @@ const char* findingCauseName(report::FindingCause::Kind kind) {
 
 const char* pathCauseName(PathCause cause) {
   switch (cause) {
-    case PathCause::kCompute: return "compute";
-    case PathCause::kCommunication: return "communication";
-    case PathCause::kMemcpy: return "memory copy";
-    case PathCause::kHost: return "host";
-    case PathCause::kLaunch: return "launch delay";
-    case PathCause::kSynchronization: return "synchronization";
-    case PathCause::kKernelGap: return "kernel gap";
-    case PathCause::kWait: return "wait";
-    case PathCause::kOther: return "other";
+    case PathCause::kCompute:
+      return "compute";
+    case PathCause::kCommunication:
+      return "communication";
+    case PathCause::kMemcpy:
+      return "memory copy";
+    case PathCause::kHost:
+      return "host";
+    case PathCause::kLaunch:
+      return "launch delay";
+    case PathCause::kSynchronization:
+      return "synchronization";
+    case PathCause::kKernelGap:
+      return "kernel gap";
+    case PathCause::kWait:
+      return "wait";
+    case PathCause::kOther:
+      return "other";
   }
   return "other";
 }
@@ -636,7 +661,7 @@ struct RunGraph {
   std::vector<uint32_t> offset, edge_base;  // per rank index: its first node and first edge
   std::vector<int64_t> times;
   std::vector<Edge> edges;
-  std::vector<std::pair<int32_t, uint32_t>> origin;  // per edge: (rank index, its local edge); -1: a join
+  std::vector<std::pair<int32_t, uint32_t>> origin;             // per edge: (rank index, its local edge); -1: a join
   std::map<std::pair<uint32_t, uint32_t>, int32_t> waited_for;  // (rank index, event) -> the rank waited for
   // Per joined NCCL operation: its members' rank indexes and the edges that carry its communication.
   struct Operation {
@@ -760,7 +785,8 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
       uint32_t end = offset[w.rank] + graphs[w.rank].endNode(w.event);
       int64_t span = graphs[w.rank].spanEdge(w.event);
       if (times[last_start] <= times[end - 1] || span < 0) continue;  // it started last itself
-      edges[edge_base[w.rank] + static_cast<size_t>(span)].weight = std::max<int64_t>(0, times[end] - times[last_start]);
+      edges[edge_base[w.rank] + static_cast<size_t>(span)].weight =
+          std::max<int64_t>(0, times[end] - times[last_start]);
       operation.edges.push_back(static_cast<uint32_t>(edges.size()));
       edges.push_back({last_start, end, std::max<int64_t>(0, times[end] - times[last_start]), EdgeKind::kSpan});
       origin.emplace_back(-1, static_cast<uint32_t>(span));
@@ -798,7 +824,8 @@ RunStepPath runPath(const RunGraph& g) {
   }
   out.length_ns = path.length;
   uint32_t first_rank = g.rankOfNode(path.first);
-  cutter.cover({out.window.start, times[path.first], PathCause::kOther, "before the path", graphs[first_rank].rank(), 0});
+  cutter.cover(
+      {out.window.start, times[path.first], PathCause::kOther, "before the path", graphs[first_rank].rank(), 0});
   int32_t previous_rank = graphs[first_rank].rank();
   for (uint32_t i : path.edges) {
     const Edge& e = edges[i];
@@ -996,7 +1023,8 @@ std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices,
   struct KeyHash {
     size_t operator()(const Key& k) const {
       return std::hash<const void*>()(k.text) ^ (static_cast<size_t>(k.cause) << 1) ^
-             (static_cast<size_t>(static_cast<uint32_t>(k.rank)) << 8) ^ static_cast<size_t>(static_cast<uint32_t>(k.waited_for) << 20);
+             (static_cast<size_t>(static_cast<uint32_t>(k.rank)) << 8) ^
+             static_cast<size_t>(static_cast<uint32_t>(k.waited_for) << 20);
     }
   };
   std::unordered_map<Key, int64_t, KeyHash> by_place;
@@ -1009,7 +1037,8 @@ std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices,
   }
   std::vector<PathAttribution> out;
   for (const auto& [key, ns] : sums) out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), ns});
-  std::stable_sort(out.begin(), out.end(), [](const PathAttribution& a, const PathAttribution& b) { return a.ns > b.ns; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const PathAttribution& a, const PathAttribution& b) { return a.ns > b.ns; });
   return out;
 }
 
@@ -1049,8 +1078,8 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
       if (w.window.length() <= 0) continue;
       RankCriticalPath path = RankGraph(input.run.ranks[r], indexes[r], w.window).longestPath(PathEnd::kLatest);
       nameCommunicators(path.slices, communicators);
-      result.steps.push_back({path.rank, input.hasSteps() ? w.number : -1, w.window, path.length_ns,
-                              path.events.size(), attributionOf(path.slices)});
+      result.steps.push_back({path.rank, input.hasSteps() ? w.number : -1, w.window, path.length_ns, path.events.size(),
+                              attributionOf(path.slices), std::move(path.slices)});
       if (!what_if.findings.empty()) {
         RunGraph graph = buildRunGraph(input.run, indexes, input.collectives(), {w.window});
         what_if.add(graph, input.run, findings, findLongestPath(graph.times, graph.edges, PathEnd::kLatest).length);
@@ -1081,8 +1110,8 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
     if (path.window.length() <= 0) continue;
     what_if.add(graph, input.run, findings, path.length_ns);
     nameCommunicators(path.slices, communicators);
-    result.run_steps.push_back(
-        {number, path.window, path.length_ns, path.rank_changes, attributionOf(path.slices, true)});
+    result.run_steps.push_back({number, path.window, path.length_ns, path.rank_changes,
+                                attributionOf(path.slices, true), std::move(path.slices)});
   }
   return finish();
 }
@@ -1124,7 +1153,41 @@ void presentWhatIf(const CriticalPathResult& result, report::Report& report, rep
 
 }  // namespace
 
+std::string pathSliceLabel(const PathSlice& slice) {
+  switch (slice.cause) {
+    case PathCause::kCompute:
+      return fmt::format("compute: {}", kernelClassOf(slice.detail));
+    case PathCause::kCommunication:
+      return slice.detail == "not recorded" ? std::string("exposed comm: communicator not recorded")
+                                            : fmt::format("exposed comm: {}-parallel", slice.detail);
+    case PathCause::kWait:
+      return slice.waited_for >= 0 ? fmt::format("wait: rank {}", slice.waited_for) : std::string("wait");
+    case PathCause::kLaunch:
+      return "host-bound launch";
+    default:
+      return slice.detail.empty() ? std::string(pathCauseName(slice.cause))
+                                  : fmt::format("{}: {}", pathCauseName(slice.cause), slice.detail);
+  }
+}
+
+namespace {
+
+report::TimelinePath timelinePathOf(int64_t step, const std::vector<PathSlice>& slices) {
+  report::TimelinePath path{step, {}};
+  path.stretches.reserve(slices.size());
+  for (const PathSlice& s : slices)
+    path.stretches.push_back({"critical_path", s.rank, s.start_ns, s.end_ns, pathSliceLabel(s)});
+  return path;
+}
+
+}  // namespace
+
 void presentCriticalPath(const CriticalPathResult& result, size_t top_rows, report::Report& report) {
+  for (const CriticalPathResult::RunStep& s : result.run_steps)
+    report.critical_paths.push_back(timelinePathOf(s.step, s.slices));
+  if (result.run_steps.empty()) {
+    for (const StepCriticalPath& s : result.steps) report.critical_paths.push_back(timelinePathOf(s.step, s.slices));
+  }
   auto& section = report.addSection("critical_path", "Critical path");
   report.results.emplace_back("critical_path", resultValue(result));
   section.notes.push_back(
@@ -1154,10 +1217,11 @@ void presentCriticalPath(const CriticalPathResult& result, size_t top_rows, repo
     title = fmt::format("Rank {}, all its steps", rank);
   }
   std::vector<PathAttribution> total = attributionOf(slices, true);
-  report::Table table{"attribution",
-                      fmt::format("{} ({} rows of {})", title, std::min(top_rows, total.size()), total.size()),
-                      {{"cause", "cause"}, {"detail", "detail"}, {"rank", "rank"}, {"time", "time"}, {"pct", "% of steps"}},
-                      {}};
+  report::Table table{
+      "attribution",
+      fmt::format("{} ({} rows of {})", title, std::min(top_rows, total.size()), total.size()),
+      {{"cause", "cause"}, {"detail", "detail"}, {"rank", "rank"}, {"time", "time"}, {"pct", "% of steps"}},
+      {}};
   for (size_t i = 0; i < total.size() && i < top_rows; ++i) {
     table.rows.push_back({Cell::of(std::string(pathCauseName(total[i].cause))),
                           Cell::of(total[i].detail.empty() ? std::string("-") : total[i].detail),

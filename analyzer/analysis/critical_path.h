@@ -86,6 +86,7 @@ struct StepCriticalPath {
   int64_t length_ns = 0;
   size_t events_on_path = 0;
   std::vector<PathAttribution> attribution;  // largest first; sums to window.length()
+  std::vector<PathSlice> slices;             // in time order, covering the window
 };
 
 // One step across ranks: every rank's graph, each collective's members joined (its kernels cannot
@@ -125,6 +126,7 @@ struct CriticalPathResult {
     int64_t length_ns = 0;
     size_t rank_changes = 0;
     std::vector<PathAttribution> attribution;  // by (cause, detail, rank), largest first
+    std::vector<PathSlice> slices;             // in time order, covering the window
   };
   std::vector<RunStep> run_steps;  // across ranks, per step (runs of two or more ranks)
   std::vector<WhatIf> what_if;     // per finding with a cause, largest saving first
@@ -133,9 +135,14 @@ struct CriticalPathResult {
 // The slices summed by (cause, detail, rank), largest first; by_rank false sums over ranks.
 std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices, bool by_rank = false);
 
+// What a slice of the path is called on the timeline: its cause, and what the cause is of ("compute:
+// GEMM", "exposed comm: data-parallel", "wait: rank 3").
+std::string pathSliceLabel(const PathSlice& slice);
+
 // `findings`: those whose cause the what-if removes (the report's so far).
 CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::vector<report::Finding>& findings = {});
-// Also gives each finding of the what-if its saving, in its text and saves_ns.
+// Also gives each finding of the what-if its saving, in its text and saves_ns, and puts each step's
+// path in the report's timeline paths.
 void presentCriticalPath(const CriticalPathResult& result, size_t top, report::Report& report);
 
 }  // namespace gpuxray::analysis

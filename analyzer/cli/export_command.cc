@@ -1,6 +1,6 @@
 // `gpuxray export perfetto DIR -o out.pftrace` and `gpuxray export chrome-json DIR -o out.json`: the
 // run's timeline, on one clock, without the report. The analyses still run, silently, so that what
-// they found is drawn in (the findings tracks).
+// they found is drawn in (the findings tracks; with --critical-path, each step's path).
 
 #include <cstdio>
 #include <memory>
@@ -21,6 +21,7 @@ struct ExportOptions {
   RunSelectionText selection;
   std::vector<std::string> step_markers;
   bool no_align = false;
+  bool critical_path = false;
   std::string output;
   std::string also_chrome_json;
 };
@@ -40,6 +41,7 @@ ExitCode runExport(const ExportOptions& options, bool perfetto) {
   session.align = !options.no_align;
   session.selection = options.selection.parse();
   session.analysis.step_markers = options.step_markers;
+  session.analysis.critical_path = options.critical_path;
   exportRunTimeline(std::move(session), output, stdout);
   return ExitCode::kOk;
 }
@@ -59,6 +61,8 @@ void addExportOptions(CLI::App* command, ExportOptions& options, bool perfetto) 
   command->add_flag("--no-align", options.no_align, "Leave every rank on its own clock");
   command->add_option("--step-marker", options.step_markers,
                       "Regular expression for NVTX ranges that mark a step (besides ProfilerStep#N)");
+  command->add_flag("--critical-path", options.critical_path,
+                    "Add a \"critical path\" track: each step's critical path, with arrows where it crosses ranks");
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ int32_t flatOrder(Section section, size_t item) {
   return section * 10'000'000 + static_cast<int32_t>(item % 99'999) * 100;
 }
 
-enum class FlowKind : uint64_t { kLaunch = 1, kPointToPoint = 2, kCollective = 3 };
+enum class FlowKind : uint64_t { kCriticalPath = 0, kLaunch = 1, kPointToPoint = 2, kCollective = 3 };
 
 // Unique per arrow: kind, rank index and the target's index on that rank.
 uint64_t arrowId(FlowKind kind, size_t rank_index, uint64_t local) {
@@ -217,6 +217,20 @@ class Exporter {
         return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
       });
     }
+    uint64_t first = 0;
+    for (size_t p = 0; p < report.critical_paths.size(); ++p) {
+      const auto& stretches = report.critical_paths[p].stretches;
+      for (size_t i = 0; i < stretches.size(); ++i) {
+        PathStretch at{p, i, first + i};
+        path_by_rank_[stretches[i].rank].push_back(at);
+        if (i == 0 || stretches[i - 1].rank == stretches[i].rank || pathCrossingInto(at)) continue;
+        bool written = window_.covers(stretches[i - 1].start_ns, stretches[i - 1].end_ns) &&
+                       window_.covers(stretches[i].start_ns, stretches[i].end_ns) &&
+                       rank_index_.count(stretches[i - 1].rank) > 0 && rank_index_.count(stretches[i].rank) > 0;
+        ++(written ? summary_.flows_backwards : summary_.flows_unmatched);
+      }
+      first += stretches.size();
+    }
   }
 
   ExportSummary run() {
@@ -391,7 +405,8 @@ class Exporter {
       }
     }
     for (const auto& [send, recv] : index.p2p)
-      addArrow(ref(send), ref(recv), FlowKind::kPointToPoint, groupId(FlowKind::kPointToPoint, send.rank_index, send.op_index));
+      addArrow(ref(send), ref(recv), FlowKind::kPointToPoint,
+               groupId(FlowKind::kPointToPoint, send.rank_index, send.op_index));
     summary_.flows_unmatched += point_to_point - 2 * index.p2p.size();
   }
 
@@ -481,6 +496,60 @@ class Exporter {
     closeAll(lanes);
   }
 
+  // A stretch of a step's critical path: report.critical_paths[path].stretches[index], the
+  // `serial`-th of all paths' stretches.
+  struct PathStretch {
+    size_t path = 0;
+    size_t index = 0;
+    uint64_t serial = 0;
+  };
+
+  // The arrow into a stretch from the one before it on another rank, when both are written.
+  std::optional<Flow> pathCrossingInto(const PathStretch& to) const {
+    if (to.index == 0) return std::nullopt;
+    const auto& stretches = report_.critical_paths[to.path].stretches;
+    const report::TimelineMark& source = stretches[to.index - 1];
+    const report::TimelineMark& target = stretches[to.index];
+    if (source.rank == target.rank || !window_.covers(source.start_ns, source.end_ns) ||
+        !window_.covers(target.start_ns, target.end_ns) || rank_index_.count(source.rank) == 0 ||
+        rank_index_.count(target.rank) == 0 || target.end_ns < source.start_ns + kMinFlowNs)
+      return std::nullopt;
+    Flow flow;
+    flow.id = arrowId(FlowKind::kCriticalPath, 0, to.serial);
+    flow.group = groupId(FlowKind::kCriticalPath, 0, to.serial);
+    flow.bind = target.start_ns > source.start_ns;
+    int64_t entered = std::max(source.start_ns, target.start_ns);
+    flow.enter_ns = entered + (target.end_ns - entered) / 2;
+    return flow;
+  }
+
+  // The rank's stretches of every step's critical path, with an arrow from each stretch after which
+  // the path goes on on another rank to that rank's stretch.
+  void writeCriticalPath(LaneSet& lanes, const std::vector<PathStretch>& stretches) {
+    for (const PathStretch& at : stretches) {
+      const auto& path = report_.critical_paths[at.path].stretches;
+      const report::TimelineMark& stretch = path[at.index];
+      if (!window_.covers(stretch.start_ns, stretch.end_ns)) {
+        ++summary_.outside_window;
+        continue;
+      }
+      std::optional<Flow> in = pathCrossingInto(at);
+      std::optional<Flow> out;
+      if (at.index + 1 < path.size()) out = pathCrossingInto({at.path, at.index + 1, at.serial + 1});
+      int64_t step = report_.critical_paths[at.path].step;
+      Arg args[] = {Arg::ofString("analysis", stretch.analysis), Arg::ofInt("step", step)};
+      SliceEvent slice;
+      slice.start_ns = stretch.start_ns;
+      slice.end_ns = stretch.end_ns;
+      slice.name = {stretch.label, 0};
+      slice.args = std::span<const Arg>(args, step >= 0 ? 2 : 1);
+      slice.flow_in = in ? &*in : nullptr;
+      if (out) slice.flows_out = std::span<const Flow>(&*out, 1);
+      if (place(lanes, slice) && in) ++summary_.flows;
+    }
+    closeAll(lanes);
+  }
+
   // One rank's tracks while it is written.
   struct RankTracks {
     size_t index = 0;
@@ -489,6 +558,7 @@ class Exporter {
     uint64_t process = 0;
     int32_t next_order = 0;  // among the process's children
     std::optional<LaneSet> findings;
+    std::optional<LaneSet> critical_path;
     std::vector<LaneSet> streams;                                          // by stream index
     std::vector<std::pair<LaneSet, std::vector<uint32_t>>> communicators;  // with their operations
     struct Thread {
@@ -526,12 +596,18 @@ class Exporter {
       tracks.findings = lanesFor(childSpec(tracks.process, tracks.pid, TrackKind::kSlices, "findings",
                                            tracks.next_order++, flatOrder(kFindings, 0)));
     }
+    auto path = path_by_rank_.find(rank.rank);
+    if (path != path_by_rank_.end()) {
+      tracks.critical_path = lanesFor(childSpec(tracks.process, tracks.pid, TrackKind::kSlices, "critical path",
+                                                tracks.next_order++, flatOrder(kFindings, 1)));
+    }
     declareStreams(tracks);
     declareCommunicators(tracks);
     declareThreads(tracks);
     declareCounters(tracks);
 
     if (tracks.findings) writeFindings(*tracks.findings, marks->second);
+    if (tracks.critical_path) writeCriticalPath(*tracks.critical_path, path->second);
     std::vector<uint32_t> launch_first_sink(rank.host_calls.size(), kNone);
     std::unordered_map<uint32_t, std::vector<uint32_t>> launch_more_sinks;
     writeStreams(r, names, tracks.streams, tracks.occupancy, launch_first_sink, launch_more_sinks);
@@ -994,6 +1070,7 @@ class Exporter {
   uint64_t next_track_id_ = 1;
   std::unordered_map<int32_t, size_t> rank_index_;
   std::map<int32_t, std::vector<size_t>> marks_by_rank_;
+  std::map<int32_t, std::vector<PathStretch>> path_by_rank_;  // in time order (the paths' order)
   // Per rank index, per NCCL operation: the arrows leaving it and the one entering it (id 0: none).
   std::vector<std::vector<std::vector<Flow>>> flows_out_;
   std::vector<std::vector<Flow>> flows_in_;

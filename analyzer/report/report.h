@@ -36,7 +36,9 @@ struct Cell {
   static Cell of(std::string text) { return Cell{false, 0, Unit::kNone, std::move(text)}; }
   static Cell of(double number, Unit unit) { return Cell{true, number, unit, {}}; }
   // A number shown in text and Markdown as `shown` (figures that must appear exactly as computed).
-  static Cell shownAs(double number, Unit unit, std::string shown) { return Cell{true, number, unit, std::move(shown)}; }
+  static Cell shownAs(double number, Unit unit, std::string shown) {
+    return Cell{true, number, unit, std::move(shown)};
+  }
   std::string display() const { return is_number && text.empty() ? formatValue(number, unit) : text; }
 };
 
@@ -107,6 +109,14 @@ struct TimelineMark {
   std::string label;     // e.g. "bubble: waiting on stage 2"
 };
 
+// One step's critical path, for the timeline's "critical path" tracks: its stretches in time order,
+// covering the step, each on the rank whose event it is (analysis "critical_path"). Where two
+// consecutive stretches are on different ranks, the path crosses from one rank to the other there.
+struct TimelinePath {
+  int64_t step = -1;  // -1: no steps
+  std::vector<TimelineMark> stretches;
+};
+
 struct RunSummary {
   std::string run_id;
   int32_t world_size = 0;
@@ -125,6 +135,7 @@ struct Report {
   std::vector<Metric> metrics;
   // For the timeline only; the renderers do not show them.
   std::vector<TimelineMark> marks;
+  std::vector<TimelinePath> critical_paths;  // --critical-path, per step
   // Per analysis (its section id), its typed result: JSON's `results`; text and Markdown show the
   // sections instead.
   std::vector<std::pair<std::string, ResultValue>> results;
