@@ -5,10 +5,12 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "proto/wire_encoder.h"
+#include "analyzer/report/json_writer.h"
 
 namespace gpuxray::timeline {
 namespace {
+
+using report::appendJsonEscaped;
 
 // v1 flow events are matched by (id, category, name): every one carries the same two.
 constexpr std::string_view kFlowCategoryAndName = R"("cat":"flow","name":"flow")";
@@ -19,39 +21,6 @@ void appendNumber(std::string& out, double value) {
 }
 
 }  // namespace
-
-void appendJsonEscaped(std::string& out, std::string_view text) {
-  std::string repaired;
-  if (format::WireEncoder::validUtf8Prefix(text) != text.size()) {
-    repaired = format::WireEncoder::withValidUtf8(text);
-    text = repaired;
-  }
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-}
 
 ChromeJsonSink::ChromeJsonSink(format::ByteSink& out, size_t flush_bytes) : out_(out), flush_bytes_(flush_bytes) {}
 

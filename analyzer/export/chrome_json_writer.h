@@ -57,8 +57,4 @@ class ChromeJsonSink final : public TimelineSink {
   std::vector<bool> escaped_known_;
 };
 
-// `text` as the inside of a JSON string (quotes, backslashes and control characters escaped;
-// invalid UTF-8 replaced by U+FFFD).
-void appendJsonEscaped(std::string& out, std::string_view text);
-
 }  // namespace gpuxray::timeline

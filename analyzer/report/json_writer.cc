@@ -4,11 +4,16 @@
 
 #include <cmath>
 
+#include "proto/wire_encoder.h"
+
 namespace gpuxray::report {
 
-std::string jsonEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
+void appendJsonEscaped(std::string& out, std::string_view text) {
+  std::string repaired;
+  if (format::WireEncoder::validUtf8Prefix(text) != text.size()) {
+    repaired = format::WireEncoder::withValidUtf8(text);
+    text = repaired;
+  }
   for (char c : text) {
     switch (c) {
       case '"':
@@ -28,12 +33,18 @@ std::string jsonEscape(std::string_view text) {
         break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
         } else {
           out += c;
         }
     }
   }
+}
+
+std::string jsonEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  appendJsonEscaped(out, text);
   return out;
 }
 
@@ -92,7 +103,7 @@ JsonWriter& JsonWriter::endArray() {
 JsonWriter& JsonWriter::key(std::string_view name) {
   beforeValue();
   out_ += '"';
-  out_ += jsonEscape(name);
+  appendJsonEscaped(out_, name);
   out_ += "\": ";
   after_key_ = true;
   return *this;
@@ -101,7 +112,7 @@ JsonWriter& JsonWriter::key(std::string_view name) {
 JsonWriter& JsonWriter::value(std::string_view text) {
   beforeValue();
   out_ += '"';
-  out_ += jsonEscape(text);
+  appendJsonEscaped(out_, text);
   out_ += '"';
   return *this;
 }

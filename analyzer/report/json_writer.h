@@ -56,6 +56,9 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
+// `text` as a JSON string's contents: quotes, backslashes and control characters escaped, and bytes
+// that are not UTF-8 replaced (U+FFFD), so that a name read from a damaged trace still gives valid JSON.
+void appendJsonEscaped(std::string& out, std::string_view text);
 std::string jsonEscape(std::string_view text);
 
 }  // namespace gpuxray::report
