@@ -25,18 +25,13 @@
 #include <vector>
 
 #include "inject/capture_session.h"
+#include "tests/benchmarks/launch_cost_loop.h"
 #include "tests/support/fake_cupti.h"
 
 namespace {
 
 using namespace gpuxray;
 using gpuxray::testing::FakeCupti;
-
-uint64_t cpuNs() {
-  timespec now{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
-}
 
 enum class Mode { kCapture, kUnmatched, kMatchedDone };
 
@@ -104,10 +99,10 @@ double nsPerLaunch(Mode mode, uint32_t launches, const std::filesystem::path& di
     fmt::print(stderr, "kernel_metrics_benchmark: the capture did not start\n");
     std::exit(1);
   }
-  uint64_t start = cpuNs();
+  uint64_t start = benchmarks::processCpuNs();
   for (uint32_t i = 1; i <= launches; ++i) launch(i);
   session.stop(format::CaptureEnd::kProcessExit, "benchmark");
-  uint64_t spent = cpuNs() - start;
+  uint64_t spent = benchmarks::processCpuNs() - start;
   std::filesystem::remove_all(dir);
   return static_cast<double>(spent) / launches;
 }
@@ -115,32 +110,15 @@ double nsPerLaunch(Mode mode, uint32_t launches, const std::filesystem::path& di
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint32_t launches = 200'000;
-  int reps = 5;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string_view option = argv[i];
-    if (option == "--launches") {
-      launches = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
-    } else if (option == "--reps") {
-      reps = std::atoi(argv[i + 1]);
-    } else {
-      fmt::print(stderr, "usage: kernel_metrics_benchmark [--launches N] [--reps N]\n");
-      return 2;
-    }
-  }
-  if (launches == 0 || reps <= 0) return 2;
+  auto options = benchmarks::parseLaunchLoopOptions(argc, argv, "kernel_metrics_benchmark");
+  if (!options) return 2;
+  const uint32_t launches = options->launches;
+  const int reps = options->reps;
   auto dir = std::filesystem::temp_directory_path() / fmt::format("gpuxray-kernel-metrics-benchmark-{}", ::getpid());
   const std::pair<Mode, const char*> modes[] = {
       {Mode::kCapture, "capture"}, {Mode::kUnmatched, "unmatched"}, {Mode::kMatchedDone, "matched-done"}};
-  std::map<Mode, std::vector<double>> samples;
-  for (int rep = 0; rep < reps; ++rep) {
-    for (auto [mode, name] : modes) samples[mode].push_back(nsPerLaunch(mode, launches, dir));
-  }
-  std::map<Mode, double> median;
-  for (auto& [mode, values] : samples) {
-    std::sort(values.begin(), values.end());
-    median[mode] = values[values.size() / 2];
-  }
+  std::map<Mode, double> median =
+      benchmarks::medianPerMode<Mode>(modes, reps, [&](Mode mode) { return nsPerLaunch(mode, launches, dir); });
   fmt::print("kernel_metrics_benchmark: {} launches, median of {} runs (process CPU time per launch)\n", launches,
              reps);
   for (auto [mode, name] : modes) {

@@ -31,18 +31,13 @@
 #include <vector>
 
 #include "inject/capture_session.h"
+#include "tests/benchmarks/launch_cost_loop.h"
 #include "tests/support/fake_cupti.h"
 
 namespace {
 
 using namespace gpuxray;
 using gpuxray::testing::FakeCupti;
-
-uint64_t cpuNs() {
-  timespec now{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
-}
 
 uint64_t realtimeNs() {
   timespec now{};
@@ -107,13 +102,13 @@ double nsPerLaunch(Mode mode, uint32_t launches, const std::filesystem::path& di
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
-  uint64_t start = cpuNs();
+  uint64_t start = benchmarks::processCpuNs();
   for (uint32_t i = 1; i <= launches; ++i) {
     // Without a capture no kind is enabled: the bare loop pays the same check.
     launch(i, mode == Mode::kOutsideDropped || fake.isEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   }
   if (session) session->stop(format::CaptureEnd::kProcessExit, "benchmark");
-  uint64_t spent = cpuNs() - start;
+  uint64_t spent = benchmarks::processCpuNs() - start;
   std::filesystem::remove_all(dir);
   return static_cast<double>(spent) / launches;
 }
@@ -121,35 +116,17 @@ double nsPerLaunch(Mode mode, uint32_t launches, const std::filesystem::path& di
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint32_t launches = 200'000;
-  int reps = 5;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string_view option = argv[i];
-    if (option == "--launches") {
-      launches = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
-    } else if (option == "--reps") {
-      reps = std::atoi(argv[i + 1]);
-    } else {
-      fmt::print(stderr, "usage: window_benchmark [--launches N] [--reps N]\n");
-      return 2;
-    }
-  }
-  if (launches == 0 || reps <= 0) return 2;
+  auto options = benchmarks::parseLaunchLoopOptions(argc, argv, "window_benchmark");
+  if (!options) return 2;
+  const uint32_t launches = options->launches;
+  const int reps = options->reps;
   auto dir = std::filesystem::temp_directory_path() / fmt::format("gpuxray-window-benchmark-{}", ::getpid());
   const std::pair<Mode, const char*> modes[] = {{Mode::kBare, "bare"},
                                                 {Mode::kInside, "inside"},
                                                 {Mode::kOutside, "outside"},
                                                 {Mode::kOutsideDropped, "outside-dropped"}};
-  std::map<Mode, std::vector<double>> samples;
-  // Alternate the modes so that drift in the machine's load spreads over all of them.
-  for (int rep = 0; rep < reps; ++rep) {
-    for (auto [mode, name] : modes) samples[mode].push_back(nsPerLaunch(mode, launches, dir));
-  }
-  std::map<Mode, double> median;
-  for (auto& [mode, values] : samples) {
-    std::sort(values.begin(), values.end());
-    median[mode] = values[values.size() / 2];
-  }
+  std::map<Mode, double> median =
+      benchmarks::medianPerMode<Mode>(modes, reps, [&](Mode mode) { return nsPerLaunch(mode, launches, dir); });
   fmt::print("window_benchmark: {} launches x {} reps, process CPU ns per launch (median)\n", launches, reps);
   for (auto [mode, name] : modes) fmt::print("  {:<16} {:9.1f} ns\n", name, median[mode]);
   double inside = median[Mode::kInside] - median[Mode::kBare];
