@@ -13,7 +13,6 @@
 // Reported as ns per launch and as the ratio to `capture`; the target is <= 1.10. A measured launch
 // itself costs its replays on the GPU (docs/kernel-metrics.md): that is timed by scripts/gpu-check.sh.
 #include <fmt/format.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -49,29 +48,7 @@ void launch(uint32_t correlation) {
   runtime.callbackSite = driver.callbackSite = CUPTI_API_EXIT;
   fake.call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &driver);
   fake.call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &runtime);
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  uint64_t t = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
-  CUpti_ActivityAPI call{};
-  call.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-  call.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
-  call.start = t;
-  call.end = t + 2000;
-  call.correlationId = correlation;
-  fake.queue(call);
-  CUpti_ActivityKernel10 kernel{};
-  kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  kernel.start = t + 5000;
-  kernel.end = t + 9000;
-  kernel.streamId = 7;
-  kernel.correlationId = correlation;
-  kernel.gridX = 132;
-  kernel.gridY = kernel.gridZ = 1;
-  kernel.blockX = 256;
-  kernel.blockY = kernel.blockZ = 1;
-  kernel.registersPerThread = 64;
-  kernel.name = kSymbol;
-  fake.queue(kernel);
+  benchmarks::queueLaunchRecords(fake, correlation, kSymbol);
 }
 
 double nsPerLaunch(Mode mode, uint32_t launches, const std::filesystem::path& dir) {

@@ -1,6 +1,7 @@
 // What the capture's per-launch benchmarks (window_benchmark, kernel_metrics_benchmark) share: their
-// options (--launches N, --reps N), the process's CPU clock, and the median cost of each mode over
-// the repetitions, the modes alternated so that drift in the machine's load spreads over all of them.
+// options (--launches N, --reps N), the process's CPU clock, the activity records CUPTI delivers for
+// one kernel launch, and the median cost of each mode over the repetitions, the modes alternated so
+// that drift in the machine's load spreads over all of them.
 #pragma once
 
 #include <fmt/format.h>
@@ -15,6 +16,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "tests/support/fake_cupti.h"
 
 namespace gpuxray::benchmarks {
 
@@ -47,6 +50,34 @@ inline uint64_t processCpuNs() {
   timespec now{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
   return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+}
+
+// CUPTI's activity records of one cudaLaunchKernel (the API call, then its kernel 5 us later), queued
+// on the fake for the capture's next buffer.
+inline void queueLaunchRecords(testing::FakeCupti& fake, uint32_t correlation, const char* kernel_name) {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  uint64_t t = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+  CUpti_ActivityAPI call{};
+  call.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  call.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  call.start = t;
+  call.end = t + 2000;
+  call.correlationId = correlation;
+  fake.queue(call);
+  CUpti_ActivityKernel10 kernel{};
+  kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  kernel.start = t + 5000;
+  kernel.end = t + 9000;
+  kernel.streamId = 7;
+  kernel.correlationId = correlation;
+  kernel.gridX = 132;
+  kernel.gridY = kernel.gridZ = 1;
+  kernel.blockX = 256;
+  kernel.blockY = kernel.blockZ = 1;
+  kernel.registersPerThread = 64;
+  kernel.name = kernel_name;
+  fake.queue(kernel);
 }
 
 // measure(mode) gives one repetition's cost; the result is each mode's median over `reps`.

@@ -16,7 +16,6 @@
 //
 // Target: outside <= 5 % of inside. Reported, not enforced.
 #include <fmt/format.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -38,39 +37,11 @@ namespace {
 using namespace gpuxray;
 using gpuxray::testing::FakeCupti;
 
-uint64_t realtimeNs() {
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
-}
-
 enum class Mode { kBare, kInside, kOutside, kOutsideDropped };
 
 // CUPTI's side of one cudaLaunchKernel.
 void launch(uint32_t correlation, bool deliver) {
-  if (!deliver) return;
-  auto& fake = FakeCupti::instance();
-  uint64_t now = realtimeNs();
-  CUpti_ActivityAPI call{};
-  call.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-  call.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
-  call.start = now;
-  call.end = now + 2000;
-  call.correlationId = correlation;
-  fake.queue(call);
-  CUpti_ActivityKernel10 kernel{};
-  kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  kernel.start = now + 5000;
-  kernel.end = now + 9000;
-  kernel.streamId = 7;
-  kernel.correlationId = correlation;
-  kernel.gridX = 132;
-  kernel.gridY = kernel.gridZ = 1;
-  kernel.blockX = 256;
-  kernel.blockY = kernel.blockZ = 1;
-  kernel.registersPerThread = 64;
-  kernel.name = "gemm_kernel";
-  fake.queue(kernel);
+  if (deliver) benchmarks::queueLaunchRecords(FakeCupti::instance(), correlation, "gemm_kernel");
 }
 
 double nsPerLaunch(Mode mode, uint32_t launches, const std::filesystem::path& dir) {
