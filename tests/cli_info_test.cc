@@ -1,5 +1,6 @@
 // `gpuxray info` and the CLI's exit codes, through the real binary.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <string>
@@ -61,7 +62,9 @@ void writeRankFile(const std::string& path, const RankFile& spec) {
   }
 }
 
-CommandResult runGpuxray(const std::string& args) { return runCommand(gpuxray::testing::gpuxrayBinary() + " " + args); }
+CommandResult runGpuxray(const std::string& args) {
+  return runCommand(gpuxray::testing::gpuxrayBinary() + " " + args);
+}
 
 }  // namespace
 
@@ -150,8 +153,8 @@ TEST_CASE("files of different runs in one directory are an error unless --allow-
 
   auto mixed = runGpuxray("info " + dir.path().string());
   CHECK(mixed.exit_code == 2);
-  CHECK(mixed.err == "gpuxray: error: the files come from 2 different runs: run 'run-a' (1 file, e.g. " + (dir / "a.gpuxray") +
-                         "), run 'run-b' (1 file, e.g. " + (dir / "b.gpuxray") +
+  CHECK(mixed.err == "gpuxray: error: the files come from 2 different runs: run 'run-a' (1 file, e.g. " +
+                         (dir / "a.gpuxray") + "), run 'run-b' (1 file, e.g. " + (dir / "b.gpuxray") +
                          "); pass --allow-mixed to read them together\n");
   CHECK(mixed.out.find("run       run-b") != std::string::npos);
 
@@ -176,8 +179,8 @@ TEST_CASE("an unreadable file is an error, and the good files beside it are stil
   std::ofstream(dir / "junk.gpuxray") << "this is not a trace";
   auto result = runGpuxray("info " + dir.path().string());
   CHECK(result.exit_code == 2);
-  CHECK(result.err == "gpuxray: error: " + (dir / "junk.gpuxray") +
-                          ": not a gpuxray trace (no GPUXRAY signature at the start)\n");
+  CHECK(result.err ==
+        "gpuxray: error: " + (dir / "junk.gpuxray") + ": not a gpuxray trace (no GPUXRAY signature at the start)\n");
   CHECK(result.out.find("rank-00000.gpuxray") != std::string::npos);
 }
 
@@ -206,4 +209,42 @@ TEST_CASE("paths that do not exist or hold no traces are errors") {
         "gpuxray: error: " + dir.path().string() +
             ": no trace files in this directory (gpuxray's *.gpuxray, its digests *.gxdigest, or PyTorch-profiler "
             "*.json / *.json.gz)\n");
+}
+
+TEST_CASE("info on digests: who made each, of which trace, with which options, and what it keeps") {
+  TempDir dir;
+  writeRankFile(dir / "rank-00000.gpuxray", {.rank = 0, .kernels = 10});
+  writeRankFile(dir / "rank-00001.gpuxray", {.rank = 1, .kernels = 12});
+  std::string digests = dir / "digests";
+  auto made = runGpuxray("digest " + dir.path().string() + " -o " + digests);
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+
+  auto text = runGpuxray("info " + digests);
+  INFO(text.out << text.err);
+  CHECK(text.exit_code == 0);
+  CHECK(text.err.empty());
+  CHECK(text.out.find("rank-00001.gpuxray.gxdigest\n  digest    format ") != std::string::npos);
+  CHECK(text.out.find("  of        " + (dir / "rank-00001.gpuxray")) != std::string::npos);
+  CHECK(text.out.find("  run       run-a\n") != std::string::npos);
+  CHECK(text.out.find("  rank      1 of 2, from RANK") != std::string::npos);
+  CHECK(text.out.find("12 records read, 1 steps") != std::string::npos);
+  CHECK(text.out.find("1 distinct kernel launches") != std::string::npos);
+
+  auto json = runGpuxray("info --format json " + digests);
+  CHECK(json.exit_code == 0);
+  CHECK(json.out.find("\"kind\": \"digest\"") != std::string::npos);
+  CHECK(json.out.find("\"source_path\": \"" + (dir / "rank-00000.gpuxray") + "\"") != std::string::npos);
+
+  // A damaged digest is one error line naming it (its rank then has no file: a warning); the other
+  // is still shown.
+  std::string damaged = digests + "/rank-00000.gpuxray.gxdigest";
+  std::ofstream(damaged, std::ios::binary | std::ios::trunc) << "GXDIGST\n";
+  auto bad = runGpuxray("info " + digests);
+  INFO(bad.err);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("gpuxray: error: " + damaged + ": not a gpuxray digest") != std::string::npos);
+  CHECK(bad.err.find("gpuxray: warning: run 'run-a': 1 of 2 ranks have no file (rank 0)\n") != std::string::npos);
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 2);
+  CHECK(bad.out.find("rank-00001.gpuxray.gxdigest") != std::string::npos);
 }

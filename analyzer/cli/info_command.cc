@@ -1,12 +1,15 @@
 // `gpuxray info PATH...`: what each trace file holds (header, event counts, drops, damage) and
-// whether the files form one run; for PyTorch-profiler traces, what the importer read from them.
+// whether the files form one run; for PyTorch-profiler traces, what the importer read from them; for
+// digests (`gpuxray digest`), who made them, of which trace and with which options, and what they keep.
 
 #include <fmt/core.h>
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "analyzer/analysis/digest_file.h"
 #include "analyzer/analysis/occupancy.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/errors.h"
@@ -123,7 +126,8 @@ KinetoInfo readKinetoInfo(const std::string& path) {
   KinetoInfo info;
   info.path = path;
   info.rank = load::importKinetoTrace(path, info.warnings, &info.stats);
-  if (info.rank.rank < 0) info.warnings.push_back(path + ": no rank in the trace (no distributedInfo): analyze picks one");
+  if (info.rank.rank < 0)
+    info.warnings.push_back(path + ": no rank in the trace (no distributedInfo): analyze picks one");
   return info;
 }
 
@@ -133,24 +137,34 @@ std::vector<std::pair<std::string, uint64_t>> importedCounts(const model::RankTr
   for (const auto& a : rank.activities) {
     switch (a.kind) {
       case model::ActivityKind::kCompute:
-      case model::ActivityKind::kCommunication: ++kernels; break;
+      case model::ActivityKind::kCommunication:
+        ++kernels;
+        break;
       case model::ActivityKind::kMemcpy:
-      case model::ActivityKind::kMemset: ++copies; break;
+      case model::ActivityKind::kMemset:
+        ++copies;
+        break;
       case model::ActivityKind::kSync:
-      case model::ActivityKind::kHostOp: ++syncs; break;
+      case model::ActivityKind::kHostOp:
+        ++syncs;
+        break;
     }
   }
-  return {{"kernels", kernels}, {"copies_and_memsets", copies}, {"synchronizations_and_host_ops", syncs},
-          {"launches", rank.host_calls.size()}, {"ranges", rank.nvtx.size()}, {"nccl_operations", rank.nccl_ops.size()},
-          {"communicators", rank.communicators.size()}, {"memory_events", rank.memory.size()}};
+  return {{"kernels", kernels},
+          {"copies_and_memsets", copies},
+          {"synchronizations_and_host_ops", syncs},
+          {"launches", rank.host_calls.size()},
+          {"ranges", rank.nvtx.size()},
+          {"nccl_operations", rank.nccl_ops.size()},
+          {"communicators", rank.communicators.size()},
+          {"memory_events", rank.memory.size()}};
 }
 
 void printKineto(const KinetoInfo& info) {
   const auto& h = info.rank.header;
   const auto& s = info.stats;
   fmt::print("{}\n", info.path);
-  fmt::print("  format    {}, {} of JSON{}\n", h.tool_version,
-             report::formatBytes(s.json_bytes),
+  fmt::print("  format    {}, {} of JSON{}\n", h.tool_version, report::formatBytes(s.json_bytes),
              s.file_bytes != s.json_bytes ? fmt::format(", {} compressed", report::formatBytes(s.file_bytes)) : "");
   fmt::print("  run       {} (from the {})\n", h.run_id, h.run_id_source);
   fmt::print("  rank      {}\n", h.rank < 0 ? std::string("unknown (no distributedInfo)") : rankText(h));
@@ -159,7 +173,8 @@ void printKineto(const KinetoInfo& info) {
   std::string events;
   for (size_t c = 0; c < s.by_category.size(); ++c) {
     if (s.by_category[c] == 0) continue;
-    events += fmt::format("{}{} {}", events.empty() ? "" : ", ", load::kinetoCategoryName(static_cast<load::KinetoCategory>(c)),
+    events += fmt::format("{}{} {}", events.empty() ? "" : ", ",
+                          load::kinetoCategoryName(static_cast<load::KinetoCategory>(c)),
                           report::formatCount(s.by_category[c]));
   }
   fmt::print("  events    {} ({})\n", report::formatCount(s.events), events.empty() ? "none" : events);
@@ -201,12 +216,74 @@ void writeKinetoJson(report::JsonWriter& json, const KinetoInfo& info) {
   json.endObject();
 }
 
+struct DigestInfo {
+  std::string path;
+  uintmax_t file_bytes = 0;
+  analysis::DigestFile digest;
+};
+
+DigestInfo readDigestInfo(const std::string& path) {
+  std::error_code error;
+  uintmax_t bytes = std::filesystem::file_size(path, error);
+  return {path, error ? 0 : bytes, analysis::readDigestFile(path)};
+}
+
+void printDigest(const DigestInfo& info) {
+  const auto& h = info.digest.header;
+  const auto& d = info.digest.digest;
+  const auto& trace = info.digest.skeleton;
+  fmt::print("{}\n", info.path);
+  fmt::print("  digest    format {}, made by gpuxray {}; {}\n", h.format_version, h.gpuxray_version,
+             report::formatBytes(info.file_bytes));
+  fmt::print("  of        {}{}\n", h.source_path,
+             h.source_absolute_path == h.source_path ? "" : fmt::format(" ({})", h.source_absolute_path));
+  fmt::print("  run       {}\n", h.run_id.empty() ? "(none)" : h.run_id);
+  fmt::print("  rank      {}\n", rankText(trace.header));
+  fmt::print("  options   {}\n", h.options.empty() ? "(defaults)" : h.options);
+  fmt::print(
+      "  keeps     {} records read, {} steps, {} distinct kernel launches, {} NCCL operations, {} communicators\n",
+      report::formatCount(trace.records_read), d.windows.size(), report::formatCount(d.kernels.launches.size()),
+      report::formatCount(trace.nccl_ops.size()), trace.communicators.size());
+  if (d.gpu_span.length() > 0)
+    fmt::print("  gpu time  {} from first to last activity\n", report::formatDuration(d.gpu_span.length()));
+}
+
+void writeDigestJson(report::JsonWriter& json, const DigestInfo& info) {
+  const auto& h = info.digest.header;
+  const auto& d = info.digest.digest;
+  const auto& trace = info.digest.skeleton;
+  json.beginObject()
+      .field("path", info.path)
+      .field("kind", "digest")
+      .field("digest_format_version", h.format_version)
+      .field("gpuxray_version", h.gpuxray_version)
+      .field("source_path", h.source_path)
+      .field("source_absolute_path", h.source_absolute_path)
+      .field("run_id", h.run_id)
+      .field("rank", h.rank)
+      .field("world_size", h.world_size)
+      .field("options", h.options)
+      .field("file_bytes", static_cast<uint64_t>(info.file_bytes))
+      .field("records_read", trace.records_read)
+      .field("steps", static_cast<uint64_t>(d.windows.size()))
+      .field("distinct_kernel_launches", static_cast<uint64_t>(d.kernels.launches.size()))
+      .field("nccl_operations", static_cast<uint64_t>(trace.nccl_ops.size()))
+      .field("communicators", static_cast<uint64_t>(trace.communicators.size()));
+  json.key("gpu_span_ns");
+  if (d.gpu_span.length() > 0) {
+    json.value(d.gpu_span.length());
+  } else {
+    json.null();
+  }
+  json.endObject();
+}
+
 void printText(const std::vector<FileInfo>& files) {
   for (const FileInfo& info : files) {
     const auto& h = info.header;
     fmt::print("{}\n", info.path);
-    fmt::print("  format    {}.{}, written by gpuxray {}{}; {} in {} chunks\n", info.version.major,
-               info.version.minor, h.tool_version.empty() ? "?" : h.tool_version, h.simulated ? " (simulated)" : "",
+    fmt::print("  format    {}.{}, written by gpuxray {}{}; {} in {} chunks\n", info.version.major, info.version.minor,
+               h.tool_version.empty() ? "?" : h.tool_version, h.simulated ? " (simulated)" : "",
                report::formatBytes(info.stats.file_bytes), info.stats.chunks);
     fmt::print("  run       {}{}\n", h.run_id.empty() ? "(none)" : h.run_id,
                h.run_id_source.empty() ? "" : fmt::format(" (from {})", h.run_id_source));
@@ -237,7 +314,8 @@ void printText(const std::vector<FileInfo>& files) {
     std::string drops;
     for (uint32_t c = 0; c < kCategoryCount; ++c) {
       auto name = format::categoryName(static_cast<Category>(c));
-      if (info.read[c] > 0) events += fmt::format("{}{} {}", events.empty() ? "" : ", ", name, report::formatCount(info.read[c]));
+      if (info.read[c] > 0)
+        events += fmt::format("{}{} {}", events.empty() ? "" : ", ", name, report::formatCount(info.read[c]));
       if (uint64_t dropped = droppedOf(info, c))
         drops += fmt::format("{}{} {}", drops.empty() ? "" : ", ", name, report::formatCount(dropped));
     }
@@ -250,12 +328,14 @@ void printText(const std::vector<FileInfo>& files) {
   }
 }
 
-void writeJson(const std::vector<FileInfo>& files, const std::vector<KinetoInfo>& kineto, const load::RunProblems& run,
+void writeJson(const std::vector<FileInfo>& files, const std::vector<KinetoInfo>& kineto,
+               const std::vector<DigestInfo>& digests, const load::RunProblems& run,
                const std::vector<std::string>& errors) {
   std::string out;
   report::JsonWriter json(out);
   json.beginObject().field("schema", "gpuxray.info").field("schema_version", 1).key("files").beginArray();
   for (const KinetoInfo& info : kineto) writeKinetoJson(json, info);
+  for (const DigestInfo& info : digests) writeDigestJson(json, info);
   for (const FileInfo& info : files) {
     const auto& h = info.header;
     json.beginObject()
@@ -302,7 +382,8 @@ void writeJson(const std::vector<FileInfo>& files, const std::vector<KinetoInfo>
       json.null();
     }
     json.key("events").beginObject();
-    for (uint32_t c = 1; c < kCategoryCount; ++c) json.field(format::categoryName(static_cast<Category>(c)), info.read[c]);
+    for (uint32_t c = 1; c < kCategoryCount; ++c)
+      json.field(format::categoryName(static_cast<Category>(c)), info.read[c]);
     json.endObject();
     json.key("dropped").beginObject();
     for (uint32_t c = 0; c < kCategoryCount; ++c)
@@ -336,10 +417,13 @@ ExitCode runInfo(const InfoOptions& options) {
 
   std::vector<FileInfo> files;
   std::vector<KinetoInfo> kineto;
+  std::vector<DigestInfo> digests;
   std::vector<std::string> errors;
   for (const auto& path : inputs.files) {
     try {
-      if (load::traceFileFormat(path) == model::SourceFormat::kKineto) {
+      if (analysis::isDigestFileName(path)) {
+        digests.push_back(readDigestInfo(path));
+      } else if (load::traceFileFormat(path) == model::SourceFormat::kKineto) {
         kineto.push_back(readKinetoInfo(path));
       } else {
         files.push_back(readFileInfo(path));
@@ -356,14 +440,16 @@ ExitCode runInfo(const InfoOptions& options) {
   for (const auto& info : kineto) {
     if (info.rank.rank >= 0) ranked.push_back({info.path, &info.rank.header});
   }
+  for (const auto& info : digests) ranked.push_back({info.path, &info.digest.skeleton.header});
   load::RunProblems run = load::checkRunMembership(ranked, options.allow_mixed_runs, inputs.from_directory);
   run.warnings.insert(run.warnings.begin(), inputs.warnings.begin(), inputs.warnings.end());
   errors.insert(errors.end(), run.errors.begin(), run.errors.end());
 
   if (options.output_format == "json") {
-    writeJson(files, kineto, run, errors);
+    writeJson(files, kineto, digests, run, errors);
   } else {
     for (const KinetoInfo& info : kineto) printKineto(info);
+    for (const DigestInfo& info : digests) printDigest(info);
     printText(files);
     for (const auto& warning : run.warnings) fmt::print(stderr, "gpuxray: warning: {}\n", warning);
     for (const auto& error : errors) fmt::print(stderr, "gpuxray: error: {}\n", error);
@@ -375,8 +461,9 @@ ExitCode runInfo(const InfoOptions& options) {
 
 CommandAction addInfoCommand(CLI::App& app) {
   auto options = std::make_shared<InfoOptions>();
-  CLI::App* command = app.add_subcommand(
-      "info", "Show what trace files hold: header, event counts, drops, damage (gpuxray or PyTorch-profiler traces)");
+  CLI::App* command = app.add_subcommand("info",
+                                         "Show what trace files hold: header, event counts, drops, damage (gpuxray or "
+                                         "PyTorch-profiler traces, and digests)");
   command->add_option("paths", options->paths, "Trace files or directories of them")->required();
   command->add_option("--format", options->output_format, "text (default) or json");
   command->add_flag("--allow-mixed", options->allow_mixed_runs, "Accept files from different runs together");
