@@ -10,13 +10,6 @@
 namespace gpuxray::inject {
 namespace {
 
-template <typename Params, size_t Size>
-Params params() {
-  Params p{};
-  p.structSize = Size;
-  return p;
-}
-
 std::string demangled(const char* symbol) {
   int status = 0;
   std::unique_ptr<char, decltype(&std::free)> name(abi::__cxa_demangle(symbol, nullptr, nullptr, &status), &std::free);
@@ -89,7 +82,7 @@ KernelMetricCollector::~KernelMetricCollector() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [context, profiler] : contexts_) {
     if (profiler.profiler != nullptr) {
-      auto disable = params<CUpti_RangeProfiler_Disable_Params, CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE>();
+      auto disable = cuptiParams<CUpti_RangeProfiler_Disable_Params, CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE>();
       disable.pRangeProfilerObject = profiler.profiler;
       api_.disable(&disable);
     }
@@ -142,7 +135,7 @@ KernelMetricCollector::ContextProfiler* KernelMetricCollector::profilerFor(CUcon
   if (!inserted) return profiler.usable ? &profiler : nullptr;
   const std::string prefix = "kernel metrics are off";
   if (!profiler_initialized_ && !profiler_failed_) {
-    auto init = params<CUpti_Profiler_Initialize_Params, CUpti_Profiler_Initialize_Params_STRUCT_SIZE>();
+    auto init = cuptiParams<CUpti_Profiler_Initialize_Params, CUpti_Profiler_Initialize_Params_STRUCT_SIZE>();
     CUptiResult r = api_.profilerInitialize(&init);
     profiler_initialized_ = r == CUPTI_SUCCESS;
     profiler_failed_ = !profiler_initialized_;
@@ -154,14 +147,14 @@ KernelMetricCollector::ContextProfiler* KernelMetricCollector::profilerFor(CUcon
     return nullptr;
   }
   const std::string on_device = prefix + " on device " + std::to_string(profiler.device) + ": ";
-  auto chip = params<CUpti_Device_GetChipName_Params, CUpti_Device_GetChipName_Params_STRUCT_SIZE>();
+  auto chip = cuptiParams<CUpti_Device_GetChipName_Params, CUpti_Device_GetChipName_Params_STRUCT_SIZE>();
   chip.deviceIndex = profiler.device;
   if (CUptiResult r = api_.deviceGetChipName(&chip); r != CUPTI_SUCCESS || chip.pChipName == nullptr) {
     warn(on_device + "no chip name: " + describeProfilerResult(api_, r));
     return nullptr;
   }
-  auto availability =
-      params<CUpti_Profiler_GetCounterAvailability_Params, CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE>();
+  auto availability = cuptiParams<CUpti_Profiler_GetCounterAvailability_Params,
+                                  CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE>();
   availability.ctx = context;
   std::vector<uint8_t> availability_image;
   if (api_.getCounterAvailability(&availability) == CUPTI_SUCCESS && availability.counterAvailabilityImageSize > 0) {
@@ -187,7 +180,7 @@ KernelMetricCollector::ContextProfiler* KernelMetricCollector::profilerFor(CUcon
     return nullptr;
   };
 
-  auto enable = params<CUpti_RangeProfiler_Enable_Params, CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE>();
+  auto enable = cuptiParams<CUpti_RangeProfiler_Enable_Params, CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE>();
   enable.ctx = context;
   if (CUptiResult r = api_.enable(&enable); r != CUPTI_SUCCESS) {
     std::string why = describeProfilerResult(api_, r);
@@ -198,8 +191,8 @@ KernelMetricCollector::ContextProfiler* KernelMetricCollector::profilerFor(CUcon
     return give_up(why);
   }
   profiler.profiler = enable.pRangeProfilerObject;
-  auto size = params<CUpti_RangeProfiler_GetCounterDataSize_Params,
-                     CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE>();
+  auto size = cuptiParams<CUpti_RangeProfiler_GetCounterDataSize_Params,
+                          CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE>();
   size.pRangeProfilerObject = profiler.profiler;
   size.pMetricNames = profiler.metric_names.data();
   size.numMetrics = profiler.metric_names.size();
@@ -208,7 +201,7 @@ KernelMetricCollector::ContextProfiler* KernelMetricCollector::profilerFor(CUcon
   CUptiResult r = api_.getCounterDataSize(&size);
   if (r == CUPTI_SUCCESS) profiler.counter_data.resize(size.counterDataSize);
   if (r != CUPTI_SUCCESS || !resetCounterData(profiler)) {
-    auto disable = params<CUpti_RangeProfiler_Disable_Params, CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE>();
+    auto disable = cuptiParams<CUpti_RangeProfiler_Disable_Params, CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE>();
     disable.pRangeProfilerObject = profiler.profiler;
     api_.disable(&disable);
     profiler.profiler = nullptr;
@@ -219,8 +212,8 @@ KernelMetricCollector::ContextProfiler* KernelMetricCollector::profilerFor(CUcon
 }
 
 bool KernelMetricCollector::resetCounterData(ContextProfiler& profiler) {
-  auto init = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params,
-                     CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE>();
+  auto init = cuptiParams<CUpti_RangeProfiler_CounterDataImage_Initialize_Params,
+                          CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE>();
   init.pRangeProfilerObject = profiler.profiler;
   init.counterDataSize = profiler.counter_data.size();
   init.pCounterData = profiler.counter_data.data();
@@ -228,7 +221,7 @@ bool KernelMetricCollector::resetCounterData(ContextProfiler& profiler) {
 }
 
 bool KernelMetricCollector::start(ContextProfiler& profiler) {
-  auto set = params<CUpti_RangeProfiler_SetConfig_Params, CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE>();
+  auto set = cuptiParams<CUpti_RangeProfiler_SetConfig_Params, CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE>();
   set.pRangeProfilerObject = profiler.profiler;
   set.configSize = profiler.config.image.size();
   set.pConfig = profiler.config.image.data();
@@ -242,7 +235,7 @@ bool KernelMetricCollector::start(ContextProfiler& profiler) {
   set.passIndex = 0;
   set.targetNestingLevel = 1;
   CUptiResult r = api_.setConfig(&set);
-  auto start_params = params<CUpti_RangeProfiler_Start_Params, CUpti_RangeProfiler_Start_Params_STRUCT_SIZE>();
+  auto start_params = cuptiParams<CUpti_RangeProfiler_Start_Params, CUpti_RangeProfiler_Start_Params_STRUCT_SIZE>();
   start_params.pRangeProfilerObject = profiler.profiler;
   if (r == CUPTI_SUCCESS) r = api_.start(&start_params);
   if (r != CUPTI_SUCCESS) {
@@ -256,7 +249,7 @@ bool KernelMetricCollector::start(ContextProfiler& profiler) {
 
 void KernelMetricCollector::finish(ContextProfiler& profiler, uint32_t correlation_id) {
   const std::string prefix = "kernel metrics on device " + std::to_string(profiler.device) + ": ";
-  auto stop = params<CUpti_RangeProfiler_Stop_Params, CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE>();
+  auto stop = cuptiParams<CUpti_RangeProfiler_Stop_Params, CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE>();
   stop.pRangeProfilerObject = profiler.profiler;
   CUptiResult r = api_.stop(&stop);
   if (r == CUPTI_SUCCESS && !stop.isAllPassSubmitted) {
@@ -264,17 +257,17 @@ void KernelMetricCollector::finish(ContextProfiler& profiler, uint32_t correlati
     resetCounterData(profiler);
     return;
   }
-  auto decode = params<CUpti_RangeProfiler_DecodeData_Params, CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE>();
+  auto decode = cuptiParams<CUpti_RangeProfiler_DecodeData_Params, CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE>();
   decode.pRangeProfilerObject = profiler.profiler;
   if (r == CUPTI_SUCCESS) r = api_.decodeData(&decode);
-  auto info = params<CUpti_RangeProfiler_GetCounterDataInfo_Params,
-                     CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE>();
+  auto info = cuptiParams<CUpti_RangeProfiler_GetCounterDataInfo_Params,
+                          CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE>();
   info.pCounterDataImage = profiler.counter_data.data();
   info.counterDataImageSize = profiler.counter_data.size();
   if (r == CUPTI_SUCCESS) r = api_.getCounterDataInfo(&info);
   std::vector<double> values(profiler.metric_names.size());
-  auto evaluate = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params,
-                         CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE>();
+  auto evaluate = cuptiParams<CUpti_Profiler_Host_EvaluateToGpuValues_Params,
+                              CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE>();
   evaluate.pHostObject = profiler.config.host;
   evaluate.pCounterDataImage = profiler.counter_data.data();
   evaluate.counterDataImageSize = profiler.counter_data.size();

@@ -7,40 +7,10 @@ namespace {
 
 using format::KernelMetricsRecord;
 
-template <typename Params, size_t Size>
-Params params() {
-  Params p{};
-  p.structSize = Size;
-  return p;
-}
-
-void deinitialize(const KernelProfilerApi& api, CUpti_Profiler_Host_Object* host) {
-  auto deinit = params<CUpti_Profiler_Host_Deinitialize_Params, CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE>();
-  deinit.pHostObject = host;
-  api.hostDeinitialize(&deinit);
-}
-
 // A host object of the range profiler for `chip`; null (and `result` says why) when refused.
 CUpti_Profiler_Host_Object* initialize(const KernelProfilerApi& api, const std::string& chip,
                                        const std::vector<uint8_t>& availability, CUptiResult& result) {
-  auto init = params<CUpti_Profiler_Host_Initialize_Params, CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE>();
-  init.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  init.pChipName = chip.c_str();
-  init.pCounterAvailabilityImage = availability.empty() ? nullptr : availability.data();
-  result = api.hostInitialize(&init);
-  return result == CUPTI_SUCCESS ? init.pHostObject : nullptr;
-}
-
-CUptiResult addMetrics(const KernelProfilerApi& api, CUpti_Profiler_Host_Object* host,
-                       const std::vector<std::string>& metrics) {
-  std::vector<const char*> names;
-  for (const auto& m : metrics) names.push_back(m.c_str());
-  auto add =
-      params<CUpti_Profiler_Host_ConfigAddMetrics_Params, CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE>();
-  add.pHostObject = host;
-  add.ppMetricNames = names.data();
-  add.numMetrics = names.size();
-  return api.hostConfigAddMetrics(&add);
+  return initializeProfilerHost(api, CUPTI_PROFILER_TYPE_RANGE_PROFILER, chip, availability, result);
 }
 
 }  // namespace
@@ -48,17 +18,9 @@ CUptiResult addMetrics(const KernelProfilerApi& api, CUpti_Profiler_Host_Object*
 std::string bindKernelProfilerApi(void* library, KernelProfilerApi& api) {
   std::string missing;
   auto bind = [&](const char* symbol, auto& slot) { bindSymbol(library, symbol, slot, missing); };
-  bind("cuptiProfilerInitialize", api.profilerInitialize);
-  bind("cuptiDeviceGetChipName", api.deviceGetChipName);
+  bindProfilerHostApi(library, api, missing);
   bind("cuptiGetDeviceId", api.getDeviceId);
   bind("cuptiProfilerGetCounterAvailability", api.getCounterAvailability);
-  bind("cuptiProfilerHostInitialize", api.hostInitialize);
-  bind("cuptiProfilerHostDeinitialize", api.hostDeinitialize);
-  bind("cuptiProfilerHostConfigAddMetrics", api.hostConfigAddMetrics);
-  bind("cuptiProfilerHostGetConfigImageSize", api.hostGetConfigImageSize);
-  bind("cuptiProfilerHostGetConfigImage", api.hostGetConfigImage);
-  bind("cuptiProfilerHostGetNumOfPasses", api.hostGetNumOfPasses);
-  bind("cuptiProfilerHostEvaluateToGpuValues", api.hostEvaluateToGpuValues);
   bind("cuptiRangeProfilerEnable", api.enable);
   bind("cuptiRangeProfilerDisable", api.disable);
   bind("cuptiRangeProfilerSetConfig", api.setConfig);
@@ -68,7 +30,6 @@ std::string bindKernelProfilerApi(void* library, KernelProfilerApi& api) {
   bind("cuptiRangeProfilerGetCounterDataSize", api.getCounterDataSize);
   bind("cuptiRangeProfilerCounterDataImageInitialize", api.counterDataImageInitialize);
   bind("cuptiRangeProfilerGetCounterDataInfo", api.getCounterDataInfo);
-  bind("cuptiGetResultString", api.getResultString);
   return missing;
 }
 
@@ -97,16 +58,9 @@ const std::vector<KernelQuantity>& kernelQuantities() {
   return quantities;
 }
 
-std::string describeProfilerResult(const KernelProfilerApi& api, CUptiResult result) {
-  const char* text = nullptr;
-  if (api.getResultString != nullptr && api.getResultString(result, &text) == CUPTI_SUCCESS && text != nullptr)
-    return std::string(text) + " (" + std::to_string(static_cast<int>(result)) + ")";
-  return "CUPTI error " + std::to_string(static_cast<int>(result));
-}
-
 void releaseKernelMetricConfig(const KernelProfilerApi& api, KernelMetricConfig& config) {
   if (config.host == nullptr) return;
-  deinitialize(api, config.host);
+  deinitializeProfilerHost(api, config.host);
   config.host = nullptr;
 }
 
@@ -125,8 +79,8 @@ bool buildKernelMetricConfig(const KernelProfilerApi& api, const std::string& ch
   for (size_t i = 0; i < quantities.size(); ++i) {
     std::string metric(quantities[i].metric);
     CUpti_Profiler_Host_Object* probe = initialize(api, chip, availability, result);
-    bool offered = probe != nullptr && addMetrics(api, probe, {metric}) == CUPTI_SUCCESS;
-    if (probe != nullptr) deinitialize(api, probe);
+    bool offered = probe != nullptr && addProfilerMetrics(api, probe, {metric}) == CUPTI_SUCCESS;
+    if (probe != nullptr) deinitializeProfilerHost(api, probe);
     if (!offered) {
       config.unavailable.push_back(metric);
       continue;
@@ -139,33 +93,15 @@ bool buildKernelMetricConfig(const KernelProfilerApi& api, const std::string& ch
     error = "chip " + chip + " offers none of the kernel metrics";
     return false;
   }
-  result = addMetrics(api, config.host, config.metrics);
-  auto size = params<CUpti_Profiler_Host_GetConfigImageSize_Params,
-                     CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE>();
-  size.pHostObject = config.host;
-  if (result == CUPTI_SUCCESS) result = api.hostGetConfigImageSize(&size);
-  if (result == CUPTI_SUCCESS) {
-    config.image.resize(size.configImageSize);
-    auto get =
-        params<CUpti_Profiler_Host_GetConfigImage_Params, CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE>();
-    get.pHostObject = config.host;
-    get.configImageSize = config.image.size();
-    get.pConfigImage = config.image.data();
-    result = api.hostGetConfigImage(&get);
-  }
-  auto passes =
-      params<CUpti_Profiler_Host_GetNumOfPasses_Params, CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE>();
-  if (result == CUPTI_SUCCESS) {
-    passes.configImageSize = config.image.size();
-    passes.pConfigImage = config.image.data();
-    result = api.hostGetNumOfPasses(&passes);
-  }
-  if (result != CUPTI_SUCCESS || passes.numOfPasses == 0) {
+  size_t passes = 0;
+  result = addProfilerMetrics(api, config.host, config.metrics);
+  if (result == CUPTI_SUCCESS) result = buildProfilerConfigImage(api, config.host, config.image, passes);
+  if (result != CUPTI_SUCCESS || passes == 0) {
     error = "kernel metric configuration for " + chip + " failed: " + describeProfilerResult(api, result);
     releaseKernelMetricConfig(api, config);
     return false;
   }
-  config.passes = passes.numOfPasses;
+  config.passes = passes;
   out = std::move(config);
   return true;
 }

@@ -4,7 +4,6 @@
 // the table and the pass counts.
 #pragma once
 
-#include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
@@ -16,22 +15,14 @@
 #include <string_view>
 #include <vector>
 
+#include "inject/profiler_host.h"
 #include "proto/records.h"
 
 namespace gpuxray::inject {
 
-struct KernelProfilerApi {
-  CUptiResult (*profilerInitialize)(CUpti_Profiler_Initialize_Params*) = nullptr;
-  CUptiResult (*deviceGetChipName)(CUpti_Device_GetChipName_Params*) = nullptr;
+struct KernelProfilerApi : ProfilerHostApi {
   CUptiResult (*getDeviceId)(CUcontext, uint32_t*) = nullptr;
   CUptiResult (*getCounterAvailability)(CUpti_Profiler_GetCounterAvailability_Params*) = nullptr;
-  CUptiResult (*hostInitialize)(CUpti_Profiler_Host_Initialize_Params*) = nullptr;
-  CUptiResult (*hostDeinitialize)(CUpti_Profiler_Host_Deinitialize_Params*) = nullptr;
-  CUptiResult (*hostConfigAddMetrics)(CUpti_Profiler_Host_ConfigAddMetrics_Params*) = nullptr;
-  CUptiResult (*hostGetConfigImageSize)(CUpti_Profiler_Host_GetConfigImageSize_Params*) = nullptr;
-  CUptiResult (*hostGetConfigImage)(CUpti_Profiler_Host_GetConfigImage_Params*) = nullptr;
-  CUptiResult (*hostGetNumOfPasses)(CUpti_Profiler_Host_GetNumOfPasses_Params*) = nullptr;
-  CUptiResult (*hostEvaluateToGpuValues)(CUpti_Profiler_Host_EvaluateToGpuValues_Params*) = nullptr;
   CUptiResult (*enable)(CUpti_RangeProfiler_Enable_Params*) = nullptr;
   CUptiResult (*disable)(CUpti_RangeProfiler_Disable_Params*) = nullptr;
   CUptiResult (*setConfig)(CUpti_RangeProfiler_SetConfig_Params*) = nullptr;
@@ -41,7 +32,6 @@ struct KernelProfilerApi {
   CUptiResult (*getCounterDataSize)(CUpti_RangeProfiler_GetCounterDataSize_Params*) = nullptr;
   CUptiResult (*counterDataImageInitialize)(CUpti_RangeProfiler_CounterDataImage_Initialize_Params*) = nullptr;
   CUptiResult (*getCounterDataInfo)(CUpti_RangeProfiler_GetCounterDataInfo_Params*) = nullptr;
-  CUptiResult (*getResultString)(CUptiResult, const char**) = nullptr;
 };
 
 // Binds the range profiler and host functions of an opened libcupti; returns the names of any missing.
@@ -77,7 +67,5 @@ void releaseKernelMetricConfig(const KernelProfilerApi& api, KernelMetricConfig&
 bool buildKernelMetricConfig(const KernelProfilerApi& api, const std::string& chip,
                              const std::vector<uint8_t>& counter_availability, KernelMetricConfig& config,
                              std::string& error);
-
-std::string describeProfilerResult(const KernelProfilerApi& api, CUptiResult result);
 
 }  // namespace gpuxray::inject

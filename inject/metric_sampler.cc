@@ -18,62 +18,23 @@ const std::vector<std::vector<std::string>> kMetricGroups = {
 // The hardware buffer in device memory, and how often it is drained.
 constexpr size_t kHardwareBufferBytes = 64u << 20;
 
-template <typename Params, size_t Size>
-Params params() {
-  Params p{};
-  p.structSize = Size;
-  return p;
-}
-
-std::string resultText(const PmSamplingApi& api, CUptiResult result) {
-  const char* text = nullptr;
-  if (api.getResultString != nullptr && api.getResultString(result, &text) == CUPTI_SUCCESS && text != nullptr)
-    return std::string(text) + " (" + std::to_string(static_cast<int>(result)) + ")";
-  return "CUPTI error " + std::to_string(static_cast<int>(result));
-}
-
 // A host configuration of `metrics` for `chip`: the image if it is one pass, else empty.
 bool tryConfig(const PmSamplingApi& api, const std::string& chip, const std::vector<uint8_t>& availability,
                const std::vector<std::string>& metrics, SamplingConfig& out, std::string& error) {
-  auto init = params<CUpti_Profiler_Host_Initialize_Params, CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE>();
-  init.profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING;
-  init.pChipName = chip.c_str();
-  init.pCounterAvailabilityImage = availability.empty() ? nullptr : availability.data();
-  if (CUptiResult r = api.hostInitialize(&init); r != CUPTI_SUCCESS) {
-    error = "the profiler host API does not know chip " + chip + ": " + resultText(api, r);
+  CUptiResult r = CUPTI_SUCCESS;
+  SamplingConfig config;
+  config.host = initializeProfilerHost(api, CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, availability, r);
+  if (config.host == nullptr) {
+    error = "the profiler host API does not know chip " + chip + ": " + describeProfilerResult(api, r);
     return false;
   }
-  SamplingConfig config;
-  config.host = init.pHostObject;
   config.metrics = metrics;
-  std::vector<const char*> names;
-  for (const auto& m : metrics) names.push_back(m.c_str());
-  auto add = params<CUpti_Profiler_Host_ConfigAddMetrics_Params, CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE>();
-  add.pHostObject = config.host;
-  add.ppMetricNames = names.data();
-  add.numMetrics = names.size();
-  auto size = params<CUpti_Profiler_Host_GetConfigImageSize_Params,
-                     CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE>();
-  size.pHostObject = config.host;
-  CUptiResult r = api.hostConfigAddMetrics(&add);
-  if (r == CUPTI_SUCCESS) r = api.hostGetConfigImageSize(&size);
-  if (r == CUPTI_SUCCESS) {
-    config.image.resize(size.configImageSize);
-    auto get = params<CUpti_Profiler_Host_GetConfigImage_Params, CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE>();
-    get.pHostObject = config.host;
-    get.configImageSize = config.image.size();
-    get.pConfigImage = config.image.data();
-    r = api.hostGetConfigImage(&get);
-  }
-  auto passes = params<CUpti_Profiler_Host_GetNumOfPasses_Params, CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE>();
-  if (r == CUPTI_SUCCESS) {
-    passes.configImageSize = config.image.size();
-    passes.pConfigImage = config.image.data();
-    r = api.hostGetNumOfPasses(&passes);
-  }
-  if (r != CUPTI_SUCCESS || passes.numOfPasses != 1) {
-    error = r != CUPTI_SUCCESS ? "metric configuration failed: " + resultText(api, r)
-                               : "the metrics need " + std::to_string(passes.numOfPasses) + " passes";
+  size_t passes = 0;
+  r = addProfilerMetrics(api, config.host, metrics);
+  if (r == CUPTI_SUCCESS) r = buildProfilerConfigImage(api, config.host, config.image, passes);
+  if (r != CUPTI_SUCCESS || passes != 1) {
+    error = r != CUPTI_SUCCESS ? "metric configuration failed: " + describeProfilerResult(api, r)
+                               : "the metrics need " + std::to_string(passes) + " passes";
     releaseSamplingConfig(api, config);
     return false;
   }
@@ -86,16 +47,8 @@ bool tryConfig(const PmSamplingApi& api, const std::string& chip, const std::vec
 std::string bindPmSamplingApi(void* library, PmSamplingApi& api) {
   std::string missing;
   auto bind = [&](const char* symbol, auto& slot) { bindSymbol(library, symbol, slot, missing); };
-  bind("cuptiDeviceGetChipName", api.deviceGetChipName);
-  bind("cuptiProfilerInitialize", api.profilerInitialize);
+  bindProfilerHostApi(library, api, missing);
   bind("cuptiPmSamplingGetCounterAvailability", api.getCounterAvailability);
-  bind("cuptiProfilerHostInitialize", api.hostInitialize);
-  bind("cuptiProfilerHostDeinitialize", api.hostDeinitialize);
-  bind("cuptiProfilerHostConfigAddMetrics", api.hostConfigAddMetrics);
-  bind("cuptiProfilerHostGetConfigImageSize", api.hostGetConfigImageSize);
-  bind("cuptiProfilerHostGetConfigImage", api.hostGetConfigImage);
-  bind("cuptiProfilerHostGetNumOfPasses", api.hostGetNumOfPasses);
-  bind("cuptiProfilerHostEvaluateToGpuValues", api.hostEvaluateToGpuValues);
   bind("cuptiPmSamplingEnable", api.enable);
   bind("cuptiPmSamplingDisable", api.disable);
   bind("cuptiPmSamplingSetConfig", api.setConfig);
@@ -106,7 +59,6 @@ std::string bindPmSamplingApi(void* library, PmSamplingApi& api) {
   bind("cuptiPmSamplingCounterDataImageInitialize", api.counterDataImageInitialize);
   bind("cuptiPmSamplingGetCounterDataInfo", api.getCounterDataInfo);
   bind("cuptiPmSamplingCounterDataGetSampleInfo", api.getSampleInfo);
-  bind("cuptiGetResultString", api.getResultString);
   return missing;
 }
 
@@ -121,9 +73,7 @@ const std::vector<std::string>& wantedMetrics() {
 
 void releaseSamplingConfig(const PmSamplingApi& api, SamplingConfig& config) {
   if (config.host == nullptr) return;
-  auto deinit = params<CUpti_Profiler_Host_Deinitialize_Params, CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE>();
-  deinit.pHostObject = config.host;
-  api.hostDeinitialize(&deinit);
+  deinitializeProfilerHost(api, config.host);
   config.host = nullptr;
 }
 
@@ -152,10 +102,11 @@ MetricSampler::~MetricSampler() {
 }
 
 std::string MetricSampler::describe(CUptiResult result) const {
-  std::string text = resultText(api_, result);
+  std::string text = describeProfilerResult(api_, result);
   if (result == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
-    text += ": GPU performance counters are restricted to administrators (run as root, or load the driver with "
-            "NVreg_RestrictProfilingToAdminUsers=0)";
+    text +=
+        ": GPU performance counters are restricted to administrators (run as root, or load the driver with "
+        "NVreg_RestrictProfilingToAdminUsers=0)";
   } else if (result == CUPTI_ERROR_NOT_SUPPORTED) {
     text += ": this GPU (" + (chip_.empty() ? std::string("unknown chip") : chip_) + ") does not support PM sampling";
   }
@@ -164,20 +115,20 @@ std::string MetricSampler::describe(CUptiResult result) const {
 
 bool MetricSampler::start(std::string& error) {
   auto prefix = "GPU metric sampling on device " + std::to_string(device_) + " is off: ";
-  auto init = params<CUpti_Profiler_Initialize_Params, CUpti_Profiler_Initialize_Params_STRUCT_SIZE>();
+  auto init = cuptiParams<CUpti_Profiler_Initialize_Params, CUpti_Profiler_Initialize_Params_STRUCT_SIZE>();
   if (CUptiResult r = api_.profilerInitialize(&init); r != CUPTI_SUCCESS) {
     error = prefix + describe(r);
     return false;
   }
-  auto chip = params<CUpti_Device_GetChipName_Params, CUpti_Device_GetChipName_Params_STRUCT_SIZE>();
+  auto chip = cuptiParams<CUpti_Device_GetChipName_Params, CUpti_Device_GetChipName_Params_STRUCT_SIZE>();
   chip.deviceIndex = device_;
   if (CUptiResult r = api_.deviceGetChipName(&chip); r != CUPTI_SUCCESS || chip.pChipName == nullptr) {
     error = prefix + "no chip name: " + describe(r);
     return false;
   }
   chip_ = chip.pChipName;
-  auto availability = params<CUpti_PmSampling_GetCounterAvailability_Params,
-                             CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE>();
+  auto availability = cuptiParams<CUpti_PmSampling_GetCounterAvailability_Params,
+                                  CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE>();
   availability.deviceIndex = device_;
   std::vector<uint8_t> availability_image;
   if (api_.getCounterAvailability(&availability) == CUPTI_SUCCESS && availability.counterAvailabilityImageSize > 0) {
@@ -192,14 +143,14 @@ bool MetricSampler::start(std::string& error) {
   }
   for (const auto& m : config_.metrics) metric_names_.push_back(m.c_str());
 
-  auto enable = params<CUpti_PmSampling_Enable_Params, CUpti_PmSampling_Enable_Params_STRUCT_SIZE>();
+  auto enable = cuptiParams<CUpti_PmSampling_Enable_Params, CUpti_PmSampling_Enable_Params_STRUCT_SIZE>();
   enable.deviceIndex = device_;
   if (CUptiResult r = api_.enable(&enable); r != CUPTI_SUCCESS) {
     error = prefix + describe(r);
     return false;
   }
   sampler_ = enable.pPmSamplingObject;
-  auto set = params<CUpti_PmSampling_SetConfig_Params, CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE>();
+  auto set = cuptiParams<CUpti_PmSampling_SetConfig_Params, CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE>();
   set.pPmSamplingObject = sampler_;
   set.configSize = config_.image.size();
   set.pConfig = config_.image.data();
@@ -207,7 +158,8 @@ bool MetricSampler::start(std::string& error) {
   set.samplingInterval = static_cast<uint64_t>(interval_us_) * 1000u;
   set.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
   set.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST;
-  auto size = params<CUpti_PmSampling_GetCounterDataSize_Params, CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE>();
+  auto size =
+      cuptiParams<CUpti_PmSampling_GetCounterDataSize_Params, CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE>();
   size.pPmSamplingObject = sampler_;
   size.pMetricNames = metric_names_.data();
   size.numMetrics = metric_names_.size();
@@ -218,12 +170,12 @@ bool MetricSampler::start(std::string& error) {
     counter_data_.resize(size.counterDataSize);
     r = resetCounterData() ? CUPTI_SUCCESS : CUPTI_ERROR_UNKNOWN;
   }
-  auto start_params = params<CUpti_PmSampling_Start_Params, CUpti_PmSampling_Start_Params_STRUCT_SIZE>();
+  auto start_params = cuptiParams<CUpti_PmSampling_Start_Params, CUpti_PmSampling_Start_Params_STRUCT_SIZE>();
   start_params.pPmSamplingObject = sampler_;
   if (r == CUPTI_SUCCESS) r = api_.start(&start_params);
   if (r != CUPTI_SUCCESS) {
     error = prefix + describe(r);
-    auto disable = params<CUpti_PmSampling_Disable_Params, CUpti_PmSampling_Disable_Params_STRUCT_SIZE>();
+    auto disable = cuptiParams<CUpti_PmSampling_Disable_Params, CUpti_PmSampling_Disable_Params_STRUCT_SIZE>();
     disable.pPmSamplingObject = sampler_;
     api_.disable(&disable);
     sampler_ = nullptr;
@@ -234,8 +186,8 @@ bool MetricSampler::start(std::string& error) {
 }
 
 bool MetricSampler::resetCounterData() {
-  auto init = params<CUpti_PmSampling_CounterDataImage_Initialize_Params,
-                     CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE>();
+  auto init = cuptiParams<CUpti_PmSampling_CounterDataImage_Initialize_Params,
+                          CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE>();
   init.pPmSamplingObject = sampler_;
   init.counterDataSize = counter_data_.size();
   init.pCounterData = counter_data_.data();
@@ -244,7 +196,7 @@ bool MetricSampler::resetCounterData() {
 
 void MetricSampler::collect(std::vector<MetricSample>& out) {
   if (!started_) return;
-  auto decode = params<CUpti_PmSampling_DecodeData_Params, CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE>();
+  auto decode = cuptiParams<CUpti_PmSampling_DecodeData_Params, CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE>();
   decode.pPmSamplingObject = sampler_;
   decode.pCounterDataImage = counter_data_.data();
   decode.counterDataImageSize = counter_data_.size();
@@ -253,7 +205,8 @@ void MetricSampler::collect(std::vector<MetricSample>& out) {
     return;
   }
   if (decode.overflow) ++overflows_;
-  auto info = params<CUpti_PmSampling_GetCounterDataInfo_Params, CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE>();
+  auto info =
+      cuptiParams<CUpti_PmSampling_GetCounterDataInfo_Params, CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE>();
   info.pCounterDataImage = counter_data_.data();
   info.counterDataImageSize = counter_data_.size();
   if (api_.getCounterDataInfo(&info) != CUPTI_SUCCESS) {
@@ -261,16 +214,16 @@ void MetricSampler::collect(std::vector<MetricSample>& out) {
     return;
   }
   for (size_t index = 0; index < info.numCompletedSamples; ++index) {
-    auto sample_info = params<CUpti_PmSampling_CounterData_GetSampleInfo_Params,
-                              CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE>();
+    auto sample_info = cuptiParams<CUpti_PmSampling_CounterData_GetSampleInfo_Params,
+                                   CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE>();
     sample_info.pPmSamplingObject = sampler_;
     sample_info.pCounterDataImage = counter_data_.data();
     sample_info.counterDataImageSize = counter_data_.size();
     sample_info.sampleIndex = index;
     MetricSample sample;
     sample.values.resize(metric_names_.size());
-    auto evaluate = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params,
-                           CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE>();
+    auto evaluate = cuptiParams<CUpti_Profiler_Host_EvaluateToGpuValues_Params,
+                                CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE>();
     evaluate.pHostObject = config_.host;
     evaluate.pCounterDataImage = counter_data_.data();
     evaluate.counterDataImageSize = counter_data_.size();
@@ -293,10 +246,10 @@ void MetricSampler::collect(std::vector<MetricSample>& out) {
 void MetricSampler::stop() {
   if (!started_) return;
   started_ = false;
-  auto stop_params = params<CUpti_PmSampling_Stop_Params, CUpti_PmSampling_Stop_Params_STRUCT_SIZE>();
+  auto stop_params = cuptiParams<CUpti_PmSampling_Stop_Params, CUpti_PmSampling_Stop_Params_STRUCT_SIZE>();
   stop_params.pPmSamplingObject = sampler_;
   api_.stop(&stop_params);
-  auto disable = params<CUpti_PmSampling_Disable_Params, CUpti_PmSampling_Disable_Params_STRUCT_SIZE>();
+  auto disable = cuptiParams<CUpti_PmSampling_Disable_Params, CUpti_PmSampling_Disable_Params_STRUCT_SIZE>();
   disable.pPmSamplingObject = sampler_;
   api_.disable(&disable);
   sampler_ = nullptr;

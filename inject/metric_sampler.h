@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cupti_pmsampling.h>
-#include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
 #include <cupti_target.h>
 
@@ -14,19 +13,12 @@
 #include <string_view>
 #include <vector>
 
+#include "inject/profiler_host.h"
+
 namespace gpuxray::inject {
 
-struct PmSamplingApi {
-  CUptiResult (*deviceGetChipName)(CUpti_Device_GetChipName_Params*) = nullptr;
-  CUptiResult (*profilerInitialize)(CUpti_Profiler_Initialize_Params*) = nullptr;
+struct PmSamplingApi : ProfilerHostApi {
   CUptiResult (*getCounterAvailability)(CUpti_PmSampling_GetCounterAvailability_Params*) = nullptr;
-  CUptiResult (*hostInitialize)(CUpti_Profiler_Host_Initialize_Params*) = nullptr;
-  CUptiResult (*hostDeinitialize)(CUpti_Profiler_Host_Deinitialize_Params*) = nullptr;
-  CUptiResult (*hostConfigAddMetrics)(CUpti_Profiler_Host_ConfigAddMetrics_Params*) = nullptr;
-  CUptiResult (*hostGetConfigImageSize)(CUpti_Profiler_Host_GetConfigImageSize_Params*) = nullptr;
-  CUptiResult (*hostGetConfigImage)(CUpti_Profiler_Host_GetConfigImage_Params*) = nullptr;
-  CUptiResult (*hostGetNumOfPasses)(CUpti_Profiler_Host_GetNumOfPasses_Params*) = nullptr;
-  CUptiResult (*hostEvaluateToGpuValues)(CUpti_Profiler_Host_EvaluateToGpuValues_Params*) = nullptr;
   CUptiResult (*enable)(CUpti_PmSampling_Enable_Params*) = nullptr;
   CUptiResult (*disable)(CUpti_PmSampling_Disable_Params*) = nullptr;
   CUptiResult (*setConfig)(CUpti_PmSampling_SetConfig_Params*) = nullptr;
@@ -37,7 +29,6 @@ struct PmSamplingApi {
   CUptiResult (*counterDataImageInitialize)(CUpti_PmSampling_CounterDataImage_Initialize_Params*) = nullptr;
   CUptiResult (*getCounterDataInfo)(CUpti_PmSampling_GetCounterDataInfo_Params*) = nullptr;
   CUptiResult (*getSampleInfo)(CUpti_PmSampling_CounterData_GetSampleInfo_Params*) = nullptr;
-  CUptiResult (*getResultString)(CUptiResult, const char**) = nullptr;
 };
 
 // Binds the PM sampling functions of an opened libcupti; returns the names of any missing.
