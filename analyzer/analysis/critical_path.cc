@@ -336,12 +336,15 @@ void RankGraph::addGpuEdges() {
     if (after_launch == 1 && after_start == 0 &&
         (last == last_on_stream.end() || timeOf(last->second) < events_[call].start_ns)) {
       addEdge(startNode(call), startNode(e), EdgeKind::kLaunch);
-    } else if (auto other = last != last_on_stream.end() && stream_waits_
-                                ? waitedOn(timeOf(last->second), events_[e].start_ns)
+    } else if (auto other = stream_waits_
+                                ? waitedOn(last != last_on_stream.end() ? timeOf(last->second) : events_[call].start_ns,
+                                           events_[e].start_ns)
                                 : std::nullopt) {
-      // Its stream waited for that kernel: the gap before that kernel's end is the other stream's.
+      // Its stream waited for that kernel: the gap before that kernel's end is the other stream's (the
+      // stream's first kernel in the window, queued behind others at its launch, waited for it too).
       addEdge(endNode(*other), startNode(e), EdgeKind::kKernelGap);
-      edges_.push_back({last->second, startNode(e), edges_.back().weight, EdgeKind::kKernelGap});
+      if (last != last_on_stream.end())
+        edges_.push_back({last->second, startNode(e), edges_.back().weight, EdgeKind::kKernelGap});
     } else if (last != last_on_stream.end() && events_[e].start_ns - timeOf(last->second) < kKernelGapLimitNs) {
       addEdge(last->second, startNode(e), EdgeKind::kKernelGap);
     }
