@@ -4,10 +4,10 @@
 // between the two.
 //
 // Issue 15's target is 15 %. Each case holds the error measured today as its bound (straggler 5.10 ms
-// predicted / 5.62 ms re-simulated, 9 %; slow NIC 4.20 / 4.20 ms, 0 %; slow stage 3.46 / 9.26 ms,
-// 63 %), so that a change that makes it worse fails. The slow stage misses the target: the simulator
-// puts a stage's sends and receives on one stream as kernels that overlap in time, which no real stream
-// does (docs/analyses.md, "What-if").
+// predicted / 5.62 ms re-simulated, 9 %; slow NIC 4.20 / 4.20 ms, 0 %; slow stage 11.5 / 9.26 ms,
+// 24 %), so that a change that makes it worse fails. The slow stage misses the target: re-timed, its
+// path crosses a gap at the step's end that only a weightless edge covers, a dependency of the
+// re-simulated schedule the traced graph lacks (docs/analyses.md, "What-if").
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -117,5 +117,5 @@ TEST_CASE("what-if against the simulator: a slow pipeline stage", "[critical_pat
   checkAgainstSimulator({"stage 1 at 2.5x, to the mean",
                          kGpuxray + " simulate --model gpt-350m --cluster dgx-h100 --nodes 1 --tp 2 --pp 4 "
                                     "--micro-batches 8 --steps 3 --seed 5",
-                         "--straggler 2=2.5 --straggler 3=2.5", "", at_mean, "pipeline_bubbles", 0.65});
+                         "--straggler 2=2.5 --straggler 3=2.5", "", at_mean, "pipeline_bubbles", 0.25});
 }

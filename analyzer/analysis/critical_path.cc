@@ -320,6 +320,19 @@ void RankGraph::addGpuEdges() {
     return std::prev(it)->second;
   };
   std::map<int32_t, uint32_t> last_on_stream;  // stream -> its last kernel's end node
+  // Across ranks, a kernel that started before its stream's previous one ended ran beside it (the
+  // kernels of one NCCL group, or a trace's overlap): it follows the latest of the stream's kernels
+  // that ended before it started, if any.
+  std::map<int32_t, std::vector<uint32_t>> ends_on_stream;
+  auto endedBefore = [&](int32_t stream, int64_t start) -> std::optional<uint32_t> {
+    const std::vector<uint32_t>& ends = ends_on_stream[stream];
+    std::optional<uint32_t> best;
+    for (size_t k = ends.size(), scanned = 0; k > 0 && scanned < 16; --k, ++scanned) {
+      int64_t t = timeOf(ends[k - 1]);
+      if (t <= start && (!best || t > timeOf(*best))) best = ends[k - 1];
+    }
+    return best;
+  };
   for (const Item& item : items) {
     if (item.sync) {
       for (const auto& [stream, node] : last_on_stream) {
@@ -331,24 +344,35 @@ void RankGraph::addGpuEdges() {
     span_edge_.emplace(e, static_cast<uint32_t>(edges_.size()));
     addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
     uint32_t call = launch_event.at(e);
-    auto last = last_on_stream.find(item.stream);
-    auto [after_launch, after_start] = queue_at[e];
-    if (after_launch == 1 && after_start == 0 &&
-        (last == last_on_stream.end() || timeOf(last->second) < events_[call].start_ns)) {
-      addEdge(startNode(call), startNode(e), EdgeKind::kLaunch);
-    } else if (auto other = stream_waits_
-                                ? waitedOn(last != last_on_stream.end() ? timeOf(last->second) : events_[call].start_ns,
-                                           events_[e].start_ns)
-                                : std::nullopt) {
-      // Its stream waited for that kernel: the gap before that kernel's end is the other stream's (the
-      // stream's first kernel in the window, queued behind others at its launch, waited for it too).
-      addEdge(endNode(*other), startNode(e), EdgeKind::kKernelGap);
-      if (last != last_on_stream.end())
-        edges_.push_back({last->second, startNode(e), edges_.back().weight, EdgeKind::kKernelGap});
-    } else if (last != last_on_stream.end() && events_[e].start_ns - timeOf(last->second) < kKernelGapLimitNs) {
-      addEdge(last->second, startNode(e), EdgeKind::kKernelGap);
+    std::optional<uint32_t> last;
+    if (auto it = last_on_stream.find(item.stream); it != last_on_stream.end()) {
+      last = it->second;
+      if (stream_waits_ && timeOf(it->second) > events_[e].start_ns)
+        last = endedBefore(item.stream, events_[e].start_ns);
     }
-    last_on_stream[item.stream] = endNode(e);
+    auto [after_launch, after_start] = queue_at[e];
+    bool launch_delay = after_launch == 1 && after_start == 0 && (!last || timeOf(*last) < events_[call].start_ns);
+    // Across ranks, a kernel that starts after another stream's kernel ended in its stream's gap (or,
+    // alone on its stream, after its launch call) waited for that kernel rather than for its launch.
+    std::optional<uint32_t> other;
+    if (stream_waits_) {
+      other = waitedOn(launch_delay ? events_[call].end_ns
+                       : last       ? timeOf(*last)
+                                    : events_[call].start_ns,
+                       events_[e].start_ns);
+    }
+    if (launch_delay && !other) {
+      addEdge(startNode(call), startNode(e), EdgeKind::kLaunch);
+    } else if (other) {
+      // Its stream waited for that kernel: the gap before that kernel's end is the other stream's.
+      addEdge(endNode(*other), startNode(e), EdgeKind::kKernelGap);
+      if (last) edges_.push_back({*last, startNode(e), edges_.back().weight, EdgeKind::kKernelGap});
+    } else if (last && events_[e].start_ns - timeOf(*last) < kKernelGapLimitNs) {
+      addEdge(*last, startNode(e), EdgeKind::kKernelGap);
+    }
+    auto [previous, fresh] = last_on_stream.try_emplace(item.stream, endNode(e));
+    if (!fresh && (!stream_waits_ || timeOf(endNode(e)) >= timeOf(previous->second))) previous->second = endNode(e);
+    if (stream_waits_) ends_on_stream[item.stream].push_back(endNode(e));
   }
 }
 
@@ -755,14 +779,28 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
     uint32_t rank, event, last_start;
     size_t operation;
   };
-  std::vector<Joined> joined_at;  // every member, and where the operation's last member started
+  std::vector<Joined> joined_at;                        // every member, and where the operation's last member started
+  std::vector<std::vector<bool>> taken(graphs.size());  // per rank index and event: matched to an operation
+  for (size_t r = 0; r < graphs.size(); ++r) taken[r].assign(graphs[r].nodeCount() / 2, false);
   auto kernelOf = [&](MemberOp m) -> std::optional<JoinMember> {
     if (m.rank_index >= graphs.size()) return std::nullopt;
     const model::NcclOp& op = opOf(run, m);
     const auto& list = kernels[m.rank_index];
     auto it = std::lower_bound(list.begin(), list.end(), std::pair<int64_t, uint32_t>{op.gpu_start_ns, 0});
     if (it == list.end() || it->first > op.gpu_end_ns) return std::nullopt;
-    return JoinMember{m.rank_index, it->second};
+    // Of kernels that start together (a send and a receive posted at once), the one that ends with it,
+    // and of those one that no other operation has.
+    const RankGraph& rg = graphs[m.rank_index];
+    auto best = it;
+    auto offBy = [&](auto k) {
+      return std::pair(std::abs(rg.timeOf(rg.endNode(k->second)) - op.gpu_end_ns),
+                       static_cast<bool>(taken[m.rank_index][k->second]));
+    };
+    for (auto k = std::next(it); k != list.end() && k->first == it->first && k - it < 8; ++k) {
+      if (offBy(k) < offBy(best)) best = k;
+    }
+    taken[m.rank_index][best->second] = true;
+    return JoinMember{m.rank_index, best->second};
   };
   // The members that started before the last one wait for it: their span carries only the time after
   // it started, and the last one's start leads to their end.
@@ -807,7 +845,7 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
   for (const P2pPair& p : matched.p2p) {
     auto send = kernelOf(p.send);
     auto recv = kernelOf(p.recv);
-    if (send && recv) join({*send, *recv}, {*recv}, false);
+    if (send && recv) join({*send, *recv}, {*send, *recv}, false);
   }
   tieGapsToCollectives(g, joined_at);
   return g;
