@@ -510,7 +510,7 @@ class SliceCutter {
     if (s.end_ns <= s.start_ns) return;
     if (!out_.empty() && out_.back().cause == s.cause && out_.back().detail == s.detail && out_.back().rank == s.rank &&
         out_.back().comm_hash == s.comm_hash && out_.back().waited_for == s.waited_for &&
-        out_.back().end_ns == s.start_ns) {
+        out_.back().waited_stage == s.waited_stage && out_.back().end_ns == s.start_ns) {
       out_.back().end_ns = s.end_ns;
     } else {
       out_.push_back(std::move(s));
@@ -669,6 +669,8 @@ const char* pathCauseName(PathCause cause) {
       return "kernel gap";
     case PathCause::kWait:
       return "wait";
+    case PathCause::kPipelineWait:
+      return "pipeline wait";
     case PathCause::kOther:
       return "other";
   }
@@ -688,8 +690,10 @@ struct RunGraph {
   std::vector<uint32_t> offset, edge_base;  // per rank index: its first node and first edge
   std::vector<int64_t> times;
   std::vector<Edge> edges;
-  std::vector<std::pair<int32_t, uint32_t>> origin;             // per edge: (rank index, its local edge); -1: a join
-  std::map<std::pair<uint32_t, uint32_t>, int32_t> waited_for;  // (rank index, event) -> the rank waited for
+  std::vector<std::pair<int32_t, uint32_t>> origin;  // per edge: (rank index, its local edge); -1: a join
+  // (rank index, event) -> the rank waited for, and the communicator of the send or receive it waited in
+  // (0: a collective).
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<int32_t, uint64_t>> waited_for;
   // Per joined NCCL operation: its members' rank indexes and the edges that carry its communication.
   struct Operation {
     std::vector<uint32_t> ranks;
@@ -804,7 +808,8 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
   };
   // The members that started before the last one wait for it: their span carries only the time after
   // it started, and the last one's start leads to their end.
-  auto join = [&](const std::vector<JoinMember>& members, const std::vector<JoinMember>& waiters, bool collective) {
+  auto join = [&](const std::vector<JoinMember>& members, const std::vector<JoinMember>& waiters, bool collective,
+                  uint64_t comm_hash) {
     if (members.empty()) return;
     RunGraph::Operation operation;
     operation.collective = collective;
@@ -831,7 +836,7 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
       operation.edges.push_back(static_cast<uint32_t>(edges.size()));
       edges.push_back({last_start, end, std::max<int64_t>(0, times[end] - times[last_start]), EdgeKind::kSpan});
       origin.emplace_back(-1, static_cast<uint32_t>(span));
-      g.waited_for[{w.rank, w.event}] = graphs[last->rank].rank();
+      g.waited_for[{w.rank, w.event}] = {graphs[last->rank].rank(), collective ? 0 : comm_hash};
     }
     g.operations.push_back(std::move(operation));
   };
@@ -840,12 +845,12 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
     for (MemberOp m : matched.membersOf(c)) {
       if (auto k = kernelOf(m)) members.push_back(*k);
     }
-    if (members.size() >= 2) join(members, members, true);
+    if (members.size() >= 2) join(members, members, true, c.comm_hash);
   }
   for (const P2pPair& p : matched.p2p) {
     auto send = kernelOf(p.send);
     auto recv = kernelOf(p.recv);
-    if (send && recv) join({*send, *recv}, {*send, *recv}, false);
+    if (send && recv) join({*send, *recv}, {*send, *recv}, false, opOf(run, p.send).comm_hash);
   }
   tieGapsToCollectives(g, joined_at);
   return g;
@@ -883,7 +888,7 @@ RunStepPath runPath(const RunGraph& g) {
       if (e.from % 2 == 0 && e.to == e.from + 1 && w != g.waited_for.end()) {
         // The kernel's own start led here although it waited: its wait is the other rank's doing.
         int64_t waited_until = times[e.to] - e.weight;
-        cutter.cover({times[e.from], waited_until, PathCause::kWait, "", rg.rank(), 0, w->second});
+        cutter.cover({times[e.from], waited_until, PathCause::kWait, "", rg.rank(), w->second.second, w->second.first});
       }
     }
     if (rg.rank() != previous_rank) ++out.rank_changes;
@@ -1036,11 +1041,36 @@ struct WhatIfSums {
 
 }  // namespace
 
+namespace {
+
+// Communication slices are told by their communicator's role, waits in a pipeline by the stage.
+void nameCommunicators(std::vector<PathSlice>& slices, const std::map<uint64_t, CommunicatorInfo>& communicators) {
+  for (PathSlice& s : slices) {
+    if (s.cause == PathCause::kWait && s.comm_hash != 0) {
+      // A wait in a pipeline communicator's send or receive is for the peer's stage: its place there.
+      auto it = communicators.find(s.comm_hash);
+      if (it == communicators.end() || it->second.role != CommunicatorRole::kPipeline) continue;
+      for (const auto& [comm_rank, rank] : it->second.members) {
+        if (rank == s.waited_for) s.waited_stage = comm_rank;
+      }
+      if (s.waited_stage >= 0) s.cause = PathCause::kPipelineWait;
+      continue;
+    }
+    if (s.cause != PathCause::kCommunication) continue;
+    auto it = communicators.find(s.comm_hash);
+    s.detail = it != communicators.end() ? communicatorRoleName(it->second.role) : "not recorded";
+  }
+}
+
+}  // namespace
+
 RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& matched,
                             const std::vector<Interval>& windows) {
   std::vector<RankTimeIndex> indexes;
   for (const model::RankTrace& rank : run.ranks) indexes.emplace_back(rank);
-  return runPath(buildRunGraph(run, indexes, matched, windows));
+  RunStepPath path = runPath(buildRunGraph(run, indexes, matched, windows));
+  nameCommunicators(path.slices, gatherCommunicators(run));
+  return path;
 }
 
 int64_t stepSaving(const model::RunTrace& run, const CollectiveIndex& matched, const std::vector<Interval>& windows,
@@ -1058,22 +1088,26 @@ std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices,
     PathCause cause;
     const char* text;
     size_t size;
-    int32_t rank, waited_for;
+    int32_t rank, waited_for, waited_stage;
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
     size_t operator()(const Key& k) const {
       return std::hash<const void*>()(k.text) ^ (static_cast<size_t>(k.cause) << 1) ^
              (static_cast<size_t>(static_cast<uint32_t>(k.rank)) << 8) ^
-             static_cast<size_t>(static_cast<uint32_t>(k.waited_for) << 20);
+             static_cast<size_t>(static_cast<uint32_t>(k.waited_for) << 20) ^
+             static_cast<size_t>(static_cast<uint32_t>(k.waited_stage) << 12);
     }
   };
   std::unordered_map<Key, int64_t, KeyHash> by_place;
   for (const PathSlice& s : slices)
-    by_place[{s.cause, s.detail.data(), s.detail.size(), by_rank ? s.rank : -1, s.waited_for}] += s.end_ns - s.start_ns;
+    by_place[{s.cause, s.detail.data(), s.detail.size(), by_rank ? s.rank : -1, s.waited_for, s.waited_stage}] +=
+        s.end_ns - s.start_ns;
   std::map<std::tuple<PathCause, std::string, int32_t>, int64_t> sums;
   for (const auto& [k, ns] : by_place) {
-    std::string detail = k.waited_for >= 0 ? fmt::format("rank {}", k.waited_for) : std::string(k.text, k.size);
+    std::string detail = k.waited_stage >= 0 ? fmt::format("stage {}", k.waited_stage)
+                         : k.waited_for >= 0 ? fmt::format("rank {}", k.waited_for)
+                                             : std::string(k.text, k.size);
     sums[{k.cause, std::move(detail), k.rank}] += ns;
   }
   std::vector<PathAttribution> out;
@@ -1082,19 +1116,6 @@ std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices,
                    [](const PathAttribution& a, const PathAttribution& b) { return a.ns > b.ns; });
   return out;
 }
-
-namespace {
-
-// Communication slices are told by their communicator's role.
-void nameCommunicators(std::vector<PathSlice>& slices, const std::map<uint64_t, CommunicatorInfo>& communicators) {
-  for (PathSlice& s : slices) {
-    if (s.cause != PathCause::kCommunication) continue;
-    auto it = communicators.find(s.comm_hash);
-    s.detail = it != communicators.end() ? communicatorRoleName(it->second.role) : "not recorded";
-  }
-}
-
-}  // namespace
 
 CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::vector<report::Finding>& findings) {
   CriticalPathResult result;
@@ -1203,6 +1224,8 @@ std::string pathSliceLabel(const PathSlice& slice) {
                                             : fmt::format("exposed comm: {}-parallel", slice.detail);
     case PathCause::kWait:
       return slice.waited_for >= 0 ? fmt::format("wait: rank {}", slice.waited_for) : std::string("wait");
+    case PathCause::kPipelineWait:
+      return fmt::format("pipeline wait: stage {}", slice.waited_stage);
     case PathCause::kLaunch:
       return "host-bound launch";
     default:
@@ -1276,9 +1299,11 @@ void presentCriticalPath(const CriticalPathResult& result, size_t top_rows, repo
   // waited for, the rest by cause.
   std::map<std::pair<std::string, std::string>, int64_t> by_cause;
   for (const PathAttribution& a : total) {
-    std::string detail = a.cause == PathCause::kCompute                                        ? kernelClassOf(a.detail)
-                         : a.cause == PathCause::kCommunication || a.cause == PathCause::kWait ? a.detail
-                                                                                               : std::string();
+    std::string detail =
+        a.cause == PathCause::kCompute ? kernelClassOf(a.detail)
+        : a.cause == PathCause::kCommunication || a.cause == PathCause::kWait || a.cause == PathCause::kPipelineWait
+            ? a.detail
+            : std::string();
     by_cause[{pathCauseName(a.cause), detail}] += a.ns;
   }
   std::vector<std::pair<std::pair<std::string, std::string>, int64_t>> causes(by_cause.begin(), by_cause.end());
