@@ -444,49 +444,78 @@ struct LongestPath {
   bool empty = true;
 };
 
-LongestPath findLongestPath(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathEnd end_rule) {
+// What the longest path needs of a graph whatever its weights: each node's incoming edges and the nodes
+// in Kahn's order, earliest first; a what-if re-times the same plan with other weights.
+struct PathPlan {
+  std::vector<uint32_t> first_in;  // per node, its first incoming edge in `incoming`
+  std::vector<uint32_t> incoming;  // edge indexes by destination
+  std::vector<uint32_t> order;     // the nodes Kahn's order reaches
+};
+
+PathPlan planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges) {
   size_t nodes = times.size();
-  std::vector<uint32_t> first_in(nodes + 1, 0), first_out(nodes + 1, 0);
-  for (const Edge& e : edges) ++first_in[e.to + 1], ++first_out[e.from + 1];
-  for (size_t n = 0; n < nodes; ++n) first_in[n + 1] += first_in[n], first_out[n + 1] += first_out[n];
-  std::vector<uint32_t> incoming(edges.size()), outgoing(edges.size());
+  PathPlan plan;
+  plan.first_in.assign(nodes + 1, 0);
+  std::vector<uint32_t> first_out(nodes + 1, 0);
+  for (const Edge& e : edges) ++plan.first_in[e.to + 1], ++first_out[e.from + 1];
+  for (size_t n = 0; n < nodes; ++n) plan.first_in[n + 1] += plan.first_in[n], first_out[n + 1] += first_out[n];
+  plan.incoming.resize(edges.size());
+  std::vector<uint32_t> outgoing(edges.size());
   {
-    std::vector<uint32_t> in_fill(first_in.begin(), first_in.end() - 1),
+    std::vector<uint32_t> in_fill(plan.first_in.begin(), plan.first_in.end() - 1),
         out_fill(first_out.begin(), first_out.end() - 1);
     for (uint32_t i = 0; i < edges.size(); ++i) {
-      incoming[in_fill[edges[i].to]++] = i;
+      plan.incoming[in_fill[edges[i].to]++] = i;
       outgoing[out_fill[edges[i].from]++] = i;
     }
   }
   std::vector<uint32_t> pending(nodes);
-  using Ready = std::tuple<int64_t, uint32_t>;
-  std::priority_queue<Ready, std::vector<Ready>, std::greater<>> ready;
+  using Ready = std::pair<int64_t, uint32_t>;
+  std::vector<Ready> heap;
+  heap.reserve(nodes);
+  auto later = std::greater<>();
   for (uint32_t n = 0; n < nodes; ++n) {
-    pending[n] = first_in[n + 1] - first_in[n];
-    if (pending[n] == 0) ready.emplace(times[n], n);
+    pending[n] = plan.first_in[n + 1] - plan.first_in[n];
+    if (pending[n] == 0) heap.emplace_back(times[n], n);
   }
+  std::make_heap(heap.begin(), heap.end(), later);
+  plan.order.reserve(nodes);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    uint32_t n = heap.back().second;
+    heap.pop_back();
+    plan.order.push_back(n);
+    for (uint32_t k = first_out[n]; k < first_out[n + 1]; ++k) {
+      uint32_t to = edges[outgoing[k]].to;
+      if (--pending[to] == 0) {
+        heap.emplace_back(times[to], to);
+        std::push_heap(heap.begin(), heap.end(), later);
+      }
+    }
+  }
+  return plan;
+}
+
+// `weights`: per edge, in place of the edges' own (empty: theirs).
+LongestPath longestPathOf(const PathPlan& plan, const std::vector<Edge>& edges, const std::vector<int64_t>& weights,
+                          PathEnd end_rule) {
+  size_t nodes = plan.first_in.size() - 1;
   std::vector<int64_t> distance(nodes, 0);
   std::vector<int64_t> via(nodes, -1);  // the edge the longest path arrives by
   LongestPath out;
   uint32_t end = 0;
-  while (!ready.empty()) {
-    uint32_t n = std::get<1>(ready.top());
-    ready.pop();
-    for (uint32_t k = first_in[n]; k < first_in[n + 1]; ++k) {
-      const Edge& e = edges[incoming[k]];
-      int64_t d = distance[e.from] + e.weight;
+  for (uint32_t n : plan.order) {
+    for (uint32_t k = plan.first_in[n]; k < plan.first_in[n + 1]; ++k) {
+      uint32_t i = plan.incoming[k];
+      int64_t d = distance[edges[i].from] + (weights.empty() ? edges[i].weight : weights[i]);
       if (via[n] < 0 || d > distance[n]) {
         distance[n] = d;
-        via[n] = incoming[k];
+        via[n] = i;
       }
     }
     if (out.empty || distance[n] > distance[end] || (end_rule == PathEnd::kLatest && distance[n] == distance[end]))
       end = n;
     out.empty = false;
-    for (uint32_t k = first_out[n]; k < first_out[n + 1]; ++k) {
-      uint32_t to = edges[outgoing[k]].to;
-      if (--pending[to] == 0) ready.emplace(times[to], to);
-    }
   }
   if (out.empty) return out;
   out.length = distance[end];
@@ -497,6 +526,10 @@ LongestPath findLongestPath(const std::vector<int64_t>& times, const std::vector
   }
   std::reverse(out.edges.begin(), out.edges.end());
   return out;
+}
+
+LongestPath findLongestPath(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathEnd end_rule) {
+  return longestPathOf(planOf(times, edges), edges, {}, end_rule);
 }
 
 // Cuts [window) into slices along a path: each edge's stretch goes to its cause, time before the path's
@@ -702,6 +735,7 @@ struct RunGraph {
   };
   std::vector<Operation> operations;
   Interval window;
+  PathPlan plan;  // of times and edges, once they are final
 
   uint32_t rankOfNode(uint32_t node) const {
     return static_cast<uint32_t>(std::upper_bound(offset.begin(), offset.end(), node) - offset.begin() - 1);
@@ -853,6 +887,7 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
     if (send && recv) join({*send, *recv}, {*send, *recv}, false, opOf(run, p.send).comm_hash);
   }
   tieGapsToCollectives(g, joined_at);
+  g.plan = planOf(g.times, g.edges);
   return g;
 }
 
@@ -862,7 +897,7 @@ RunStepPath runPath(const RunGraph& g) {
   const auto& graphs = g.graphs;
   const auto& times = g.times;
   const auto& edges = g.edges;
-  LongestPath path = findLongestPath(times, edges, PathEnd::kLatest);
+  LongestPath path = longestPathOf(g.plan, edges, {}, PathEnd::kLatest);
   SliceCutter cutter(out.window, out.slices);
   if (path.empty) {
     cutter.finish(-1);
@@ -993,33 +1028,39 @@ IdealStep idealOf(const RunGraph& g, const model::RunTrace& run, const report::F
   return ideal;
 }
 
-// The step's edges with the cause at its ideal.
-std::vector<Edge> idealEdges(const RunGraph& g, const IdealStep& ideal) {
-  std::vector<Edge> edges = g.edges;
+// The step's edge weights with the cause at its ideal.
+std::vector<int64_t> idealWeights(const RunGraph& g, const IdealStep& ideal) {
+  std::vector<int64_t> weights(g.edges.size());
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = g.edges[i].weight;
   auto scaled = [](int64_t w, double f) { return static_cast<int64_t>(std::llround(static_cast<double>(w) * f)); };
-  std::vector<bool> in_operation(edges.size(), false);
+  std::vector<bool> in_operation(weights.size(), false);
   for (size_t o = 0; o < g.operations.size(); ++o) {
+    if (ideal.operation_scale[o] == 1.0) {
+      for (uint32_t e : g.operations[o].edges) in_operation[e] = true;
+      continue;
+    }
     for (uint32_t e : g.operations[o].edges) {
       in_operation[e] = true;
-      edges[e].weight = scaled(edges[e].weight, ideal.operation_scale[o]);
+      weights[e] = scaled(weights[e], ideal.operation_scale[o]);
     }
   }
-  for (size_t i = 0; i < edges.size(); ++i) {
+  for (size_t i = 0; i < weights.size(); ++i) {
     auto [rank_index, local] = g.origin[i];
     if (rank_index < 0) continue;
     auto r = static_cast<size_t>(rank_index);
+    if (ideal.compute_scale[r] == 1.0 && ideal.communication_scale[r] == 1.0 && !ideal.close_launches[r]) continue;
     const Edge& own = g.graphs[r].edges()[local];
-    if (own.kind == EdgeKind::kLaunch && ideal.close_launches[r]) edges[i].weight = 0;
+    if (own.kind == EdgeKind::kLaunch && ideal.close_launches[r]) weights[i] = 0;
     std::optional<ActivityKind> kind = g.graphs[r].spanActivity(own);
-    if (kind == ActivityKind::kCompute) edges[i].weight = scaled(edges[i].weight, ideal.compute_scale[r]);
+    if (kind == ActivityKind::kCompute) weights[i] = scaled(weights[i], ideal.compute_scale[r]);
     if (kind == ActivityKind::kCommunication && !in_operation[i])
-      edges[i].weight = scaled(edges[i].weight, ideal.communication_scale[r]);
+      weights[i] = scaled(weights[i], ideal.communication_scale[r]);
   }
-  return edges;
+  return weights;
 }
 
 int64_t idealLength(const RunGraph& g, const IdealStep& ideal) {
-  return findLongestPath(g.times, idealEdges(g, ideal), PathEnd::kLatest).length;
+  return longestPathOf(g.plan, g.edges, idealWeights(g, ideal), PathEnd::kLatest).length;
 }
 
 // Per step, each finding's saving summed.
@@ -1078,7 +1119,7 @@ int64_t stepSaving(const model::RunTrace& run, const CollectiveIndex& matched, c
   std::vector<RankTimeIndex> indexes;
   for (const model::RankTrace& rank : run.ranks) indexes.emplace_back(rank);
   RunGraph graph = buildRunGraph(run, indexes, matched, windows);
-  int64_t length = findLongestPath(graph.times, graph.edges, PathEnd::kLatest).length;
+  int64_t length = longestPathOf(graph.plan, graph.edges, {}, PathEnd::kLatest).length;
   return std::max<int64_t>(0, length - idealLength(graph, idealOf(graph, run, cause)));
 }
 
@@ -1144,7 +1185,7 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
                               attributionOf(path.slices), std::move(path.slices)});
       if (!what_if.findings.empty()) {
         RunGraph graph = buildRunGraph(input.run, indexes, input.collectives(), {w.window});
-        what_if.add(graph, input.run, findings, findLongestPath(graph.times, graph.edges, PathEnd::kLatest).length);
+        what_if.add(graph, input.run, findings, longestPathOf(graph.plan, graph.edges, {}, PathEnd::kLatest).length);
       }
     }
   }
