@@ -449,6 +449,7 @@ struct LongestPath {
 struct PathPlan {
   std::vector<uint32_t> first_in;  // per node, its first incoming edge in `incoming`
   std::vector<uint32_t> incoming;  // edge indexes by destination
+  std::vector<uint32_t> from;      // and each one's source
   std::vector<uint32_t> order;     // the nodes Kahn's order reaches
 };
 
@@ -469,14 +470,35 @@ PathPlan planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edge
       outgoing[out_fill[edges[i].from]++] = i;
     }
   }
+  plan.from.resize(edges.size());
+  for (size_t k = 0; k < edges.size(); ++k) plan.from[k] = edges[plan.incoming[k]].from;
   // When every edge runs forward in (time, node) order, as in most steps, that order is Kahn's: the
   // earliest ready node is always the earliest one left.
   auto forward = [&](const Edge& e) { return std::pair(times[e.from], e.from) < std::pair(times[e.to], e.to); };
   if (std::all_of(edges.begin(), edges.end(), forward)) {
+    // Each rank's events come mostly in time order, so the nodes form a few ascending runs: merged.
+    std::vector<std::pair<int64_t, uint32_t>> by_time(nodes), merged(nodes);
+    std::vector<size_t> runs{0};
+    for (uint32_t n = 0; n < nodes; ++n) {
+      by_time[n] = {times[n], n};
+      if (n > 0 && by_time[n] < by_time[n - 1]) runs.push_back(n);
+    }
+    runs.push_back(nodes);
+    while (runs.size() > 2) {
+      std::vector<size_t> next{0};
+      for (size_t r = 0; r + 1 < runs.size(); r += 2) {
+        size_t end = r + 2 < runs.size() ? runs[r + 2] : runs[r + 1];
+        std::merge(by_time.begin() + static_cast<ptrdiff_t>(runs[r]),
+                   by_time.begin() + static_cast<ptrdiff_t>(runs[r + 1]),
+                   by_time.begin() + static_cast<ptrdiff_t>(runs[r + 1]), by_time.begin() + static_cast<ptrdiff_t>(end),
+                   merged.begin() + static_cast<ptrdiff_t>(runs[r]));
+        next.push_back(end);
+      }
+      by_time.swap(merged);
+      runs.swap(next);
+    }
     plan.order.resize(nodes);
-    for (uint32_t n = 0; n < nodes; ++n) plan.order[n] = n;
-    std::sort(plan.order.begin(), plan.order.end(),
-              [&](uint32_t a, uint32_t b) { return std::pair(times[a], a) < std::pair(times[b], b); });
+    for (uint32_t n = 0; n < nodes; ++n) plan.order[n] = by_time[n].second;
     return plan;
   }
   std::vector<uint32_t> pending(nodes);
@@ -517,7 +539,7 @@ LongestPath longestPathOf(const PathPlan& plan, const std::vector<Edge>& edges, 
   for (uint32_t n : plan.order) {
     for (uint32_t k = plan.first_in[n]; k < plan.first_in[n + 1]; ++k) {
       uint32_t i = plan.incoming[k];
-      int64_t d = distance[edges[i].from] + (weights.empty() ? edges[i].weight : weights[i]);
+      int64_t d = distance[plan.from[k]] + (weights.empty() ? edges[i].weight : weights[i]);
       if (via[n] < 0 || d > distance[n]) {
         distance[n] = d;
         via[n] = i;
