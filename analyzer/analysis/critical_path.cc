@@ -528,12 +528,22 @@ PathPlan planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edge
   return plan;
 }
 
+// Buffers a step's re-timings share, so that each what-if does not allocate (and fault in) its own.
+struct PathScratch {
+  std::vector<int64_t> distance, via, weights;
+  std::vector<bool> in_operation;
+};
+
 // `weights`: per edge, in place of the edges' own (empty: theirs).
 LongestPath longestPathOf(const PathPlan& plan, const std::vector<Edge>& edges, const std::vector<int64_t>& weights,
-                          PathEnd end_rule) {
+                          PathEnd end_rule, PathScratch* scratch = nullptr) {
   size_t nodes = plan.first_in.size() - 1;
-  std::vector<int64_t> distance(nodes, 0);
-  std::vector<int64_t> via(nodes, -1);  // the edge the longest path arrives by
+  PathScratch own;
+  PathScratch& buffers = scratch != nullptr ? *scratch : own;
+  std::vector<int64_t>& distance = buffers.distance;
+  std::vector<int64_t>& via = buffers.via;  // the edge the longest path arrives by
+  distance.assign(nodes, 0);
+  via.assign(nodes, -1);
   LongestPath out;
   uint32_t end = 0;
   for (uint32_t n : plan.order) {
@@ -1061,11 +1071,13 @@ IdealStep idealOf(const RunGraph& g, const model::RunTrace& run, const report::F
 }
 
 // The step's edge weights with the cause at its ideal.
-std::vector<int64_t> idealWeights(const RunGraph& g, const IdealStep& ideal) {
-  std::vector<int64_t> weights(g.edges.size());
+void idealWeights(const RunGraph& g, const IdealStep& ideal, PathScratch& scratch) {
+  std::vector<int64_t>& weights = scratch.weights;
+  weights.resize(g.edges.size());
   for (size_t i = 0; i < weights.size(); ++i) weights[i] = g.edges[i].weight;
   auto scaled = [](int64_t w, double f) { return static_cast<int64_t>(std::llround(static_cast<double>(w) * f)); };
-  std::vector<bool> in_operation(weights.size(), false);
+  std::vector<bool>& in_operation = scratch.in_operation;
+  in_operation.assign(weights.size(), false);
   for (size_t o = 0; o < g.operations.size(); ++o) {
     if (ideal.operation_scale[o] == 1.0) {
       for (uint32_t e : g.operations[o].edges) in_operation[e] = true;
@@ -1088,11 +1100,11 @@ std::vector<int64_t> idealWeights(const RunGraph& g, const IdealStep& ideal) {
     if (kind == ActivityKind::kCommunication && !in_operation[i])
       weights[i] = scaled(weights[i], ideal.communication_scale[r]);
   }
-  return weights;
 }
 
-int64_t idealLength(const RunGraph& g, const IdealStep& ideal) {
-  return longestPathOf(g.plan, g.edges, idealWeights(g, ideal), PathEnd::kLatest).length;
+int64_t idealLength(const RunGraph& g, const IdealStep& ideal, PathScratch& scratch) {
+  idealWeights(g, ideal, scratch);
+  return longestPathOf(g.plan, g.edges, scratch.weights, PathEnd::kLatest, &scratch).length;
 }
 
 // Per step, each finding's saving summed.
@@ -1101,12 +1113,13 @@ struct WhatIfSums {
   std::vector<int64_t> saved;
   int64_t steps = 0;
   int64_t step_ns = 0;
+  PathScratch scratch;
 
   void add(const RunGraph& g, const model::RunTrace& run, const std::vector<report::Finding>& all, int64_t length) {
     ++steps;
     step_ns += g.window.length();
     for (size_t i = 0; i < findings.size(); ++i) {
-      int64_t ideal = idealLength(g, idealOf(g, run, all[findings[i]].cause));
+      int64_t ideal = idealLength(g, idealOf(g, run, all[findings[i]].cause), scratch);
       saved[i] += std::max<int64_t>(0, length - ideal);
     }
   }
@@ -1152,7 +1165,8 @@ int64_t stepSaving(const model::RunTrace& run, const CollectiveIndex& matched, c
   for (const model::RankTrace& rank : run.ranks) indexes.emplace_back(rank);
   RunGraph graph = buildRunGraph(run, indexes, matched, windows);
   int64_t length = longestPathOf(graph.plan, graph.edges, {}, PathEnd::kLatest).length;
-  return std::max<int64_t>(0, length - idealLength(graph, idealOf(graph, run, cause)));
+  PathScratch scratch;
+  return std::max<int64_t>(0, length - idealLength(graph, idealOf(graph, run, cause), scratch));
 }
 
 std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices, bool by_rank) {
