@@ -490,6 +490,42 @@ TEST_CASE("critical path across ranks: a wait for a rank whose lateness the trac
   CHECK(path.rank_changes == 0);
 }
 
+TEST_CASE("critical path across ranks: a receive's wait is a pipeline wait on the sender's stage", "[critical_path]") {
+  // Ranks 4 and 6 are stages 0 and 1 of a pipeline communicator. Rank 6 computes [10, 110) and posts its
+  // receive at 111; rank 4 has nothing before it launches its send at 290 (starting at 300). Both end
+  // at 350. The path stays on rank 6, whose receive waited [111, 300) for stage 0 (rank 4's place in
+  // the communicator, not its rank), then [300, 350) is the transfer.
+  model::RunTrace run;
+  RankSketch sender(4), receiver(6);
+  sender.communicator(0xe8, "pp", 0, 2);
+  receiver.communicator(0xe8, "pp", 1, 2);
+  receiver.kernel("gemm", 10 * kUs, 110 * kUs);
+  receiver.nccl(format::NcclOperationKind::kRecv, 0xe8, 1, 0, 111 * kUs, 350 * kUs);
+  sender.nccl(format::NcclOperationKind::kSend, 0xe8, 1, 1, 300 * kUs, 350 * kUs);
+  run.ranks.push_back(std::move(sender.rank));
+  run.ranks.push_back(std::move(receiver.rank));
+  analysis::CollectiveIndex matched = analysis::matchOperations(run);
+  REQUIRE(matched.p2p.size() == 1);
+  analysis::RunStepPath path =
+      analysis::runCriticalPath(run, matched, std::vector<Interval>(2, Interval{0, 350 * kUs}));
+  auto rows = analysis::attributionOf(path.slices, true);
+  CHECK(attributed(rows, PathCause::kCompute, 6) == 100 * kUs);
+  CHECK(attributed(rows, PathCause::kPipelineWait, 6) == 189 * kUs);
+  CHECK(attributed(rows, PathCause::kWait, 6) == 0);
+  CHECK(attributed(rows, PathCause::kCommunication, 6) == 50 * kUs);
+  auto wait = std::find_if(path.slices.begin(), path.slices.end(),
+                           [](const analysis::PathSlice& s) { return s.cause == PathCause::kPipelineWait; });
+  REQUIRE(wait != path.slices.end());
+  CHECK(wait->waited_for == 4);
+  CHECK(wait->waited_stage == 0);
+  CHECK(analysis::pathSliceLabel(*wait) == "pipeline wait: stage 0");
+  CHECK(std::string(analysis::pathCauseName(PathCause::kPipelineWait)) == "pipeline wait");
+  CHECK(std::find_if(rows.begin(), rows.end(), [](const analysis::PathAttribution& a) {
+          return a.cause == PathCause::kPipelineWait && a.detail == "stage 0" && a.rank == 6;
+        }) != rows.end());
+  CHECK(sum(path.slices) == 350 * kUs);
+}
+
 TEST_CASE("what-if by hand: the late rank of a data-parallel all-reduce at its peers' compute", "[critical_path]") {
   // As above: four ranks compute 100 us, rank 2 400 us; the all-reduce ends 50 us after rank 2 enters.
   // Rank 2 at its peers' median (100 us): every rank's chain is launch 10 + compute 100 + gap 1 +

@@ -320,6 +320,19 @@ void RankGraph::addGpuEdges() {
     return std::prev(it)->second;
   };
   std::map<int32_t, uint32_t> last_on_stream;  // stream -> its last kernel's end node
+  // Across ranks, a kernel that started before its stream's previous one ended ran beside it (the
+  // kernels of one NCCL group, or a trace's overlap): it follows the latest of the stream's kernels
+  // that ended before it started, if any.
+  std::map<int32_t, std::vector<uint32_t>> ends_on_stream;
+  auto endedBefore = [&](int32_t stream, int64_t start) -> std::optional<uint32_t> {
+    const std::vector<uint32_t>& ends = ends_on_stream[stream];
+    std::optional<uint32_t> best;
+    for (size_t k = ends.size(), scanned = 0; k > 0 && scanned < 16; --k, ++scanned) {
+      int64_t t = timeOf(ends[k - 1]);
+      if (t <= start && (!best || t > timeOf(*best))) best = ends[k - 1];
+    }
+    return best;
+  };
   for (const Item& item : items) {
     if (item.sync) {
       for (const auto& [stream, node] : last_on_stream) {
@@ -331,21 +344,35 @@ void RankGraph::addGpuEdges() {
     span_edge_.emplace(e, static_cast<uint32_t>(edges_.size()));
     addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
     uint32_t call = launch_event.at(e);
-    auto last = last_on_stream.find(item.stream);
+    std::optional<uint32_t> last;
+    if (auto it = last_on_stream.find(item.stream); it != last_on_stream.end()) {
+      last = it->second;
+      if (stream_waits_ && timeOf(it->second) > events_[e].start_ns)
+        last = endedBefore(item.stream, events_[e].start_ns);
+    }
     auto [after_launch, after_start] = queue_at[e];
-    if (after_launch == 1 && after_start == 0 &&
-        (last == last_on_stream.end() || timeOf(last->second) < events_[call].start_ns)) {
+    bool launch_delay = after_launch == 1 && after_start == 0 && (!last || timeOf(*last) < events_[call].start_ns);
+    // Across ranks, a kernel that starts after another stream's kernel ended in its stream's gap (or,
+    // alone on its stream, after its launch call) waited for that kernel rather than for its launch.
+    std::optional<uint32_t> other;
+    if (stream_waits_) {
+      other = waitedOn(launch_delay ? events_[call].end_ns
+                       : last       ? timeOf(*last)
+                                    : events_[call].start_ns,
+                       events_[e].start_ns);
+    }
+    if (launch_delay && !other) {
       addEdge(startNode(call), startNode(e), EdgeKind::kLaunch);
-    } else if (auto other = last != last_on_stream.end() && stream_waits_
-                                ? waitedOn(timeOf(last->second), events_[e].start_ns)
-                                : std::nullopt) {
+    } else if (other) {
       // Its stream waited for that kernel: the gap before that kernel's end is the other stream's.
       addEdge(endNode(*other), startNode(e), EdgeKind::kKernelGap);
-      edges_.push_back({last->second, startNode(e), edges_.back().weight, EdgeKind::kKernelGap});
-    } else if (last != last_on_stream.end() && events_[e].start_ns - timeOf(last->second) < kKernelGapLimitNs) {
-      addEdge(last->second, startNode(e), EdgeKind::kKernelGap);
+      if (last) edges_.push_back({*last, startNode(e), edges_.back().weight, EdgeKind::kKernelGap});
+    } else if (last && events_[e].start_ns - timeOf(*last) < kKernelGapLimitNs) {
+      addEdge(*last, startNode(e), EdgeKind::kKernelGap);
     }
-    last_on_stream[item.stream] = endNode(e);
+    auto [previous, fresh] = last_on_stream.try_emplace(item.stream, endNode(e));
+    if (!fresh && (!stream_waits_ || timeOf(endNode(e)) >= timeOf(previous->second))) previous->second = endNode(e);
+    if (stream_waits_) ends_on_stream[item.stream].push_back(endNode(e));
   }
 }
 
@@ -417,49 +444,120 @@ struct LongestPath {
   bool empty = true;
 };
 
-LongestPath findLongestPath(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathEnd end_rule) {
+// What the longest path needs of a graph whatever its weights: each node's incoming edges and the nodes
+// in Kahn's order, earliest first; a what-if re-times the same plan with other weights.
+struct PathPlan {
+  std::vector<uint32_t> first_in;  // per node, its first incoming edge in `incoming`
+  std::vector<uint32_t> incoming;  // edge indexes by destination
+  std::vector<uint32_t> from;      // and each one's source
+  std::vector<uint32_t> order;     // the nodes Kahn's order reaches
+};
+
+PathPlan planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges) {
   size_t nodes = times.size();
-  std::vector<uint32_t> first_in(nodes + 1, 0), first_out(nodes + 1, 0);
-  for (const Edge& e : edges) ++first_in[e.to + 1], ++first_out[e.from + 1];
-  for (size_t n = 0; n < nodes; ++n) first_in[n + 1] += first_in[n], first_out[n + 1] += first_out[n];
-  std::vector<uint32_t> incoming(edges.size()), outgoing(edges.size());
+  PathPlan plan;
+  plan.first_in.assign(nodes + 1, 0);
+  std::vector<uint32_t> first_out(nodes + 1, 0);
+  for (const Edge& e : edges) ++plan.first_in[e.to + 1], ++first_out[e.from + 1];
+  for (size_t n = 0; n < nodes; ++n) plan.first_in[n + 1] += plan.first_in[n], first_out[n + 1] += first_out[n];
+  plan.incoming.resize(edges.size());
+  std::vector<uint32_t> outgoing(edges.size());
   {
-    std::vector<uint32_t> in_fill(first_in.begin(), first_in.end() - 1),
+    std::vector<uint32_t> in_fill(plan.first_in.begin(), plan.first_in.end() - 1),
         out_fill(first_out.begin(), first_out.end() - 1);
     for (uint32_t i = 0; i < edges.size(); ++i) {
-      incoming[in_fill[edges[i].to]++] = i;
+      plan.incoming[in_fill[edges[i].to]++] = i;
       outgoing[out_fill[edges[i].from]++] = i;
     }
   }
-  std::vector<uint32_t> pending(nodes);
-  using Ready = std::tuple<int64_t, uint32_t>;
-  std::priority_queue<Ready, std::vector<Ready>, std::greater<>> ready;
-  for (uint32_t n = 0; n < nodes; ++n) {
-    pending[n] = first_in[n + 1] - first_in[n];
-    if (pending[n] == 0) ready.emplace(times[n], n);
+  plan.from.resize(edges.size());
+  for (size_t k = 0; k < edges.size(); ++k) plan.from[k] = edges[plan.incoming[k]].from;
+  // When every edge runs forward in (time, node) order, as in most steps, that order is Kahn's: the
+  // earliest ready node is always the earliest one left.
+  auto forward = [&](const Edge& e) { return std::pair(times[e.from], e.from) < std::pair(times[e.to], e.to); };
+  if (std::all_of(edges.begin(), edges.end(), forward)) {
+    // Each rank's events come mostly in time order, so the nodes form a few ascending runs: merged.
+    std::vector<std::pair<int64_t, uint32_t>> by_time(nodes), merged(nodes);
+    std::vector<size_t> runs{0};
+    for (uint32_t n = 0; n < nodes; ++n) {
+      by_time[n] = {times[n], n};
+      if (n > 0 && by_time[n] < by_time[n - 1]) runs.push_back(n);
+    }
+    runs.push_back(nodes);
+    while (runs.size() > 2) {
+      std::vector<size_t> next{0};
+      for (size_t r = 0; r + 1 < runs.size(); r += 2) {
+        size_t end = r + 2 < runs.size() ? runs[r + 2] : runs[r + 1];
+        std::merge(by_time.begin() + static_cast<ptrdiff_t>(runs[r]),
+                   by_time.begin() + static_cast<ptrdiff_t>(runs[r + 1]),
+                   by_time.begin() + static_cast<ptrdiff_t>(runs[r + 1]), by_time.begin() + static_cast<ptrdiff_t>(end),
+                   merged.begin() + static_cast<ptrdiff_t>(runs[r]));
+        next.push_back(end);
+      }
+      by_time.swap(merged);
+      runs.swap(next);
+    }
+    plan.order.resize(nodes);
+    for (uint32_t n = 0; n < nodes; ++n) plan.order[n] = by_time[n].second;
+    return plan;
   }
-  std::vector<int64_t> distance(nodes, 0);
-  std::vector<int64_t> via(nodes, -1);  // the edge the longest path arrives by
+  std::vector<uint32_t> pending(nodes);
+  using Ready = std::pair<int64_t, uint32_t>;
+  std::vector<Ready> heap;
+  heap.reserve(nodes);
+  auto later = std::greater<>();
+  for (uint32_t n = 0; n < nodes; ++n) {
+    pending[n] = plan.first_in[n + 1] - plan.first_in[n];
+    if (pending[n] == 0) heap.emplace_back(times[n], n);
+  }
+  std::make_heap(heap.begin(), heap.end(), later);
+  plan.order.reserve(nodes);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    uint32_t n = heap.back().second;
+    heap.pop_back();
+    plan.order.push_back(n);
+    for (uint32_t k = first_out[n]; k < first_out[n + 1]; ++k) {
+      uint32_t to = edges[outgoing[k]].to;
+      if (--pending[to] == 0) {
+        heap.emplace_back(times[to], to);
+        std::push_heap(heap.begin(), heap.end(), later);
+      }
+    }
+  }
+  return plan;
+}
+
+// Buffers a step's re-timings share, so that each what-if does not allocate (and fault in) its own.
+struct PathScratch {
+  std::vector<int64_t> distance, via, weights;
+  std::vector<bool> in_operation;
+};
+
+// `weights`: per edge, in place of the edges' own (empty: theirs).
+LongestPath longestPathOf(const PathPlan& plan, const std::vector<Edge>& edges, const std::vector<int64_t>& weights,
+                          PathEnd end_rule, PathScratch* scratch = nullptr) {
+  size_t nodes = plan.first_in.size() - 1;
+  PathScratch own;
+  PathScratch& buffers = scratch != nullptr ? *scratch : own;
+  std::vector<int64_t>& distance = buffers.distance;
+  std::vector<int64_t>& via = buffers.via;  // the edge the longest path arrives by
+  distance.assign(nodes, 0);
+  via.assign(nodes, -1);
   LongestPath out;
   uint32_t end = 0;
-  while (!ready.empty()) {
-    uint32_t n = std::get<1>(ready.top());
-    ready.pop();
-    for (uint32_t k = first_in[n]; k < first_in[n + 1]; ++k) {
-      const Edge& e = edges[incoming[k]];
-      int64_t d = distance[e.from] + e.weight;
+  for (uint32_t n : plan.order) {
+    for (uint32_t k = plan.first_in[n]; k < plan.first_in[n + 1]; ++k) {
+      uint32_t i = plan.incoming[k];
+      int64_t d = distance[plan.from[k]] + (weights.empty() ? edges[i].weight : weights[i]);
       if (via[n] < 0 || d > distance[n]) {
         distance[n] = d;
-        via[n] = incoming[k];
+        via[n] = i;
       }
     }
     if (out.empty || distance[n] > distance[end] || (end_rule == PathEnd::kLatest && distance[n] == distance[end]))
       end = n;
     out.empty = false;
-    for (uint32_t k = first_out[n]; k < first_out[n + 1]; ++k) {
-      uint32_t to = edges[outgoing[k]].to;
-      if (--pending[to] == 0) ready.emplace(times[to], to);
-    }
   }
   if (out.empty) return out;
   out.length = distance[end];
@@ -470,6 +568,10 @@ LongestPath findLongestPath(const std::vector<int64_t>& times, const std::vector
   }
   std::reverse(out.edges.begin(), out.edges.end());
   return out;
+}
+
+LongestPath findLongestPath(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathEnd end_rule) {
+  return longestPathOf(planOf(times, edges), edges, {}, end_rule);
 }
 
 // Cuts [window) into slices along a path: each edge's stretch goes to its cause, time before the path's
@@ -483,7 +585,7 @@ class SliceCutter {
     if (s.end_ns <= s.start_ns) return;
     if (!out_.empty() && out_.back().cause == s.cause && out_.back().detail == s.detail && out_.back().rank == s.rank &&
         out_.back().comm_hash == s.comm_hash && out_.back().waited_for == s.waited_for &&
-        out_.back().end_ns == s.start_ns) {
+        out_.back().waited_stage == s.waited_stage && out_.back().end_ns == s.start_ns) {
       out_.back().end_ns = s.end_ns;
     } else {
       out_.push_back(std::move(s));
@@ -642,6 +744,8 @@ const char* pathCauseName(PathCause cause) {
       return "kernel gap";
     case PathCause::kWait:
       return "wait";
+    case PathCause::kPipelineWait:
+      return "pipeline wait";
     case PathCause::kOther:
       return "other";
   }
@@ -661,8 +765,10 @@ struct RunGraph {
   std::vector<uint32_t> offset, edge_base;  // per rank index: its first node and first edge
   std::vector<int64_t> times;
   std::vector<Edge> edges;
-  std::vector<std::pair<int32_t, uint32_t>> origin;             // per edge: (rank index, its local edge); -1: a join
-  std::map<std::pair<uint32_t, uint32_t>, int32_t> waited_for;  // (rank index, event) -> the rank waited for
+  std::vector<std::pair<int32_t, uint32_t>> origin;  // per edge: (rank index, its local edge); -1: a join
+  // (rank index, event) -> the rank waited for, and the communicator of the send or receive it waited in
+  // (0: a collective).
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<int32_t, uint64_t>> waited_for;
   // Per joined NCCL operation: its members' rank indexes and the edges that carry its communication.
   struct Operation {
     std::vector<uint32_t> ranks;
@@ -671,6 +777,7 @@ struct RunGraph {
   };
   std::vector<Operation> operations;
   Interval window;
+  PathPlan plan;  // of times and edges, once they are final
 
   uint32_t rankOfNode(uint32_t node) const {
     return static_cast<uint32_t>(std::upper_bound(offset.begin(), offset.end(), node) - offset.begin() - 1);
@@ -752,18 +859,33 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
     uint32_t rank, event, last_start;
     size_t operation;
   };
-  std::vector<Joined> joined_at;  // every member, and where the operation's last member started
+  std::vector<Joined> joined_at;                        // every member, and where the operation's last member started
+  std::vector<std::vector<bool>> taken(graphs.size());  // per rank index and event: matched to an operation
+  for (size_t r = 0; r < graphs.size(); ++r) taken[r].assign(graphs[r].nodeCount() / 2, false);
   auto kernelOf = [&](MemberOp m) -> std::optional<JoinMember> {
     if (m.rank_index >= graphs.size()) return std::nullopt;
     const model::NcclOp& op = opOf(run, m);
     const auto& list = kernels[m.rank_index];
     auto it = std::lower_bound(list.begin(), list.end(), std::pair<int64_t, uint32_t>{op.gpu_start_ns, 0});
     if (it == list.end() || it->first > op.gpu_end_ns) return std::nullopt;
-    return JoinMember{m.rank_index, it->second};
+    // Of kernels that start together (a send and a receive posted at once), the one that ends with it,
+    // and of those one that no other operation has.
+    const RankGraph& rg = graphs[m.rank_index];
+    auto best = it;
+    auto offBy = [&](auto k) {
+      return std::pair(std::abs(rg.timeOf(rg.endNode(k->second)) - op.gpu_end_ns),
+                       static_cast<bool>(taken[m.rank_index][k->second]));
+    };
+    for (auto k = std::next(it); k != list.end() && k->first == it->first && k - it < 8; ++k) {
+      if (offBy(k) < offBy(best)) best = k;
+    }
+    taken[m.rank_index][best->second] = true;
+    return JoinMember{m.rank_index, best->second};
   };
   // The members that started before the last one wait for it: their span carries only the time after
   // it started, and the last one's start leads to their end.
-  auto join = [&](const std::vector<JoinMember>& members, const std::vector<JoinMember>& waiters, bool collective) {
+  auto join = [&](const std::vector<JoinMember>& members, const std::vector<JoinMember>& waiters, bool collective,
+                  uint64_t comm_hash) {
     if (members.empty()) return;
     RunGraph::Operation operation;
     operation.collective = collective;
@@ -790,7 +912,7 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
       operation.edges.push_back(static_cast<uint32_t>(edges.size()));
       edges.push_back({last_start, end, std::max<int64_t>(0, times[end] - times[last_start]), EdgeKind::kSpan});
       origin.emplace_back(-1, static_cast<uint32_t>(span));
-      g.waited_for[{w.rank, w.event}] = graphs[last->rank].rank();
+      g.waited_for[{w.rank, w.event}] = {graphs[last->rank].rank(), collective ? 0 : comm_hash};
     }
     g.operations.push_back(std::move(operation));
   };
@@ -799,14 +921,15 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
     for (MemberOp m : matched.membersOf(c)) {
       if (auto k = kernelOf(m)) members.push_back(*k);
     }
-    if (members.size() >= 2) join(members, members, true);
+    if (members.size() >= 2) join(members, members, true, c.comm_hash);
   }
   for (const P2pPair& p : matched.p2p) {
     auto send = kernelOf(p.send);
     auto recv = kernelOf(p.recv);
-    if (send && recv) join({*send, *recv}, {*recv}, false);
+    if (send && recv) join({*send, *recv}, {*send, *recv}, false, opOf(run, p.send).comm_hash);
   }
   tieGapsToCollectives(g, joined_at);
+  g.plan = planOf(g.times, g.edges);
   return g;
 }
 
@@ -816,7 +939,7 @@ RunStepPath runPath(const RunGraph& g) {
   const auto& graphs = g.graphs;
   const auto& times = g.times;
   const auto& edges = g.edges;
-  LongestPath path = findLongestPath(times, edges, PathEnd::kLatest);
+  LongestPath path = longestPathOf(g.plan, edges, {}, PathEnd::kLatest);
   SliceCutter cutter(out.window, out.slices);
   if (path.empty) {
     cutter.finish(-1);
@@ -842,7 +965,7 @@ RunStepPath runPath(const RunGraph& g) {
       if (e.from % 2 == 0 && e.to == e.from + 1 && w != g.waited_for.end()) {
         // The kernel's own start led here although it waited: its wait is the other rank's doing.
         int64_t waited_until = times[e.to] - e.weight;
-        cutter.cover({times[e.from], waited_until, PathCause::kWait, "", rg.rank(), 0, w->second});
+        cutter.cover({times[e.from], waited_until, PathCause::kWait, "", rg.rank(), w->second.second, w->second.first});
       }
     }
     if (rg.rank() != previous_rank) ++out.rank_changes;
@@ -947,33 +1070,41 @@ IdealStep idealOf(const RunGraph& g, const model::RunTrace& run, const report::F
   return ideal;
 }
 
-// The step's edges with the cause at its ideal.
-std::vector<Edge> idealEdges(const RunGraph& g, const IdealStep& ideal) {
-  std::vector<Edge> edges = g.edges;
+// The step's edge weights with the cause at its ideal.
+void idealWeights(const RunGraph& g, const IdealStep& ideal, PathScratch& scratch) {
+  std::vector<int64_t>& weights = scratch.weights;
+  weights.resize(g.edges.size());
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = g.edges[i].weight;
   auto scaled = [](int64_t w, double f) { return static_cast<int64_t>(std::llround(static_cast<double>(w) * f)); };
-  std::vector<bool> in_operation(edges.size(), false);
+  std::vector<bool>& in_operation = scratch.in_operation;
+  in_operation.assign(weights.size(), false);
   for (size_t o = 0; o < g.operations.size(); ++o) {
+    if (ideal.operation_scale[o] == 1.0) {
+      for (uint32_t e : g.operations[o].edges) in_operation[e] = true;
+      continue;
+    }
     for (uint32_t e : g.operations[o].edges) {
       in_operation[e] = true;
-      edges[e].weight = scaled(edges[e].weight, ideal.operation_scale[o]);
+      weights[e] = scaled(weights[e], ideal.operation_scale[o]);
     }
   }
-  for (size_t i = 0; i < edges.size(); ++i) {
+  for (size_t i = 0; i < weights.size(); ++i) {
     auto [rank_index, local] = g.origin[i];
     if (rank_index < 0) continue;
     auto r = static_cast<size_t>(rank_index);
+    if (ideal.compute_scale[r] == 1.0 && ideal.communication_scale[r] == 1.0 && !ideal.close_launches[r]) continue;
     const Edge& own = g.graphs[r].edges()[local];
-    if (own.kind == EdgeKind::kLaunch && ideal.close_launches[r]) edges[i].weight = 0;
+    if (own.kind == EdgeKind::kLaunch && ideal.close_launches[r]) weights[i] = 0;
     std::optional<ActivityKind> kind = g.graphs[r].spanActivity(own);
-    if (kind == ActivityKind::kCompute) edges[i].weight = scaled(edges[i].weight, ideal.compute_scale[r]);
+    if (kind == ActivityKind::kCompute) weights[i] = scaled(weights[i], ideal.compute_scale[r]);
     if (kind == ActivityKind::kCommunication && !in_operation[i])
-      edges[i].weight = scaled(edges[i].weight, ideal.communication_scale[r]);
+      weights[i] = scaled(weights[i], ideal.communication_scale[r]);
   }
-  return edges;
 }
 
-int64_t idealLength(const RunGraph& g, const IdealStep& ideal) {
-  return findLongestPath(g.times, idealEdges(g, ideal), PathEnd::kLatest).length;
+int64_t idealLength(const RunGraph& g, const IdealStep& ideal, PathScratch& scratch) {
+  idealWeights(g, ideal, scratch);
+  return longestPathOf(g.plan, g.edges, scratch.weights, PathEnd::kLatest, &scratch).length;
 }
 
 // Per step, each finding's saving summed.
@@ -982,12 +1113,13 @@ struct WhatIfSums {
   std::vector<int64_t> saved;
   int64_t steps = 0;
   int64_t step_ns = 0;
+  PathScratch scratch;
 
   void add(const RunGraph& g, const model::RunTrace& run, const std::vector<report::Finding>& all, int64_t length) {
     ++steps;
     step_ns += g.window.length();
     for (size_t i = 0; i < findings.size(); ++i) {
-      int64_t ideal = idealLength(g, idealOf(g, run, all[findings[i]].cause));
+      int64_t ideal = idealLength(g, idealOf(g, run, all[findings[i]].cause), scratch);
       saved[i] += std::max<int64_t>(0, length - ideal);
     }
   }
@@ -995,11 +1127,36 @@ struct WhatIfSums {
 
 }  // namespace
 
+namespace {
+
+// Communication slices are told by their communicator's role, waits in a pipeline by the stage.
+void nameCommunicators(std::vector<PathSlice>& slices, const std::map<uint64_t, CommunicatorInfo>& communicators) {
+  for (PathSlice& s : slices) {
+    if (s.cause == PathCause::kWait && s.comm_hash != 0) {
+      // A wait in a pipeline communicator's send or receive is for the peer's stage: its place there.
+      auto it = communicators.find(s.comm_hash);
+      if (it == communicators.end() || it->second.role != CommunicatorRole::kPipeline) continue;
+      for (const auto& [comm_rank, rank] : it->second.members) {
+        if (rank == s.waited_for) s.waited_stage = comm_rank;
+      }
+      if (s.waited_stage >= 0) s.cause = PathCause::kPipelineWait;
+      continue;
+    }
+    if (s.cause != PathCause::kCommunication) continue;
+    auto it = communicators.find(s.comm_hash);
+    s.detail = it != communicators.end() ? communicatorRoleName(it->second.role) : "not recorded";
+  }
+}
+
+}  // namespace
+
 RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& matched,
                             const std::vector<Interval>& windows) {
   std::vector<RankTimeIndex> indexes;
   for (const model::RankTrace& rank : run.ranks) indexes.emplace_back(rank);
-  return runPath(buildRunGraph(run, indexes, matched, windows));
+  RunStepPath path = runPath(buildRunGraph(run, indexes, matched, windows));
+  nameCommunicators(path.slices, gatherCommunicators(run));
+  return path;
 }
 
 int64_t stepSaving(const model::RunTrace& run, const CollectiveIndex& matched, const std::vector<Interval>& windows,
@@ -1007,8 +1164,9 @@ int64_t stepSaving(const model::RunTrace& run, const CollectiveIndex& matched, c
   std::vector<RankTimeIndex> indexes;
   for (const model::RankTrace& rank : run.ranks) indexes.emplace_back(rank);
   RunGraph graph = buildRunGraph(run, indexes, matched, windows);
-  int64_t length = findLongestPath(graph.times, graph.edges, PathEnd::kLatest).length;
-  return std::max<int64_t>(0, length - idealLength(graph, idealOf(graph, run, cause)));
+  int64_t length = longestPathOf(graph.plan, graph.edges, {}, PathEnd::kLatest).length;
+  PathScratch scratch;
+  return std::max<int64_t>(0, length - idealLength(graph, idealOf(graph, run, cause), scratch));
 }
 
 std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices, bool by_rank) {
@@ -1017,22 +1175,26 @@ std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices,
     PathCause cause;
     const char* text;
     size_t size;
-    int32_t rank, waited_for;
+    int32_t rank, waited_for, waited_stage;
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
     size_t operator()(const Key& k) const {
       return std::hash<const void*>()(k.text) ^ (static_cast<size_t>(k.cause) << 1) ^
              (static_cast<size_t>(static_cast<uint32_t>(k.rank)) << 8) ^
-             static_cast<size_t>(static_cast<uint32_t>(k.waited_for) << 20);
+             static_cast<size_t>(static_cast<uint32_t>(k.waited_for) << 20) ^
+             static_cast<size_t>(static_cast<uint32_t>(k.waited_stage) << 12);
     }
   };
   std::unordered_map<Key, int64_t, KeyHash> by_place;
   for (const PathSlice& s : slices)
-    by_place[{s.cause, s.detail.data(), s.detail.size(), by_rank ? s.rank : -1, s.waited_for}] += s.end_ns - s.start_ns;
+    by_place[{s.cause, s.detail.data(), s.detail.size(), by_rank ? s.rank : -1, s.waited_for, s.waited_stage}] +=
+        s.end_ns - s.start_ns;
   std::map<std::tuple<PathCause, std::string, int32_t>, int64_t> sums;
   for (const auto& [k, ns] : by_place) {
-    std::string detail = k.waited_for >= 0 ? fmt::format("rank {}", k.waited_for) : std::string(k.text, k.size);
+    std::string detail = k.waited_stage >= 0 ? fmt::format("stage {}", k.waited_stage)
+                         : k.waited_for >= 0 ? fmt::format("rank {}", k.waited_for)
+                                             : std::string(k.text, k.size);
     sums[{k.cause, std::move(detail), k.rank}] += ns;
   }
   std::vector<PathAttribution> out;
@@ -1041,19 +1203,6 @@ std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices,
                    [](const PathAttribution& a, const PathAttribution& b) { return a.ns > b.ns; });
   return out;
 }
-
-namespace {
-
-// Communication slices are told by their communicator's role.
-void nameCommunicators(std::vector<PathSlice>& slices, const std::map<uint64_t, CommunicatorInfo>& communicators) {
-  for (PathSlice& s : slices) {
-    if (s.cause != PathCause::kCommunication) continue;
-    auto it = communicators.find(s.comm_hash);
-    s.detail = it != communicators.end() ? communicatorRoleName(it->second.role) : "not recorded";
-  }
-}
-
-}  // namespace
 
 CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::vector<report::Finding>& findings) {
   CriticalPathResult result;
@@ -1082,7 +1231,7 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
                               attributionOf(path.slices), std::move(path.slices)});
       if (!what_if.findings.empty()) {
         RunGraph graph = buildRunGraph(input.run, indexes, input.collectives(), {w.window});
-        what_if.add(graph, input.run, findings, findLongestPath(graph.times, graph.edges, PathEnd::kLatest).length);
+        what_if.add(graph, input.run, findings, longestPathOf(graph.plan, graph.edges, {}, PathEnd::kLatest).length);
       }
     }
   }
@@ -1162,6 +1311,8 @@ std::string pathSliceLabel(const PathSlice& slice) {
                                             : fmt::format("exposed comm: {}-parallel", slice.detail);
     case PathCause::kWait:
       return slice.waited_for >= 0 ? fmt::format("wait: rank {}", slice.waited_for) : std::string("wait");
+    case PathCause::kPipelineWait:
+      return fmt::format("pipeline wait: stage {}", slice.waited_stage);
     case PathCause::kLaunch:
       return "host-bound launch";
     default:
@@ -1235,9 +1386,11 @@ void presentCriticalPath(const CriticalPathResult& result, size_t top_rows, repo
   // waited for, the rest by cause.
   std::map<std::pair<std::string, std::string>, int64_t> by_cause;
   for (const PathAttribution& a : total) {
-    std::string detail = a.cause == PathCause::kCompute                                        ? kernelClassOf(a.detail)
-                         : a.cause == PathCause::kCommunication || a.cause == PathCause::kWait ? a.detail
-                                                                                               : std::string();
+    std::string detail =
+        a.cause == PathCause::kCompute ? kernelClassOf(a.detail)
+        : a.cause == PathCause::kCommunication || a.cause == PathCause::kWait || a.cause == PathCause::kPipelineWait
+            ? a.detail
+            : std::string();
     by_cause[{pathCauseName(a.cause), detail}] += a.ns;
   }
   std::vector<std::pair<std::pair<std::string, std::string>, int64_t>> causes(by_cause.begin(), by_cause.end());

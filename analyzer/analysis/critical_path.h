@@ -26,7 +26,8 @@ enum class PathCause : uint8_t {
   kLaunch,           // a kernel waited for its launch with nothing queued on its stream (host-bound)
   kSynchronization,  // the CPU waited in a synchronizing call, or on the GPU through it
   kKernelGap,        // the gap between two kernels of one stream
-  kWait,             // a rank waited in a collective or a receive for a later rank (detail: "rank N")
+  kWait,             // a rank waited in a collective for a later rank (detail: "rank N")
+  kPipelineWait,     // a rank waited in a pipeline communicator's send or receive for its peer (detail: "stage K")
   kOther,            // no event on the path covers it (the CPU between top-level ops, the window's ends)
 };
 const char* pathCauseName(PathCause cause);
@@ -48,10 +49,11 @@ struct PathSlice {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   PathCause cause = PathCause::kOther;
-  std::string_view detail;  // into the rank's strings or a constant
-  int32_t rank = -1;        // whose event it is
-  uint64_t comm_hash = 0;   // communication: the NCCL operation's communicator (0: not recorded)
-  int32_t waited_for = -1;  // wait: the rank waited for
+  std::string_view detail;    // into the rank's strings or a constant
+  int32_t rank = -1;          // whose event it is
+  uint64_t comm_hash = 0;     // communication: the NCCL operation's communicator (0: not recorded)
+  int32_t waited_for = -1;    // wait: the rank waited for
+  int32_t waited_stage = -1;  // pipeline wait: the peer's position in the pipeline communicator
 };
 
 struct RankCriticalPath {

@@ -82,13 +82,25 @@ FileHeader headerOf(const CostModel& cost, const Layout& layout, int rank, const
   h.clock_anchors.push_back({kSimulatedEpochNs, kSimulatedEpochNs, 1'000'000'000ull, 0});
   h.devices.push_back(deviceOf(c.gpu, p.local_rank));
   Endpoint gpu{EndpointKind::kGpu, fmt::format("GPU-{}", p.local_rank), p.local_rank};
-  h.links.push_back({LinkKind::kNvLink, gpu, {EndpointKind::kNvSwitch, "nvswitch", -1}, c.gpu.compute_major >= 9 ? 4u : 3u,
-                     c.gpu.compute_major >= 9 ? 18u : 12u, static_cast<uint64_t>(c.gpu.nvlink_bandwidth), {}, {}});
+  h.links.push_back({LinkKind::kNvLink,
+                     gpu,
+                     {EndpointKind::kNvSwitch, "nvswitch", -1},
+                     c.gpu.compute_major >= 9 ? 4u : 3u,
+                     c.gpu.compute_major >= 9 ? 18u : 12u,
+                     static_cast<uint64_t>(c.gpu.nvlink_bandwidth),
+                     {},
+                     {}});
   if (c.nics_per_node > 0) {
     Endpoint nic{EndpointKind::kNic, fmt::format("mlx5_{}", p.nic), -1};
     h.links.push_back({LinkKind::kPcie, gpu, nic, 5, 16, 64'000'000'000ull, {}, {}});
-    h.links.push_back({LinkKind::kNetwork, nic, {EndpointKind::kUnknown, "leaf-switch", -1}, 0, 1,
-                       static_cast<uint64_t>(c.nic_bandwidth), {}, {}});
+    h.links.push_back({LinkKind::kNetwork,
+                       nic,
+                       {EndpointKind::kUnknown, "leaf-switch", -1},
+                       0,
+                       1,
+                       static_cast<uint64_t>(c.nic_bandwidth),
+                       {},
+                       {}});
     for (int n = 0; n < c.nics_per_node; ++n) {
       h.nics.push_back({fmt::format("mlx5_{}", n), 1, static_cast<uint64_t>(c.nic_bandwidth),
                         fmt::format("0000:{:02x}:00.0", 0x1a + 0x10 * n), "IB", n * 2 / std::max(1, c.nics_per_node)});
@@ -108,7 +120,12 @@ class RankWriter {
  public:
   RankWriter(const CostModel& cost, const Layout& layout, const Timeline& timeline, int rank, TraceWriter& writer,
              std::function<void(int, uint64_t, MemoryCategory)> allocation_category)
-      : cost_(cost), layout_(layout), timeline_(timeline), rank_(rank), place_(layout.place(rank)), w_(writer),
+      : cost_(cost),
+        layout_(layout),
+        timeline_(timeline),
+        rank_(rank),
+        place_(layout.place(rank)),
+        w_(writer),
         allocation_category_(std::move(allocation_category)) {
     device_ = static_cast<uint32_t>(place_.local_rank);
     thread_ = 140'000u + static_cast<uint64_t>(rank);
@@ -160,11 +177,14 @@ class RankWriter {
     SimulationInputs unrecomputed = cost_.inputs();
     unrecomputed.strategy.recompute = Recompute::kNone;
     switch (cost_.inputs().strategy.recompute) {
-      case Recompute::kNone: return 0;
-      case Recompute::kFull: unrecomputed.strategy.sequence_parallel = false; return CostModel::activationBytesOf(unrecomputed);
+      case Recompute::kNone:
+        return 0;
+      case Recompute::kFull:
+        unrecomputed.strategy.sequence_parallel = false;
+        return CostModel::activationBytesOf(unrecomputed);
       case Recompute::kSelective:
-        return CostModel::activationBytesOf(unrecomputed) - std::min(CostModel::activationBytesOf(unrecomputed),
-                                                                      cost_.activationBytesPerLayer());
+        return CostModel::activationBytesOf(unrecomputed) -
+               std::min(CostModel::activationBytesOf(unrecomputed), cost_.activationBytesPerLayer());
     }
     return 0;
   }
@@ -173,15 +193,21 @@ class RankWriter {
                              kComputeStream, 0, false, 0});
   }
 
-  // A launch on the host thread. The host issues a step's compute kernels in order from the step's
+  // A launch on the host thread. The host issues a step's kernels in program order from the step's
   // start, as fast as it can, and never after the kernel starts: it runs ahead of the GPU, as
-  // training loops do. NCCL kernels are launched just before they start.
+  // training loops do. Compute kernels and the tensor-parallel collectives between them are written
+  // in that order; NCCL operations written after the blocks (pipeline transfers, gradient buckets)
+  // are launched where the program issues them, just before the first compute kernel that starts
+  // at or after them.
   uint32_t launch(int64_t start, bool in_order = true) {
     uint32_t correlation = next_correlation_++;
-    uint64_t begin = u(start) - 20'000;
+    uint64_t begin = std::min(host_free_, u(start) - kLaunchNs);
     if (in_order) {
-      begin = std::min(host_free_, u(start) - kLaunchNs);
       host_free_ = begin + kLaunchNs;
+      launched_.emplace_back(u(start), begin);
+    } else {
+      auto next = std::lower_bound(launched_.begin(), launched_.end(), std::pair<uint64_t, uint64_t>{u(start), 0});
+      if (next != launched_.end()) begin = std::min(begin, next->second);
     }
     w_.add(ApiCallRecord{begin, begin + kLaunchNs, ApiDomain::kRuntime, kLaunchCbid, thread_, correlation, 0, 0});
     return correlation;
@@ -217,14 +243,14 @@ class RankWriter {
 
   // An NCCL operation: its kernel (from this rank's arrival to the end) and its record.
   uint64_t ncclOp(CommunicatorKind comm, NcclOperationKind kind, const std::string& func, uint64_t bytes, int peer,
-                  int64_t arrive, int64_t end, uint32_t stream) {
+                  int64_t arrive, int64_t end, uint32_t stream, bool in_order = false) {
     const CommunicatorInfo& info = comms_[static_cast<int>(comm)];
     KernelRecord k;
     k.start_ns = u(arrive);
     k.end_ns = u(end);
     k.device = device_;
     k.stream = stream;
-    k.correlation_id = launch(arrive, false);
+    k.correlation_id = launch(arrive, in_order);
     k.context = 1;
     k.name_id = ncclKernelName(kind == NcclOperationKind::kCollective ? func : "SendRecv");
     k.grid_x = kind == NcclOperationKind::kCollective ? 16 : 2, k.grid_y = k.grid_z = 1;
@@ -288,8 +314,8 @@ class RankWriter {
     const GroupLinks links = layout_.links(CommunicatorKind::kData, rank_);
     const CommunicatorInfo& info = comms_[static_cast<int>(CommunicatorKind::kData)];
     for (const auto& op : ops) {
-      uint64_t id = ncclOp(CommunicatorKind::kData, NcclOperationKind::kCollective, collectiveFunc(op.kind), op.bytes, 0,
-                           op.arrive, op.end, kDataStream);
+      uint64_t id = ncclOp(CommunicatorKind::kData, NcclOperationKind::kCollective, collectiveFunc(op.kind), op.bytes,
+                           0, op.arrive, op.end, kDataStream);
       uint64_t wire = cost_.networkBytes(op.kind, op.bytes, links);
       if (wire == 0) continue;
       // Ring: to the next member, from the previous one (on other nodes when the group spans nodes).
@@ -318,6 +344,7 @@ class RankWriter {
     const auto& order = timeline_.orders()[static_cast<size_t>(stage)];
     range(fmt::format("ProfilerStep#{}", step), rs.start, rs.end, 0);
     host_free_ = std::max(host_free_, u(rs.start));
+    launched_.clear();
     const uint64_t chunk_activations = cost_.activationBytesPerLayer() * static_cast<uint64_t>(cost_.layersPerChunk());
     size_t collective = 0;
     for (size_t b = 0; b < order.size(); ++b) {
@@ -354,7 +381,7 @@ class RankWriter {
           int64_t start = timeline_.uniform() ? t : rs.collective_start[collective++];
           // An overlapped collective goes on beside the GEMM that follows it.
           ncclOp(CommunicatorKind::kTensor, NcclOperationKind::kCollective, collectiveFunc(item.kind), item.bytes, 0, t,
-                 start + item.duration_ns + item.hidden_ns, kTensorStream);
+                 start + item.duration_ns + item.hidden_ns, kTensorStream, true);
           t = start + item.duration_ns;
         } else {
           int64_t duration = timeline_.kernelNs(item, rank_, step, b, k);
@@ -404,6 +431,7 @@ class RankWriter {
   uint32_t next_correlation_ = 1;
   uint64_t next_address_ = 0;
   uint64_t host_free_ = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> launched_;  // this step's in-order launches: (kernel start, call)
   std::map<uint64_t, uint64_t> live_;
   MemoryUse use_;
   uint64_t recompute_bytes_ = 0;
@@ -428,8 +456,10 @@ GenerationResult writeTraces(const CostModel& cost, const Layout& layout, const 
       bool ours = false;
       for (int rank = 0; rank < layout.world() && !ours; ++rank) ours = name == traceFileName(rank, "", 0);
       if (!ours)
-        throw InputError(fmt::format("{}: holds {}, which this run of {} ranks would not overwrite; write into an empty "
-                                     "directory", options.directory, name, layout.world()));
+        throw InputError(
+            fmt::format("{}: holds {}, which this run of {} ranks would not overwrite; write into an empty "
+                        "directory",
+                        options.directory, name, layout.world()));
     }
   }
   for (int rank : ranks)
@@ -454,8 +484,8 @@ GenerationResult writeTraces(const CostModel& cost, const Layout& layout, const 
       RankWriter(cost, layout, timeline, rank, writer, options.allocation_category).write();
       Trailer trailer;
       trailer.end = CaptureEnd::kGenerated;
-      trailer.end_time_ns = kSimulatedEpochNs + kStartupNs +
-                            static_cast<uint64_t>(timeline.step(rank, cost.inputs().steps - 1).end);
+      trailer.end_time_ns =
+          kSimulatedEpochNs + kStartupNs + static_cast<uint64_t>(timeline.step(rank, cost.inputs().steps - 1).end);
       trailer.end_detail = "gpuxray simulate";
       if (!writer.finish(trailer)) {
         errors[static_cast<size_t>(index)] = fmt::format("{}: {}", path, writer.error());
