@@ -129,3 +129,23 @@ TEST_CASE("a large run's page keeps the memory curves of the highest peaks and s
   CHECK(gpuxray::report::fitForPage(small).results.size() == 1);
   CHECK(gpuxray::report::fitForPage(small).sections[0].tables.size() == 1);
 }
+
+TEST_CASE("a large run's step overview keeps ranks spread over the whole run, not the first ones", "[html]") {
+  using gpuxray::report::ResultValue;
+  gpuxray::report::Report report;
+  ResultValue ranks = ResultValue::array();
+  for (int rank = 0; rank < 1000; ++rank) ranks.push(ResultValue::object().set("rank", ResultValue::integer(rank)));
+  report.results.emplace_back("step_overview", ResultValue::object().set("ranks", std::move(ranks)));
+  gpuxray::report::Report fitted = gpuxray::report::fitForPage(report);
+  const auto& kept = fitted.results.front().second.find("ranks")->items();
+  REQUIRE(kept.size() == 256);
+  // Item floor(i * 1000 / 256): 0, 3 (3.9), 7 (7.8), ..., 996 (255 * 1000 / 256 = 996.1).
+  CHECK(kept[0].find("rank")->asInteger() == 0);
+  CHECK(kept[1].find("rank")->asInteger() == 3);
+  CHECK(kept[2].find("rank")->asInteger() == 7);
+  CHECK(kept[255].find("rank")->asInteger() == 996);
+  REQUIRE(fitted.results.back().first == "html_page");
+  const auto& lines = fitted.results.back().second.find("left_out")->items();
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].asText() == "744 of 1000 ranks of the step overview (the page draws 256 spread evenly over them)");
+}

@@ -128,6 +128,19 @@ std::optional<ResultValue> firstItems(const ResultValue& array, size_t keep, std
   return fitted;
 }
 
+// `keep` of the array's items spread evenly over it (item floor(i * n / keep) for i < keep), so that a
+// 1024-rank step overview shows every host and every pipeline stage, not only the first 32 hosts.
+std::optional<ResultValue> spreadItems(const ResultValue& array, size_t keep, std::vector<std::string>& left_out,
+                                       const std::string& what) {
+  const auto& items = array.items();
+  if (items.size() <= keep) return std::nullopt;
+  ResultValue fitted = ResultValue::array();
+  for (size_t i = 0; i < keep; ++i) fitted.push(items[i * items.size() / keep]);
+  left_out.push_back(fmt::format("{} of {} {} (the page draws {} spread evenly over them)", items.size() - keep,
+                                 items.size(), what, keep));
+  return fitted;
+}
+
 }  // namespace
 
 Report fitForPage(const Report& report) {
@@ -142,7 +155,7 @@ Report fitForPage(const Report& report) {
       });
     } else if (analysis == "step_overview") {
       result = editFields(result, [&](const std::string& key, const ResultValue& value) {
-        return key == "ranks" ? firstItems(value, kPageStepRanks, left_out, "ranks of the step overview")
+        return key == "ranks" ? spreadItems(value, kPageStepRanks, left_out, "ranks of the step overview")
                               : std::nullopt;
       });
     } else if (analysis == "pipeline_bubbles") {
