@@ -147,7 +147,7 @@ export const stepView: View = {
     const hostOf = new Map<number, string>();
     const breakdown = result<{ ranks: { rank: number; host: string }[] }>(doc, 'time_breakdown');
     for (const r of breakdown?.ranks ?? []) hostOf.set(r.rank, r.host);
-    const ranks = [...overview.ranks].sort((a, b) => (hostOf.get(a.rank) ?? '').localeCompare(hostOf.get(b.rank) ?? '') || a.rank - b.rank);
+    const ranks = [...overview.ranks].sort((a, b) => (hostOf.get(a.rank) ?? '').localeCompare(hostOf.get(b.rank) ?? '', 'en', { numeric: true }) || a.rank - b.rank);
     const drawn = ranks.slice(0, kMaxRanksDrawn);
     const stepText = overview.step === null ? 'each rank\'s whole GPU span' : `step ${overview.step} (${overview.chosen}), ${formatNs(overview.step_length_ns)}`;
     container.append(el('p', { class: 'identity', 'data-test': 'step-header' }, `${stepText}; lanes: compute, communication, memory; white is idle. Each rank from its own start of the step.`));
