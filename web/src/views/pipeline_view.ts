@@ -90,6 +90,7 @@ function drawStep(chartBox: HTMLElement, pipeline: Pipeline, step: number): void
   const margin = windows.length ? (Math.max(...windows.map((w) => w[1])) - Math.min(...windows.map((w) => w[0]))) * 0.01 : 0;
   const axisMin = windows.length ? ms(Math.min(...windows.map((w) => w[0])) - margin) : undefined;
   const axisMax = windows.length ? ms(Math.max(...windows.map((w) => w[1])) + margin) : undefined;
+  const labelBeside = pipeline.micro_batches <= 16;
   const chart = makeChart('pipeline', chartBox);
   chart.setOption({
     animation: false,
@@ -134,14 +135,17 @@ function drawStep(chartBox: HTMLElement, pipeline: Pipeline, step: number): void
           const forward = String(api.value(4)).includes('(forward)');
           const y = layer === 2 ? start[1] + (forward ? -band * 0.26 : band * 0.04) : start[1] - height / 2;
           const width = Math.max(1, end[0] - start[0]);
-          // A micro-batch's label where it fits (m=96 leaves no room for all until zoomed in).
+          // A micro-batch's label inside its operation where it fits, else beside it (forwards above,
+          // backwards below) while the micro-batches are few; m=96 leaves room for all only zoomed in.
           const label = layer === 2 ? String(api.value(5)) : '';
           const fits = label !== '' && width >= label.length * 6 + 2;
+          const beside = label !== '' && !fits && labelBeside;
           return {
             type: 'rect',
             shape: { x: start[0], y, width, height },
             style,
             ...(fits ? { textContent: { style: { text: label, fontSize: 9, fill: '#fff' } }, textConfig: { position: 'inside' } } : {}),
+            ...(beside ? { textContent: { style: { text: label, fontSize: 9, fill: '#222' } }, textConfig: { position: forward ? 'top' : 'bottom' } } : {}),
           };
         },
       },
