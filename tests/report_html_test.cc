@@ -129,3 +129,44 @@ TEST_CASE("a large run's page keeps the memory curves of the highest peaks and s
   CHECK(gpuxray::report::fitForPage(small).results.size() == 1);
   CHECK(gpuxray::report::fitForPage(small).sections[0].tables.size() == 1);
 }
+
+TEST_CASE("a large run's step overview keeps ranks spread over the whole run, not the first ones", "[html]") {
+  using gpuxray::report::ResultValue;
+  gpuxray::report::Report report;
+  ResultValue ranks = ResultValue::array();
+  // Rank 0 has 20 exposed stretches, the i-th [100 i, 100 i + (i % 7) + 1]: the 16 longest leave out
+  // the three of length 1 (i = 0, 7, 14) and, of the three of length 2 (i = 1, 8, 15), the last in time.
+  ResultValue exposed = ResultValue::array();
+  for (int i = 0; i < 20; ++i)
+    exposed.push(ResultValue::object().set(
+        "span_ns",
+        ResultValue::array().push(ResultValue::integer(100 * i)).push(ResultValue::integer(100 * i + i % 7 + 1))));
+  ranks.push(ResultValue::object()
+                 .set("rank", ResultValue::integer(0))
+                 .set("exposed", std::move(exposed))
+                 .set("exposed_left_out", ResultValue::integer(5)));
+  for (int rank = 1; rank < 1000; ++rank) ranks.push(ResultValue::object().set("rank", ResultValue::integer(rank)));
+  report.results.emplace_back("step_overview", ResultValue::object().set("ranks", std::move(ranks)));
+  gpuxray::report::Report fitted = gpuxray::report::fitForPage(report);
+  const auto& kept = fitted.results.front().second.find("ranks")->items();
+  REQUIRE(kept.size() == 256);
+  // Item floor(i * 1000 / 256): 0, 3 (3.9), 7 (7.8), ..., 996 (255 * 1000 / 256 = 996.1).
+  CHECK(kept[0].find("rank")->asInteger() == 0);
+  CHECK(kept[1].find("rank")->asInteger() == 3);
+  CHECK(kept[2].find("rank")->asInteger() == 7);
+  CHECK(kept[255].find("rank")->asInteger() == 996);
+  const auto& marks = kept[0].find("exposed")->items();
+  REQUIRE(marks.size() == 16);
+  std::vector<int64_t> starts;
+  for (const ResultValue& mark : marks) starts.push_back(mark.find("span_ns")->items()[0].asInteger());
+  // Lengths by i: 1 2 3 4 5 6 7 1 2 3 4 5 6 7 1 2 3 4 5 6; dropped: i = 0, 7, 14 (length 1) and 15 (length 2).
+  CHECK(starts ==
+        std::vector<int64_t>{100, 200, 300, 400, 500, 600, 800, 900, 1000, 1100, 1200, 1300, 1600, 1700, 1800, 1900});
+  CHECK(kept[0].find("exposed_left_out")->asInteger() == 5 + 4);
+  REQUIRE(fitted.results.back().first == "html_page");
+  const auto& lines = fitted.results.back().second.find("left_out")->items();
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0].asText() == "744 of 1000 ranks of the step overview (the page draws 256 spread evenly over them)");
+  CHECK(lines[1].asText() ==
+        "4 of the drawn ranks' exposed-communication stretches (the page keeps each rank's 16 longest)");
+}

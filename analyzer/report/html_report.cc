@@ -71,7 +71,10 @@ std::string escapeHtmlText(std::string_view text) {
 // as many as the page draws.
 constexpr size_t kPageMemoryCurves = 32;
 constexpr size_t kPageStepRanks = 256;
-constexpr size_t kPagePipelines = 4;
+constexpr size_t kPagePipelines = 2;
+// Exposed-communication stretches per rank kept when the step overview is cut (the longest): on
+// 256 lanes of 6 px, 64 a lane were 1.6 MB of a 1024-rank page and most of the view's drawing.
+constexpr size_t kPageExposedPerRank = 16;
 
 using FieldEdit = std::function<std::optional<ResultValue>(const std::string& key, const ResultValue& value)>;
 
@@ -128,6 +131,63 @@ std::optional<ResultValue> firstItems(const ResultValue& array, size_t keep, std
   return fitted;
 }
 
+// `keep` of the array's items spread evenly over it (item floor(i * n / keep) for i < keep), so that a
+// 1024-rank step overview shows every host and every pipeline stage, not only the first 32 hosts.
+std::optional<ResultValue> spreadItems(const ResultValue& array, size_t keep, std::vector<std::string>& left_out,
+                                       const std::string& what) {
+  const auto& items = array.items();
+  if (items.size() <= keep) return std::nullopt;
+  ResultValue fitted = ResultValue::array();
+  for (size_t i = 0; i < keep; ++i) fitted.push(items[i * items.size() / keep]);
+  left_out.push_back(fmt::format("{} of {} {} (the page draws {} spread evenly over them)", items.size() - keep,
+                                 items.size(), what, keep));
+  return fitted;
+}
+
+int64_t spanLength(const ResultValue& mark) {
+  const ResultValue* span = mark.find("span_ns");
+  if (span == nullptr || span->items().size() != 2) return 0;
+  return span->items()[1].asInteger() - span->items()[0].asInteger();
+}
+
+// A rank's lanes with only its kPageExposedPerRank longest exposed stretches (still in time order),
+// the others counted in exposed_left_out.
+ResultValue fewerExposedMarks(const ResultValue& rank, size_t& dropped) {
+  const ResultValue* exposed = rank.find("exposed");
+  if (exposed == nullptr || exposed->items().size() <= kPageExposedPerRank) return rank;
+  const auto& marks = exposed->items();
+  std::vector<size_t> order(marks.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return spanLength(marks[a]) > spanLength(marks[b]); });
+  std::vector<bool> kept(marks.size(), false);
+  for (size_t i = 0; i < kPageExposedPerRank; ++i) kept[order[i]] = true;
+  ResultValue fewer = ResultValue::array();
+  for (size_t i = 0; i < marks.size(); ++i)
+    if (kept[i]) fewer.push(marks[i]);
+  int64_t left_out = static_cast<int64_t>(marks.size() - kPageExposedPerRank);
+  dropped += static_cast<size_t>(left_out);
+  return editFields(rank, [&](const std::string& key, const ResultValue& value) -> std::optional<ResultValue> {
+    if (key == "exposed") return fewer;
+    if (key == "exposed_left_out") return ResultValue::integer(value.asInteger() + left_out);
+    return std::nullopt;
+  });
+}
+
+// The step overview's ranks spread over the run, each with its longest exposed stretches.
+std::optional<ResultValue> fitStepRanks(const ResultValue& ranks, std::vector<std::string>& left_out) {
+  std::optional<ResultValue> spread = spreadItems(ranks, kPageStepRanks, left_out, "ranks of the step overview");
+  if (!spread) return std::nullopt;
+  ResultValue fitted = ResultValue::array();
+  size_t dropped = 0;
+  for (const ResultValue& rank : spread->items()) fitted.push(fewerExposedMarks(rank, dropped));
+  if (dropped > 0)
+    left_out.push_back(
+        fmt::format("{} of the drawn ranks' exposed-communication stretches (the page keeps each rank's {} longest)",
+                    dropped, kPageExposedPerRank));
+  return fitted;
+}
+
 }  // namespace
 
 Report fitForPage(const Report& report) {
@@ -142,8 +202,7 @@ Report fitForPage(const Report& report) {
       });
     } else if (analysis == "step_overview") {
       result = editFields(result, [&](const std::string& key, const ResultValue& value) {
-        return key == "ranks" ? firstItems(value, kPageStepRanks, left_out, "ranks of the step overview")
-                              : std::nullopt;
+        return key == "ranks" ? fitStepRanks(value, left_out) : std::nullopt;
       });
     } else if (analysis == "pipeline_bubbles") {
       result = editFields(result, [&](const std::string& key, const ResultValue& value) {

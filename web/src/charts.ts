@@ -4,6 +4,7 @@ import * as echarts from 'echarts/core';
 import { BarChart, CustomChart, GraphChart, HeatmapChart, LineChart } from 'echarts/charts';
 import {
   DataZoomComponent,
+  GraphicComponent,
   GridComponent,
   LegendComponent,
   MarkAreaComponent,
@@ -22,6 +23,7 @@ echarts.use([
   HeatmapChart,
   LineChart,
   DataZoomComponent,
+  GraphicComponent,
   GridComponent,
   LegendComponent,
   MarkAreaComponent,

@@ -45,3 +45,16 @@ export function formatCell(value: unknown, unit: string | undefined): string {
     default: return Number.isInteger(value) ? String(value) : value.toFixed(3);
   }
 }
+
+// Ranks as runs of consecutive numbers ("0-127, 256"), so that a 1024-rank stage reads in one line.
+export function formatRanks(ranks: number[]): string {
+  const sorted = [...ranks].sort((a, b) => a - b);
+  const runs: string[] = [];
+  for (let i = 0; i < sorted.length; ) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j += 1;
+    runs.push(j - i >= 2 ? `${sorted[i]}-${sorted[j]}` : sorted.slice(i, j + 1).join(', '));
+    i = j + 1;
+  }
+  return runs.join(', ');
+}

@@ -285,6 +285,9 @@ async function demoAndPlan() {
       check(exposedCauses.includes(firstCause), `demo: an exposed stretch's cause is named (${firstCause})`);
     }
 
+    // Without --critical-path, the summary says how to get the critical path.
+    const noPath = (await page.textContent('section[data-view="summary"] p.missing[data-missing="critical-path"]')) ?? '';
+    check(noPath.includes('--critical-path'), `demo: the summary says how to get the critical path (${noPath})`);
     const missingViews = await everyView(page, 'demo');
     console.log(`demo: views whose data is missing: ${missingViews.join(', ') || 'none'}`);
     // The demo measured no kernel: the memory-hierarchy view says so in one line.
@@ -314,6 +317,28 @@ async function demoAndPlan() {
     check(headers.includes('fixing it saves / step'), `what-if: the findings show their saving (${headers})`);
     const first = await page.textContent('table.findings tbody tr:first-child');
     check(saved.length > 0 && first.includes(saved[0].summary), `what-if: the finding that saves most is listed first (${first.slice(0, 120)})`);
+    // The waterfall of the step's critical path: its bars, each from where the one before ended, add
+    // up to the step; the step shown is the step overview's.
+    const path = doc.results.critical_path.run_steps.find((s) => s.step === doc.results.step_overview.step);
+    const bars = await page.evaluate(() => {
+      const option = window.gpuxray.charts['critical-path'].getOption();
+      return { labels: option.yAxis[0].data, bases: option.series[0].data, values: option.series[1].data.map((d) => d.value) };
+    });
+    const n = bars.values.length;
+    const chained = bars.bases.slice(1, n - 1).every((base, i) => Math.abs(base - (bars.bases[i] + bars.values[i])) < 1e-9);
+    const sum = bars.values.slice(0, n - 1).reduce((a, b) => a + b, 0);
+    check(path !== undefined && chained && Math.abs(sum - path.step_ns / 1e6) < 1e-6 && Math.abs(bars.values[n - 1] - path.step_ns / 1e6) < 1e-6 && bars.labels[n - 1] === 'the step',
+      `what-if: the critical path's waterfall adds up to step ${path?.step}'s ${path?.step_ns} ns (${sum} ms, chained ${chained})`);
+    // Its largest bar: the cause with the most of the step, compute by kernel class.
+    const byBar = new Map();
+    for (const a of path?.attribution ?? []) {
+      const bar = a.cause === 'compute' ? `compute: ${a.kernel_class ?? 'other'}` : a.detail ? `${a.cause}: ${a.detail}` : a.cause;
+      byBar.set(bar, (byBar.get(bar) ?? 0) + a.ns);
+    }
+    const largest = [...byBar.entries()].sort((a, b) => b[1] - a[1])[0];
+    check(largest && bars.labels[0] === largest[0] && Math.abs(bars.values[0] - largest[1] / 1e6) < 1e-9, `what-if: the waterfall's first bar is ${largest?.[0]} (${bars.labels[0]})`);
+    const stepLine = (await page.textContent('[data-test="critical-path-step"]')) ?? '';
+    check(stepLine.includes('runs on rank 2'), `what-if: the path runs on the straggler, rank 2 (${stepLine})`);
     await page.screenshot({ path: join(screenshots, 'what-if-summary.png'), fullPage: true });
     finish('what-if', opened);
     await opened.context.close();

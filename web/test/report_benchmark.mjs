@@ -5,7 +5,7 @@
 //
 //   node web/test/report_benchmark.mjs --gpuxray build/gpuxray --out build/html-benchmark [--big DIR] [--only demo]
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { launch, openReport } from './browser.mjs';
 
@@ -19,12 +19,36 @@ const out = resolve(option('--out', 'build/html-benchmark'));
 mkdirSync(out, { recursive: true });
 const MiB = 1024 * 1024;
 
+// gpuxray report's wall time and, where /usr/bin/time is (GNU time), its peak resident memory.
 function prepare(preset, dir) {
-  if (!existsSync(dir)) execFileSync(gpuxray, ['simulate', '--preset', preset, '-o', dir], { stdio: 'inherit' });
+  let simulateS = null;
+  if (!existsSync(dir)) {
+    const started = Date.now();
+    execFileSync(gpuxray, ['simulate', '--preset', preset, '-o', dir], { stdio: 'inherit' });
+    simulateS = (Date.now() - started) / 1000;
+  }
   const html = join(out, `${preset}.html`);
+  const rssFile = join(out, `${preset}.rss`);
+  const timed = existsSync('/usr/bin/time');
   const started = Date.now();
-  execFileSync(gpuxray, ['report', dir, '-o', html], { stdio: ['ignore', 'ignore', 'pipe'] });
-  return { html, reportS: (Date.now() - started) / 1000 };
+  if (timed) execFileSync('/usr/bin/time', ['-f', '%M', '-o', rssFile, gpuxray, 'report', dir, '-o', html], { stdio: ['ignore', 'ignore', 'pipe'] });
+  else execFileSync(gpuxray, ['report', dir, '-o', html], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const reportS = (Date.now() - started) / 1000;
+  const peakGiB = timed ? Number(readFileSync(rssFile, 'utf8').trim().split('\n').pop()) / 1024 ** 2 : null;
+  return { html, reportS, simulateS, peakGiB };
+}
+
+// Each view's first drawing, in seconds from the click to the next frame after it is shown.
+async function viewTimes(page) {
+  const times = [];
+  for (const view of await page.$$eval('nav.tabs a', (tabs) => tabs.map((t) => t.dataset.view))) {
+    const started = Date.now();
+    await page.click(`nav.tabs a[data-view="${view}"]`);
+    await page.waitForFunction((v) => window.gpuxray.view === v, view);
+    await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => done())));
+    times.push(`${view} ${((Date.now() - started) / 1000).toFixed(2)}`);
+  }
+  return times.join(', ');
 }
 
 // --only demo skips the 1024-rank run.
@@ -36,9 +60,10 @@ const browser = await launch();
 let within = true;
 try {
   for (const c of cases) {
-    const { html, reportS } = prepare(c.preset, c.dir);
+    const { html, reportS, simulateS, peakGiB } = prepare(c.preset, c.dir);
     const sizeMiB = statSync(html).size / MiB;
     const times = [];
+    let views = '';
     for (let i = 0; i < 3; i++) {
       const opened = await openReport(browser, html);
       // Interactive: the first view drawn and a click on another answered.
@@ -46,6 +71,7 @@ try {
       await opened.page.click('nav.tabs a:nth-child(2)');
       await opened.page.waitForFunction(() => window.gpuxray.view !== 'summary');
       times.push({ loadS: opened.loadMs / 1000, readyS: opened.readyMs / 1000, clickS: (Date.now() - clickStart) / 1000 });
+      if (i === 0) views = await viewTimes(opened.page);
       await opened.context.close();
     }
     const best = times.reduce((a, b) => (a.loadS + a.clickS <= b.loadS + b.clickS ? a : b));
@@ -56,7 +82,10 @@ try {
       `${c.preset}: page ${sizeMiB.toFixed(2)} MiB (${(sizeMiB / c.budgetMiB).toFixed(2)} of ${c.budgetMiB} MiB); ` +
         `interactive in ${interactiveS.toFixed(2)} s (${(interactiveS / c.budgetS).toFixed(2)} of ${c.budgetS} s: ` +
         `first view drawn ${best.readyS.toFixed(2)} s after navigation, loaded ${best.loadS.toFixed(2)} s, ` +
-        `next view ${best.clickS.toFixed(2)} s; best of 3); gpuxray report ${reportS.toFixed(1)} s ${ok ? '' : ' OVER BUDGET'}`,
+        `next view ${best.clickS.toFixed(2)} s; best of 3); gpuxray report ${reportS.toFixed(1)} s` +
+        (peakGiB !== null ? `, peak ${peakGiB.toFixed(1)} GiB resident` : '') +
+        (simulateS !== null ? `; simulate ${simulateS.toFixed(1)} s` : '') +
+        `; each view's first drawing (s): ${views}${ok ? '' : '  OVER BUDGET'}`,
     );
   }
 } finally {

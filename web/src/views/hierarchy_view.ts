@@ -110,7 +110,6 @@ function drawKernel(panel: HTMLElement, doc: AnalyzeDocument, k: KernelMetricsEn
   );
   const { levels, traffic } = levelsOf(k);
   const chartBox = el('div', { class: 'chart', 'data-test': 'hierarchy-chart' });
-  chartBox.style.height = '460px';
   panel.append(chartBox);
 
   const levelGap = 120;
@@ -131,13 +130,30 @@ function drawKernel(panel: HTMLElement, doc: AnalyzeDocument, k: KernelMetricsEn
     source: titleOf.get(t.from)!,
     target: titleOf.get(t.to)!,
     lineStyle: t.bytes === null ? { color: '#b8c2cc', width: 1, type: 'dashed' } : { color: '#7a8a99', width: 2 + 22 * Math.sqrt(t.bytes / most) },
-    // Not drawn (ECharts turns an edge's label along the line, over the levels): the table below has it.
+    // Not drawn by the graph (ECharts turns an edge's label along the line, over the levels): the
+    // text beside each edge below says it.
     label: { show: false, formatter: t.label },
     bytes: t.bytes,
     hover: t.tooltip.join('<br>'),
   }));
+  // The bytes between two levels, written beside the edge half-way down (the graph spans 40 px from
+  // the box's top to 40 px from its bottom).
+  const chartHeight = 460;
+  chartBox.style.height = `${chartHeight}px`;
+  const span = (chartHeight - 80) / Math.max(1, levels.length - 1);
+  const edgeTexts = traffic.map((t) => {
+    const from = levels.findIndex((l) => l.id === t.from);
+    return {
+      type: 'text',
+      left: '53%',
+      top: 40 + (from + 0.5) * span - 8,
+      silent: true,
+      style: { text: t.label, fontSize: 12, fill: t.bytes === null ? '#8a96a3' : '#333333' },
+    };
+  });
   makeChart('hierarchy', chartBox).setOption({
     animation: false,
+    graphic: edgeTexts,
     tooltip: { confine: true, formatter: (p: { data?: { hover?: string } }) => p.data?.hover ?? '' },
     series: [
       {

@@ -6,7 +6,7 @@ import type { AnalyzeDocument, ReportDocument } from '../data';
 import { result } from '../data';
 import { makeChart, palette } from '../charts';
 import { el, missing, table } from '../dom';
-import { formatNs, formatPct } from '../format';
+import { formatNs, formatPct, formatRanks } from '../format';
 import { View } from '../view';
 
 type Span = [number, number];
@@ -85,6 +85,12 @@ function drawStep(chartBox: HTMLElement, pipeline: Pipeline, step: number): void
       itemStyle: { color: m.direction === 'forward' ? palette[0] : palette[1] },
     });
   }
+  // The axis spans the stages' windows of the step (not from a rounded tick far before it).
+  const windows = stages.flatMap((st) => st.steps.filter((x) => x.step === step).map((x) => x.window_ns));
+  const margin = windows.length ? (Math.max(...windows.map((w) => w[1])) - Math.min(...windows.map((w) => w[0]))) * 0.01 : 0;
+  const axisMin = windows.length ? ms(Math.min(...windows.map((w) => w[0])) - margin) : undefined;
+  const axisMax = windows.length ? ms(Math.max(...windows.map((w) => w[1])) + margin) : undefined;
+  const labelBeside = pipeline.micro_batches <= 16;
   const chart = makeChart('pipeline', chartBox);
   chart.setOption({
     animation: false,
@@ -92,7 +98,7 @@ function drawStep(chartBox: HTMLElement, pipeline: Pipeline, step: number): void
       formatter: (p: { value: unknown[] }) => `stage ${p.value[0]}: ${p.value[4]}<br>${formatNs(((p.value[2] as number) - (p.value[1] as number)) * 1e6)} from ${(p.value[1] as number).toFixed(2)} ms${p.value[5] ? `<br>${p.value[5]}` : ''}`,
     },
     grid: { left: 110, right: 30, top: 30, bottom: 70 },
-    xAxis: { type: 'value', name: 'ms from the run\'s first GPU activity', nameLocation: 'middle', nameGap: 28, scale: true },
+    xAxis: { type: 'value', name: 'ms from the run\'s first GPU activity', nameLocation: 'middle', nameGap: 28, scale: true, min: axisMin, max: axisMax, axisLabel: { formatter: (v: number) => v.toFixed(0), showMinLabel: false, showMaxLabel: false } },
     yAxis: { type: 'category', data: stages.map((s) => `stage ${s.stage} (rank ${s.rank})`), inverse: true },
     dataZoom: [{ type: 'inside', filterMode: 'weakFilter' }, { type: 'slider', bottom: 8, filterMode: 'weakFilter' }],
     series: [
@@ -128,13 +134,20 @@ function drawStep(chartBox: HTMLElement, pipeline: Pipeline, step: number): void
           const height = layer === 0 ? band * 0.8 : layer === 1 ? band * 0.5 : band * 0.22;
           const forward = String(api.value(4)).includes('(forward)');
           const y = layer === 2 ? start[1] + (forward ? -band * 0.26 : band * 0.04) : start[1] - height / 2;
+          const width = Math.max(1, end[0] - start[0]);
+          // A micro-batch's label inside its operation where it fits, else beside it (forwards above,
+          // backwards below) while the micro-batches are few; m=96 leaves room for all only zoomed in.
+          const label = layer === 2 ? String(api.value(5)) : '';
+          const fits = label !== '' && width >= label.length * 6 + 2;
+          const beside = label !== '' && !fits && labelBeside;
           return {
             type: 'rect',
-            shape: { x: start[0], y, width: Math.max(1, end[0] - start[0]), height },
+            shape: { x: start[0], y, width, height },
             style,
+            ...(fits ? { textContent: { style: { text: label, fontSize: 9, fill: '#fff' } }, textConfig: { position: 'inside' } } : {}),
+            ...(beside ? { textContent: { style: { text: label, fontSize: 9, fill: '#222' } }, textConfig: { position: forward ? 'top' : 'bottom' } } : {}),
           };
         },
-        label: { show: true, position: 'inside', formatter: (p: { value: unknown[] }) => (p.value[3] === 2 ? String(p.value[5]) : ''), fontSize: 9, color: '#fff' },
       },
     ],
   });
@@ -187,7 +200,7 @@ export const pipelineView: View = {
         el('h3', {}, 'Stages (per step, averaged over data-parallel replicas)'),
         table(
           ['stage', 'ranks', 'compute / micro-batch', 'bubble', 'theoretical', 'waits on'],
-          rows.map((s) => [String(s.stage), s.ranks.join(', '), formatNs(s.compute_per_micro_batch_ns), formatPct(s.bubble_pct), formatPct(s.theoretical_bubble_pct), s.waits_on_stage === null ? '-' : `stage ${s.waits_on_stage}`]),
+          rows.map((s) => [String(s.stage), formatRanks(s.ranks), formatNs(s.compute_per_micro_batch_ns), formatPct(s.bubble_pct), formatPct(s.theoretical_bubble_pct), s.waits_on_stage === null ? '-' : `stage ${s.waits_on_stage}`]),
           { 'data-test': 'pipeline-stages' },
         ),
       );

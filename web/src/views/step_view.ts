@@ -42,6 +42,8 @@ const kinds: [keyof Pick<RankLanes, 'compute' | 'communication' | 'memory'>, str
   ['memory', palette[4]],
 ];
 const kMaxRanksDrawn = 256;
+// Past this many lanes, each is too thin to name: lanes are grouped by host.
+const kLanesNamedEach = 64;
 const kCausesShown = 12;
 const kExposedColour = '#CC79A7'; // not communication's vermilion: the mark sits on that band
 const kBubbleColour = 'rgba(120, 120, 120, 0.28)';
@@ -115,6 +117,23 @@ function markSeries(items: { value: number[]; cause: string }[], colour: string,
   };
 }
 
+// Every other host's lanes shaded behind them, so that a host's ranks read as one group.
+function hostBands(groups: { first: number; last: number }[]) {
+  return {
+    type: 'custom',
+    silent: true,
+    z: 0,
+    data: groups.map((g) => [g.first, g.last]),
+    encode: { y: [0, 1] },
+    renderItem: (params: { coordSys: { x: number; width: number } }, api: Api) => {
+      const half = api.size([0, 1])[1] / 2;
+      const top = api.coord([0, api.value(0)])[1] - half;
+      const bottom = api.coord([0, api.value(1)])[1] + half;
+      return { type: 'rect', shape: { x: params.coordSys.x, y: top, width: params.coordSys.width, height: bottom - top }, style: { fill: 'rgba(0, 0, 0, 0.06)' } };
+    },
+  };
+}
+
 export const stepView: View = {
   id: 'step',
   title: 'Step overview',
@@ -128,11 +147,14 @@ export const stepView: View = {
     const hostOf = new Map<number, string>();
     const breakdown = result<{ ranks: { rank: number; host: string }[] }>(doc, 'time_breakdown');
     for (const r of breakdown?.ranks ?? []) hostOf.set(r.rank, r.host);
-    const ranks = [...overview.ranks].sort((a, b) => (hostOf.get(a.rank) ?? '').localeCompare(hostOf.get(b.rank) ?? '') || a.rank - b.rank);
+    const ranks = [...overview.ranks].sort((a, b) => (hostOf.get(a.rank) ?? '').localeCompare(hostOf.get(b.rank) ?? '', 'en', { numeric: true }) || a.rank - b.rank);
     const drawn = ranks.slice(0, kMaxRanksDrawn);
     const stepText = overview.step === null ? 'each rank\'s whole GPU span' : `step ${overview.step} (${overview.chosen}), ${formatNs(overview.step_length_ns)}`;
     container.append(el('p', { class: 'identity', 'data-test': 'step-header' }, `${stepText}; lanes: compute, communication, memory; white is idle. Each rank from its own start of the step.`));
     if (drawn.length < ranks.length) container.append(el('p', {}, `The first ${drawn.length} of ${ranks.length} ranks (by host) are drawn.`));
+    const runRanks = doc.run.ranks.length;
+    if (overview.ranks.length < runRanks)
+      container.append(el('p', { 'data-test': 'step-spread' }, `This page carries ${overview.ranks.length} of the run's ${runRanks} ranks, spread evenly over them (every host and stage shows); the JSON report has them all.`));
     const dirs = 'DIR';
     const perfetto = overview.step === null ? `gpuxray export perfetto ${dirs} -o step.pftrace` : `gpuxray export perfetto ${dirs} --steps ${overview.step} -o step-${overview.step}.pftrace`;
     container.append(el('p', {}, 'The same window in Perfetto: ', el('code', { 'data-test': 'perfetto-command' }, perfetto)));
@@ -146,14 +168,15 @@ export const stepView: View = {
       return el('span', {}, swatch, name);
     }));
     const chartBox = el('div', { class: 'chart', 'data-test': 'step-chart' });
-    chartBox.style.height = `${Math.min(1400, 90 + drawn.length * 22)}px`;
+    // Lanes 22 px high, or down to 6 px past 1400 px.
+    chartBox.style.height = `${Math.max(Math.min(1400, 90 + drawn.length * 22), 90 + drawn.length * 6)}px`;
     container.append(legend, chartBox);
 
-    const data: { value: [number, number, number, number]; itemStyle: object }[] = [];
+    // One item per lane band (rank x kind), drawn as one compound path of its intervals: a few
+    // hundred elements instead of one per interval keep a 256-lane step quick to draw.
+    const data: { value: [number, number, number, number] }[] = [];
     drawn.forEach((rank, lane) => {
-      kinds.forEach(([kind, colour], sub) => {
-        for (const [s, e] of rank[kind].intervals) data.push({ value: [lane, s / 1e6, e / 1e6, sub], itemStyle: { color: colour } });
-      });
+      kinds.forEach((_kind, sub) => data.push({ value: [lane, 0, rank.length_ns / 1e6, sub] }));
     });
     // Marks: exposed communication on the communication band, bubbles shaded across the lane.
     const bubbles = bubblesOnLanes(doc, overview);
@@ -189,6 +212,26 @@ export const stepView: View = {
     container.append(marksNote);
 
     const labels = drawn.map((r) => `${hostOf.get(r.rank) ? `${hostOf.get(r.rank)} ` : ''}rank ${r.rank}`);
+    // Many lanes: grouped by host, the host named once at its first lane, hosts on alternate shades.
+    const grouped = drawn.length > kLanesNamedEach && hostOf.size > 0;
+    const hostGroups: { host: string; first: number; last: number }[] = [];
+    drawn.forEach((r, lane) => {
+      const host = hostOf.get(r.rank) ?? '';
+      const group = hostGroups[hostGroups.length - 1];
+      if (group && group.host === host) group.last = lane;
+      else hostGroups.push({ host, first: lane, last: lane });
+    });
+    const axisLabels = grouped
+      ? drawn.map((_r, lane) => {
+          const group = hostGroups.find((g) => g.first === lane);
+          return group ? `${group.host} (${group.last - group.first + 1})` : '';
+        })
+      : labels;
+    if (grouped)
+      container.insertBefore(
+        el('p', { 'data-test': 'step-grouping' }, `${drawn.length} lanes grouped by host: ${hostGroups.length} hosts, each named at its first lane with its lanes drawn (in brackets) and shaded alternately.`),
+        legend,
+      );
     makeChart('step', chartBox).setOption({
       animation: false,
       tooltip: {
@@ -199,36 +242,38 @@ export const stepView: View = {
           const rank = drawn[p.value[0]];
           const kind = kinds[p.value[3]][0];
           const lane = rank[kind];
-          return `${labels[p.value[0]]}: ${kind} ${p.value[1].toFixed(3)}-${p.value[2].toFixed(3)} ms<br>busy ${formatNs(lane.busy_ns)} of ${formatNs(rank.length_ns)} in the step` +
+          return `${labels[p.value[0]]}: ${kind}, ${lane.intervals.length} intervals<br>busy ${formatNs(lane.busy_ns)} of ${formatNs(rank.length_ns)} in the step` +
             (lane.gaps_closed_up_to_ns ? `<br>(gaps up to ${formatNs(lane.gaps_closed_up_to_ns)} closed to keep the lane small)` : '');
         },
       },
       grid: { left: 130, right: 30, top: 20, bottom: 60 },
       xAxis: { type: 'value', name: 'ms from the rank\'s start of the step', nameLocation: 'middle', nameGap: 26, min: 0 },
-      yAxis: { type: 'category', data: labels, inverse: true, axisLabel: { fontSize: 10 } },
+      yAxis: { type: 'category', data: axisLabels, inverse: true, axisLabel: { fontSize: 10, interval: 0 }, axisTick: { show: !grouped } },
       dataZoom: [{ type: 'inside', filterMode: 'weakFilter' }, { type: 'slider', bottom: 6, filterMode: 'weakFilter' }],
       series: [
         {
           type: 'custom',
           progressive: 0, // all at once: a lane drawn in pieces reads as idle
+          clip: true,
           dimensions: ['lane', 'start', 'end', 'kind'],
           encode: { x: [1, 2], y: 0 },
           data,
-          renderItem: (_p: unknown, api: { value: (i: number) => number; coord: (p: number[]) => number[]; size: (p: number[]) => number[]; style: () => object }) => {
+          renderItem: (params: { dataIndex: number }, api: Api) => {
             const lane = api.value(0);
-            const start = api.coord([api.value(1), lane]);
-            const end = api.coord([api.value(2), lane]);
-            const band = api.size([0, 1])[1] * 0.9;
             const sub = api.value(3);
-            return {
-              type: 'rect',
-              shape: { x: start[0], y: start[1] - band / 2 + (sub * band) / 3, width: Math.max(0.5, end[0] - start[0]), height: band / 3 },
-              style: api.style(),
-            };
+            const band = api.size([0, 1])[1] * 0.9;
+            const top = api.coord([0, lane])[1] - band / 2 + (sub * band) / 3;
+            const paths = drawn[lane][kinds[sub][0]].intervals.map(([s, e]) => {
+              const x0 = api.coord([s / 1e6, lane])[0];
+              const x1 = api.coord([e / 1e6, lane])[0];
+              return { type: 'rect', shape: { x: x0, y: top, width: Math.max(0.5, x1 - x0), height: band / 3 } };
+            });
+            return { type: 'compoundPath', shape: { paths }, style: { fill: kinds[sub][1] } };
           },
         },
         markSeries(bubbleItems, kBubbleColour, 'bubble'),
         markSeries(exposedItems, kExposedColour, 'exposed'),
+        ...(grouped ? [hostBands(hostGroups.filter((_g, i) => i % 2 === 1))] : []),
       ],
     });
   },

@@ -1,9 +1,10 @@
 // 1. Summary: the run's identity, the findings ranked by what they cost per step (each linked to the
-// view that shows it), the warnings and the stats of what was dropped or estimated.
+// view that shows it), the critical path's waterfall, the warnings and the stats of what was dropped or estimated.
 import type { AnalyzeDocument, ReportDocument } from '../data';
 import { el, missing, table } from '../dom';
 import { formatCount, formatNs } from '../format';
 import { View, ViewContext, viewOfAnalysis } from '../view';
+import { criticalPathWaterfall } from './critical_path_waterfall';
 
 function identity(doc: AnalyzeDocument): string {
   const run = doc.run;
@@ -65,6 +66,8 @@ export const summaryView: View = {
         : ['severity', 'cost / step', 'finding', 'analysis'];
       container.append(table(headers, rows, { class: 'findings', 'data-test': 'findings' }));
     }
+
+    criticalPathWaterfall(container, doc);
 
     const page = doc.results?.html_page as { left_out: string[] } | undefined;
     if (page && page.left_out.length > 0) {
