@@ -3,6 +3,7 @@
 // every option that changes what a digest must hold (clock drift, --window, --steps, --no-align,
 // --compat hta, several workers), and reads a rank again only when its early digest cannot hold.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
@@ -153,4 +154,37 @@ TEST_CASE("two phases: ranks digested in any order are each read once", "[sessio
   std::string digested = jsonOf(options, false, &again);
   CHECK(again == 0);
   CHECK(digested == jsonOf(options, true));
+}
+
+TEST_CASE("two phases: a report without typed results is the same report, its results left out", "[session][digest]") {
+  TempDir dir;
+  writeRun(dir.path(), 0);
+  for (bool hta : {false, true}) {
+    for (bool keep_events : {false, true}) {
+      INFO((hta ? "--compat hta" : "gpuxray's own") << (keep_events ? ", every event" : ", digested"));
+      analysis::SessionOptions options;
+      options.paths = {dir.path().string()};
+      options.jobs = 1;
+      options.keep_events = keep_events;
+      options.align = !hta;
+      options.analysis.hta_compat = hta;
+      auto full = analysis::Session(options).analyze();
+      options.typed_results = false;
+      auto lean = analysis::Session(options).analyze();
+
+      // Every analysis that has a result gave one; without them none is made, nothing else changes.
+      for (const char* id : {"clock", "step_times", "collectives", "collective_bandwidth", "stragglers",
+                             "pipeline_bubbles", "link_hotspots", "kernels", "memory", "activity_totals",
+                             "step_overview", "memory_categories", "ops", hta ? "hta" : "time_breakdown"}) {
+        INFO(id);
+        CHECK(std::count_if(full.results.begin(), full.results.end(), [&](const auto& r) { return r.first == id; }) ==
+              1);
+      }
+      CHECK(lean.results.empty());
+      CHECK(gpuxray::report::renderText(lean) == gpuxray::report::renderText(full));
+      CHECK(gpuxray::report::renderMarkdown(lean) == gpuxray::report::renderMarkdown(full));
+      full.results.clear();
+      CHECK(gpuxray::report::renderJson(lean) == gpuxray::report::renderJson(full));
+    }
+  }
 }

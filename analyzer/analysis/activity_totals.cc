@@ -121,12 +121,13 @@ void presentActivityTotals(const ActivityTotalsResult& result, report::Report& r
     }
     return items;
   };
-  report.results.emplace_back("activity_totals",
-                              ResultValue::object()
-                                  .set("ranks", ResultValue::integer(static_cast<int64_t>(result.ranks)))
-                                  .set("windows", ResultValue::integer(static_cast<int64_t>(result.windows)))
-                                  .set("gpu", list(result.gpu))
-                                  .set("ops", list(result.ops)));
+  report.addResult("activity_totals", [&] {
+    return ResultValue::object()
+        .set("ranks", ResultValue::integer(static_cast<int64_t>(result.ranks)))
+        .set("windows", ResultValue::integer(static_cast<int64_t>(result.windows)))
+        .set("gpu", list(result.gpu))
+        .set("ops", list(result.ops));
+  });
 }
 
 void analyzeActivityTotals(const AnalysisInput& input, report::Report& report) {

@@ -456,7 +456,7 @@ void analyzeClock(const AnalysisInput& input, report::Report& report) {
   using report::Unit;
   auto& section = report.addSection("clock", "Clock alignment across hosts");
   const ClockAlignment* clock = input.clock;
-  report.results.emplace_back("clock", clockValue(clock));
+  report.addResult("clock", [&] { return clockValue(clock); });
   if (clock == nullptr) {
     section.notes.push_back(
         "Not aligned (--no-align, or --compat hta as HTA does): every rank's times are compared as recorded.");

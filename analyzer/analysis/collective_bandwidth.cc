@@ -126,7 +126,7 @@ CollectiveBandwidthResult computeCollectiveBandwidth(const AnalysisInput& input)
 
 void presentCollectiveBandwidth(const CollectiveBandwidthResult& result, size_t top, report::Report& report) {
   auto& section = report.addSection("collective_bandwidth", "Collectives per rank: sizes and bandwidth");
-  report.results.emplace_back("collective_bandwidth", resultValue(result));
+  report.addResult("collective_bandwidth", [&] { return resultValue(result); });
   if (result.operations == 0) {
     section.notes.push_back("No NCCL operations with GPU times in the trace: nothing to measure.");
     return;
@@ -141,10 +141,18 @@ void presentCollectiveBandwidth(const CollectiveBandwidthResult& result, size_t 
                     "for them): no bandwidth for those.",
                     result.unsized, result.operations));
   }
-  report::Table table{"operations", "Operations by GPU time (summed over ranks)",
-                      {{"operation", "operation"}, {"communicator", "communicator"}, {"bytes", "bytes"},
-                       {"count", "count"}, {"ranks", "ranks"}, {"time", "time"}, {"median", "median"},
-                       {"fastest", "fastest"}, {"algbw", "algbw (median)"}, {"busbw", "busbw (median)"},
+  report::Table table{"operations",
+                      "Operations by GPU time (summed over ranks)",
+                      {{"operation", "operation"},
+                       {"communicator", "communicator"},
+                       {"bytes", "bytes"},
+                       {"count", "count"},
+                       {"ranks", "ranks"},
+                       {"time", "time"},
+                       {"median", "median"},
+                       {"fastest", "fastest"},
+                       {"algbw", "algbw (median)"},
+                       {"busbw", "busbw (median)"},
                        {"busbw_best", "busbw (fastest)"}},
                       {}};
   for (size_t i = 0; i < result.groups.size() && i < top; ++i) {

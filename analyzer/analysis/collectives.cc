@@ -102,7 +102,7 @@ struct SkewRow {
 struct Signature {
   uint64_t comm_hash = 0;
   uint32_t func = 0;
-  uint64_t bytes = 0;  // per the operation record (count x size)
+  uint64_t bytes = 0;           // per the operation record (count x size)
   model::BusBandwidthRule bus;  // nccl-tests' data size and busbw factor
   std::vector<int64_t> skews;
   std::vector<int64_t> transfers;
@@ -388,7 +388,7 @@ report::ResultValue resultValue(const CollectivesResult& result) {
 
 void presentCollectives(const CollectivesResult& result, report::Report& report) {
   auto& section = report.addSection("collectives", "Collectives across ranks");
-  report.results.emplace_back("collectives", resultValue(result));
+  report.addResult("collectives", [&] { return resultValue(result); });
   section.notes.push_back(
       "entry = GPU start of a member's NCCL kernel (when that rank joined); skew = last entry - first entry; transfer "
       "= "

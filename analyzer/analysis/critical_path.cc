@@ -1340,7 +1340,7 @@ void presentCriticalPath(const CriticalPathResult& result, size_t top_rows, repo
     for (const StepCriticalPath& s : result.steps) report.critical_paths.push_back(timelinePathOf(s.step, s.slices));
   }
   auto& section = report.addSection("critical_path", "Critical path");
-  report.results.emplace_back("critical_path", resultValue(result));
+  report.addResult("critical_path", [&] { return resultValue(result); });
   section.notes.push_back(
       "The longest path through the step's dependency graph (host ops, launches, kernels in stream order, "
       "synchronizations; across ranks, collectives joined and receives tied to their sends), every nanosecond of "

@@ -282,7 +282,7 @@ hta::HtaResult computeHtaCompat(const AnalysisInput& input) {
 void presentHtaCompat(const hta::HtaResult& result, report::Report& report) {
   const hta::StepFilter& filter = result.filter;
   auto& section = report.addSection("hta", "Holistic Trace Analysis figures (--compat hta)");
-  report.results.emplace_back("hta", resultValue(result));
+  report.addResult("hta", [&] { return resultValue(result); });
   section.notes.push_back(
       "As HTA 0.6.1 computes them: times in whole microseconds (starts rounded up, ends down), every event with a "
       "stream counted as GPU time (cuda_sync included), kernels typed by name; docs/analyses.md says how gpuxray's "

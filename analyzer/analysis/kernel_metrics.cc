@@ -362,7 +362,7 @@ void presentKernelMetrics(const KernelMetricsResult& result, report::Report& rep
       "{} kernel launches measured with CUPTI's range profiler (--kernel-metrics); each was replayed once per pass, so "
       "their durations are left out of every time figure. Values are medians over a kernel's measured launches.",
       result.profiled_launches));
-  report.results.emplace_back("kernel_metrics", resultValue(result));
+  report.addResult("kernel_metrics", [&] { return resultValue(result); });
   auto number = [](const std::optional<double>& v, Unit unit) {
     return v ? Cell::of(*v, unit) : Cell::of("not measured");
   };

@@ -2,13 +2,13 @@
 // limits it), waves and how full they are, register spills to local memory, and grids too small
 // to reach every SM.
 
+#include "analyzer/analysis/kernels.h"
+
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <map>
 #include <unordered_map>
-
-#include "analyzer/analysis/kernels.h"
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/rank_digest.h"
@@ -44,9 +44,12 @@ std::string shortName(const std::string& name) {
 
 const char* liftedQuantity(OccupancyLimit limit) {
   switch (limit) {
-    case OccupancyLimit::kRegisters: return "registers_per_thread";
-    case OccupancyLimit::kSharedMemory: return "shared_memory_bytes";
-    default: return "threads_per_block";
+    case OccupancyLimit::kRegisters:
+      return "registers_per_thread";
+    case OccupancyLimit::kSharedMemory:
+      return "shared_memory_bytes";
+    default:
+      return "threads_per_block";
   }
 }
 
@@ -75,9 +78,7 @@ report::ResultValue resultValue(const KernelsResult& result) {
   for (const auto& k : result.kernels) {
     ResultValue launch;  // null: not recorded
     if (k.launchKnown()) {
-      auto resource = [&](uint32_t value) {
-        return k.resourcesKnown() ? ResultValue::integer(value) : ResultValue();
-      };
+      auto resource = [&](uint32_t value) { return k.resourcesKnown() ? ResultValue::integer(value) : ResultValue(); };
       launch = ResultValue::object()
                    .set("grid", ResultValue::array()
                                     .push(ResultValue::integer(k.launch.grid_x))
@@ -216,7 +217,7 @@ void presentKernels(const KernelsResult& result, size_t top_n, report::Report& r
       "Compute kernels over the steps, all ranks. Occupancy is theoretical (CUDA's occupancy rules for the launch "
       "shape that took most of the kernel's time); achieved occupancy is measured (--kernel-metrics) where it was; "
       "wave efficiency = blocks / (waves x blocks the GPU holds at once).");
-  report.results.emplace_back("kernels", resultValue(result));
+  report.addResult("kernels", [&] { return resultValue(result); });
   const int64_t compute_time = result.compute_time_ns;
   if (compute_time == 0) {
     section.notes.push_back("No compute kernels in the trace.");
@@ -276,14 +277,16 @@ void presentKernels(const KernelsResult& result, size_t top_n, report::Report& r
         "waves are not estimated.");
   }
 
-  auto pct = [compute_time](int64_t part) { return 100.0 * static_cast<double>(part) / static_cast<double>(compute_time); };
+  auto pct = [compute_time](int64_t part) {
+    return 100.0 * static_cast<double>(part) / static_cast<double>(compute_time);
+  };
   report.addMetric("low_occupancy_kernel_pct", pct(result.low_occupancy_time_ns), Unit::kPercent,
                    "compute kernel time at < 25 % theoretical occupancy");
   report.addMetric("spilling_kernel_pct", pct(result.spilling_time_ns), Unit::kPercent,
                    "compute kernel time in kernels that spill registers to local memory");
   report.addMetric("small_grid_kernel_pct", pct(result.small_grid_time_ns), Unit::kPercent,
                    result.amd ? "compute kernel time in grids with fewer workgroups than the GPU has CUs"
-                       : "compute kernel time in grids with fewer blocks than the GPU has SMs");
+                              : "compute kernel time in grids with fewer blocks than the GPU has SMs");
 
   // Findings: the costliest kernels among those whose launch wastes the GPU.
   size_t reported = 0;
@@ -292,7 +295,8 @@ void presentKernels(const KernelsResult& result, size_t top_n, report::Report& r
     const Occupancy& o = k.occupancy;
     std::vector<std::string> problems;
     if (o.blocks_per_sm > 0 && o.occupancy < 0.25)
-      problems.push_back(fmt::format("{:.1f} % theoretical occupancy, limited by {}", 100 * o.occupancy, occupancyLimitName(o.limit)));
+      problems.push_back(
+          fmt::format("{:.1f} % theoretical occupancy, limited by {}", 100 * o.occupancy, occupancyLimitName(o.limit)));
     if (o.waves > 0 && o.waves <= 4 && o.wave_efficiency < 0.75)
       problems.push_back(fmt::format("{} wave(s) only {:.0f} % full (tail effect)", o.waves, 100 * o.wave_efficiency));
     if (smallGrid(k.launch, k.device))
@@ -300,14 +304,15 @@ void presentKernels(const KernelsResult& result, size_t top_n, report::Report& r
                                      k.device->sm_count - k.launch.blocks(), k.device->sm_count,
                                      multiprocessorsName(k.device)));
     if (k.launch.local_memory_per_thread > 0)
-      problems.push_back(fmt::format("spills {} B of registers per thread to local memory", k.launch.local_memory_per_thread));
+      problems.push_back(
+          fmt::format("spills {} B of registers per thread to local memory", k.launch.local_memory_per_thread));
     if (problems.empty()) continue;
     report::Finding finding;
     finding.analysis = "kernels";
     // Low occupancy alone is how many tensor-core kernels are built (one big block per SM); it is
     // worth a look, not an alarm, unless the launch also leaves SMs or wave slots empty.
-    bool wastes_slots = (o.waves > 0 && o.waves <= 4 && o.wave_efficiency < 0.75) ||
-                        smallGrid(k.launch, k.device) || k.launch.local_memory_per_thread > 0;
+    bool wastes_slots = (o.waves > 0 && o.waves <= 4 && o.wave_efficiency < 0.75) || smallGrid(k.launch, k.device) ||
+                        k.launch.local_memory_per_thread > 0;
     finding.severity = wastes_slots ? report::Severity::kWarning : report::Severity::kInfo;
     finding.cost_ns = static_cast<double>(k.time_ns) / static_cast<double>(std::max<size_t>(1, result.step_windows)) *
                       (o.blocks_per_sm > 0 ? 1.0 - o.occupancy * o.wave_efficiency : 0.5);
@@ -322,8 +327,8 @@ void presentKernels(const KernelsResult& result, size_t top_n, report::Report& r
           k.launch.threadsPerBlock(), k.launch.registers_per_thread, k.launch.shared_memory_bytes));
     } else {
       finding.evidence.push_back(
-          fmt::format("launch: {} blocks x {} threads (registers and shared memory not recorded)",
-                      k.launch.blocks(), k.launch.threadsPerBlock()));
+          fmt::format("launch: {} blocks x {} threads (registers and shared memory not recorded)", k.launch.blocks(),
+                      k.launch.threadsPerBlock()));
     }
     report.findings.push_back(std::move(finding));
     ++reported;

@@ -579,9 +579,14 @@ void presentSlowNics(const LinkHotspotsResult& result, size_t top, report::Repor
   if (!result.slowest_nic) return;
   const auto& links = result.links;
   const double steps = static_cast<double>(result.steps);
-  report::Table table{"nic_bandwidth", "NICs by the bandwidth they achieved (NCCL's proxy: bytes / time the network was busy with them)",
-                      {{"link", "link"}, {"bytes_per_step", "bytes/step"}, {"network_time_per_step", "network time/step"},
-                       {"achieved", "achieved"}, {"vs_median", "vs the other NICs' median"}, {"capacity", "capacity"}},
+  report::Table table{"nic_bandwidth",
+                      "NICs by the bandwidth they achieved (NCCL's proxy: bytes / time the network was busy with them)",
+                      {{"link", "link"},
+                       {"bytes_per_step", "bytes/step"},
+                       {"network_time_per_step", "network time/step"},
+                       {"achieved", "achieved"},
+                       {"vs_median", "vs the other NICs' median"},
+                       {"capacity", "capacity"}},
                       {}};
   for (size_t i = 0; i < result.nics_compared.size() && i < top; ++i) {
     const LinkLoadResult& nic = links[result.nics_compared[i]];
@@ -753,7 +758,7 @@ LinkHotspotsResult computeLinkHotspots(const AnalysisInput& input) {
 
 void presentLinkHotspots(const LinkHotspotsResult& result, size_t top_rows, report::Report& report) {
   auto& section = report.addSection("link_hotspots", "Link load and hotspots");
-  report.results.emplace_back("link_hotspots", resultValue(result));
+  report.addResult("link_hotspots", [&] { return resultValue(result); });
   const auto& links = result.links;
   if (!result.any_bytes) {
     section.notes.push_back("No NCCL traffic with GPU times to place on links.");

@@ -201,7 +201,7 @@ void presentMemory(const MemoryResult& result, size_t top, report::Report& repor
   auto& section = report.addSection("memory", "Device memory");
   section.notes.push_back(
       "Device memory allocated during the capture (allocations before it are not seen), per rank and device.");
-  report.results.emplace_back("memory", resultValue(result));
+  report.addResult("memory", [&] { return resultValue(result); });
   if (!result.recorded) {
     section.notes.push_back(
         "No device memory allocations in the trace (the PyTorch profiler records them with "

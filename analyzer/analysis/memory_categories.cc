@@ -360,7 +360,7 @@ MemoryCategoriesResult computeMemoryCategories(const AnalysisInput& input) {
 
 void presentMemoryCategories(const MemoryCategoriesResult& result, report::Report& report) {
   auto& section = report.addSection("memory_categories", "Device memory by category");
-  report.results.emplace_back("memory_categories", resultValue(result));
+  report.addResult("memory_categories", [&] { return resultValue(result); });
   if (!result.recorded) {
     section.notes.push_back("No device memory allocations in the trace.");
     return;

@@ -303,7 +303,7 @@ OpsResult computeOps(const AnalysisInput& input) {
 
 void presentOps(const OpsResult& result, size_t top, report::Report& report) {
   auto& section = report.addSection("ops", "Op tree: the kernels each host range launched");
-  report.results.emplace_back("ops", resultValue(result));
+  report.addResult("ops", [&] { return resultValue(result); });
   if (!result.recorded) {
     section.notes.push_back(
         "No host ranges in the trace (NVTX or record_function ranges, the PyTorch profiler's cpu_ops).");

@@ -151,7 +151,9 @@ double RankOverlap::exposedPct() const {
   return 100.0 * static_cast<double>(exposed_ns) / static_cast<double>(time_ns);
 }
 
-IntervalSet exposedCommunication(const GpuTimeSets& sets) { return subtract(sets.communication, sets.compute); }
+IntervalSet exposedCommunication(const GpuTimeSets& sets) {
+  return subtract(sets.communication, sets.compute);
+}
 
 OverlapResult computeOverlap(const AnalysisInput& input) {
   const auto& run = input.run;
@@ -207,7 +209,7 @@ OverlapResult computeOverlap(const AnalysisInput& input) {
 
 void presentOverlap(const OverlapResult& result, size_t top_rows, report::Report& report) {
   auto& section = report.addSection("overlap", "Communication and computation overlap");
-  report.results.emplace_back("overlap", resultValue(result));
+  report.addResult("overlap", [&] { return resultValue(result); });
   section.notes.push_back(
       "overlap = share of communication time during which compute also runs; exposed = communication with no compute "
       "beside it (all streams of the rank merged).");

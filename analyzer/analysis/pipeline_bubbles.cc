@@ -667,7 +667,7 @@ PipelineBubblesResult computePipelineBubbles(const AnalysisInput& input) {
 
 void presentPipelineBubbles(const PipelineBubblesResult& result, report::Report& report) {
   auto& section = report.addSection("pipeline_bubbles", "Pipeline bubbles");
-  report.results.emplace_back("pipeline_bubbles", resultValue(result));
+  report.addResult("pipeline_bubbles", [&] { return resultValue(result); });
   if (result.pipelines.empty()) {
     section.notes.push_back(result.problem.empty()
                                 ? "No pipeline stages: no communicator carries point-to-point traffic between ranks."

@@ -482,6 +482,7 @@ report::Report Session::analyze() const {
   auto started = std::chrono::steady_clock::now();
   double cpu_started = processCpuSeconds();
   report::Report report;
+  report.keep_results = options_.typed_results;
   report.run = summarize(input_);
   report.warnings = run_.warnings;
   report.stats = run_.stats;

@@ -48,14 +48,17 @@ struct SessionOptions {
   AnalysisOptions analysis;
   // Keep every rank's events (for the timeline); false: only the ranks' skeletons and digests.
   bool keep_events = true;
+  // The report's typed results (JSON, the X-ray, diff); false: sections, findings and metrics only,
+  // which is all text and Markdown show (the same report otherwise, in less memory).
+  bool typed_results = true;
   // --comm-kernel's patterns as given (what a digest file made with them says, digest_file.h).
   std::vector<std::string> comm_kernels;
 };
 
 // What the two phases took (for the figures).
 struct PhaseTimes {
-  double per_rank_s = 0;    // loading and digesting, wall time
-  double cross_rank_s = 0;  // alignment, window, steps, the analyses on the digests
+  double per_rank_s = 0;                            // loading and digesting, wall time
+  double cross_rank_s = 0;                          // alignment, window, steps, the analyses on the digests
   double per_rank_cpu_s = 0, cross_rank_cpu_s = 0;  // CPU time of the process in each
   size_t ranks_read_again = 0;
   size_t digest_bytes = 0;  // all digests, roughly

@@ -167,7 +167,9 @@ StepOverviewResult computeStepOverview(const AnalysisInput& input) {
   return result;
 }
 
-void presentStepOverview(const StepOverviewResult& result, report::Report& report) {
+namespace {
+
+report::ResultValue resultValue(const StepOverviewResult& result) {
   using report::ResultValue;
   ResultValue ranks = ResultValue::array();
   for (const OverviewRank& rank : result.ranks) {
@@ -191,17 +193,20 @@ void presentStepOverview(const StepOverviewResult& result, report::Report& repor
                    .set("exposed", std::move(exposed))
                    .set("exposed_left_out", ResultValue::integer(static_cast<int64_t>(rank.exposed_left_out))));
   }
-  report.results.emplace_back(
-      "step_overview",
-      ResultValue::object()
-          .set("per_step", ResultValue::flag(result.per_step))
-          .set("step", result.per_step ? ResultValue::integer(result.step) : ResultValue())
-          .set("chosen", ResultValue::text(result.per_step ? "median step length on the first rank" : "whole GPU span"))
-          .set("chosen_on_rank",
-               result.chosen_on_rank >= 0 ? ResultValue::integer(result.chosen_on_rank) : ResultValue())
-          .set("step_length_ns", ResultValue::integer(result.step_length_ns))
-          .set("max_intervals_per_lane", ResultValue::integer(static_cast<int64_t>(OverviewLane::kMaxIntervals)))
-          .set("ranks", std::move(ranks)));
+  return ResultValue::object()
+      .set("per_step", ResultValue::flag(result.per_step))
+      .set("step", result.per_step ? ResultValue::integer(result.step) : ResultValue())
+      .set("chosen", ResultValue::text(result.per_step ? "median step length on the first rank" : "whole GPU span"))
+      .set("chosen_on_rank", result.chosen_on_rank >= 0 ? ResultValue::integer(result.chosen_on_rank) : ResultValue())
+      .set("step_length_ns", ResultValue::integer(result.step_length_ns))
+      .set("max_intervals_per_lane", ResultValue::integer(static_cast<int64_t>(OverviewLane::kMaxIntervals)))
+      .set("ranks", std::move(ranks));
+}
+
+}  // namespace
+
+void presentStepOverview(const StepOverviewResult& result, report::Report& report) {
+  report.addResult("step_overview", [&] { return resultValue(result); });
 }
 
 void analyzeStepOverview(const AnalysisInput& input, report::Report& report) {

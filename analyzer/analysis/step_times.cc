@@ -104,7 +104,7 @@ ResultValue resultValue(const StepTimesResult& result) {
 
 void presentStepTimes(const StepTimesResult& result, report::Report& report) {
   auto& section = report.addSection("step_times", "Step time and throughput");
-  report.results.emplace_back("step_times", resultValue(result));
+  report.addResult("step_times", [&] { return resultValue(result); });
   if (result.steps.empty()) {
     section.notes.push_back(
         "No training steps found, so no step time (steps come from ProfilerStep#N ranges, "

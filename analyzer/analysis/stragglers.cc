@@ -263,7 +263,7 @@ StragglersResult computeStragglers(const AnalysisInput& input) {
 
 void presentStragglers(const StragglersResult& result, size_t top, report::Report& report) {
   auto& section = report.addSection("stragglers", "Stragglers: who makes the others wait");
-  report.results.emplace_back("stragglers", resultValue(result));
+  report.addResult("stragglers", [&] { return resultValue(result); });
   section.notes.push_back(
       "In each matched collective every member waits from its entry to the last member's; the wait is charged to the "
       "last. cause = what the last rank spent longer on than the median member since its previous collective on the "

@@ -221,7 +221,7 @@ TimeBreakdownResult computeTimeBreakdown(const AnalysisInput& input) {
 
 void presentTimeBreakdown(const TimeBreakdownResult& result, report::Report& report) {
   auto& section = report.addSection("time_breakdown", "Where GPU time goes");
-  report.results.emplace_back("time_breakdown", resultValue(result));
+  report.addResult("time_breakdown", [&] { return resultValue(result); });
   section.notes.push_back(
       result.per_step
           ? "Per rank, summed over its steps; communication and memory count only where no compute hides them."

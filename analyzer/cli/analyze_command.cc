@@ -85,6 +85,8 @@ ExitCode analyze(const AnalyzeOptions& options) {
   // Only the timeline and the critical path (not yet split in two phases) need every event: without them
   // each rank is digested as it is read.
   session_options.keep_events = options.timeline.wanted() || options.critical_path;
+  // Text and Markdown show the sections only; the typed results are for JSON and the page.
+  session_options.typed_results = options.output_format == "json" || !options.html_path.empty();
   showLoadProgressOnTerminal(session_options);
   analysis::Session session(std::move(session_options));
 

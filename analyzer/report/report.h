@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzer/report/results.h"
@@ -139,6 +140,9 @@ struct Report {
   // Per analysis (its section id), its typed result: JSON's `results`; text and Markdown show the
   // sections instead.
   std::vector<std::pair<std::string, ResultValue>> results;
+  // Whether addResult keeps the typed results. Off where only text or Markdown is shown, so that a
+  // large run's trees (one value per number: per-rank and per-step rows, memory curves) are never built.
+  bool keep_results = true;
   // One line each; every line is also one of `stats`' lines.
   std::vector<std::string> warnings;
   // What was dropped, skipped, estimated or suspicious (loading, analyses, the timeline export).
@@ -147,6 +151,11 @@ struct Report {
   std::vector<std::string> violations;
 
   Section& addSection(std::string id, std::string title);
+  // Adds an analysis' typed result, made by `make` only when results are kept.
+  template <typename MakeResult>
+  void addResult(std::string analysis, MakeResult&& make) {
+    if (keep_results) results.emplace_back(std::move(analysis), std::forward<MakeResult>(make)());
+  }
   void addMetric(std::string name, double value, Unit unit, std::string description);
   const Metric* metric(const std::string& name) const;
   // Findings most costly first.
