@@ -423,9 +423,10 @@ class RankWriter {
       if (recompute_start >= 0) recomputes.emplace_back(recompute_start, block_end);
       range(fmt::format("{}#{}", block.forward ? "forward" : "backward", block.micro_batch), block_start, block_end, 1);
       for (const auto& [start, end] : recomputes) range("recompute", start, end, 2);
-      if (recomputed != 0) release(block_end, recomputed, recompute_bytes_);
+      // Freed as the block's last act, just before its range closes: the next range opens without them.
+      if (recomputed != 0) release(block_end - 1, recomputed, recompute_bytes_);
       if (auto it = live_.find(key); !block.forward && it != live_.end()) {
-        release(block_end, it->second, chunk_activations);
+        release(block_end - 1, it->second, chunk_activations);
         live_.erase(it);
       }
     }
