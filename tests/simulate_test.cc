@@ -857,3 +857,57 @@ TEST_CASE("simulate: TP-communication overlap hides what the GEMM beside it can,
   writeFile(dir / "t.yaml", "tp: 2\nsequence_parallel: true\ntp_comm_overlap: true\n");
   CHECK(loadStrategy(dir / "t.yaml").tp_comm_overlap == TpOverlap::kPipeline);
 }
+
+TEST_CASE("simulate: each phase's host range holds its kernels' launch calls, nested in its step") {
+  SimulationInputs in = balancedPipeline(2, 4, Schedule::kOneFOneB, 1);
+  in.strategy.recompute = Recompute::kFull;
+  const CostModel cost(in);
+  const Layout layout(in);
+  TempDir dir;
+  model::RunTrace run = simulateAndLoad(in, dir.path().string());
+  REQUIRE(run.ranks.size() == 2);
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const model::RankTrace& rank = run.ranks[r];
+    const int stage = layout.place(static_cast<int>(r)).stage;
+    // Ranges nest: each block's inside a step, recompute inside a backward, blocks apart.
+    std::vector<const model::NvtxRange*> blocks;
+    for (const auto& range : rank.nvtx) {
+      if (range.depth == 0) continue;
+      int containers = 0;
+      for (const auto& outer : rank.nvtx)
+        if (outer.depth == range.depth - 1 && outer.start_ns <= range.start_ns && range.end_ns <= outer.end_ns &&
+            (range.depth == 1 || rank.name(outer.name_id).starts_with("backward")))
+          ++containers;
+      CHECK(containers == 1);
+      if (range.depth == 1) blocks.push_back(&range);
+    }
+    for (size_t b = 1; b < blocks.size(); ++b) CHECK(blocks[b - 1]->end_ns <= blocks[b]->start_ns);
+    // Each compute kernel's launch call is in the innermost range of its phase.
+    std::map<std::string, int> kernels;  // per range name without its "#N"
+    for (const auto& a : rank.activities) {
+      if (a.kind != model::ActivityKind::kCompute) continue;
+      const model::HostCall* call = rank.launchOf(a.correlation_id);
+      REQUIRE(call != nullptr);
+      const model::NvtxRange* innermost = nullptr;
+      for (const auto& range : rank.nvtx)
+        if (range.start_ns <= call->start_ns && call->start_ns <= range.end_ns &&
+            (innermost == nullptr || range.depth > innermost->depth ||
+             (range.depth == innermost->depth && range.start_ns > innermost->start_ns)))
+          innermost = &range;
+      REQUIRE(innermost != nullptr);
+      std::string name(rank.name(innermost->name_id));
+      ++kernels[name.substr(0, name.find('#'))];
+    }
+    int forward = 0, backward = 0, recomputed = 0;
+    for (const auto& item : cost.forward(stage).items) forward += item.collective ? 0 : 1;
+    for (const auto& item : cost.backward(stage).items)
+      (item.recompute ? recomputed : backward) += item.collective ? 0 : 1;
+    REQUIRE(recomputed > 0);
+    const int micro_batches_run = in.strategy.micro_batches * in.steps;
+    CHECK(kernels["forward"] == forward * micro_batches_run);
+    CHECK(kernels["backward"] == backward * micro_batches_run);
+    CHECK(kernels["recompute"] == recomputed * micro_batches_run);
+    CHECK(kernels["optimizer"] == in.steps);
+    CHECK(kernels["ProfilerStep"] == 0);
+  }
+}

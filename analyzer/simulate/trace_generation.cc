@@ -198,10 +198,10 @@ class RankWriter {
   // training loops do. Compute kernels and the tensor-parallel collectives between them are written
   // in that order; NCCL operations written after the blocks (pipeline transfers, gradient buckets)
   // are launched where the program issues them, just before the first compute kernel that starts
-  // at or after them.
+  // at or after them. Each call's end is kept for the range it is in (takeCalls).
   uint32_t launch(int64_t start, bool in_order = true) {
     uint32_t correlation = next_correlation_++;
-    uint64_t begin = std::min(host_free_, u(start) - kLaunchNs);
+    uint64_t begin = callAt(start);
     if (in_order) {
       host_free_ = begin + kLaunchNs;
       launched_.emplace_back(u(start), begin);
@@ -210,7 +210,22 @@ class RankWriter {
       if (next != launched_.end()) begin = std::min(begin, next->second);
     }
     w_.add(ApiCallRecord{begin, begin + kLaunchNs, ApiDomain::kRuntime, kLaunchCbid, thread_, correlation, 0, 0});
+    calls_end_ = std::max(calls_end_, begin + kLaunchNs);
     return correlation;
+  }
+
+  // When the host calls an in-order launch of a kernel starting at `start`: once the previous call
+  // is done, or earlier if the kernel starts sooner, and not before the step began on the host
+  // unless the kernel starts before it.
+  uint64_t callAt(int64_t start) const {
+    return std::max(std::min(host_free_, u(start) - kLaunchNs), std::min(host_step_start_, u(start)));
+  }
+
+  // When the last of the launch calls made since the previous takeCalls ended (as `at` takes).
+  int64_t takeCalls() {
+    const int64_t end = static_cast<int64_t>(calls_end_) - at(0);
+    calls_end_ = 0;
+    return end;
   }
 
   void kernel(uint16_t shape_index, int64_t start, int64_t end, uint32_t stream) {
@@ -337,6 +352,13 @@ class RankWriter {
     w_.add(r);
   }
 
+  // The run-clock time (as `at` takes) at which the host calls the next in-order launch, of a
+  // kernel starting at `start`.
+  int64_t hostAt(int64_t start) const { return static_cast<int64_t>(callAt(start)) - at(0); }
+
+  // The ranges are the host's, as NVTX and record_function ranges are: each block's covers the
+  // calls that launched its kernels, and its allocations and releases are made then. The host
+  // waits for the GPU at the end of every step, so a step's range is the step on both clocks.
   void writeStep(int step) {
     const RankStep& rs = timeline_.step(rank_, step);
     const int stage = place_.stage;
@@ -344,6 +366,7 @@ class RankWriter {
     const auto& order = timeline_.orders()[static_cast<size_t>(stage)];
     range(fmt::format("ProfilerStep#{}", step), rs.start, rs.end, 0);
     host_free_ = std::max(host_free_, u(rs.start));
+    host_step_start_ = u(rs.start);
     launched_.clear();
     const uint64_t chunk_activations = cost_.activationBytesPerLayer() * static_cast<uint64_t>(cost_.layersPerChunk());
     size_t collective = 0;
@@ -352,28 +375,32 @@ class RankWriter {
       const int vs = block.virtualStage(stage, pp);
       const BlockProgram& program = block.forward ? cost_.forward(vs) : cost_.backward(vs);
       int64_t t = rs.block_begin[b];
-      range(fmt::format("{}#{}", block.forward ? "forward" : "backward", block.micro_batch), t, rs.block_end[b], 1);
+      const int64_t block_start = hostAt(t);
+      int64_t last_call_end = block_start;  // the block's launches are all in order
       const uint64_t key = static_cast<uint64_t>(block.micro_batch) * 64 + static_cast<uint64_t>(block.chunk);
-      if (block.forward) live_[key] = allocate(t, chunk_activations, MemoryCategory::kActivations);
-      int64_t recompute_start = -1;  // a run of recomputed items becomes one "recompute" range
-      uint64_t recomputed = 0;       // the recomputed layer's activations, freed when the next one starts
+      if (block.forward) live_[key] = allocate(block_start, chunk_activations, MemoryCategory::kActivations);
+      std::vector<std::pair<int64_t, int64_t>> recomputes;  // a run of recomputed items becomes one range
+      int64_t recompute_start = -1;
+      uint64_t recomputed = 0;  // the recomputed layer's activations, freed when the next one starts
       for (size_t k = 0; k < program.items.size(); ++k) {
         const ProgramItem& item = program.items[k];
+        const int64_t call = hostAt(t);
         if (item.recompute && recompute_start < 0) {
-          recompute_start = t;
-          if (recomputed != 0) release(t, recomputed, recompute_bytes_);
-          recomputed = recompute_bytes_ > 0 ? allocate(t, recompute_bytes_, MemoryCategory::kActivations) : 0;
+          recompute_start = call;
+          if (recomputed != 0) release(call, recomputed, recompute_bytes_);
+          recomputed = recompute_bytes_ > 0 ? allocate(call, recompute_bytes_, MemoryCategory::kActivations) : 0;
         }
         if (!item.recompute && recompute_start >= 0) {
-          range("recompute", recompute_start, t, 2);
+          // Closed before this call begins: a call at a range's last instant is still in it.
+          recomputes.emplace_back(recompute_start, std::min(last_call_end, call - 1));
           recompute_start = -1;
         }
         if (!block.forward && !item.recompute && !gradients_allocated_) {
-          allocate(t, use_.gradients, MemoryCategory::kGradients);
+          allocate(call, use_.gradients, MemoryCategory::kGradients);
           gradients_allocated_ = true;
         }
         if (!item.collective && !workspace_allocated_) {
-          allocate(t, use_.workspace, MemoryCategory::kOther);  // cuBLAS's workspace, kept
+          allocate(call, use_.workspace, MemoryCategory::kOther);  // cuBLAS's workspace, kept
           workspace_allocated_ = true;
         }
         if (item.collective) {
@@ -388,11 +415,18 @@ class RankWriter {
           kernel(item.shape, t, t + duration, kComputeStream);
           t += duration;
         }
+        last_call_end = call + static_cast<int64_t>(kLaunchNs);
       }
-      if (recompute_start >= 0) range("recompute", recompute_start, t, 2);
-      if (recomputed != 0) release(rs.block_end[b], recomputed, recompute_bytes_);
+      // The block's last call ends it, unless the host is behind and the next block's first begins sooner.
+      const int64_t next_start = b + 1 < order.size() ? rs.block_begin[b + 1] : rs.optimizer_start;
+      const int64_t block_end = std::min(last_call_end, hostAt(next_start));
+      if (recompute_start >= 0) recomputes.emplace_back(recompute_start, block_end);
+      range(fmt::format("{}#{}", block.forward ? "forward" : "backward", block.micro_batch), block_start, block_end, 1);
+      for (const auto& [start, end] : recomputes) range("recompute", start, end, 2);
+      // Freed as the block's last act, just before its range closes: the next range opens without them.
+      if (recomputed != 0) release(block_end - 1, recomputed, recompute_bytes_);
       if (auto it = live_.find(key); !block.forward && it != live_.end()) {
-        release(rs.block_end[b], it->second, chunk_activations);
+        release(block_end - 1, it->second, chunk_activations);
         live_.erase(it);
       }
     }
@@ -407,11 +441,14 @@ class RankWriter {
     if (comms_[static_cast<int>(CommunicatorKind::kModel)].nranks > 1)
       ncclOp(CommunicatorKind::kModel, NcclOperationKind::kCollective, "AllReduce", rs.grad_norm.bytes, 0,
              rs.grad_norm.arrive, rs.grad_norm.end, kDataStream);
-    range("optimizer", rs.optimizer_start, rs.optimizer_end, 1);
-    if (step == 0) allocate(rs.optimizer_start, use_.optimizer, MemoryCategory::kOptimizerState);  // Adam's, lazily
+    // The optimizer's range: from its kernel's launch to the last parameter gather's.
+    const int64_t optimizer_call = hostAt(rs.optimizer_start);
+    takeCalls();
+    if (step == 0) allocate(optimizer_call, use_.optimizer, MemoryCategory::kOptimizerState);  // Adam's, lazily
     const ProgramItem& optimizer = cost_.optimizerStep(stage).items.front();
     kernel(optimizer.shape, rs.optimizer_start, rs.optimizer_end, kComputeStream);
     dataOps(rs.gather_ops);
+    range("optimizer", optimizer_call, takeCalls(), 1);
   }
 
   const CostModel& cost_;
@@ -431,6 +468,8 @@ class RankWriter {
   uint32_t next_correlation_ = 1;
   uint64_t next_address_ = 0;
   uint64_t host_free_ = 0;
+  uint64_t host_step_start_ = 0;
+  uint64_t calls_end_ = 0;                               // the end of the latest launch call since takeCalls
   std::vector<std::pair<uint64_t, uint64_t>> launched_;  // this step's in-order launches: (kernel start, call)
   std::map<uint64_t, uint64_t> live_;
   MemoryUse use_;
