@@ -444,34 +444,27 @@ struct LongestPath {
   bool empty = true;
 };
 
-// What the longest path needs of a graph whatever its weights: each node's incoming edges and the nodes
-// in Kahn's order, earliest first; a what-if re-times the same plan with other weights.
+// What the longest path needs of a graph whatever its weights, numbered by position in Kahn's order
+// (earliest first; the nodes it never reaches after those it does): each position's incoming edges,
+// their sources' positions and weights side by side, so that a pass reads them in order. A what-if
+// changes some weights in place, re-times only what they reach, and puts them back.
 struct PathPlan {
-  std::vector<uint32_t> first_in;  // per node, its first incoming edge in `incoming`
-  std::vector<uint32_t> incoming;  // edge indexes by destination
-  std::vector<uint32_t> from;      // and each one's source
-  std::vector<uint32_t> order;     // the nodes Kahn's order reaches
+  uint32_t reached = 0;              // positions [0, reached) are Kahn's order
+  std::vector<uint32_t> node;        // per position, its node
+  std::vector<uint32_t> position;    // per node, its position
+  std::vector<uint32_t> first_in;    // per position, its first incoming slot
+  std::vector<uint32_t> in_source;   // per slot (by destination, then edge index): the source's position
+  std::vector<uint32_t> in_edge;     // per slot, the edge
+  std::vector<int64_t> in_weight;    // per slot, the edge's weight
+  std::vector<uint32_t> slot_of;     // per edge, its slot
+  std::vector<uint32_t> first_out;   // per position, its first outgoing target in `out_target`
+  std::vector<uint32_t> out_target;  // the targets' positions
 };
 
 PathPlan planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges) {
   size_t nodes = times.size();
   PathPlan plan;
-  plan.first_in.assign(nodes + 1, 0);
-  std::vector<uint32_t> first_out(nodes + 1, 0);
-  for (const Edge& e : edges) ++plan.first_in[e.to + 1], ++first_out[e.from + 1];
-  for (size_t n = 0; n < nodes; ++n) plan.first_in[n + 1] += plan.first_in[n], first_out[n + 1] += first_out[n];
-  plan.incoming.resize(edges.size());
-  std::vector<uint32_t> outgoing(edges.size());
-  {
-    std::vector<uint32_t> in_fill(plan.first_in.begin(), plan.first_in.end() - 1),
-        out_fill(first_out.begin(), first_out.end() - 1);
-    for (uint32_t i = 0; i < edges.size(); ++i) {
-      plan.incoming[in_fill[edges[i].to]++] = i;
-      outgoing[out_fill[edges[i].from]++] = i;
-    }
-  }
-  plan.from.resize(edges.size());
-  for (size_t k = 0; k < edges.size(); ++k) plan.from[k] = edges[plan.incoming[k]].from;
+  std::vector<uint32_t> order;
   // When every edge runs forward in (time, node) order, as in most steps, that order is Kahn's: the
   // earliest ready node is always the earliest one left.
   auto forward = [&](const Edge& e) { return std::pair(times[e.from], e.from) < std::pair(times[e.to], e.to); };
@@ -497,81 +490,176 @@ PathPlan planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edge
       by_time.swap(merged);
       runs.swap(next);
     }
-    plan.order.resize(nodes);
-    for (uint32_t n = 0; n < nodes; ++n) plan.order[n] = by_time[n].second;
-    return plan;
-  }
-  std::vector<uint32_t> pending(nodes);
-  using Ready = std::pair<int64_t, uint32_t>;
-  std::vector<Ready> heap;
-  heap.reserve(nodes);
-  auto later = std::greater<>();
-  for (uint32_t n = 0; n < nodes; ++n) {
-    pending[n] = plan.first_in[n + 1] - plan.first_in[n];
-    if (pending[n] == 0) heap.emplace_back(times[n], n);
-  }
-  std::make_heap(heap.begin(), heap.end(), later);
-  plan.order.reserve(nodes);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    uint32_t n = heap.back().second;
-    heap.pop_back();
-    plan.order.push_back(n);
-    for (uint32_t k = first_out[n]; k < first_out[n + 1]; ++k) {
-      uint32_t to = edges[outgoing[k]].to;
-      if (--pending[to] == 0) {
-        heap.emplace_back(times[to], to);
-        std::push_heap(heap.begin(), heap.end(), later);
+    order.resize(nodes);
+    for (uint32_t n = 0; n < nodes; ++n) order[n] = by_time[n].second;
+  } else {
+    std::vector<uint32_t> first_out(nodes + 1, 0), pending(nodes, 0);
+    for (const Edge& e : edges) ++first_out[e.from + 1], ++pending[e.to];
+    for (size_t n = 0; n < nodes; ++n) first_out[n + 1] += first_out[n];
+    std::vector<uint32_t> outgoing(edges.size());
+    {
+      std::vector<uint32_t> out_fill(first_out.begin(), first_out.end() - 1);
+      for (uint32_t i = 0; i < edges.size(); ++i) outgoing[out_fill[edges[i].from]++] = edges[i].to;
+    }
+    using Ready = std::pair<int64_t, uint32_t>;
+    std::vector<Ready> heap;
+    heap.reserve(nodes);
+    auto later = std::greater<>();
+    for (uint32_t n = 0; n < nodes; ++n) {
+      if (pending[n] == 0) heap.emplace_back(times[n], n);
+    }
+    std::make_heap(heap.begin(), heap.end(), later);
+    order.reserve(nodes);
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      uint32_t n = heap.back().second;
+      heap.pop_back();
+      order.push_back(n);
+      for (uint32_t k = first_out[n]; k < first_out[n + 1]; ++k) {
+        uint32_t to = outgoing[k];
+        if (--pending[to] == 0) {
+          heap.emplace_back(times[to], to);
+          std::push_heap(heap.begin(), heap.end(), later);
+        }
       }
     }
+  }
+  plan.reached = static_cast<uint32_t>(order.size());
+  plan.position.assign(nodes, UINT32_MAX);
+  for (uint32_t p = 0; p < order.size(); ++p) plan.position[order[p]] = p;
+  for (uint32_t n = 0; n < nodes; ++n) {
+    if (plan.position[n] == UINT32_MAX) plan.position[n] = static_cast<uint32_t>(order.size()), order.push_back(n);
+  }
+  plan.node = std::move(order);
+  plan.first_in.assign(nodes + 1, 0);
+  plan.first_out.assign(nodes + 1, 0);
+  for (const Edge& e : edges) ++plan.first_in[plan.position[e.to] + 1], ++plan.first_out[plan.position[e.from] + 1];
+  for (size_t p = 0; p < nodes; ++p)
+    plan.first_in[p + 1] += plan.first_in[p], plan.first_out[p + 1] += plan.first_out[p];
+  plan.in_source.resize(edges.size());
+  plan.in_edge.resize(edges.size());
+  plan.in_weight.resize(edges.size());
+  plan.slot_of.resize(edges.size());
+  plan.out_target.resize(edges.size());
+  std::vector<uint32_t> in_fill(plan.first_in.begin(), plan.first_in.end() - 1),
+      out_fill(plan.first_out.begin(), plan.first_out.end() - 1);
+  for (uint32_t i = 0; i < edges.size(); ++i) {
+    uint32_t from = plan.position[edges[i].from], to = plan.position[edges[i].to];
+    uint32_t slot = in_fill[to]++;
+    plan.in_source[slot] = from;
+    plan.in_edge[slot] = i;
+    plan.in_weight[slot] = edges[i].weight;
+    plan.slot_of[i] = slot;
+    plan.out_target[out_fill[from]++] = to;
   }
   return plan;
 }
 
-// Buffers a step's re-timings share, so that each what-if does not allocate (and fault in) its own.
+// A pass's distances, by position, and the edges' weights a re-timing changed (to put them back).
 struct PathScratch {
-  std::vector<int64_t> distance, via, weights;
-  std::vector<bool> in_operation;
+  std::vector<int64_t> distance;       // by position, the longest path's length to it as traced
+  std::vector<int64_t> longest_up_to;  // by position, the longest of distance[0..position]
+  std::vector<int64_t> retimed;        // distance, as a re-timing changes it (put back after each)
+  std::vector<uint8_t> dirty;          // by position: an incoming weight or source's distance changed
+  std::vector<std::pair<uint32_t, int64_t>> changed_slots, changed_positions;  // (where, the value before)
 };
 
-// `weights`: per edge, in place of the edges' own (empty: theirs).
-LongestPath longestPathOf(const PathPlan& plan, const std::vector<Edge>& edges, const std::vector<int64_t>& weights,
-                          PathEnd end_rule, PathScratch* scratch = nullptr) {
-  size_t nodes = plan.first_in.size() - 1;
+// The longest path with the plan's weights; `scratch` keeps its distances for re-timings.
+LongestPath longestPathOf(const PathPlan& plan, PathEnd end_rule, PathScratch* scratch = nullptr) {
   PathScratch own;
   PathScratch& buffers = scratch != nullptr ? *scratch : own;
   std::vector<int64_t>& distance = buffers.distance;
-  std::vector<int64_t>& via = buffers.via;  // the edge the longest path arrives by
-  distance.assign(nodes, 0);
-  via.assign(nodes, -1);
+  std::vector<int64_t>& longest = buffers.longest_up_to;
+  std::vector<int32_t> via(plan.reached, -1);  // the slot the longest path arrives by
+  distance.assign(plan.node.size(), 0);
+  longest.resize(plan.reached);
   LongestPath out;
   uint32_t end = 0;
-  for (uint32_t n : plan.order) {
-    for (uint32_t k = plan.first_in[n]; k < plan.first_in[n + 1]; ++k) {
-      uint32_t i = plan.incoming[k];
-      int64_t d = distance[plan.from[k]] + (weights.empty() ? edges[i].weight : weights[i]);
-      if (via[n] < 0 || d > distance[n]) {
-        distance[n] = d;
-        via[n] = i;
-      }
+  for (uint32_t p = 0; p < plan.reached; ++p) {
+    int64_t best = 0;
+    int32_t best_slot = -1;
+    for (uint32_t k = plan.first_in[p]; k < plan.first_in[p + 1]; ++k) {
+      int64_t d = distance[plan.in_source[k]] + plan.in_weight[k];
+      if (best_slot < 0 || d > best) best = d, best_slot = static_cast<int32_t>(k);
     }
-    if (out.empty || distance[n] > distance[end] || (end_rule == PathEnd::kLatest && distance[n] == distance[end]))
-      end = n;
-    out.empty = false;
+    distance[p] = best;
+    via[p] = best_slot;
+    if (p == 0 || best > distance[end] || (end_rule == PathEnd::kLatest && best == distance[end])) end = p;
+    longest[p] = distance[end];
   }
-  if (out.empty) return out;
+  if (plan.reached == 0) return out;
+  out.empty = false;
   out.length = distance[end];
-  out.first = end;
-  while (via[out.first] >= 0) {
-    out.edges.push_back(static_cast<uint32_t>(via[out.first]));
-    out.first = edges[static_cast<size_t>(via[out.first])].from;
+  uint32_t first = end;
+  while (via[first] >= 0) {
+    out.edges.push_back(plan.in_edge[static_cast<size_t>(via[first])]);
+    first = plan.in_source[static_cast<size_t>(via[first])];
   }
+  out.first = plan.node[first];
   std::reverse(out.edges.begin(), out.edges.end());
+  if (scratch != nullptr) buffers.retimed = distance;
   return out;
 }
 
+// The longest path's length with the weights retime() changed, after longestPathOf filled `scratch`
+// with the same plan: only the positions the changes reach are re-timed, in Kahn's order (a node none
+// of whose incoming weights or sources changed keeps its distance). Puts the weights back.
+int64_t retimedLength(PathPlan& plan, PathScratch& scratch) {
+  if (plan.reached == 0) {
+    for (auto it = scratch.changed_slots.rbegin(); it != scratch.changed_slots.rend(); ++it)
+      plan.in_weight[it->first] = it->second;
+    scratch.changed_slots.clear();
+    return 0;
+  }
+  std::vector<int64_t>& retimed = scratch.retimed;
+  scratch.dirty.resize(plan.node.size(), 0);
+  uint32_t first = plan.reached;
+  // Each changed slot's destination: the position whose range of slots holds it.
+  for (const auto& [slot, before] : scratch.changed_slots) {
+    auto p = static_cast<uint32_t>(std::upper_bound(plan.first_in.begin(), plan.first_in.end(), slot) -
+                                   plan.first_in.begin() - 1);
+    if (p < plan.reached) scratch.dirty[p] = 1, first = std::min(first, p);
+  }
+  int64_t length = first > 0 ? scratch.longest_up_to[first - 1] : INT64_MIN;
+  for (uint32_t p = first; p < plan.reached; ++p) {
+    if (scratch.dirty[p]) {
+      scratch.dirty[p] = 0;
+      int64_t best = 0;
+      bool any = false;
+      for (uint32_t k = plan.first_in[p]; k < plan.first_in[p + 1]; ++k) {
+        int64_t d = retimed[plan.in_source[k]] + plan.in_weight[k];
+        if (!any || d > best) best = d, any = true;
+      }
+      if (best != retimed[p]) {
+        scratch.changed_positions.emplace_back(p, retimed[p]);
+        retimed[p] = best;
+        for (uint32_t k = plan.first_out[p]; k < plan.first_out[p + 1]; ++k) scratch.dirty[plan.out_target[k]] = 1;
+      }
+    }
+    length = std::max(length, retimed[p]);
+  }
+  for (uint32_t p = plan.reached; p < scratch.dirty.size(); ++p) scratch.dirty[p] = 0;
+  for (const auto& [p, before] : scratch.changed_positions) retimed[p] = before;
+  for (auto it = scratch.changed_slots.rbegin(); it != scratch.changed_slots.rend(); ++it)
+    plan.in_weight[it->first] = it->second;
+  scratch.changed_positions.clear();
+  scratch.changed_slots.clear();
+  return length;
+}
+
+// An edge's weight in the plan, and its weight for the next re-timing (retimedLength puts it back).
+int64_t weightOf(const PathPlan& plan, uint32_t edge) {
+  return plan.in_weight[plan.slot_of[edge]];
+}
+void retime(PathPlan& plan, PathScratch& scratch, uint32_t edge, int64_t weight) {
+  uint32_t slot = plan.slot_of[edge];
+  if (plan.in_weight[slot] == weight) return;
+  scratch.changed_slots.emplace_back(slot, plan.in_weight[slot]);
+  plan.in_weight[slot] = weight;
+}
+
 LongestPath findLongestPath(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathEnd end_rule) {
-  return longestPathOf(planOf(times, edges), edges, {}, end_rule);
+  return longestPathOf(planOf(times, edges), end_rule);
 }
 
 // Cuts [window) into slices along a path: each edge's stretch goes to its cause, time before the path's
@@ -777,7 +865,9 @@ struct RunGraph {
   };
   std::vector<Operation> operations;
   Interval window;
-  PathPlan plan;  // of times and edges, once they are final
+  PathPlan plan;                      // of times and edges, once they are final
+  std::vector<uint8_t> in_operation;  // per edge: one of an operation's edges
+  PathScratch scratch;                // the step's longest path's distances, for its re-timings
 
   uint32_t rankOfNode(uint32_t node) const {
     return static_cast<uint32_t>(std::upper_bound(offset.begin(), offset.end(), node) - offset.begin() - 1);
@@ -930,16 +1020,20 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
   }
   tieGapsToCollectives(g, joined_at);
   g.plan = planOf(g.times, g.edges);
+  g.in_operation.assign(g.edges.size(), 0);
+  for (const RunGraph::Operation& op : g.operations) {
+    for (uint32_t e : op.edges) g.in_operation[e] = 1;
+  }
   return g;
 }
 
-RunStepPath runPath(const RunGraph& g) {
+RunStepPath runPath(RunGraph& g) {
   RunStepPath out;
   out.window = g.window;
   const auto& graphs = g.graphs;
   const auto& times = g.times;
   const auto& edges = g.edges;
-  LongestPath path = longestPathOf(g.plan, edges, {}, PathEnd::kLatest);
+  LongestPath path = longestPathOf(g.plan, PathEnd::kLatest, &g.scratch);
   SliceCutter cutter(out.window, out.slices);
   if (path.empty) {
     cutter.finish(-1);
@@ -1070,41 +1164,29 @@ IdealStep idealOf(const RunGraph& g, const model::RunTrace& run, const report::F
   return ideal;
 }
 
-// The step's edge weights with the cause at its ideal.
-void idealWeights(const RunGraph& g, const IdealStep& ideal, PathScratch& scratch) {
-  std::vector<int64_t>& weights = scratch.weights;
-  weights.resize(g.edges.size());
-  for (size_t i = 0; i < weights.size(); ++i) weights[i] = g.edges[i].weight;
+// The step's longest path with the cause at its ideal: the edges it changes re-timed.
+int64_t idealLength(RunGraph& g, const IdealStep& ideal) {
+  PathPlan& plan = g.plan;
   auto scaled = [](int64_t w, double f) { return static_cast<int64_t>(std::llround(static_cast<double>(w) * f)); };
-  std::vector<bool>& in_operation = scratch.in_operation;
-  in_operation.assign(weights.size(), false);
   for (size_t o = 0; o < g.operations.size(); ++o) {
-    if (ideal.operation_scale[o] == 1.0) {
-      for (uint32_t e : g.operations[o].edges) in_operation[e] = true;
-      continue;
-    }
-    for (uint32_t e : g.operations[o].edges) {
-      in_operation[e] = true;
-      weights[e] = scaled(weights[e], ideal.operation_scale[o]);
-    }
+    if (ideal.operation_scale[o] == 1.0) continue;
+    for (uint32_t e : g.operations[o].edges)
+      retime(plan, g.scratch, e, scaled(weightOf(plan, e), ideal.operation_scale[o]));
   }
-  for (size_t i = 0; i < weights.size(); ++i) {
-    auto [rank_index, local] = g.origin[i];
-    if (rank_index < 0) continue;
-    auto r = static_cast<size_t>(rank_index);
+  for (size_t r = 0; r < g.graphs.size(); ++r) {
     if (ideal.compute_scale[r] == 1.0 && ideal.communication_scale[r] == 1.0 && !ideal.close_launches[r]) continue;
-    const Edge& own = g.graphs[r].edges()[local];
-    if (own.kind == EdgeKind::kLaunch && ideal.close_launches[r]) weights[i] = 0;
-    std::optional<ActivityKind> kind = g.graphs[r].spanActivity(own);
-    if (kind == ActivityKind::kCompute) weights[i] = scaled(weights[i], ideal.compute_scale[r]);
-    if (kind == ActivityKind::kCommunication && !in_operation[i])
-      weights[i] = scaled(weights[i], ideal.communication_scale[r]);
+    const std::vector<Edge>& own = g.graphs[r].edges();
+    for (uint32_t local = 0; local < own.size(); ++local) {
+      uint32_t i = g.edge_base[r] + local;
+      int64_t w = weightOf(plan, i);
+      if (own[local].kind == EdgeKind::kLaunch && ideal.close_launches[r]) w = 0;
+      std::optional<ActivityKind> kind = g.graphs[r].spanActivity(own[local]);
+      if (kind == ActivityKind::kCompute) w = scaled(w, ideal.compute_scale[r]);
+      if (kind == ActivityKind::kCommunication && !g.in_operation[i]) w = scaled(w, ideal.communication_scale[r]);
+      retime(plan, g.scratch, i, w);
+    }
   }
-}
-
-int64_t idealLength(const RunGraph& g, const IdealStep& ideal, PathScratch& scratch) {
-  idealWeights(g, ideal, scratch);
-  return longestPathOf(g.plan, g.edges, scratch.weights, PathEnd::kLatest, &scratch).length;
+  return retimedLength(plan, g.scratch);
 }
 
 // Per step, each finding's saving summed.
@@ -1113,13 +1195,12 @@ struct WhatIfSums {
   std::vector<int64_t> saved;
   int64_t steps = 0;
   int64_t step_ns = 0;
-  PathScratch scratch;
 
-  void add(const RunGraph& g, const model::RunTrace& run, const std::vector<report::Finding>& all, int64_t length) {
+  void add(RunGraph& g, const model::RunTrace& run, const std::vector<report::Finding>& all, int64_t length) {
     ++steps;
     step_ns += g.window.length();
     for (size_t i = 0; i < findings.size(); ++i) {
-      int64_t ideal = idealLength(g, idealOf(g, run, all[findings[i]].cause), scratch);
+      int64_t ideal = idealLength(g, idealOf(g, run, all[findings[i]].cause));
       saved[i] += std::max<int64_t>(0, length - ideal);
     }
   }
@@ -1154,7 +1235,8 @@ RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& m
                             const std::vector<Interval>& windows) {
   std::vector<RankTimeIndex> indexes;
   for (const model::RankTrace& rank : run.ranks) indexes.emplace_back(rank);
-  RunStepPath path = runPath(buildRunGraph(run, indexes, matched, windows));
+  RunGraph graph = buildRunGraph(run, indexes, matched, windows);
+  RunStepPath path = runPath(graph);
   nameCommunicators(path.slices, gatherCommunicators(run));
   return path;
 }
@@ -1164,9 +1246,8 @@ int64_t stepSaving(const model::RunTrace& run, const CollectiveIndex& matched, c
   std::vector<RankTimeIndex> indexes;
   for (const model::RankTrace& rank : run.ranks) indexes.emplace_back(rank);
   RunGraph graph = buildRunGraph(run, indexes, matched, windows);
-  int64_t length = longestPathOf(graph.plan, graph.edges, {}, PathEnd::kLatest).length;
-  PathScratch scratch;
-  return std::max<int64_t>(0, length - idealLength(graph, idealOf(graph, run, cause), scratch));
+  int64_t length = longestPathOf(graph.plan, PathEnd::kLatest, &graph.scratch).length;
+  return std::max<int64_t>(0, length - idealLength(graph, idealOf(graph, run, cause)));
 }
 
 std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices, bool by_rank) {
@@ -1231,7 +1312,7 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
                               attributionOf(path.slices), std::move(path.slices)});
       if (!what_if.findings.empty()) {
         RunGraph graph = buildRunGraph(input.run, indexes, input.collectives(), {w.window});
-        what_if.add(graph, input.run, findings, longestPathOf(graph.plan, graph.edges, {}, PathEnd::kLatest).length);
+        what_if.add(graph, input.run, findings, longestPathOf(graph.plan, PathEnd::kLatest, &graph.scratch).length);
       }
     }
   }
