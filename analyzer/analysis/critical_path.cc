@@ -16,6 +16,7 @@
 #include <set>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/communicators.h"
@@ -461,6 +462,34 @@ struct PathPlan {
   std::vector<uint32_t> out_target;  // the targets' positions
 };
 
+// The nodes by (time, node): a stable radix sort of their times, 11 bits a pass over the span they cover.
+std::vector<uint32_t> timeOrder(const std::vector<int64_t>& times) {
+  size_t nodes = times.size();
+  std::vector<uint32_t> order(nodes);
+  for (uint32_t n = 0; n < nodes; ++n) order[n] = n;
+  if (nodes == 0 || std::is_sorted(times.begin(), times.end())) return order;
+  auto [low, high] = std::minmax_element(times.begin(), times.end());
+  uint64_t span = static_cast<uint64_t>(*high) - static_cast<uint64_t>(*low);
+  struct Keyed {
+    uint64_t key;
+    uint32_t node;
+  };
+  std::vector<Keyed> keyed(nodes), sorted(nodes);
+  for (uint32_t n = 0; n < nodes; ++n) keyed[n] = {static_cast<uint64_t>(times[n]) - static_cast<uint64_t>(*low), n};
+  constexpr int kBits = 11;
+  std::vector<uint32_t> counts(size_t{1} << kBits);
+  for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += kBits) {
+    std::fill(counts.begin(), counts.end(), 0);
+    for (const Keyed& k : keyed) ++counts[(k.key >> shift) & ((1u << kBits) - 1)];
+    uint32_t sum = 0;
+    for (uint32_t& c : counts) sum += std::exchange(c, sum);
+    for (const Keyed& k : keyed) sorted[counts[(k.key >> shift) & ((1u << kBits) - 1)]++] = k;
+    keyed.swap(sorted);
+  }
+  for (uint32_t n = 0; n < nodes; ++n) order[n] = keyed[n].node;
+  return order;
+}
+
 PathPlan planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges) {
   size_t nodes = times.size();
   PathPlan plan;
@@ -469,29 +498,7 @@ PathPlan planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edge
   // earliest ready node is always the earliest one left.
   auto forward = [&](const Edge& e) { return std::pair(times[e.from], e.from) < std::pair(times[e.to], e.to); };
   if (std::all_of(edges.begin(), edges.end(), forward)) {
-    // Each rank's events come mostly in time order, so the nodes form a few ascending runs: merged.
-    std::vector<std::pair<int64_t, uint32_t>> by_time(nodes), merged(nodes);
-    std::vector<size_t> runs{0};
-    for (uint32_t n = 0; n < nodes; ++n) {
-      by_time[n] = {times[n], n};
-      if (n > 0 && by_time[n] < by_time[n - 1]) runs.push_back(n);
-    }
-    runs.push_back(nodes);
-    while (runs.size() > 2) {
-      std::vector<size_t> next{0};
-      for (size_t r = 0; r + 1 < runs.size(); r += 2) {
-        size_t end = r + 2 < runs.size() ? runs[r + 2] : runs[r + 1];
-        std::merge(by_time.begin() + static_cast<ptrdiff_t>(runs[r]),
-                   by_time.begin() + static_cast<ptrdiff_t>(runs[r + 1]),
-                   by_time.begin() + static_cast<ptrdiff_t>(runs[r + 1]), by_time.begin() + static_cast<ptrdiff_t>(end),
-                   merged.begin() + static_cast<ptrdiff_t>(runs[r]));
-        next.push_back(end);
-      }
-      by_time.swap(merged);
-      runs.swap(next);
-    }
-    order.resize(nodes);
-    for (uint32_t n = 0; n < nodes; ++n) order[n] = by_time[n].second;
+    order = timeOrder(times);
   } else {
     std::vector<uint32_t> first_out(nodes + 1, 0), pending(nodes, 0);
     for (const Edge& e : edges) ++first_out[e.from + 1], ++pending[e.to];
