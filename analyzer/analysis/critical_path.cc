@@ -448,7 +448,8 @@ struct LongestPath {
 // What the longest path needs of a graph whatever its weights, numbered by position in Kahn's order
 // (earliest first; the nodes it never reaches after those it does): each position's incoming edges,
 // their sources' positions and weights side by side, so that a pass reads them in order. A what-if
-// changes some weights in place, re-times only what they reach, and puts them back.
+// changes some weights in place, re-times only what they reach, and puts them back. Its buffers keep
+// their memory from one step to the next.
 struct PathPlan {
   uint32_t reached = 0;              // positions [0, reached) are Kahn's order
   std::vector<uint32_t> node;        // per position, its node
@@ -458,16 +459,17 @@ struct PathPlan {
   std::vector<uint32_t> in_edge;     // per slot, the edge
   std::vector<int64_t> in_weight;    // per slot, the edge's weight
   std::vector<uint32_t> slot_of;     // per edge, its slot
-  std::vector<uint32_t> first_out;   // per position, its first outgoing target in `out_target`
+  std::vector<uint32_t> first_out;   // per node, its first outgoing edge's target in `out_target`
   std::vector<uint32_t> out_target;  // the targets' positions
+  std::vector<uint32_t> node_first_in, node_incoming;  // by node: its incoming edges (while planning)
 };
 
 // The nodes by (time, node): a stable radix sort of their times, 11 bits a pass over the span they cover.
-std::vector<uint32_t> timeOrder(const std::vector<int64_t>& times) {
+void timeOrder(const std::vector<int64_t>& times, std::vector<uint32_t>& order) {
   size_t nodes = times.size();
-  std::vector<uint32_t> order(nodes);
+  order.resize(nodes);
   for (uint32_t n = 0; n < nodes; ++n) order[n] = n;
-  if (nodes == 0 || std::is_sorted(times.begin(), times.end())) return order;
+  if (nodes == 0 || std::is_sorted(times.begin(), times.end())) return;
   auto [low, high] = std::minmax_element(times.begin(), times.end());
   uint64_t span = static_cast<uint64_t>(*high) - static_cast<uint64_t>(*low);
   struct Keyed {
@@ -487,35 +489,46 @@ std::vector<uint32_t> timeOrder(const std::vector<int64_t>& times) {
     keyed.swap(sorted);
   }
   for (uint32_t n = 0; n < nodes; ++n) order[n] = keyed[n].node;
-  return order;
 }
 
-PathPlan planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges) {
+void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan) {
   size_t nodes = times.size();
-  PathPlan plan;
-  std::vector<uint32_t> order;
+  // By node first, where a rank's edges stay among its own nodes.
+  std::vector<uint32_t>& node_first_in = plan.node_first_in;
+  std::vector<uint32_t>& incoming = plan.node_incoming;
+  std::vector<uint32_t>& first_out = plan.first_out;
+  node_first_in.assign(nodes + 1, 0);
+  first_out.assign(nodes + 1, 0);
+  for (const Edge& e : edges) ++node_first_in[e.to + 1], ++first_out[e.from + 1];
+  for (size_t n = 0; n < nodes; ++n) node_first_in[n + 1] += node_first_in[n], first_out[n + 1] += first_out[n];
+  incoming.resize(edges.size());
+  std::vector<uint32_t> outgoing(edges.size());  // the targets' nodes
+  {
+    std::vector<uint32_t> in_fill(node_first_in.begin(), node_first_in.end() - 1),
+        out_fill(first_out.begin(), first_out.end() - 1);
+    for (uint32_t i = 0; i < edges.size(); ++i) {
+      incoming[in_fill[edges[i].to]++] = i;
+      outgoing[out_fill[edges[i].from]++] = edges[i].to;
+    }
+  }
+  std::vector<uint32_t>& order = plan.node;
   // When every edge runs forward in (time, node) order, as in most steps, that order is Kahn's: the
   // earliest ready node is always the earliest one left.
   auto forward = [&](const Edge& e) { return std::pair(times[e.from], e.from) < std::pair(times[e.to], e.to); };
   if (std::all_of(edges.begin(), edges.end(), forward)) {
-    order = timeOrder(times);
+    timeOrder(times, order);
   } else {
-    std::vector<uint32_t> first_out(nodes + 1, 0), pending(nodes, 0);
-    for (const Edge& e : edges) ++first_out[e.from + 1], ++pending[e.to];
-    for (size_t n = 0; n < nodes; ++n) first_out[n + 1] += first_out[n];
-    std::vector<uint32_t> outgoing(edges.size());
-    {
-      std::vector<uint32_t> out_fill(first_out.begin(), first_out.end() - 1);
-      for (uint32_t i = 0; i < edges.size(); ++i) outgoing[out_fill[edges[i].from]++] = edges[i].to;
-    }
+    std::vector<uint32_t> pending(nodes);
     using Ready = std::pair<int64_t, uint32_t>;
     std::vector<Ready> heap;
     heap.reserve(nodes);
     auto later = std::greater<>();
     for (uint32_t n = 0; n < nodes; ++n) {
+      pending[n] = node_first_in[n + 1] - node_first_in[n];
       if (pending[n] == 0) heap.emplace_back(times[n], n);
     }
     std::make_heap(heap.begin(), heap.end(), later);
+    order.clear();
     order.reserve(nodes);
     while (!heap.empty()) {
       std::pop_heap(heap.begin(), heap.end(), later);
@@ -534,32 +547,30 @@ PathPlan planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edge
   plan.reached = static_cast<uint32_t>(order.size());
   plan.position.assign(nodes, UINT32_MAX);
   for (uint32_t p = 0; p < order.size(); ++p) plan.position[order[p]] = p;
-  for (uint32_t n = 0; n < nodes; ++n) {
+  for (uint32_t n = 0; n < nodes && order.size() < nodes; ++n) {
     if (plan.position[n] == UINT32_MAX) plan.position[n] = static_cast<uint32_t>(order.size()), order.push_back(n);
   }
-  plan.node = std::move(order);
-  plan.first_in.assign(nodes + 1, 0);
-  plan.first_out.assign(nodes + 1, 0);
-  for (const Edge& e : edges) ++plan.first_in[plan.position[e.to] + 1], ++plan.first_out[plan.position[e.from] + 1];
-  for (size_t p = 0; p < nodes; ++p)
-    plan.first_in[p + 1] += plan.first_in[p], plan.first_out[p + 1] += plan.first_out[p];
+  // Then by position, written in order.
+  plan.first_in.resize(nodes + 1);
   plan.in_source.resize(edges.size());
   plan.in_edge.resize(edges.size());
   plan.in_weight.resize(edges.size());
   plan.slot_of.resize(edges.size());
-  plan.out_target.resize(edges.size());
-  std::vector<uint32_t> in_fill(plan.first_in.begin(), plan.first_in.end() - 1),
-      out_fill(plan.first_out.begin(), plan.first_out.end() - 1);
-  for (uint32_t i = 0; i < edges.size(); ++i) {
-    uint32_t from = plan.position[edges[i].from], to = plan.position[edges[i].to];
-    uint32_t slot = in_fill[to]++;
-    plan.in_source[slot] = from;
-    plan.in_edge[slot] = i;
-    plan.in_weight[slot] = edges[i].weight;
-    plan.slot_of[i] = slot;
-    plan.out_target[out_fill[from]++] = to;
+  uint32_t slot = 0;
+  for (uint32_t p = 0; p < nodes; ++p) {
+    plan.first_in[p] = slot;
+    uint32_t n = order[p];
+    for (uint32_t k = node_first_in[n]; k < node_first_in[n + 1]; ++k, ++slot) {
+      uint32_t i = incoming[k];
+      plan.in_source[slot] = plan.position[edges[i].from];
+      plan.in_edge[slot] = i;
+      plan.in_weight[slot] = edges[i].weight;
+      plan.slot_of[i] = slot;
+    }
   }
-  return plan;
+  plan.first_in[nodes] = slot;
+  plan.out_target.resize(edges.size());
+  for (size_t k = 0; k < outgoing.size(); ++k) plan.out_target[k] = plan.position[outgoing[k]];
 }
 
 // A pass's distances, by position, and the edges' weights a re-timing changed (to put them back).
@@ -640,7 +651,8 @@ int64_t retimedLength(PathPlan& plan, PathScratch& scratch) {
       if (best != retimed[p]) {
         scratch.changed_positions.emplace_back(p, retimed[p]);
         retimed[p] = best;
-        for (uint32_t k = plan.first_out[p]; k < plan.first_out[p + 1]; ++k) scratch.dirty[plan.out_target[k]] = 1;
+        uint32_t n = plan.node[p];
+        for (uint32_t k = plan.first_out[n]; k < plan.first_out[n + 1]; ++k) scratch.dirty[plan.out_target[k]] = 1;
       }
     }
     length = std::max(length, retimed[p]);
@@ -666,7 +678,9 @@ void retime(PathPlan& plan, PathScratch& scratch, uint32_t edge, int64_t weight)
 }
 
 LongestPath findLongestPath(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathEnd end_rule) {
-  return longestPathOf(planOf(times, edges), end_rule);
+  PathPlan plan;
+  planOf(times, edges, plan);
+  return longestPathOf(plan, end_rule);
 }
 
 // Cuts [window) into slices along a path: each edge's stretch goes to its cause, time before the path's
@@ -1026,7 +1040,7 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
     if (send && recv) join({*send, *recv}, {*send, *recv}, false, opOf(run, p.send).comm_hash);
   }
   tieGapsToCollectives(g, joined_at);
-  g.plan = planOf(g.times, g.edges);
+  planOf(g.times, g.edges, g.plan);
   g.in_operation.assign(g.edges.size(), 0);
   for (const RunGraph::Operation& op : g.operations) {
     for (uint32_t e : op.edges) g.in_operation[e] = 1;
