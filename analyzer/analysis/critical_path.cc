@@ -461,7 +461,13 @@ struct PathPlan {
   std::vector<uint32_t> slot_of;     // per edge, its slot
   std::vector<uint32_t> first_out;   // per node, its first outgoing edge's target in `out_target`
   std::vector<uint32_t> out_target;  // the targets' positions
-  std::vector<uint32_t> node_first_in, node_incoming;  // by node: its incoming edges (while planning)
+  struct Incoming {
+    uint32_t edge;
+    uint32_t from;
+    int64_t weight;
+  };
+  std::vector<uint32_t> node_first_in;  // by node: its incoming edges (while planning)
+  std::vector<Incoming> node_incoming;
 };
 
 // The nodes by (time, node): a stable radix sort of their times, 11 bits a pass over the span they cover.
@@ -495,7 +501,7 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
   size_t nodes = times.size();
   // By node first, where a rank's edges stay among its own nodes.
   std::vector<uint32_t>& node_first_in = plan.node_first_in;
-  std::vector<uint32_t>& incoming = plan.node_incoming;
+  std::vector<PathPlan::Incoming>& incoming = plan.node_incoming;
   std::vector<uint32_t>& first_out = plan.first_out;
   node_first_in.assign(nodes + 1, 0);
   first_out.assign(nodes + 1, 0);
@@ -507,7 +513,7 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
     std::vector<uint32_t> in_fill(node_first_in.begin(), node_first_in.end() - 1),
         out_fill(first_out.begin(), first_out.end() - 1);
     for (uint32_t i = 0; i < edges.size(); ++i) {
-      incoming[in_fill[edges[i].to]++] = i;
+      incoming[in_fill[edges[i].to]++] = {i, edges[i].from, edges[i].weight};
       outgoing[out_fill[edges[i].from]++] = edges[i].to;
     }
   }
@@ -561,11 +567,11 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
     plan.first_in[p] = slot;
     uint32_t n = order[p];
     for (uint32_t k = node_first_in[n]; k < node_first_in[n + 1]; ++k, ++slot) {
-      uint32_t i = incoming[k];
-      plan.in_source[slot] = plan.position[edges[i].from];
-      plan.in_edge[slot] = i;
-      plan.in_weight[slot] = edges[i].weight;
-      plan.slot_of[i] = slot;
+      const PathPlan::Incoming& in = incoming[k];
+      plan.in_source[slot] = plan.position[in.from];
+      plan.in_edge[slot] = in.edge;
+      plan.in_weight[slot] = in.weight;
+      plan.slot_of[in.edge] = slot;
     }
   }
   plan.first_in[nodes] = slot;
@@ -935,9 +941,17 @@ void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
   }
 }
 
-RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
-                       const CollectiveIndex& matched, const std::vector<Interval>& windows) {
-  RunGraph g;
+// Into `g`, whose buffers keep their memory from the step before.
+void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
+                   const CollectiveIndex& matched, const std::vector<Interval>& windows, RunGraph& g) {
+  g.graphs.clear();
+  g.offset.clear();
+  g.edge_base.clear();
+  g.times.clear();
+  g.edges.clear();
+  g.origin.clear();
+  g.waited_for.clear();
+  g.operations.clear();
   auto& graphs = g.graphs;
   auto& offset = g.offset;
   auto& edge_base = g.edge_base;
@@ -1045,7 +1059,6 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
   for (const RunGraph::Operation& op : g.operations) {
     for (uint32_t e : op.edges) g.in_operation[e] = 1;
   }
-  return g;
 }
 
 RunStepPath runPath(RunGraph& g) {
@@ -1256,7 +1269,8 @@ RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& m
                             const std::vector<Interval>& windows) {
   std::vector<RankTimeIndex> indexes;
   for (const model::RankTrace& rank : run.ranks) indexes.emplace_back(rank);
-  RunGraph graph = buildRunGraph(run, indexes, matched, windows);
+  RunGraph graph;
+  buildRunGraph(run, indexes, matched, windows, graph);
   RunStepPath path = runPath(graph);
   nameCommunicators(path.slices, gatherCommunicators(run));
   return path;
@@ -1266,7 +1280,8 @@ int64_t stepSaving(const model::RunTrace& run, const CollectiveIndex& matched, c
                    const report::FindingCause& cause) {
   std::vector<RankTimeIndex> indexes;
   for (const model::RankTrace& rank : run.ranks) indexes.emplace_back(rank);
-  RunGraph graph = buildRunGraph(run, indexes, matched, windows);
+  RunGraph graph;
+  buildRunGraph(run, indexes, matched, windows, graph);
   int64_t length = longestPathOf(graph.plan, PathEnd::kLatest, &graph.scratch).length;
   return std::max<int64_t>(0, length - idealLength(graph, idealOf(graph, run, cause)));
 }
@@ -1320,6 +1335,7 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
   // One rank's path as HTA defines it for single-rank runs; across ranks, the joined path (building
   // every rank's graph once more for its own path would double the cost).
   bool single = input.run.ranks.size() == 1;
+  RunGraph graph;  // each step's, in the same buffers
   std::vector<std::vector<StepWindow>> rank_windows;
   for (size_t r = 0; r < input.run.ranks.size(); ++r) {
     rank_windows.push_back(input.windowsOf(r));
@@ -1332,7 +1348,7 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
       result.steps.push_back({path.rank, input.hasSteps() ? w.number : -1, w.window, path.length_ns, path.events.size(),
                               attributionOf(path.slices), std::move(path.slices)});
       if (!what_if.findings.empty()) {
-        RunGraph graph = buildRunGraph(input.run, indexes, input.collectives(), {w.window});
+        buildRunGraph(input.run, indexes, input.collectives(), {w.window}, graph);
         what_if.add(graph, input.run, findings, longestPathOf(graph.plan, PathEnd::kLatest, &graph.scratch).length);
       }
     }
@@ -1356,7 +1372,7 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
       windows.push_back(w.window);
       if (input.hasSteps()) number = w.number;
     }
-    RunGraph graph = buildRunGraph(input.run, indexes, input.collectives(), windows);
+    buildRunGraph(input.run, indexes, input.collectives(), windows, graph);
     RunStepPath path = runPath(graph);
     if (path.window.length() <= 0) continue;
     what_if.add(graph, input.run, findings, path.length_ns);
