@@ -78,6 +78,18 @@ struct RankTimeIndex {
     std::sort(work_by_launch.begin(), work_by_launch.end(), [](const Work& a, const Work& b) {
       return std::pair(a.call_start_ns, a.activity) < std::pair(b.call_start_ns, b.activity);
     });
+    for (const model::NcclOp& op : rank.nccl_ops) {
+      if (op.hasGpuTimes()) comm_by_start.emplace_back(op.gpu_start_ns, op.comm_hash);
+    }
+    std::stable_sort(comm_by_start.begin(), comm_by_start.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  // The communicator of the first NCCL operation whose GPU span starts at `start_ns`, if any.
+  std::optional<uint64_t> communicatorAt(int64_t start_ns) const {
+    auto it = std::lower_bound(comm_by_start.begin(), comm_by_start.end(), start_ns,
+                               [](const auto& c, int64_t t) { return c.first < t; });
+    if (it == comm_by_start.end() || it->first != start_ns) return std::nullopt;
+    return it->second;
   }
   struct Work {
     int64_t call_start_ns;
@@ -86,6 +98,7 @@ struct RankTimeIndex {
   };
   std::vector<uint32_t> calls_by_start;
   std::vector<Work> work_by_launch;
+  std::vector<std::pair<int64_t, uint64_t>> comm_by_start;  // NCCL operations' GPU start, communicator
 };
 
 class RankGraph {
@@ -112,10 +125,7 @@ class RankGraph {
   // The events of communication kernels, by start time.
   std::vector<std::pair<int64_t, uint32_t>> communicationEvents() const;
   // The edge of an event's own span (GPU work only), or -1.
-  int64_t spanEdge(uint32_t event) const {
-    auto it = span_edge_.find(event);
-    return it != span_edge_.end() ? static_cast<int64_t>(it->second) : -1;
-  }
+  int64_t spanEdge(uint32_t event) const { return span_edge_[event]; }
   PathSlice sliceOf(const Edge& edge) const;
   int32_t rank() const { return rank_.rank; }
   // The kind of GPU work whose span an edge is, if it is one.
@@ -150,12 +160,12 @@ class RankGraph {
   Interval window_;
   bool stream_waits_ = false;
   std::vector<GraphEvent> events_;
-  std::vector<uint64_t> threads_;                       // per host event: its OS thread
-  std::unordered_map<uint32_t, uint32_t> call_event_;   // host call index -> event
-  std::unordered_map<uint32_t, uint32_t> launch_call_;  // activity index -> its launch call's index
+  std::vector<uint64_t> threads_;  // per host event: its OS thread
+  std::vector<uint32_t> calls_;    // the window's host calls, by index; their events follow call_base_
+  uint32_t call_base_ = 0;
+  std::vector<uint32_t> launch_event_;  // per event: GPU work's launch call's event
   std::vector<Edge> edges_;
-  std::unordered_map<int64_t, uint64_t> comm_by_start_;      // NCCL operations' GPU start -> communicator
-  std::unordered_map<uint32_t, uint32_t> span_edge_;         // GPU event -> its span edge
+  std::vector<int64_t> span_edge_;                           // per event: GPU work's span edge, or -1
   std::vector<std::pair<uint32_t, uint32_t>> stream_syncs_;  // (Stream Sync activity, its call's event)
 };
 
@@ -192,33 +202,39 @@ void RankGraph::collectEvents() {
     if (inWindow(c.start_ns, c.end_ns)) calls.push_back(*it);
   }
   std::sort(calls.begin(), calls.end());
+  call_base_ = static_cast<uint32_t>(events_.size());
   for (uint32_t i : calls) {
     const model::HostCall& c = rank_.host_calls[i];
-    call_event_.emplace(i, static_cast<uint32_t>(events_.size()));
     addHost(PathEventSource::kHostCall, i, c.start_ns, c.end_ns,
             c.thread < rank_.threads.size() ? rank_.threads[c.thread] : 0);
   }
-  std::vector<uint32_t> work;
+  calls_ = std::move(calls);
+  auto eventOfCall = [&](uint32_t call) -> std::optional<uint32_t> {
+    auto it = std::lower_bound(calls_.begin(), calls_.end(), call);
+    if (it == calls_.end() || *it != call) return std::nullopt;
+    return call_base_ + static_cast<uint32_t>(it - calls_.begin());
+  };
+  std::vector<std::pair<uint32_t, uint32_t>> work;  // (activity, its launch call's event)
   auto first_work = std::lower_bound(index_.work_by_launch.begin(), index_.work_by_launch.end(), window_.start,
                                      [](const RankTimeIndex::Work& w, int64_t t) { return w.call_start_ns < t; });
   for (auto it = first_work; it != index_.work_by_launch.end() && it->call_start_ns <= window_.end; ++it) {
-    if (!call_event_.contains(it->call)) continue;
-    launch_call_.emplace(it->activity, it->call);
+    std::optional<uint32_t> call_event = eventOfCall(it->call);
+    if (!call_event) continue;
     if (model::isGpuWork(rank_.activities[it->activity].kind)) {
-      work.push_back(it->activity);
+      work.emplace_back(it->activity, *call_event);
     } else {
-      stream_syncs_.emplace_back(it->activity, call_event_.at(it->call));
+      stream_syncs_.emplace_back(it->activity, *call_event);
     }
   }
   std::sort(work.begin(), work.end());
-  for (uint32_t i : work) {
+  launch_event_.assign(events_.size() + work.size(), 0);
+  for (const auto& [i, call_event] : work) {
     const model::GpuActivity& a = rank_.activities[i];
+    launch_event_[events_.size()] = call_event;
     events_.push_back({{PathEventSource::kActivity, i}, a.start_ns, std::max(a.start_ns, a.end_ns), -1, false});
   }
   std::sort(stream_syncs_.begin(), stream_syncs_.end());
-  for (const model::NcclOp& op : rank_.nccl_ops) {
-    if (op.hasGpuTimes()) comm_by_start_.emplace(op.gpu_start_ns, op.comm_hash);
-  }
+  span_edge_.assign(events_.size(), -1);
 }
 
 // Per CPU thread, events nested as their times say; consecutive top-level events are ordered
@@ -287,24 +303,25 @@ void RankGraph::addGpuEdges() {
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.sort_ns < b.sort_ns; });
 
   // HTA's queue length per stream: +1 at each launch call, -1 as each kernel starts.
-  std::map<int32_t, std::vector<std::tuple<int64_t, int, uint32_t>>> queue_changes;
-  std::unordered_map<uint32_t, uint32_t> launch_event;  // GPU event -> its launch call's event
+  // Per stream, in (time, start after launch, event) order.
+  std::vector<std::tuple<int32_t, int64_t, int, uint32_t>> queue_changes;
+  int32_t streams = 0;
   for (const Item& item : items) {
+    streams = std::max(streams, item.stream + 1);
     if (item.sync) continue;
     const model::GpuActivity& a = rank_.activities[events_[item.event].ref.index];
-    uint32_t call_event = call_event_.at(launch_call_.at(events_[item.event].ref.index));
-    launch_event.emplace(item.event, call_event);
-    queue_changes[item.stream].emplace_back(events_[call_event].start_ns, 0, item.event);
-    queue_changes[item.stream].emplace_back(a.start_ns, 1, item.event);
+    uint32_t call_event = launch_event_[item.event];
+    queue_changes.emplace_back(item.stream, events_[call_event].start_ns, 0, item.event);
+    queue_changes.emplace_back(item.stream, a.start_ns, 1, item.event);
   }
-  std::unordered_map<uint32_t, std::pair<int, int>> queue_at;  // event -> (after its launch, after its start)
-  for (auto& [stream, changes] : queue_changes) {
-    std::stable_sort(changes.begin(), changes.end());
-    int length = 0;
-    for (const auto& [ts, is_start, event] : changes) {
-      length += is_start ? -1 : 1;
-      (is_start ? queue_at[event].second : queue_at[event].first) = length;
-    }
+  std::sort(queue_changes.begin(), queue_changes.end());
+  std::vector<std::pair<int, int>> queue_at(events_.size());  // per event: (after its launch, after its start)
+  int length = 0;
+  for (size_t k = 0; k < queue_changes.size(); ++k) {
+    const auto& [stream, ts, is_start, event] = queue_changes[k];
+    if (k == 0 || stream != std::get<0>(queue_changes[k - 1])) length = 0;
+    length += is_start ? -1 : 1;
+    (is_start ? queue_at[event].second : queue_at[event].first) = length;
   }
 
   // GPU work by end, for the latest end on another stream inside a kernel's gap.
@@ -320,13 +337,13 @@ void RankGraph::addGpuEdges() {
     if (it == ends.begin() || std::prev(it)->first <= previous_end) return std::nullopt;
     return std::prev(it)->second;
   };
-  std::map<int32_t, uint32_t> last_on_stream;  // stream -> its last kernel's end node
+  std::vector<int64_t> last_on_stream(static_cast<size_t>(streams), -1);  // per stream: its last kernel's end node
   // Across ranks, a kernel that started before its stream's previous one ended ran beside it (the
   // kernels of one NCCL group, or a trace's overlap): it follows the latest of the stream's kernels
   // that ended before it started, if any.
-  std::map<int32_t, std::vector<uint32_t>> ends_on_stream;
+  std::vector<std::vector<uint32_t>> ends_on_stream(static_cast<size_t>(streams));
   auto endedBefore = [&](int32_t stream, int64_t start) -> std::optional<uint32_t> {
-    const std::vector<uint32_t>& ends = ends_on_stream[stream];
+    const std::vector<uint32_t>& ends = ends_on_stream[static_cast<size_t>(stream)];
     std::optional<uint32_t> best;
     for (size_t k = ends.size(), scanned = 0; k > 0 && scanned < 16; --k, ++scanned) {
       int64_t t = timeOf(ends[k - 1]);
@@ -336,20 +353,22 @@ void RankGraph::addGpuEdges() {
   };
   for (const Item& item : items) {
     if (item.sync) {
-      for (const auto& [stream, node] : last_on_stream) {
-        if (item.stream < 0 || stream == item.stream) addEdge(node, endNode(item.event), EdgeKind::kSync);
+      for (int32_t stream = 0; stream < streams; ++stream) {
+        int64_t node = last_on_stream[static_cast<size_t>(stream)];
+        if (node >= 0 && (item.stream < 0 || stream == item.stream))
+          addEdge(static_cast<uint32_t>(node), endNode(item.event), EdgeKind::kSync);
       }
       continue;
     }
     uint32_t e = item.event;
-    span_edge_.emplace(e, static_cast<uint32_t>(edges_.size()));
+    span_edge_[e] = static_cast<int64_t>(edges_.size());
     addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
-    uint32_t call = launch_event.at(e);
+    uint32_t call = launch_event_[e];
     std::optional<uint32_t> last;
-    if (auto it = last_on_stream.find(item.stream); it != last_on_stream.end()) {
-      last = it->second;
-      if (stream_waits_ && timeOf(it->second) > events_[e].start_ns)
-        last = endedBefore(item.stream, events_[e].start_ns);
+    int64_t& stream_last = last_on_stream[static_cast<size_t>(item.stream)];
+    if (stream_last >= 0) {
+      last = static_cast<uint32_t>(stream_last);
+      if (stream_waits_ && timeOf(*last) > events_[e].start_ns) last = endedBefore(item.stream, events_[e].start_ns);
     }
     auto [after_launch, after_start] = queue_at[e];
     bool launch_delay = after_launch == 1 && after_start == 0 && (!last || timeOf(*last) < events_[call].start_ns);
@@ -371,9 +390,9 @@ void RankGraph::addGpuEdges() {
     } else if (last && events_[e].start_ns - timeOf(*last) < kKernelGapLimitNs) {
       addEdge(*last, startNode(e), EdgeKind::kKernelGap);
     }
-    auto [previous, fresh] = last_on_stream.try_emplace(item.stream, endNode(e));
-    if (!fresh && (!stream_waits_ || timeOf(endNode(e)) >= timeOf(previous->second))) previous->second = endNode(e);
-    if (stream_waits_) ends_on_stream[item.stream].push_back(endNode(e));
+    if (stream_last < 0 || !stream_waits_ || timeOf(endNode(e)) >= timeOf(static_cast<uint32_t>(stream_last)))
+      stream_last = endNode(e);
+    if (stream_waits_) ends_on_stream[static_cast<size_t>(item.stream)].push_back(endNode(e));
   }
 }
 
@@ -410,8 +429,7 @@ PathSlice RankGraph::sliceOf(const Edge& edge) const {
       const model::GpuActivity& a = rank_.activities[ev.ref.index];
       if (a.kind == ActivityKind::kCommunication) {
         s.cause = PathCause::kCommunication;
-        auto it = comm_by_start_.find(a.start_ns);
-        if (it != comm_by_start_.end()) s.comm_hash = it->second;
+        if (std::optional<uint64_t> comm = index_.communicatorAt(a.start_ns)) s.comm_hash = *comm;
       } else if (a.kind == ActivityKind::kMemcpy || a.kind == ActivityKind::kMemset) {
         s.cause = PathCause::kMemcpy;
         s.detail = a.kind == ActivityKind::kMemcpy ? "copy" : "memset";
