@@ -58,13 +58,15 @@ Reference referencePath(const std::vector<int64_t>& times, const std::vector<Edg
   return r;
 }
 
-// Nodes with random times (ties included); edges forward in time, or from a lower node to a higher one
-// whatever their times (Kahn's order then differs from the time order), and sometimes one cycle.
+// Nodes with random times (ties included), on spans under and over 2^32 ns; edges forward in time, or from a lower node
+// to a higher one whatever their times (Kahn's order then differs from the time order), and sometimes one cycle.
 void randomGraph(std::mt19937_64& random, std::vector<int64_t>& times, std::vector<Edge>& edges) {
   auto below = [&](uint64_t n) { return random() % n; };
   size_t nodes = 1 + below(120);
   times.resize(nodes);
-  for (int64_t& t : times) t = static_cast<int64_t>(below(400)) - 100;
+  // Some graphs span more than 2^32 ns (the time order's general case).
+  int64_t scale = below(4) == 0 ? int64_t{1} << 33 : 1;
+  for (int64_t& t : times) t = (static_cast<int64_t>(below(400)) - 100) * scale;
   bool forward_only = below(2) == 0;
   size_t count = below(3 * nodes + 1);
   edges.clear();
