@@ -730,13 +730,15 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
   for (uint32_t r = 0; r < graphs.size(); ++r) {
     offset.push_back(static_cast<uint32_t>(times.size()));
     edge_base.push_back(static_cast<uint32_t>(edges.size()));
-    for (uint32_t n = 0; n < graphs[r].nodeCount(); ++n) times.push_back(graphs[r].timeOf(n));
-    for (uint32_t i = 0; i < graphs[r].edges().size(); ++i) {
-      Edge e = graphs[r].edges()[i];
-      e.from += offset[r];
-      e.to += offset[r];
-      edges.push_back(e);
-      origin.emplace_back(static_cast<int32_t>(r), i);
+    size_t first_node = times.size(), first_edge = edges.size();
+    const std::vector<Edge>& own = graphs[r].edges();
+    times.resize(first_node + graphs[r].nodeCount());
+    for (uint32_t n = 0; n < graphs[r].nodeCount(); ++n) times[first_node + n] = graphs[r].timeOf(n);
+    edges.resize(first_edge + own.size());
+    origin.resize(first_edge + own.size());
+    for (uint32_t i = 0; i < own.size(); ++i) {
+      edges[first_edge + i] = {own[i].from + offset[r], own[i].to + offset[r], own[i].weight, own[i].kind};
+      origin[first_edge + i] = {static_cast<int32_t>(r), i};
     }
   }
   // Each NCCL operation's kernel: the first communication kernel that starts within the operation's GPU
