@@ -56,9 +56,12 @@ struct RankTimeIndex {
   explicit RankTimeIndex(const model::RankTrace& rank) {
     calls_by_start.resize(rank.host_calls.size());
     for (uint32_t i = 0; i < calls_by_start.size(); ++i) calls_by_start[i] = i;
-    std::sort(calls_by_start.begin(), calls_by_start.end(), [&](uint32_t a, uint32_t b) {
+    // Both come mostly in order already (calls by correlation, work by its launch): sorted only if not.
+    auto by_start = [&](uint32_t a, uint32_t b) {
       return std::pair(rank.host_calls[a].start_ns, a) < std::pair(rank.host_calls[b].start_ns, b);
-    });
+    };
+    if (!std::is_sorted(calls_by_start.begin(), calls_by_start.end(), by_start))
+      std::sort(calls_by_start.begin(), calls_by_start.end(), by_start);
     for (uint32_t i = 0; i < rank.activities.size(); ++i) {
       const model::GpuActivity& a = rank.activities[i];
       bool stream_sync = a.kind == ActivityKind::kSync && rank.name(a.name_id) == "Stream Sync";
@@ -67,9 +70,11 @@ struct RankTimeIndex {
       if (call != nullptr)
         work_by_launch.push_back({call->start_ns, i, static_cast<uint32_t>(call - rank.host_calls.data())});
     }
-    std::sort(work_by_launch.begin(), work_by_launch.end(), [](const Work& a, const Work& b) {
+    auto by_launch = [](const Work& a, const Work& b) {
       return std::pair(a.call_start_ns, a.activity) < std::pair(b.call_start_ns, b.activity);
-    });
+    };
+    if (!std::is_sorted(work_by_launch.begin(), work_by_launch.end(), by_launch))
+      std::sort(work_by_launch.begin(), work_by_launch.end(), by_launch);
     for (const model::NcclOp& op : rank.nccl_ops) {
       if (op.hasGpuTimes()) comm_by_start.emplace_back(op.gpu_start_ns, op.comm_hash);
     }
