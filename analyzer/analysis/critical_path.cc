@@ -206,10 +206,16 @@ void RankGraph::collectEvents() {
             c.thread < rank_.threads.size() ? rank_.threads[c.thread] : 0);
   }
   calls_ = std::move(calls);
+  // Work comes by its call's start, which mostly follows the calls' order: the call after the last one
+  // found is tried first.
+  size_t next_call = 0;
   auto eventOfCall = [&](uint32_t call) -> std::optional<uint32_t> {
-    auto it = std::lower_bound(calls_.begin(), calls_.end(), call);
-    if (it == calls_.end() || *it != call) return std::nullopt;
-    return call_base_ + static_cast<uint32_t>(it - calls_.begin());
+    size_t at = next_call < calls_.size() && calls_[next_call] == call
+                    ? next_call
+                    : static_cast<size_t>(std::lower_bound(calls_.begin(), calls_.end(), call) - calls_.begin());
+    if (at == calls_.size() || calls_[at] != call) return std::nullopt;
+    next_call = at + 1;
+    return call_base_ + static_cast<uint32_t>(at);
   };
   std::vector<std::pair<uint32_t, uint32_t>> work;  // (activity, its launch call's event)
   auto first_work = std::lower_bound(index_.work_by_launch.begin(), index_.work_by_launch.end(), window_.start,
