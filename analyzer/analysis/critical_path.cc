@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <optional>
 #include <queue>
@@ -41,6 +42,17 @@ struct GraphEvent {
   int32_t parent = -1;  // the host event it is nested in
   bool host = false;
 };
+
+// A rank's lists mostly come in order already: sorted only when not. With `std::sort`, for lists whose
+// elements are all distinct (so that a sorted list is the only sorted order).
+template <typename List, typename Less = std::less<>>
+void sortIfNeeded(List& list, Less less = {}) {
+  if (!std::is_sorted(list.begin(), list.end(), less)) std::sort(list.begin(), list.end(), less);
+}
+template <typename List, typename Less>
+void stableSortIfNeeded(List& list, Less less) {
+  if (!std::is_sorted(list.begin(), list.end(), less)) std::stable_sort(list.begin(), list.end(), less);
+}
 
 // Runtime calls during which the CPU only waits for the GPU: HTA gives their end no weight, so the
 // wait is found through the GPU. cudaMemcpyAsync, which HTA also lists, keeps its weight there
@@ -198,7 +210,7 @@ void RankGraph::collectEvents() {
     const model::HostCall& c = rank_.host_calls[*it];
     if (inWindow(c.start_ns, c.end_ns)) calls.push_back(*it);
   }
-  std::sort(calls.begin(), calls.end());
+  sortIfNeeded(calls);
   call_base_ = static_cast<uint32_t>(events_.size());
   for (uint32_t i : calls) {
     const model::HostCall& c = rank_.host_calls[i];
@@ -229,14 +241,14 @@ void RankGraph::collectEvents() {
       stream_syncs_.emplace_back(it->activity, *call_event);
     }
   }
-  std::sort(work.begin(), work.end());
+  sortIfNeeded(work);
   launch_event_.assign(events_.size() + work.size(), 0);
   for (const auto& [i, call_event] : work) {
     const model::GpuActivity& a = rank_.activities[i];
     launch_event_[events_.size()] = call_event;
     events_.push_back({{PathEventSource::kActivity, i}, a.start_ns, std::max(a.start_ns, a.end_ns), -1, false});
   }
-  std::sort(stream_syncs_.begin(), stream_syncs_.end());
+  sortIfNeeded(stream_syncs_);
   span_edge_.assign(events_.size(), -1);
 }
 
@@ -247,7 +259,7 @@ void RankGraph::addCallStackEdges() {
   for (uint32_t e = 0; e < events_.size(); ++e) {
     if (events_[e].host) host.push_back(e);
   }
-  std::stable_sort(host.begin(), host.end(), [&](uint32_t a, uint32_t b) {
+  stableSortIfNeeded(host, [&](uint32_t a, uint32_t b) {
     return std::tuple(threads_[a], events_[a].start_ns, -events_[a].end_ns) <
            std::tuple(threads_[b], events_[b].start_ns, -events_[b].end_ns);
   });
@@ -303,7 +315,7 @@ void RankGraph::addGpuEdges() {
     const model::GpuActivity& a = rank_.activities[activity];
     items.push_back({a.end_ns, call_event, a.stream, true});
   }
-  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.sort_ns < b.sort_ns; });
+  stableSortIfNeeded(items, [](const Item& a, const Item& b) { return a.sort_ns < b.sort_ns; });
 
   // HTA's queue length per stream: +1 at each launch call, -1 as each kernel starts.
   // Per stream, in (time, start after launch, event) order.
@@ -317,7 +329,7 @@ void RankGraph::addGpuEdges() {
     queue_changes.emplace_back(item.stream, events_[call_event].start_ns, 0, item.event);
     queue_changes.emplace_back(item.stream, a.start_ns, 1, item.event);
   }
-  std::sort(queue_changes.begin(), queue_changes.end());
+  sortIfNeeded(queue_changes);
   std::vector<std::pair<int, int>> queue_at(events_.size());  // per event: (after its launch, after its start)
   int length = 0;
   for (size_t k = 0; k < queue_changes.size(); ++k) {
@@ -333,7 +345,7 @@ void RankGraph::addGpuEdges() {
     for (const Item& item : items) {
       if (!item.sync) ends.emplace_back(events_[item.event].end_ns, item.event);
     }
-    std::sort(ends.begin(), ends.end());
+    sortIfNeeded(ends);
   }
   auto waitedOn = [&](int64_t previous_end, int64_t start) -> std::optional<uint32_t> {
     auto it = std::upper_bound(ends.begin(), ends.end(), std::pair<int64_t, uint32_t>{start, UINT32_MAX});
