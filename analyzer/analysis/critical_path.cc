@@ -10,15 +10,18 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <optional>
 #include <queue>
 #include <set>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/communicators.h"
+#include "analyzer/analysis/longest_path.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -32,8 +35,6 @@ using report::Unit;
 // dependency the trace does not show, not as a delay.
 constexpr int64_t kKernelGapLimitNs = 1'500'000;
 
-enum class EdgeKind : uint8_t { kSpan, kDependency, kLaunch, kKernelGap, kSync };
-
 struct GraphEvent {
   PathEvent ref;
   int64_t start_ns = 0;
@@ -42,12 +43,16 @@ struct GraphEvent {
   bool host = false;
 };
 
-struct Edge {
-  uint32_t from = 0;
-  uint32_t to = 0;
-  int64_t weight = 0;
-  EdgeKind kind = EdgeKind::kSpan;
-};
+// A rank's lists mostly come in order already: sorted only when not. With `std::sort`, for lists whose
+// elements are all distinct (so that a sorted list is the only sorted order).
+template <typename List, typename Less = std::less<>>
+void sortIfNeeded(List& list, Less less = {}) {
+  if (!std::is_sorted(list.begin(), list.end(), less)) std::sort(list.begin(), list.end(), less);
+}
+template <typename List, typename Less>
+void stableSortIfNeeded(List& list, Less less) {
+  if (!std::is_sorted(list.begin(), list.end(), less)) std::stable_sort(list.begin(), list.end(), less);
+}
 
 // Runtime calls during which the CPU only waits for the GPU: HTA gives their end no weight, so the
 // wait is found through the GPU. cudaMemcpyAsync, which HTA also lists, keeps its weight there
@@ -63,9 +68,12 @@ struct RankTimeIndex {
   explicit RankTimeIndex(const model::RankTrace& rank) {
     calls_by_start.resize(rank.host_calls.size());
     for (uint32_t i = 0; i < calls_by_start.size(); ++i) calls_by_start[i] = i;
-    std::sort(calls_by_start.begin(), calls_by_start.end(), [&](uint32_t a, uint32_t b) {
+    // Both come mostly in order already (calls by correlation, work by its launch): sorted only if not.
+    auto by_start = [&](uint32_t a, uint32_t b) {
       return std::pair(rank.host_calls[a].start_ns, a) < std::pair(rank.host_calls[b].start_ns, b);
-    });
+    };
+    if (!std::is_sorted(calls_by_start.begin(), calls_by_start.end(), by_start))
+      std::sort(calls_by_start.begin(), calls_by_start.end(), by_start);
     for (uint32_t i = 0; i < rank.activities.size(); ++i) {
       const model::GpuActivity& a = rank.activities[i];
       bool stream_sync = a.kind == ActivityKind::kSync && rank.name(a.name_id) == "Stream Sync";
@@ -74,9 +82,23 @@ struct RankTimeIndex {
       if (call != nullptr)
         work_by_launch.push_back({call->start_ns, i, static_cast<uint32_t>(call - rank.host_calls.data())});
     }
-    std::sort(work_by_launch.begin(), work_by_launch.end(), [](const Work& a, const Work& b) {
+    auto by_launch = [](const Work& a, const Work& b) {
       return std::pair(a.call_start_ns, a.activity) < std::pair(b.call_start_ns, b.activity);
-    });
+    };
+    if (!std::is_sorted(work_by_launch.begin(), work_by_launch.end(), by_launch))
+      std::sort(work_by_launch.begin(), work_by_launch.end(), by_launch);
+    for (const model::NcclOp& op : rank.nccl_ops) {
+      if (op.hasGpuTimes()) comm_by_start.emplace_back(op.gpu_start_ns, op.comm_hash);
+    }
+    std::stable_sort(comm_by_start.begin(), comm_by_start.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  // The communicator of the first NCCL operation whose GPU span starts at `start_ns`, if any.
+  std::optional<uint64_t> communicatorAt(int64_t start_ns) const {
+    auto it = std::lower_bound(comm_by_start.begin(), comm_by_start.end(), start_ns,
+                               [](const auto& c, int64_t t) { return c.first < t; });
+    if (it == comm_by_start.end() || it->first != start_ns) return std::nullopt;
+    return it->second;
   }
   struct Work {
     int64_t call_start_ns;
@@ -85,6 +107,7 @@ struct RankTimeIndex {
   };
   std::vector<uint32_t> calls_by_start;
   std::vector<Work> work_by_launch;
+  std::vector<std::pair<int64_t, uint64_t>> comm_by_start;  // NCCL operations' GPU start, communicator
 };
 
 class RankGraph {
@@ -111,10 +134,7 @@ class RankGraph {
   // The events of communication kernels, by start time.
   std::vector<std::pair<int64_t, uint32_t>> communicationEvents() const;
   // The edge of an event's own span (GPU work only), or -1.
-  int64_t spanEdge(uint32_t event) const {
-    auto it = span_edge_.find(event);
-    return it != span_edge_.end() ? static_cast<int64_t>(it->second) : -1;
-  }
+  int64_t spanEdge(uint32_t event) const { return span_edge_[event]; }
   PathSlice sliceOf(const Edge& edge) const;
   int32_t rank() const { return rank_.rank; }
   // The kind of GPU work whose span an edge is, if it is one.
@@ -149,12 +169,12 @@ class RankGraph {
   Interval window_;
   bool stream_waits_ = false;
   std::vector<GraphEvent> events_;
-  std::vector<uint64_t> threads_;                       // per host event: its OS thread
-  std::unordered_map<uint32_t, uint32_t> call_event_;   // host call index -> event
-  std::unordered_map<uint32_t, uint32_t> launch_call_;  // activity index -> its launch call's index
+  std::vector<uint64_t> threads_;  // per host event: its OS thread
+  std::vector<uint32_t> calls_;    // the window's host calls, by index; their events follow call_base_
+  uint32_t call_base_ = 0;
+  std::vector<uint32_t> launch_event_;  // per event: GPU work's launch call's event
   std::vector<Edge> edges_;
-  std::unordered_map<int64_t, uint64_t> comm_by_start_;      // NCCL operations' GPU start -> communicator
-  std::unordered_map<uint32_t, uint32_t> span_edge_;         // GPU event -> its span edge
+  std::vector<int64_t> span_edge_;                           // per event: GPU work's span edge, or -1
   std::vector<std::pair<uint32_t, uint32_t>> stream_syncs_;  // (Stream Sync activity, its call's event)
 };
 
@@ -190,34 +210,46 @@ void RankGraph::collectEvents() {
     const model::HostCall& c = rank_.host_calls[*it];
     if (inWindow(c.start_ns, c.end_ns)) calls.push_back(*it);
   }
-  std::sort(calls.begin(), calls.end());
+  sortIfNeeded(calls);
+  call_base_ = static_cast<uint32_t>(events_.size());
   for (uint32_t i : calls) {
     const model::HostCall& c = rank_.host_calls[i];
-    call_event_.emplace(i, static_cast<uint32_t>(events_.size()));
     addHost(PathEventSource::kHostCall, i, c.start_ns, c.end_ns,
             c.thread < rank_.threads.size() ? rank_.threads[c.thread] : 0);
   }
-  std::vector<uint32_t> work;
+  calls_ = std::move(calls);
+  // Work comes by its call's start, which mostly follows the calls' order: the call after the last one
+  // found is tried first.
+  size_t next_call = 0;
+  auto eventOfCall = [&](uint32_t call) -> std::optional<uint32_t> {
+    size_t at = next_call < calls_.size() && calls_[next_call] == call
+                    ? next_call
+                    : static_cast<size_t>(std::lower_bound(calls_.begin(), calls_.end(), call) - calls_.begin());
+    if (at == calls_.size() || calls_[at] != call) return std::nullopt;
+    next_call = at + 1;
+    return call_base_ + static_cast<uint32_t>(at);
+  };
+  std::vector<std::pair<uint32_t, uint32_t>> work;  // (activity, its launch call's event)
   auto first_work = std::lower_bound(index_.work_by_launch.begin(), index_.work_by_launch.end(), window_.start,
                                      [](const RankTimeIndex::Work& w, int64_t t) { return w.call_start_ns < t; });
   for (auto it = first_work; it != index_.work_by_launch.end() && it->call_start_ns <= window_.end; ++it) {
-    if (!call_event_.contains(it->call)) continue;
-    launch_call_.emplace(it->activity, it->call);
+    std::optional<uint32_t> call_event = eventOfCall(it->call);
+    if (!call_event) continue;
     if (model::isGpuWork(rank_.activities[it->activity].kind)) {
-      work.push_back(it->activity);
+      work.emplace_back(it->activity, *call_event);
     } else {
-      stream_syncs_.emplace_back(it->activity, call_event_.at(it->call));
+      stream_syncs_.emplace_back(it->activity, *call_event);
     }
   }
-  std::sort(work.begin(), work.end());
-  for (uint32_t i : work) {
+  sortIfNeeded(work);
+  launch_event_.assign(events_.size() + work.size(), 0);
+  for (const auto& [i, call_event] : work) {
     const model::GpuActivity& a = rank_.activities[i];
+    launch_event_[events_.size()] = call_event;
     events_.push_back({{PathEventSource::kActivity, i}, a.start_ns, std::max(a.start_ns, a.end_ns), -1, false});
   }
-  std::sort(stream_syncs_.begin(), stream_syncs_.end());
-  for (const model::NcclOp& op : rank_.nccl_ops) {
-    if (op.hasGpuTimes()) comm_by_start_.emplace(op.gpu_start_ns, op.comm_hash);
-  }
+  sortIfNeeded(stream_syncs_);
+  span_edge_.assign(events_.size(), -1);
 }
 
 // Per CPU thread, events nested as their times say; consecutive top-level events are ordered
@@ -227,7 +259,7 @@ void RankGraph::addCallStackEdges() {
   for (uint32_t e = 0; e < events_.size(); ++e) {
     if (events_[e].host) host.push_back(e);
   }
-  std::stable_sort(host.begin(), host.end(), [&](uint32_t a, uint32_t b) {
+  stableSortIfNeeded(host, [&](uint32_t a, uint32_t b) {
     return std::tuple(threads_[a], events_[a].start_ns, -events_[a].end_ns) <
            std::tuple(threads_[b], events_[b].start_ns, -events_[b].end_ns);
   });
@@ -283,27 +315,28 @@ void RankGraph::addGpuEdges() {
     const model::GpuActivity& a = rank_.activities[activity];
     items.push_back({a.end_ns, call_event, a.stream, true});
   }
-  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.sort_ns < b.sort_ns; });
+  stableSortIfNeeded(items, [](const Item& a, const Item& b) { return a.sort_ns < b.sort_ns; });
 
   // HTA's queue length per stream: +1 at each launch call, -1 as each kernel starts.
-  std::map<int32_t, std::vector<std::tuple<int64_t, int, uint32_t>>> queue_changes;
-  std::unordered_map<uint32_t, uint32_t> launch_event;  // GPU event -> its launch call's event
+  // Per stream, in (time, start after launch, event) order.
+  std::vector<std::tuple<int32_t, int64_t, int, uint32_t>> queue_changes;
+  int32_t streams = 0;
   for (const Item& item : items) {
+    streams = std::max(streams, item.stream + 1);
     if (item.sync) continue;
     const model::GpuActivity& a = rank_.activities[events_[item.event].ref.index];
-    uint32_t call_event = call_event_.at(launch_call_.at(events_[item.event].ref.index));
-    launch_event.emplace(item.event, call_event);
-    queue_changes[item.stream].emplace_back(events_[call_event].start_ns, 0, item.event);
-    queue_changes[item.stream].emplace_back(a.start_ns, 1, item.event);
+    uint32_t call_event = launch_event_[item.event];
+    queue_changes.emplace_back(item.stream, events_[call_event].start_ns, 0, item.event);
+    queue_changes.emplace_back(item.stream, a.start_ns, 1, item.event);
   }
-  std::unordered_map<uint32_t, std::pair<int, int>> queue_at;  // event -> (after its launch, after its start)
-  for (auto& [stream, changes] : queue_changes) {
-    std::stable_sort(changes.begin(), changes.end());
-    int length = 0;
-    for (const auto& [ts, is_start, event] : changes) {
-      length += is_start ? -1 : 1;
-      (is_start ? queue_at[event].second : queue_at[event].first) = length;
-    }
+  sortIfNeeded(queue_changes);
+  std::vector<std::pair<int, int>> queue_at(events_.size());  // per event: (after its launch, after its start)
+  int length = 0;
+  for (size_t k = 0; k < queue_changes.size(); ++k) {
+    const auto& [stream, ts, is_start, event] = queue_changes[k];
+    if (k == 0 || stream != std::get<0>(queue_changes[k - 1])) length = 0;
+    length += is_start ? -1 : 1;
+    (is_start ? queue_at[event].second : queue_at[event].first) = length;
   }
 
   // GPU work by end, for the latest end on another stream inside a kernel's gap.
@@ -312,20 +345,20 @@ void RankGraph::addGpuEdges() {
     for (const Item& item : items) {
       if (!item.sync) ends.emplace_back(events_[item.event].end_ns, item.event);
     }
-    std::sort(ends.begin(), ends.end());
+    sortIfNeeded(ends);
   }
   auto waitedOn = [&](int64_t previous_end, int64_t start) -> std::optional<uint32_t> {
     auto it = std::upper_bound(ends.begin(), ends.end(), std::pair<int64_t, uint32_t>{start, UINT32_MAX});
     if (it == ends.begin() || std::prev(it)->first <= previous_end) return std::nullopt;
     return std::prev(it)->second;
   };
-  std::map<int32_t, uint32_t> last_on_stream;  // stream -> its last kernel's end node
+  std::vector<int64_t> last_on_stream(static_cast<size_t>(streams), -1);  // per stream: its last kernel's end node
   // Across ranks, a kernel that started before its stream's previous one ended ran beside it (the
   // kernels of one NCCL group, or a trace's overlap): it follows the latest of the stream's kernels
   // that ended before it started, if any.
-  std::map<int32_t, std::vector<uint32_t>> ends_on_stream;
+  std::vector<std::vector<uint32_t>> ends_on_stream(static_cast<size_t>(streams));
   auto endedBefore = [&](int32_t stream, int64_t start) -> std::optional<uint32_t> {
-    const std::vector<uint32_t>& ends = ends_on_stream[stream];
+    const std::vector<uint32_t>& ends = ends_on_stream[static_cast<size_t>(stream)];
     std::optional<uint32_t> best;
     for (size_t k = ends.size(), scanned = 0; k > 0 && scanned < 16; --k, ++scanned) {
       int64_t t = timeOf(ends[k - 1]);
@@ -335,20 +368,22 @@ void RankGraph::addGpuEdges() {
   };
   for (const Item& item : items) {
     if (item.sync) {
-      for (const auto& [stream, node] : last_on_stream) {
-        if (item.stream < 0 || stream == item.stream) addEdge(node, endNode(item.event), EdgeKind::kSync);
+      for (int32_t stream = 0; stream < streams; ++stream) {
+        int64_t node = last_on_stream[static_cast<size_t>(stream)];
+        if (node >= 0 && (item.stream < 0 || stream == item.stream))
+          addEdge(static_cast<uint32_t>(node), endNode(item.event), EdgeKind::kSync);
       }
       continue;
     }
     uint32_t e = item.event;
-    span_edge_.emplace(e, static_cast<uint32_t>(edges_.size()));
+    span_edge_[e] = static_cast<int64_t>(edges_.size());
     addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
-    uint32_t call = launch_event.at(e);
+    uint32_t call = launch_event_[e];
     std::optional<uint32_t> last;
-    if (auto it = last_on_stream.find(item.stream); it != last_on_stream.end()) {
-      last = it->second;
-      if (stream_waits_ && timeOf(it->second) > events_[e].start_ns)
-        last = endedBefore(item.stream, events_[e].start_ns);
+    int64_t& stream_last = last_on_stream[static_cast<size_t>(item.stream)];
+    if (stream_last >= 0) {
+      last = static_cast<uint32_t>(stream_last);
+      if (stream_waits_ && timeOf(*last) > events_[e].start_ns) last = endedBefore(item.stream, events_[e].start_ns);
     }
     auto [after_launch, after_start] = queue_at[e];
     bool launch_delay = after_launch == 1 && after_start == 0 && (!last || timeOf(*last) < events_[call].start_ns);
@@ -370,9 +405,9 @@ void RankGraph::addGpuEdges() {
     } else if (last && events_[e].start_ns - timeOf(*last) < kKernelGapLimitNs) {
       addEdge(*last, startNode(e), EdgeKind::kKernelGap);
     }
-    auto [previous, fresh] = last_on_stream.try_emplace(item.stream, endNode(e));
-    if (!fresh && (!stream_waits_ || timeOf(endNode(e)) >= timeOf(previous->second))) previous->second = endNode(e);
-    if (stream_waits_) ends_on_stream[item.stream].push_back(endNode(e));
+    if (stream_last < 0 || !stream_waits_ || timeOf(endNode(e)) >= timeOf(static_cast<uint32_t>(stream_last)))
+      stream_last = endNode(e);
+    if (stream_waits_) ends_on_stream[static_cast<size_t>(item.stream)].push_back(endNode(e));
   }
 }
 
@@ -409,8 +444,7 @@ PathSlice RankGraph::sliceOf(const Edge& edge) const {
       const model::GpuActivity& a = rank_.activities[ev.ref.index];
       if (a.kind == ActivityKind::kCommunication) {
         s.cause = PathCause::kCommunication;
-        auto it = comm_by_start_.find(a.start_ns);
-        if (it != comm_by_start_.end()) s.comm_hash = it->second;
+        if (std::optional<uint64_t> comm = index_.communicatorAt(a.start_ns)) s.comm_hash = *comm;
       } else if (a.kind == ActivityKind::kMemcpy || a.kind == ActivityKind::kMemset) {
         s.cause = PathCause::kMemcpy;
         s.detail = a.kind == ActivityKind::kMemcpy ? "copy" : "memset";
@@ -435,143 +469,10 @@ PathSlice RankGraph::sliceOf(const Edge& edge) const {
   return s;
 }
 
-// The longest path through a graph of nodes with times: Kahn's order taking the earliest node first
-// (HTA numbers its nodes by time), each node reached by its heaviest incoming edge (the first such).
-struct LongestPath {
-  std::vector<uint32_t> edges;  // in path order
-  uint32_t first = 0;           // its first node
-  int64_t length = 0;
-  bool empty = true;
-};
-
-// What the longest path needs of a graph whatever its weights: each node's incoming edges and the nodes
-// in Kahn's order, earliest first; a what-if re-times the same plan with other weights.
-struct PathPlan {
-  std::vector<uint32_t> first_in;  // per node, its first incoming edge in `incoming`
-  std::vector<uint32_t> incoming;  // edge indexes by destination
-  std::vector<uint32_t> from;      // and each one's source
-  std::vector<uint32_t> order;     // the nodes Kahn's order reaches
-};
-
-PathPlan planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges) {
-  size_t nodes = times.size();
-  PathPlan plan;
-  plan.first_in.assign(nodes + 1, 0);
-  std::vector<uint32_t> first_out(nodes + 1, 0);
-  for (const Edge& e : edges) ++plan.first_in[e.to + 1], ++first_out[e.from + 1];
-  for (size_t n = 0; n < nodes; ++n) plan.first_in[n + 1] += plan.first_in[n], first_out[n + 1] += first_out[n];
-  plan.incoming.resize(edges.size());
-  std::vector<uint32_t> outgoing(edges.size());
-  {
-    std::vector<uint32_t> in_fill(plan.first_in.begin(), plan.first_in.end() - 1),
-        out_fill(first_out.begin(), first_out.end() - 1);
-    for (uint32_t i = 0; i < edges.size(); ++i) {
-      plan.incoming[in_fill[edges[i].to]++] = i;
-      outgoing[out_fill[edges[i].from]++] = i;
-    }
-  }
-  plan.from.resize(edges.size());
-  for (size_t k = 0; k < edges.size(); ++k) plan.from[k] = edges[plan.incoming[k]].from;
-  // When every edge runs forward in (time, node) order, as in most steps, that order is Kahn's: the
-  // earliest ready node is always the earliest one left.
-  auto forward = [&](const Edge& e) { return std::pair(times[e.from], e.from) < std::pair(times[e.to], e.to); };
-  if (std::all_of(edges.begin(), edges.end(), forward)) {
-    // Each rank's events come mostly in time order, so the nodes form a few ascending runs: merged.
-    std::vector<std::pair<int64_t, uint32_t>> by_time(nodes), merged(nodes);
-    std::vector<size_t> runs{0};
-    for (uint32_t n = 0; n < nodes; ++n) {
-      by_time[n] = {times[n], n};
-      if (n > 0 && by_time[n] < by_time[n - 1]) runs.push_back(n);
-    }
-    runs.push_back(nodes);
-    while (runs.size() > 2) {
-      std::vector<size_t> next{0};
-      for (size_t r = 0; r + 1 < runs.size(); r += 2) {
-        size_t end = r + 2 < runs.size() ? runs[r + 2] : runs[r + 1];
-        std::merge(by_time.begin() + static_cast<ptrdiff_t>(runs[r]),
-                   by_time.begin() + static_cast<ptrdiff_t>(runs[r + 1]),
-                   by_time.begin() + static_cast<ptrdiff_t>(runs[r + 1]), by_time.begin() + static_cast<ptrdiff_t>(end),
-                   merged.begin() + static_cast<ptrdiff_t>(runs[r]));
-        next.push_back(end);
-      }
-      by_time.swap(merged);
-      runs.swap(next);
-    }
-    plan.order.resize(nodes);
-    for (uint32_t n = 0; n < nodes; ++n) plan.order[n] = by_time[n].second;
-    return plan;
-  }
-  std::vector<uint32_t> pending(nodes);
-  using Ready = std::pair<int64_t, uint32_t>;
-  std::vector<Ready> heap;
-  heap.reserve(nodes);
-  auto later = std::greater<>();
-  for (uint32_t n = 0; n < nodes; ++n) {
-    pending[n] = plan.first_in[n + 1] - plan.first_in[n];
-    if (pending[n] == 0) heap.emplace_back(times[n], n);
-  }
-  std::make_heap(heap.begin(), heap.end(), later);
-  plan.order.reserve(nodes);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    uint32_t n = heap.back().second;
-    heap.pop_back();
-    plan.order.push_back(n);
-    for (uint32_t k = first_out[n]; k < first_out[n + 1]; ++k) {
-      uint32_t to = edges[outgoing[k]].to;
-      if (--pending[to] == 0) {
-        heap.emplace_back(times[to], to);
-        std::push_heap(heap.begin(), heap.end(), later);
-      }
-    }
-  }
-  return plan;
-}
-
-// Buffers a step's re-timings share, so that each what-if does not allocate (and fault in) its own.
-struct PathScratch {
-  std::vector<int64_t> distance, via, weights;
-  std::vector<bool> in_operation;
-};
-
-// `weights`: per edge, in place of the edges' own (empty: theirs).
-LongestPath longestPathOf(const PathPlan& plan, const std::vector<Edge>& edges, const std::vector<int64_t>& weights,
-                          PathEnd end_rule, PathScratch* scratch = nullptr) {
-  size_t nodes = plan.first_in.size() - 1;
-  PathScratch own;
-  PathScratch& buffers = scratch != nullptr ? *scratch : own;
-  std::vector<int64_t>& distance = buffers.distance;
-  std::vector<int64_t>& via = buffers.via;  // the edge the longest path arrives by
-  distance.assign(nodes, 0);
-  via.assign(nodes, -1);
-  LongestPath out;
-  uint32_t end = 0;
-  for (uint32_t n : plan.order) {
-    for (uint32_t k = plan.first_in[n]; k < plan.first_in[n + 1]; ++k) {
-      uint32_t i = plan.incoming[k];
-      int64_t d = distance[plan.from[k]] + (weights.empty() ? edges[i].weight : weights[i]);
-      if (via[n] < 0 || d > distance[n]) {
-        distance[n] = d;
-        via[n] = i;
-      }
-    }
-    if (out.empty || distance[n] > distance[end] || (end_rule == PathEnd::kLatest && distance[n] == distance[end]))
-      end = n;
-    out.empty = false;
-  }
-  if (out.empty) return out;
-  out.length = distance[end];
-  out.first = end;
-  while (via[out.first] >= 0) {
-    out.edges.push_back(static_cast<uint32_t>(via[out.first]));
-    out.first = edges[static_cast<size_t>(via[out.first])].from;
-  }
-  std::reverse(out.edges.begin(), out.edges.end());
-  return out;
-}
-
 LongestPath findLongestPath(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathEnd end_rule) {
-  return longestPathOf(planOf(times, edges), edges, {}, end_rule);
+  PathPlan plan;
+  planOf(times, edges, plan);
+  return longestPathOf(plan, end_rule);
 }
 
 // Cuts [window) into slices along a path: each edge's stretch goes to its cause, time before the path's
@@ -777,7 +678,9 @@ struct RunGraph {
   };
   std::vector<Operation> operations;
   Interval window;
-  PathPlan plan;  // of times and edges, once they are final
+  PathPlan plan;                      // of times and edges, once they are final
+  std::vector<uint8_t> in_operation;  // per edge: one of an operation's edges
+  PathScratch scratch;                // the step's longest path's distances, for its re-timings
 
   uint32_t rankOfNode(uint32_t node) const {
     return static_cast<uint32_t>(std::upper_bound(offset.begin(), offset.end(), node) - offset.begin() - 1);
@@ -824,9 +727,17 @@ void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
   }
 }
 
-RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
-                       const CollectiveIndex& matched, const std::vector<Interval>& windows) {
-  RunGraph g;
+// Into `g`, whose buffers keep their memory from the step before.
+void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
+                   const CollectiveIndex& matched, const std::vector<Interval>& windows, RunGraph& g) {
+  g.graphs.clear();
+  g.offset.clear();
+  g.edge_base.clear();
+  g.times.clear();
+  g.edges.clear();
+  g.origin.clear();
+  g.waited_for.clear();
+  g.operations.clear();
   auto& graphs = g.graphs;
   auto& offset = g.offset;
   auto& edge_base = g.edge_base;
@@ -842,13 +753,15 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
   for (uint32_t r = 0; r < graphs.size(); ++r) {
     offset.push_back(static_cast<uint32_t>(times.size()));
     edge_base.push_back(static_cast<uint32_t>(edges.size()));
-    for (uint32_t n = 0; n < graphs[r].nodeCount(); ++n) times.push_back(graphs[r].timeOf(n));
-    for (uint32_t i = 0; i < graphs[r].edges().size(); ++i) {
-      Edge e = graphs[r].edges()[i];
-      e.from += offset[r];
-      e.to += offset[r];
-      edges.push_back(e);
-      origin.emplace_back(static_cast<int32_t>(r), i);
+    size_t first_node = times.size(), first_edge = edges.size();
+    const std::vector<Edge>& own = graphs[r].edges();
+    times.resize(first_node + graphs[r].nodeCount());
+    for (uint32_t n = 0; n < graphs[r].nodeCount(); ++n) times[first_node + n] = graphs[r].timeOf(n);
+    edges.resize(first_edge + own.size());
+    origin.resize(first_edge + own.size());
+    for (uint32_t i = 0; i < own.size(); ++i) {
+      edges[first_edge + i] = {own[i].from + offset[r], own[i].to + offset[r], own[i].weight, own[i].kind};
+      origin[first_edge + i] = {static_cast<int32_t>(r), i};
     }
   }
   // Each NCCL operation's kernel: the first communication kernel that starts within the operation's GPU
@@ -929,17 +842,20 @@ RunGraph buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeInd
     if (send && recv) join({*send, *recv}, {*send, *recv}, false, opOf(run, p.send).comm_hash);
   }
   tieGapsToCollectives(g, joined_at);
-  g.plan = planOf(g.times, g.edges);
-  return g;
+  planOf(g.times, g.edges, g.plan);
+  g.in_operation.assign(g.edges.size(), 0);
+  for (const RunGraph::Operation& op : g.operations) {
+    for (uint32_t e : op.edges) g.in_operation[e] = 1;
+  }
 }
 
-RunStepPath runPath(const RunGraph& g) {
+RunStepPath runPath(RunGraph& g) {
   RunStepPath out;
   out.window = g.window;
   const auto& graphs = g.graphs;
   const auto& times = g.times;
   const auto& edges = g.edges;
-  LongestPath path = longestPathOf(g.plan, edges, {}, PathEnd::kLatest);
+  LongestPath path = longestPathOf(g.plan, PathEnd::kLatest, &g.scratch);
   SliceCutter cutter(out.window, out.slices);
   if (path.empty) {
     cutter.finish(-1);
@@ -1070,41 +986,29 @@ IdealStep idealOf(const RunGraph& g, const model::RunTrace& run, const report::F
   return ideal;
 }
 
-// The step's edge weights with the cause at its ideal.
-void idealWeights(const RunGraph& g, const IdealStep& ideal, PathScratch& scratch) {
-  std::vector<int64_t>& weights = scratch.weights;
-  weights.resize(g.edges.size());
-  for (size_t i = 0; i < weights.size(); ++i) weights[i] = g.edges[i].weight;
+// The step's longest path with the cause at its ideal: the edges it changes re-timed.
+int64_t idealLength(RunGraph& g, const IdealStep& ideal) {
+  PathPlan& plan = g.plan;
   auto scaled = [](int64_t w, double f) { return static_cast<int64_t>(std::llround(static_cast<double>(w) * f)); };
-  std::vector<bool>& in_operation = scratch.in_operation;
-  in_operation.assign(weights.size(), false);
   for (size_t o = 0; o < g.operations.size(); ++o) {
-    if (ideal.operation_scale[o] == 1.0) {
-      for (uint32_t e : g.operations[o].edges) in_operation[e] = true;
-      continue;
-    }
-    for (uint32_t e : g.operations[o].edges) {
-      in_operation[e] = true;
-      weights[e] = scaled(weights[e], ideal.operation_scale[o]);
-    }
+    if (ideal.operation_scale[o] == 1.0) continue;
+    for (uint32_t e : g.operations[o].edges)
+      retime(plan, g.scratch, e, scaled(weightOf(plan, e), ideal.operation_scale[o]));
   }
-  for (size_t i = 0; i < weights.size(); ++i) {
-    auto [rank_index, local] = g.origin[i];
-    if (rank_index < 0) continue;
-    auto r = static_cast<size_t>(rank_index);
+  for (size_t r = 0; r < g.graphs.size(); ++r) {
     if (ideal.compute_scale[r] == 1.0 && ideal.communication_scale[r] == 1.0 && !ideal.close_launches[r]) continue;
-    const Edge& own = g.graphs[r].edges()[local];
-    if (own.kind == EdgeKind::kLaunch && ideal.close_launches[r]) weights[i] = 0;
-    std::optional<ActivityKind> kind = g.graphs[r].spanActivity(own);
-    if (kind == ActivityKind::kCompute) weights[i] = scaled(weights[i], ideal.compute_scale[r]);
-    if (kind == ActivityKind::kCommunication && !in_operation[i])
-      weights[i] = scaled(weights[i], ideal.communication_scale[r]);
+    const std::vector<Edge>& own = g.graphs[r].edges();
+    for (uint32_t local = 0; local < own.size(); ++local) {
+      uint32_t i = g.edge_base[r] + local;
+      int64_t w = weightOf(plan, i);
+      if (own[local].kind == EdgeKind::kLaunch && ideal.close_launches[r]) w = 0;
+      std::optional<ActivityKind> kind = g.graphs[r].spanActivity(own[local]);
+      if (kind == ActivityKind::kCompute) w = scaled(w, ideal.compute_scale[r]);
+      if (kind == ActivityKind::kCommunication && !g.in_operation[i]) w = scaled(w, ideal.communication_scale[r]);
+      retime(plan, g.scratch, i, w);
+    }
   }
-}
-
-int64_t idealLength(const RunGraph& g, const IdealStep& ideal, PathScratch& scratch) {
-  idealWeights(g, ideal, scratch);
-  return longestPathOf(g.plan, g.edges, scratch.weights, PathEnd::kLatest, &scratch).length;
+  return retimedLength(plan, g.scratch);
 }
 
 // Per step, each finding's saving summed.
@@ -1113,13 +1017,12 @@ struct WhatIfSums {
   std::vector<int64_t> saved;
   int64_t steps = 0;
   int64_t step_ns = 0;
-  PathScratch scratch;
 
-  void add(const RunGraph& g, const model::RunTrace& run, const std::vector<report::Finding>& all, int64_t length) {
+  void add(RunGraph& g, const model::RunTrace& run, const std::vector<report::Finding>& all, int64_t length) {
     ++steps;
     step_ns += g.window.length();
     for (size_t i = 0; i < findings.size(); ++i) {
-      int64_t ideal = idealLength(g, idealOf(g, run, all[findings[i]].cause), scratch);
+      int64_t ideal = idealLength(g, idealOf(g, run, all[findings[i]].cause));
       saved[i] += std::max<int64_t>(0, length - ideal);
     }
   }
@@ -1154,7 +1057,9 @@ RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& m
                             const std::vector<Interval>& windows) {
   std::vector<RankTimeIndex> indexes;
   for (const model::RankTrace& rank : run.ranks) indexes.emplace_back(rank);
-  RunStepPath path = runPath(buildRunGraph(run, indexes, matched, windows));
+  RunGraph graph;
+  buildRunGraph(run, indexes, matched, windows, graph);
+  RunStepPath path = runPath(graph);
   nameCommunicators(path.slices, gatherCommunicators(run));
   return path;
 }
@@ -1163,10 +1068,10 @@ int64_t stepSaving(const model::RunTrace& run, const CollectiveIndex& matched, c
                    const report::FindingCause& cause) {
   std::vector<RankTimeIndex> indexes;
   for (const model::RankTrace& rank : run.ranks) indexes.emplace_back(rank);
-  RunGraph graph = buildRunGraph(run, indexes, matched, windows);
-  int64_t length = longestPathOf(graph.plan, graph.edges, {}, PathEnd::kLatest).length;
-  PathScratch scratch;
-  return std::max<int64_t>(0, length - idealLength(graph, idealOf(graph, run, cause), scratch));
+  RunGraph graph;
+  buildRunGraph(run, indexes, matched, windows, graph);
+  int64_t length = longestPathOf(graph.plan, PathEnd::kLatest, &graph.scratch).length;
+  return std::max<int64_t>(0, length - idealLength(graph, idealOf(graph, run, cause)));
 }
 
 std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices, bool by_rank) {
@@ -1218,6 +1123,7 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
   // One rank's path as HTA defines it for single-rank runs; across ranks, the joined path (building
   // every rank's graph once more for its own path would double the cost).
   bool single = input.run.ranks.size() == 1;
+  RunGraph graph;  // each step's, in the same buffers
   std::vector<std::vector<StepWindow>> rank_windows;
   for (size_t r = 0; r < input.run.ranks.size(); ++r) {
     rank_windows.push_back(input.windowsOf(r));
@@ -1230,8 +1136,8 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
       result.steps.push_back({path.rank, input.hasSteps() ? w.number : -1, w.window, path.length_ns, path.events.size(),
                               attributionOf(path.slices), std::move(path.slices)});
       if (!what_if.findings.empty()) {
-        RunGraph graph = buildRunGraph(input.run, indexes, input.collectives(), {w.window});
-        what_if.add(graph, input.run, findings, longestPathOf(graph.plan, graph.edges, {}, PathEnd::kLatest).length);
+        buildRunGraph(input.run, indexes, input.collectives(), {w.window}, graph);
+        what_if.add(graph, input.run, findings, longestPathOf(graph.plan, PathEnd::kLatest, &graph.scratch).length);
       }
     }
   }
@@ -1254,7 +1160,7 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
       windows.push_back(w.window);
       if (input.hasSteps()) number = w.number;
     }
-    RunGraph graph = buildRunGraph(input.run, indexes, input.collectives(), windows);
+    buildRunGraph(input.run, indexes, input.collectives(), windows, graph);
     RunStepPath path = runPath(graph);
     if (path.window.length() <= 0) continue;
     what_if.add(graph, input.run, findings, path.length_ns);

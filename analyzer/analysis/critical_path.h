@@ -13,6 +13,7 @@
 
 #include "analyzer/analysis/analysis_input.h"
 #include "analyzer/analysis/collective_matching.h"
+#include "analyzer/analysis/longest_path.h"
 #include "analyzer/report/report.h"
 
 namespace gpuxray::analysis {
@@ -65,10 +66,6 @@ struct RankCriticalPath {
   std::vector<PathEvent> events;  // the events on the path, each once, in path order
   std::vector<PathSlice> slices;  // in time order, covering the window
 };
-
-// Where the path ends when several nodes end a longest path: the latest (gpuxray's: a wait that ends
-// the step is then on the path, not after it) or the earliest (networkx's, so HTA's).
-enum class PathEnd : uint8_t { kLatest, kEarliest };
 
 // The critical path of one rank in `window`: host events that start in it, GPU work whose launch
 // call starts in it (HTA's clipping).

@@ -1,8 +1,9 @@
 // Throughput of `gpuxray analyze`'s pipeline on one core: loading a data-parallel run written with
 // the real writer, clock alignment, steps, and every analysis.
 //
-//   analyze_phase_benchmark [--ranks N] [--steps N] [--kernels N] [--dir DIR]
+//   analyze_phase_benchmark [--ranks N] [--steps N] [--kernels N] [--dir DIR] [--keep]
 //
+// --keep leaves the run's files in DIR (to analyze them with `gpuxray analyze` afterwards).
 // Each rank runs --steps steps of --kernels compute kernels (each with its launch call) and one
 // all-reduce; ranks are split over two hosts, the second with its clock 3.2 ms ahead. The target
 // (>= 10 M records/s on one core for load and analysis together) is reported, not enforced, and so is
@@ -38,6 +39,7 @@ struct Options {
   int steps = 200;
   int kernels = 1000;
   std::string dir = "/tmp/gpuxray-analyze-benchmark";
+  bool keep = false;
 };
 
 void writeRank(const Options& o, int rank, const std::filesystem::path& dir) {
@@ -112,18 +114,30 @@ void writeRank(const Options& o, int rank, const std::filesystem::path& dir) {
   writer.finish(format::Trailer{});
 }
 
-double seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
+double seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
-    if (flag == "--ranks") o.ranks = std::atoi(argv[i + 1]);
-    else if (flag == "--steps") o.steps = std::atoi(argv[i + 1]);
-    else if (flag == "--kernels") o.kernels = std::atoi(argv[i + 1]);
-    else if (flag == "--dir") o.dir = argv[i + 1];
+    if (flag == "--keep") {
+      o.keep = true;
+      continue;
+    }
+    if (i + 1 >= argc) break;
+    ++i;
+    if (flag == "--ranks")
+      o.ranks = std::atoi(argv[i]);
+    else if (flag == "--steps")
+      o.steps = std::atoi(argv[i]);
+    else if (flag == "--kernels")
+      o.kernels = std::atoi(argv[i]);
+    else if (flag == "--dir")
+      o.dir = argv[i];
   }
   std::filesystem::remove_all(o.dir);
   std::filesystem::create_directories(o.dir);
@@ -186,11 +200,13 @@ int main(int argc, char** argv) {
              run.records(), run.ranks.size(), load_s, align_s, analyze_s);
   fmt::print("{:.1f} M records/s (target {:.0f} M/s: {})\n", rate / 1e6, kTargetRecordsPerSecond / 1e6,
              rate >= kTargetRecordsPerSecond ? "met" : "NOT met");
-  fmt::print("node-b offset {:.3f} ms, straggler_wait_ms {:.3f}\n", static_cast<double>(clock.hosts.back().offset_ns) / 1e6,
+  fmt::print("node-b offset {:.3f} ms, straggler_wait_ms {:.3f}\n",
+             static_cast<double>(clock.hosts.back().offset_ns) / 1e6,
              report.metric("straggler_wait_ms") ? report.metric("straggler_wait_ms")->value : -1.0);
-  fmt::print("critical path {:.3f} s = {:.2f}x the rest of analyze ({:.3f} s: load {:.3f} s + the other analyses {:.3f} s; "
-             "target <= 1x)\n",
-             critical_s, critical_s / (load_s + rest_s), load_s + rest_s, load_s, rest_s);
-  std::filesystem::remove_all(o.dir);
+  fmt::print(
+      "critical path {:.3f} s = {:.2f}x the rest of analyze ({:.3f} s: load {:.3f} s + the other analyses {:.3f} s; "
+      "target <= 1x)\n",
+      critical_s, critical_s / (load_s + rest_s), load_s + rest_s, load_s, rest_s);
+  if (!o.keep) std::filesystem::remove_all(o.dir);
   return 0;
 }

@@ -1,0 +1,85 @@
+// The longest path through a graph whose nodes have times, as the critical path needs it
+// (critical_path.*, docs/analyses.md "Critical path"): Kahn's order taking the earliest node first,
+// each node reached by its heaviest incoming edge (the first such), and re-timings of the same graph
+// with some edges' weights changed (the what-if) that re-time only what those edges reach.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace gpuxray::analysis {
+
+// Where the path ends when several nodes end a longest path: the latest (gpuxray's: a wait that ends
+// the step is then on the path, not after it) or the earliest (networkx's, so HTA's).
+enum class PathEnd : uint8_t { kLatest, kEarliest };
+
+// What an edge of the critical path's graph stands for (the longest path reads only its ends and weight).
+enum class EdgeKind : uint8_t { kSpan, kDependency, kLaunch, kKernelGap, kSync };
+
+struct Edge {
+  uint32_t from = 0;
+  uint32_t to = 0;
+  int64_t weight = 0;
+  EdgeKind kind = EdgeKind::kSpan;
+};
+
+// The longest path through a graph of nodes with times: Kahn's order taking the earliest node first
+// (HTA numbers its nodes by time), each node reached by its heaviest incoming edge (the first such).
+struct LongestPath {
+  std::vector<uint32_t> edges;  // in path order
+  uint32_t first = 0;           // its first node
+  int64_t length = 0;
+  bool empty = true;
+};
+
+// What the longest path needs of a graph whatever its weights, numbered by position in Kahn's order
+// (earliest first; the nodes it never reaches after those it does): each position's incoming edges,
+// their sources' positions and weights side by side, so that a pass reads them in order. A what-if
+// changes some weights in place, re-times only what they reach, and puts them back. Its buffers keep
+// their memory from one step to the next.
+struct PathPlan {
+  uint32_t reached = 0;              // positions [0, reached) are Kahn's order
+  std::vector<uint32_t> node;        // per position, its node
+  std::vector<uint32_t> position;    // per node, its position
+  std::vector<uint32_t> first_in;    // per position, its first incoming slot
+  std::vector<uint32_t> in_source;   // per slot (by destination, then edge index): the source's position
+  std::vector<uint32_t> in_edge;     // per slot, the edge
+  std::vector<int64_t> in_weight;    // per slot, the edge's weight
+  std::vector<uint32_t> slot_of;     // per edge, its slot
+  std::vector<uint32_t> first_out;   // per node, its first outgoing edge's target in `out_target`
+  std::vector<uint32_t> out_target;  // the targets' positions
+  struct Incoming {
+    uint32_t edge;
+    uint32_t from;
+    int64_t weight;
+  };
+  std::vector<uint32_t> node_first_in;  // by node: its incoming edges (while planning)
+  std::vector<Incoming> node_incoming;
+};
+
+// `plan` of the nodes' `times` and `edges` (its buffers are reused).
+void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan);
+
+// A pass's distances, by position, and the edges' weights a re-timing changed (to put them back).
+struct PathScratch {
+  std::vector<int64_t> distance;       // by position, the longest path's length to it as traced
+  std::vector<int64_t> longest_up_to;  // by position, the longest of distance[0..position]
+  std::vector<int64_t> retimed;        // distance, as a re-timing changes it (put back after each)
+  std::vector<uint8_t> dirty;          // by position: an incoming weight or source's distance changed
+  std::vector<std::pair<uint32_t, int64_t>> changed_slots, changed_positions;  // (where, the value before)
+};
+
+// The longest path with the plan's weights; `scratch` keeps its distances for re-timings.
+LongestPath longestPathOf(const PathPlan& plan, PathEnd end_rule, PathScratch* scratch = nullptr);
+
+// An edge's weight in the plan, and its weight for the next re-timing (retimedLength puts it back).
+int64_t weightOf(const PathPlan& plan, uint32_t edge);
+void retime(PathPlan& plan, PathScratch& scratch, uint32_t edge, int64_t weight);
+
+// The longest path's length with the weights retime() changed, after longestPathOf filled `scratch`
+// with the same plan: only the positions the changes reach are re-timed, in Kahn's order (a node none
+// of whose incoming weights or sources changed keeps its distance). Puts the weights back.
+int64_t retimedLength(PathPlan& plan, PathScratch& scratch);
+
+}  // namespace gpuxray::analysis
