@@ -255,7 +255,8 @@ TEST_CASE("analyze: the CLI names the hot NIC in text and JSON") {
 TEST_CASE("analyze: the simulated demo's half-speed NIC is named as a slow link, and the bubbles as the pipeline's") {
   TempDir dir;
   std::string run = dir / "demo";
-  auto simulated = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " simulate --preset demo -o " + run);
+  auto simulated =
+      gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() + " simulate --preset demo -o " + run);
   INFO(simulated.err);
   REQUIRE(simulated.exit_code == 0);
   auto a = gpuxray::testing::analyzeRun(run);
@@ -337,4 +338,74 @@ TEST_CASE("analyze: the simulated demo's half-speed NIC is named as a slow link,
       CHECK(kept + step.find("bubbles_left_out_ns")->asInteger() == step.find("bubble_ns")->asInteger());
     }
   }
+}
+
+// A tensor-parallel group of four ranks on one host whose headers name no GPU UUIDs, each rank seeing
+// its GPU as device 0 and listing its NVLink to the NVSwitch with an id that is no UUID ("GPU-0").
+// One 10 ms step holds a 256 MiB AllReduce: each rank sends its ring successor 2(4-1)/4 x 256 MiB =
+// 384 MiB through its own NVLink and receives as much from its predecessor through it, so every NVLink
+// carries 768 MiB, and none of the bytes is left on a "no link records" GPU.
+TEST_CASE("analyze: a tensor-parallel all-reduce loads each GPU's NVLink when the headers list no UUIDs") {
+  TempDir dir;
+  constexpr uint64_t kTp = 0x7000000000000004ull;
+  RunBuilder run("tp-nvlinks", 4);
+  for (int r = 0; r < 4; ++r) {
+    auto& rank = run.rank(r, "node-0", r);
+    format::Link nvlink;
+    nvlink.kind = format::LinkKind::kNvLink;
+    nvlink.a = {format::EndpointKind::kGpu, "GPU-0", 0};
+    nvlink.b = {format::EndpointKind::kNvSwitch, "nvswitch", -1};
+    nvlink.bandwidth_bytes_per_s = kNvLinkBytesPerSecond;
+    rank.header.links.push_back(nvlink);
+    rank.communicator(kTp, "tp", r, 4, 1);
+    rank.range("ProfilerStep#0", 0, 10'000);
+    rank.kernel("gemm", 0, 4'000);
+    rank.collective(kTp, "AllReduce", 1, 4'000, 9'000, kAllReduceBytes);
+  }
+  run.write(dir.path() / "run");
+  auto a = analyze(dir / "run");
+  auto result = gpuxray::analysis::computeLinkHotspots(a.session->input());
+  size_t nvlinks = 0;
+  for (const auto& link : result.links) {
+    INFO(link.label());
+    if (link.kind == "network") continue;  // the host lists no NIC: its network, with no bytes here
+    CHECK(link.kind == "NVLink");
+    CHECK(link.bytes() == 2 * 384 * kMiB);
+    CHECK(link.forward_bytes == 384 * kMiB);
+    CHECK(link.estimated);
+    nvlinks += link.kind == "NVLink" ? 1 : 0;
+  }
+  CHECK(nvlinks == 4);
+  const auto& gpu2 = linkNamed(result, "node-0 NVLink GPU2 ↔ NVSwitch");
+  REQUIRE(useOf(gpu2, 2, 3) != nullptr);
+  CHECK(useOf(gpu2, 2, 3)->bytes == 384 * kMiB);
+  REQUIRE(useOf(gpu2, 1, 2) != nullptr);
+  CHECK(useOf(gpu2, 1, 2)->bytes == 384 * kMiB);
+}
+
+// The simulator's TP8 x DP2 run: the tensor group's all-reduces inside each node load the NVLinks.
+TEST_CASE("analyze: a simulated TP8 run puts its intra-node collectives on the NVLinks") {
+  TempDir dir;
+  std::string run = dir / "tp8";
+  auto simulated = gpuxray::testing::runCommand(gpuxray::testing::gpuxrayBinary() +
+                                                " simulate --model gpt-1.3b --cluster dgx-a100 --nodes 2 --tp 8 "
+                                                "--dp 2 --steps 2 -o " +
+                                                run);
+  INFO(simulated.err);
+  REQUIRE(simulated.exit_code == 0);
+  auto a = gpuxray::testing::analyzeRun(run);
+  auto result = gpuxray::analysis::computeLinkHotspots(a.session->input());
+  size_t nvlinks = 0;
+  uint64_t first = 0;
+  for (const auto& link : result.links) {
+    INFO(link.label());
+    CHECK(link.kind != "GPU");  // every GPU's bytes found its link records
+    if (link.kind != "NVLink") continue;
+    ++nvlinks;
+    CHECK(link.bytes() > 0);
+    CHECK(link.estimated);
+    if (first == 0) first = link.bytes();
+    CHECK(link.bytes() == first);  // one ring per node, every GPU in it alike
+  }
+  CHECK(nvlinks == 16);
 }

@@ -358,18 +358,6 @@ class Aligner {
   std::vector<HostPart> parts_;          // scratch
 };
 
-// "0-3,8,10-11"
-std::string rankList(const std::vector<int32_t>& ranks) {
-  std::string text;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    text += (text.empty() ? "" : ",") + std::to_string(ranks[i]) + (j > i ? "-" + std::to_string(ranks[j]) : "");
-    i = j + 1;
-  }
-  return text;
-}
-
 template <typename Shift>
 void shiftTimes(model::RankTrace& rank, Shift shift) {
   auto nonzero = [&](int64_t& t) {
@@ -491,7 +479,7 @@ void analyzeClock(const AnalysisInput& input, report::Report& report) {
                       {}};
   for (const auto& host : clock->hosts) {
     hosts.rows.push_back(
-        {Cell::of(host.host), Cell::of(rankList(host.ranks)),
+        {Cell::of(host.host), Cell::of(report::formatRanks(host.ranks)),
          Cell::of(static_cast<double>(host.offset_ns), Unit::kNanoseconds), Cell::of(host.drift_ns_per_s, Unit::kNone),
          Cell::of(static_cast<double>(host.condition_shift_ns), Unit::kNanoseconds),
          Cell::of(static_cast<double>(host.matched), Unit::kCount),

@@ -2,7 +2,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cctype>
+#include <vector>
 
 #include "analyzer/report/results.h"
 
@@ -10,10 +12,14 @@ namespace gpuxray::analysis {
 
 const char* communicatorRoleName(CommunicatorRole role) {
   switch (role) {
-    case CommunicatorRole::kData: return "data";
-    case CommunicatorRole::kTensor: return "tensor";
-    case CommunicatorRole::kPipeline: return "pipeline";
-    case CommunicatorRole::kOther: return "other";
+    case CommunicatorRole::kData:
+      return "data";
+    case CommunicatorRole::kTensor:
+      return "tensor";
+    case CommunicatorRole::kPipeline:
+      return "pipeline";
+    case CommunicatorRole::kOther:
+      return "other";
   }
   return "other";
 }
@@ -26,20 +32,26 @@ std::string CommunicatorInfo::label() const {
 }
 
 std::optional<CommunicatorRole> roleNamedIn(std::string_view name) {
+  // A word that is only a role ("tensor", "tp", "pipeline_parallel") states the group's role; one
+  // with an index ("dp1", "pp0") may instead place the group along another axis, as in Megatron's
+  // "tensor dp1 pp0": indexed words count only when no plain word names a role.
+  std::optional<CommunicatorRole> plain, indexed;
+  bool plain_conflict = false, indexed_conflict = false;
   std::string word;
-  std::optional<CommunicatorRole> named;
   auto finish = [&] {
-    // "dp1", "tp", "pipeline_parallel", "data": the letters before any digits.
-    std::string stem = word.substr(0, word.find_first_of("0123456789"));
+    size_t digits = word.find_first_of("0123456789");
+    std::string stem = word.substr(0, digits);
     std::optional<CommunicatorRole> role;
     if (stem == "dp" || stem == "ddp" || stem == "fsdp" || stem == "data" || stem == "dataparallel")
       role = CommunicatorRole::kData;
     if (stem == "tp" || stem == "tensor" || stem == "tensorparallel") role = CommunicatorRole::kTensor;
     if (stem == "pp" || stem == "pipeline" || stem == "pipelineparallel") role = CommunicatorRole::kPipeline;
-    if (role && named && *named != *role)
-      named = CommunicatorRole::kOther;  // names two roles: trust neither
-    else if (role)
+    if (role) {
+      auto& named = digits == std::string::npos ? plain : indexed;
+      bool& conflict = digits == std::string::npos ? plain_conflict : indexed_conflict;
+      if (named && *named != *role) conflict = true;  // names two roles: trust neither
       named = role;
+    }
     word.clear();
   };
   for (char c : name) {
@@ -50,9 +62,23 @@ std::optional<CommunicatorRole> roleNamedIn(std::string_view name) {
     }
   }
   finish();
-  if (named == CommunicatorRole::kOther) return std::nullopt;
-  return named;
+  if (plain) return plain_conflict ? std::nullopt : plain;
+  return indexed_conflict ? std::nullopt : indexed;
 }
+
+namespace {
+
+std::set<int32_t> memberRanks(const CommunicatorInfo& info) {
+  std::set<int32_t> ranks;
+  for (const auto& [comm_rank, global] : info.members) ranks.insert(global);
+  return ranks;
+}
+
+double collectivesPerMember(const CommunicatorInfo& info) {
+  return static_cast<double>(info.collectives) / static_cast<double>(std::max<size_t>(1, info.members.size()));
+}
+
+}  // namespace
 
 std::map<uint64_t, CommunicatorInfo> gatherCommunicators(const model::RunTrace& run) {
   std::map<uint64_t, CommunicatorInfo> comms;
@@ -74,6 +100,8 @@ std::map<uint64_t, CommunicatorInfo> gatherCommunicators(const model::RunTrace& 
       (op.kind == format::NcclOperationKind::kCollective ? info.collectives : info.point_to_point)++;
     }
   }
+  const size_t world = run.ranks.size();
+  std::vector<const CommunicatorInfo*> single_host_groups;  // collectives on one host, not the whole world
   for (auto& [hash, info] : comms) {
     // The program's own name for the group outranks gpuxray's guess from the traffic.
     if (std::optional<CommunicatorRole> named = roleNamedIn(info.name)) {
@@ -89,6 +117,21 @@ std::map<uint64_t, CommunicatorInfo> gatherCommunicators(const model::RunTrace& 
       info.role = CommunicatorRole::kTensor;
     } else {
       info.role = CommunicatorRole::kData;
+      if (all_hosts.size() <= 1 && info.members.size() > 1 && info.members.size() < world)
+        single_host_groups.push_back(&info);
+    }
+  }
+  // On one host every group is inside it: of two collective groups sharing a rank, the one with more
+  // collectives per member (every layer, against a step's gradients) is the tensor group.
+  for (const CommunicatorInfo* group : single_host_groups) {
+    std::set<int32_t> ranks = memberRanks(*group);
+    for (const CommunicatorInfo* other : single_host_groups) {
+      if (other == group || collectivesPerMember(*group) <= collectivesPerMember(*other)) continue;
+      std::set<int32_t> theirs = memberRanks(*other);
+      if (std::any_of(ranks.begin(), ranks.end(), [&](int32_t r) { return theirs.contains(r); })) {
+        comms[group->comm_hash].role = CommunicatorRole::kTensor;
+        break;
+      }
     }
   }
   return comms;

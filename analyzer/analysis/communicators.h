@@ -1,6 +1,7 @@
-// The run's NCCL communicators, gathered from every rank's records and told apart by what they
-// carry: pipeline groups move point-to-point traffic, tensor groups are collectives inside one
-// host, data groups are collectives across hosts (or over the whole world).
+// The run's NCCL communicators, gathered from every rank's records and told apart by their names
+// where these state a role, else by what they carry: pipeline groups move point-to-point traffic,
+// tensor groups are collectives inside one host (on a one-host run: the busier of two collective
+// groups that share a rank), data groups are the other collectives.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +34,9 @@ struct CommunicatorInfo {
   std::string label() const;
 };
 
-// The role a communicator's own name states ("dp1", "tensor_parallel", "pp"); none when it states
-// none, or two.
+// The role a communicator's own name states ("dp1", "tensor_parallel", "pp", "tensor dp1 pp0":
+// a plain word outranks an indexed one, which may be the group's place on another axis); none when
+// it states none, or two of the same kind.
 std::optional<CommunicatorRole> roleNamedIn(std::string_view name);
 
 // Roles come from the names where they state one, else from the traffic (see above).

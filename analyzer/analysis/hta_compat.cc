@@ -338,8 +338,7 @@ void presentHtaCompat(const hta::HtaResult& result, report::Report& report) {
     }
   }
   if (!result.empty_ranks.empty()) {
-    std::string list;
-    for (int32_t r : result.empty_ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    std::string list = report::formatRanks({result.empty_ranks.begin(), result.empty_ranks.end()});
     section.notes.push_back(
         fmt::format("No GPU kernels left on rank{} {} (HTA keeps none when a rank lacks a ProfilerStep "
                     "of its own or launched nothing before its last one).",

@@ -167,13 +167,14 @@ class Topology {
     for (size_t r : ranks) {
       for (const format::Link& link : run_.ranks[r].links) {
         if (link.kind != format::LinkKind::kNvLink && link.kind != format::LinkKind::kPcie) continue;
-        std::string a = endpointKey(link.a), b = endpointKey(link.b);
+        std::string a = endpointKeyOf(link.a, r, ranks), b = endpointKeyOf(link.b, r, ranks);
         if (!seen.emplace(std::minmax(a, b), true).second) continue;
         LinkLoad load;
         load.host = host;
         load.kind = link.kind == format::LinkKind::kNvLink ? "NVLink" : "PCIe";
         load.group = link.kind == format::LinkKind::kNvLink ? "NVLinks" : "PCIe links";
-        load.name = fmt::format("{} {} ↔ {}", load.kind, endpointName(link.a, ranks), endpointName(link.b, ranks));
+        load.name =
+            fmt::format("{} {} ↔ {}", load.kind, endpointName(link.a, a, ranks), endpointName(link.b, b, ranks));
         load.capacity = static_cast<double>(link.bandwidth_bytes_per_s);
         load.member = std::any_of(ranks.begin(), ranks.end(), [&](size_t x) { return gpu_[x] == a || gpu_[x] == b; });
         host_links_[host].push_back(links_.size());
@@ -209,24 +210,35 @@ class Topology {
     }
   }
 
+  // A link end as a key. A GPU end whose id names none of the host's GPUs (no UUID in the header,
+  // an id that is not a UUID) is the recording rank's own GPU when the device indices agree.
+  std::string endpointKeyOf(const format::Endpoint& e, size_t recorder, const std::vector<size_t>& ranks) const {
+    std::string key = endpointKey(e);
+    if (e.kind != format::EndpointKind::kGpu) return key;
+    if (std::any_of(ranks.begin(), ranks.end(), [&](size_t x) { return gpu_[x] == key; })) return key;
+    if (e.device >= 0 && static_cast<uint32_t>(e.device) == deviceOf(run_.ranks[recorder]) &&
+        !gpu_[recorder].starts_with("GPU-"))
+      return gpu_[recorder];
+    return key;
+  }
+
+  static uint32_t deviceOf(const model::RankTrace& rank) {
+    if (!rank.communicators.empty()) return rank.communicators.front().device;
+    if (!rank.nccl_ops.empty()) return rank.nccl_ops.front().device;
+    if (!rank.activities.empty()) return rank.activities.front().device;
+    return 0;
+  }
+
   // The GPU a rank drives: its device's UUID when the header lists it, else the device index.
   static std::string gpuKey(const model::RankTrace& rank) {
-    uint32_t device = 0;
-    if (!rank.communicators.empty()) {
-      device = rank.communicators.front().device;
-    } else if (!rank.nccl_ops.empty()) {
-      device = rank.nccl_ops.front().device;
-    } else if (!rank.activities.empty()) {
-      device = rank.activities.front().device;
-    }
+    uint32_t device = deviceOf(rank);
     for (const auto& d : rank.header.devices) {
       if (d.device_id == device && !uuidText(d.uuid).empty()) return uuidText(d.uuid);
     }
     return endpointKey({format::EndpointKind::kGpu, "", static_cast<int32_t>(device)});
   }
 
-  std::string endpointName(const format::Endpoint& e, const std::vector<size_t>& ranks) const {
-    std::string key = endpointKey(e);
+  std::string endpointName(const format::Endpoint& e, const std::string& key, const std::vector<size_t>& ranks) const {
     for (size_t r : ranks) {
       if (gpu_[r] == key) return gpu_name_[r];
     }
@@ -714,7 +726,7 @@ LinkHotspotsResult computeLinkHotspots(const AnalysisInput& input) {
   for (size_t l = 0; l < links.size(); ++l) {
     if (links[l].bytes() > 0) result.busiest.push_back(l);
   }
-  std::sort(result.busiest.begin(), result.busiest.end(), [&](size_t a, size_t b) {
+  std::stable_sort(result.busiest.begin(), result.busiest.end(), [&](size_t a, size_t b) {
     if (utilizationKey(links[a]) != utilizationKey(links[b]))
       return utilizationKey(links[a]) > utilizationKey(links[b]);
     return links[a].bytes_per_step > links[b].bytes_per_step;

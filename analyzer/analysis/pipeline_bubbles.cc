@@ -16,6 +16,7 @@
 #include "analyzer/analysis/communicators.h"
 #include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/statistics.h"
+#include "analyzer/report/units.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -53,7 +54,8 @@ double theoreticalPct(size_t p, int64_t m) {
   return 100.0 * static_cast<double>(p - 1) / static_cast<double>(static_cast<int64_t>(p) - 1 + m);
 }
 
-std::string joinRanks(const std::vector<int32_t>& ranks, const char* separator) {
+// Numbers in the order given (a pipeline's chain, stages): a rank set is report::formatRanks.
+std::string joinInOrder(const std::vector<int32_t>& ranks, const char* separator) {
   std::string text;
   for (size_t i = 0; i < ranks.size(); ++i) text += (i > 0 ? separator : "") + std::to_string(ranks[i]);
   return text;
@@ -136,7 +138,7 @@ std::vector<std::vector<int32_t>> chainsOf(const std::map<int32_t, std::set<int3
   for (const auto& [from, targets] : edges) {
     if (targets.size() > 1) {
       problem = fmt::format("rank {} sends activations to several ranks ({})", from,
-                            joinRanks(std::vector<int32_t>(targets.begin(), targets.end()), ", "));
+                            report::formatRanks(std::vector<int32_t>(targets.begin(), targets.end())));
       return {};
     }
     int32_t to = *targets.begin();
@@ -467,7 +469,8 @@ report::ResultValue resultValue(const PipelineBubblesResult& result) {
 }
 
 std::string stageName(const PipelineStageSummary& row) {
-  return fmt::format("stage {} (rank{} {})", row.stage, row.ranks.size() == 1 ? "" : "s", joinRanks(row.ranks, ", "));
+  return fmt::format("stage {} (rank{} {})", row.stage, row.ranks.size() == 1 ? "" : "s",
+                     report::formatRanks(row.ranks));
 }
 
 }  // namespace
@@ -694,11 +697,11 @@ void presentPipelineBubbles(const PipelineBubblesResult& result, report::Report&
         }
       }
     }
-    pipelines.rows.push_back({Cell::of(static_cast<double>(c), Unit::kNone), Cell::of(joinRanks(pipeline.ranks, " → ")),
-                              Cell::of(static_cast<double>(pipeline.ranks.size()), Unit::kCount),
-                              Cell::of(static_cast<double>(pipeline.micro_batches), Unit::kCount),
-                              Cell::of(pipeline.schedule), Cell::of(pipeline.theoretical_pct, Unit::kPercent),
-                              Cell::of(pipeline.worst_bubble_pct, Unit::kPercent)});
+    pipelines.rows.push_back(
+        {Cell::of(static_cast<double>(c), Unit::kNone), Cell::of(joinInOrder(pipeline.ranks, " → ")),
+         Cell::of(static_cast<double>(pipeline.ranks.size()), Unit::kCount),
+         Cell::of(static_cast<double>(pipeline.micro_batches), Unit::kCount), Cell::of(pipeline.schedule),
+         Cell::of(pipeline.theoretical_pct, Unit::kPercent), Cell::of(pipeline.worst_bubble_pct, Unit::kPercent)});
   }
 
   section.notes.push_back(fmt::format(
@@ -729,14 +732,14 @@ void presentPipelineBubbles(const PipelineBubblesResult& result, report::Report&
     if (row.samples == 0) continue;
     auto per_step = [&row = row](int64_t total) { return Cell::of(row.perStep(total), Unit::kNanoseconds); };
     std::string waits_on = row.waits_on ? fmt::format("stage {}", *row.waits_on) : std::string();
-    table.rows.push_back({Cell::of(static_cast<double>(row.stage), Unit::kNone), Cell::of(joinRanks(row.ranks, ", ")),
-                          Cell::of(static_cast<double>(row.median_micro_batches), Unit::kCount),
-                          per_step(row.compute_ns), Cell::of(row.computePerMicroBatch(), Unit::kNanoseconds),
-                          per_step(row.idle.total()), Cell::of(row.bubblePct(), Unit::kPercent),
-                          Cell::of(row.theoreticalPct(), Unit::kPercent), per_step(row.idle.warm_up),
-                          per_step(row.idle.cool_down), per_step(row.idle.upstream), per_step(row.idle.downstream),
-                          Cell::of(waits_on), per_step(row.idle.host_bound), per_step(row.idle.tail),
-                          per_step(row.idle.other)});
+    table.rows.push_back(
+        {Cell::of(static_cast<double>(row.stage), Unit::kNone), Cell::of(report::formatRanks(row.ranks)),
+         Cell::of(static_cast<double>(row.median_micro_batches), Unit::kCount), per_step(row.compute_ns),
+         Cell::of(row.computePerMicroBatch(), Unit::kNanoseconds), per_step(row.idle.total()),
+         Cell::of(row.bubblePct(), Unit::kPercent), Cell::of(row.theoreticalPct(), Unit::kPercent),
+         per_step(row.idle.warm_up), per_step(row.idle.cool_down), per_step(row.idle.upstream),
+         per_step(row.idle.downstream), Cell::of(waits_on), per_step(row.idle.host_bound), per_step(row.idle.tail),
+         per_step(row.idle.other)});
   }
   section.tables.push_back(std::move(pipelines));
   section.tables.push_back(std::move(table));
@@ -762,7 +765,7 @@ void presentPipelineBubbles(const PipelineBubblesResult& result, report::Report&
     if (!verdict.waiting.empty()) {
       std::vector<int32_t> waiting(verdict.waiting.begin(), verdict.waiting.end());
       finding.summary += fmt::format("; stage{} {} wait{} on it", waiting.size() == 1 ? "" : "s",
-                                     joinRanks(waiting, " and "), waiting.size() == 1 ? "s" : "");
+                                     joinInOrder(waiting, " and "), waiting.size() == 1 ? "s" : "");
     }
   } else {
     finding.summary = fmt::format("pipeline {} is idle {:.1f} % of the step in bubbles, mostly {}",

@@ -11,6 +11,8 @@
 #include <set>
 #include <string_view>
 
+#include "analyzer/report/units.h"
+
 namespace gpuxray::compare {
 
 using report::ResultValue;
@@ -198,17 +200,6 @@ StepSide stepSideOf(const report::Report& report) {
   return side;
 }
 
-std::string rankList(const std::vector<int32_t>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    out += (out.empty() ? "" : ", ") + (j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : fmt::format("{}", ranks[i]));
-    i = j;
-  }
-  return out;
-}
-
 std::set<int32_t> rankSet(const report::Report& report) {
   return {report.run.ranks.begin(), report.run.ranks.end()};
 }
@@ -224,7 +215,7 @@ void matchRanks(const ComparisonSide& before, const ComparisonSide& after, RunCo
       }
       out.warnings.push_back(fmt::format("{}: {} of {} ranks ({} {} missing): its figures cover only the ranks it has",
                                          side->label, run.ranks.size(), run.world_size,
-                                         missing.size() == 1 ? "rank" : "ranks", rankList(missing)));
+                                         missing.size() == 1 ? "rank" : "ranks", report::formatRanks(missing)));
     }
   }
   std::set<int32_t> b = rankSet(before.report), a = rankSet(after.report);
@@ -234,8 +225,8 @@ void matchRanks(const ComparisonSide& before, const ComparisonSide& after, RunCo
   if (!only_before.empty() || !only_after.empty()) {
     std::string text = fmt::format("the runs have other ranks ({} in before, {} in after)",
                                    before.report.run.ranks.size(), after.report.run.ranks.size());
-    if (!only_before.empty()) text += fmt::format("; only before: {}", rankList(only_before));
-    if (!only_after.empty()) text += fmt::format("; only after: {}", rankList(only_after));
+    if (!only_before.empty()) text += fmt::format("; only before: {}", report::formatRanks(only_before));
+    if (!only_after.empty()) text += fmt::format("; only after: {}", report::formatRanks(only_after));
     out.notes.push_back(text +
                         ": ranks are not matched one to one; step times take the slowest rank, kernels and ops "
                         "are compared per step and rank");

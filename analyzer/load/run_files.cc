@@ -10,6 +10,7 @@
 
 #include "analyzer/errors.h"
 #include "analyzer/load/kineto_importer.h"
+#include "analyzer/report/units.h"
 #include "proto/file_layout.h"
 
 namespace gpuxray::load {
@@ -82,14 +83,6 @@ namespace {
 
 constexpr size_t kRanksShown = 16;
 
-// The first of `count` ranks, and how many more.
-std::string joinRanks(const std::vector<int>& ranks, size_t count) {
-  std::string text;
-  for (size_t i = 0; i < ranks.size() && i < kRanksShown; ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
-  if (count > kRanksShown) text += fmt::format(" and {} more", count - kRanksShown);
-  return text;
-}
-
 }  // namespace
 
 RunProblems checkRunMembership(const std::vector<RankedFile>& files, bool allow_mixed_runs, bool report_missing_ranks) {
@@ -102,9 +95,8 @@ RunProblems checkRunMembership(const std::vector<RankedFile>& files, bool allow_
       runs += fmt::format("{}run '{}' ({} file{}, e.g. {})", runs.empty() ? "" : ", ", run_id, members.size(),
                           members.size() == 1 ? "" : "s", members.front()->path);
     }
-    problems.errors.push_back(
-        fmt::format("the files come from {} different runs: {}; pass --allow-mixed to read them together",
-                    by_run.size(), runs));
+    problems.errors.push_back(fmt::format(
+        "the files come from {} different runs: {}; pass --allow-mixed to read them together", by_run.size(), runs));
   }
 
   for (const auto& [run_id, members] : by_run) {
@@ -125,18 +117,33 @@ RunProblems checkRunMembership(const std::vector<RankedFile>& files, bool allow_
       }
     }
     // Counted, and only the first few listed: the world size is the file's word, not the files present.
-    size_t present = static_cast<size_t>(std::count_if(by_rank.begin(), by_rank.end(), [&](const auto& entry) {
-      return entry.first < world_size;
-    }));
+    size_t present = static_cast<size_t>(
+        std::count_if(by_rank.begin(), by_rank.end(), [&](const auto& entry) { return entry.first < world_size; }));
     size_t missing = report_missing_ranks ? static_cast<size_t>(std::max(world_size, 0)) - present : 0;
     if (missing > 0) {
-      std::vector<int> first_missing;
-      for (int rank = 0; rank < world_size && first_missing.size() <= kRanksShown; ++rank) {
-        if (!by_rank.contains(rank)) first_missing.push_back(rank);
+      // The gaps between the ranks present, as runs: never one entry per missing rank (a header may
+      // claim 2^31 - 1 ranks).
+      std::vector<std::pair<int32_t, int32_t>> runs;
+      size_t listed = 0;
+      int32_t next = 0;
+      auto gap = [&](int32_t before) {
+        if (before > next && runs.size() < kRanksShown) {
+          runs.emplace_back(next, before - 1);
+          listed += static_cast<size_t>(before - next);
+        }
+      };
+      for (const auto& entry : by_rank) {
+        if (entry.first < 0) continue;
+        if (entry.first >= world_size) break;
+        gap(entry.first);
+        next = entry.first + 1;
       }
+      gap(world_size);
+      std::string shown = report::formatRankRuns(runs);
+      if (missing > listed) shown += fmt::format(" and {} more", missing - listed);
       report::warn(problems.stats, problems.warnings, report::Stat::ranks_missing, missing,
                    fmt::format("run '{}': {} of {} ranks have no file (rank{} {})", run_id, missing, world_size,
-                               missing == 1 ? "" : "s", joinRanks(first_missing, missing)));
+                               missing == 1 ? "" : "s", shown));
     }
   }
   return problems;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <ctime>
@@ -69,6 +70,33 @@ std::string formatBandwidth(double bytes_per_s) {
 std::string formatRankCount(size_t ranks, int32_t world_size) {
   if (world_size > 0) return fmt::format("{} of {} ranks", ranks, world_size);
   return fmt::format("{} rank{} (world size not recorded)", ranks, ranks == 1 ? "" : "s");
+}
+
+std::string formatRankRuns(const std::vector<std::pair<int32_t, int32_t>>& runs) {
+  std::string text;
+  for (const auto& [first, last] : runs) {
+    if (!text.empty()) text += ", ";
+    if (static_cast<int64_t>(last) - first >= 2) {
+      text += fmt::format("{}-{}", first, last);
+    } else {
+      text += first == last ? fmt::format("{}", first) : fmt::format("{}, {}", first, last);
+    }
+  }
+  return text;
+}
+
+std::string formatRanks(std::vector<int32_t> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::vector<std::pair<int32_t, int32_t>> runs;
+  for (int32_t rank : ranks) {
+    if (!runs.empty() && runs.back().second + 1 == rank) {
+      runs.back().second = rank;
+    } else {
+      runs.emplace_back(rank, rank);
+    }
+  }
+  return formatRankRuns(runs);
 }
 
 }  // namespace gpuxray::report

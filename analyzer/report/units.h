@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace gpuxray::report {
 
@@ -20,5 +22,11 @@ std::string formatBandwidth(double bytes_per_s);
 
 // "3 of 8 ranks"; "1 rank (world size not recorded)" when the world size is unknown.
 std::string formatRankCount(size_t ranks, int32_t world_size);
+
+// A set of ranks, in order, runs of three or more as ranges: {0,1,2,3,8,9,10,11} -> "0-3, 8-11",
+// {4,5,7} -> "4, 5, 7" (the page's formatRanks writes the same).
+std::string formatRanks(std::vector<int32_t> ranks);
+// The same from runs of consecutive ranks, each [first, last], in order: {{0, 3}, {5, 6}} -> "0-3, 5, 6".
+std::string formatRankRuns(const std::vector<std::pair<int32_t, int32_t>>& runs);
 
 }  // namespace gpuxray::report
