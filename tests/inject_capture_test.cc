@@ -64,20 +64,7 @@ struct CaptureFixture {
 };
 
 CUpti_ActivityKernel10 kernelRecord(uint32_t correlation, uint64_t start) {
-  CUpti_ActivityKernel10 kernel{};
-  kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  kernel.start = start;
-  kernel.end = start + 1500;
-  kernel.deviceId = 0;
-  kernel.streamId = 7;
-  kernel.correlationId = correlation;
-  kernel.gridX = 132;
-  kernel.gridY = kernel.gridZ = 1;
-  kernel.blockX = 256;
-  kernel.blockY = kernel.blockZ = 1;
-  kernel.registersPerThread = 64;
-  kernel.name = "gemm_kernel";
-  return kernel;
+  return gpuxray::testing::kernelActivity({.correlation = correlation, .start = start});
 }
 
 struct ReadBack {

@@ -160,19 +160,8 @@ bool launch(const char* symbol, uint32_t correlation) {
 }
 
 CUpti_ActivityKernel10 kernelRecord(const char* name, uint32_t correlation, uint64_t start, uint64_t duration) {
-  CUpti_ActivityKernel10 kernel{};
-  kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  kernel.start = start;
-  kernel.end = start + duration;
-  kernel.streamId = 7;
-  kernel.correlationId = correlation;
-  kernel.gridX = 132;
-  kernel.gridY = kernel.gridZ = 1;
-  kernel.blockX = 256;
-  kernel.blockY = kernel.blockZ = 1;
-  kernel.registersPerThread = 32;
-  kernel.name = name;
-  return kernel;
+  return gpuxray::testing::kernelActivity(
+      {.name = name, .correlation = correlation, .start = start, .duration = duration, .registers = 32});
 }
 
 struct Capture {

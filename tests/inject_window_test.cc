@@ -44,26 +44,17 @@ uint64_t nowAfterAWhile() {
 }
 
 CUpti_ActivityKernel10 kernelAt(uint32_t correlation, uint64_t start) {
-  CUpti_ActivityKernel10 kernel{};
-  kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  kernel.start = start;
-  kernel.end = start + 100;
-  kernel.streamId = 7;
-  kernel.correlationId = correlation;
-  kernel.gridX = kernel.gridY = kernel.gridZ = 1;
-  kernel.blockX = kernel.blockY = kernel.blockZ = 1;
-  kernel.name = "k";
-  return kernel;
+  return gpuxray::testing::kernelActivity({.name = "k",
+                                           .correlation = correlation,
+                                           .start = start,
+                                           .duration = 100,
+                                           .grid_x = 1,
+                                           .block_x = 1,
+                                           .registers = 0});
 }
 
 CUpti_ActivityAPI launchAt(uint32_t correlation, uint64_t start) {
-  CUpti_ActivityAPI call{};
-  call.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-  call.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
-  call.start = start;
-  call.end = start + 50;
-  call.correlationId = correlation;
-  return call;
+  return gpuxray::testing::launchActivity(correlation, start, 50);
 }
 
 struct WindowedFile {

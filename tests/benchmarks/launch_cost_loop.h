@@ -58,26 +58,9 @@ inline void queueLaunchRecords(testing::FakeCupti& fake, uint32_t correlation, c
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
   uint64_t t = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
-  CUpti_ActivityAPI call{};
-  call.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-  call.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
-  call.start = t;
-  call.end = t + 2000;
-  call.correlationId = correlation;
-  fake.queue(call);
-  CUpti_ActivityKernel10 kernel{};
-  kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  kernel.start = t + 5000;
-  kernel.end = t + 9000;
-  kernel.streamId = 7;
-  kernel.correlationId = correlation;
-  kernel.gridX = 132;
-  kernel.gridY = kernel.gridZ = 1;
-  kernel.blockX = 256;
-  kernel.blockY = kernel.blockZ = 1;
-  kernel.registersPerThread = 64;
-  kernel.name = kernel_name;
-  fake.queue(kernel);
+  fake.queue(testing::launchActivity(correlation, t, 2000));
+  fake.queue(
+      testing::kernelActivity({.name = kernel_name, .correlation = correlation, .start = t + 5000, .duration = 4000}));
 }
 
 // measure(mode) gives one repetition's cost; the result is each mode's median over `reps`.

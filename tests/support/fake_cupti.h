@@ -372,4 +372,42 @@ class FakeCupti {
   CUpti_BuffersCallbackCompleteFunc complete_ = nullptr;
 };
 
+// The activity records CUPTI delivers for one kernel launch, as the tests and benchmarks queue them
+// on the fake: the kernel (stream 7, context-free) and the runtime API call that launched it.
+struct KernelActivity {
+  const char* name = "gemm_kernel";
+  uint32_t correlation = 0;
+  uint64_t start = 0;
+  uint64_t duration = 1500;
+  uint32_t grid_x = 132;
+  uint32_t block_x = 256;
+  uint16_t registers = 64;
+};
+
+inline CUpti_ActivityKernel10 kernelActivity(const KernelActivity& spec) {
+  CUpti_ActivityKernel10 kernel{};
+  kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  kernel.start = spec.start;
+  kernel.end = spec.start + spec.duration;
+  kernel.streamId = 7;
+  kernel.correlationId = spec.correlation;
+  kernel.gridX = static_cast<int32_t>(spec.grid_x);
+  kernel.gridY = kernel.gridZ = 1;
+  kernel.blockX = static_cast<int32_t>(spec.block_x);
+  kernel.blockY = kernel.blockZ = 1;
+  kernel.registersPerThread = spec.registers;
+  kernel.name = spec.name;
+  return kernel;
+}
+
+inline CUpti_ActivityAPI launchActivity(uint32_t correlation, uint64_t start, uint64_t duration) {
+  CUpti_ActivityAPI call{};
+  call.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  call.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  call.start = start;
+  call.end = start + duration;
+  call.correlationId = correlation;
+  return call;
+}
+
 }  // namespace gpuxray::testing
