@@ -31,7 +31,8 @@ CommandAction addTriggerCommand(CLI::App& app);
 CommandAction addDoctorCommand(CLI::App& app);
 CommandAction addReportCommand(CLI::App& app);
 
-// The report's HTML page (report_command.cc), as `report` and `analyze --html` write it.
-void writeHtmlReport(const std::string& path, const report::Report& report);
+// The report's HTML page (report_command.cc), as `report` and `analyze --html` write it; the page
+// cuts the report it is given (pass a copy to keep the whole).
+void writeHtmlReport(const std::string& path, report::Report report);
 
 }  // namespace gpuxray::cli

@@ -51,16 +51,16 @@ ExitCode runReport(const ReportOptions& options) {
   showLoadProgressOnTerminal(session_options);
   analysis::Session session(std::move(session_options));
   report::Report report = session.analyze();
-  writeHtmlReport(options.output, report);
+  writeHtmlReport(options.output, std::move(report));
   fmt::print(stderr, "gpuxray: wrote {} (open it in a browser; it needs no network)\n", options.output);
   return ExitCode::kOk;
 }
 
 }  // namespace
 
-void writeHtmlReport(const std::string& path, const report::Report& report) {
-  report::writeHtml(path, report::renderJson(report::fitForPage(report)),
-                    fmt::format("gpuxray X-ray: {}", report.run.run_id));
+void writeHtmlReport(const std::string& path, report::Report report) {
+  const std::string title = fmt::format("gpuxray X-ray: {}", report.run.run_id);
+  report::writeHtml(path, std::move(report), title);
 }
 
 CommandAction addReportCommand(CLI::App& app) {

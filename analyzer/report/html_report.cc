@@ -8,44 +8,15 @@
 #include <fstream>
 #include <functional>
 #include <numeric>
-#include <optional>
 #include <vector>
 
 #include "analyzer/errors.h"
+#include "analyzer/report/json_report.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/report_bundle.h"
 
 namespace gpuxray::report {
 namespace {
-
-// The document without the indentation renderJson gives it for people (a third of a large report),
-// and safe inside <script>: its text ends at the first "</script" whatever the quoting, and "<!--"
-// changes how the parser reads on. JSON holds '<' only inside strings, where \u003c means the same.
-std::string compactJsonForScript(std::string_view json) {
-  std::string compact;
-  compact.reserve(json.size() / 2);
-  bool in_string = false;
-  bool escaped = false;
-  for (char c : json) {
-    if (in_string) {
-      if (c == '<')
-        compact += "\\u003c";
-      else
-        compact += c;
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-      continue;
-    }
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-    if (c == '"') in_string = true;
-    compact += c;
-  }
-  return compact;
-}
 
 std::string escapeHtmlText(std::string_view text) {
   std::string escaped;
@@ -76,72 +47,52 @@ constexpr size_t kPagePipelines = 2;
 // 256 lanes of 6 px, 64 a lane were 1.6 MB of a 1024-rank page and most of the view's drawing.
 constexpr size_t kPageExposedPerRank = 16;
 
-using FieldEdit = std::function<std::optional<ResultValue>(const std::string& key, const ResultValue& value)>;
-
-// A copy of an object with some of its fields replaced (edit returns the replacement, or nothing).
-ResultValue editFields(const ResultValue& object, const FieldEdit& edit) {
-  ResultValue copy = ResultValue::object();
-  for (const auto& [key, value] : object.fields()) {
-    std::optional<ResultValue> replaced = edit(key, value);
-    copy.set(key, replaced ? std::move(*replaced) : value);
-  }
-  return copy;
-}
-
 int64_t integerField(const ResultValue& object, const std::string& key) {
   const ResultValue* value = object.find(key);
   return value != nullptr && value->kind() == ResultValue::Kind::kInteger ? value->asInteger() : 0;
 }
 
 // Keeps the `curve` of the kPageMemoryCurves devices with the highest peaks; the others' is null.
-std::optional<ResultValue> fitDevices(const ResultValue& devices, std::vector<std::string>& left_out,
-                                      const char* what) {
-  const auto& items = devices.items();
-  if (items.size() <= kPageMemoryCurves) return std::nullopt;
+void fitDevices(ResultValue& devices, std::vector<std::string>& left_out, const char* what) {
+  auto& items = devices.mutableItems();
+  if (items.size() <= kPageMemoryCurves) return;
   std::vector<size_t> order(items.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return integerField(items[a], "peak_bytes") > integerField(items[b], "peak_bytes");
   });
-  std::vector<bool> kept(items.size(), false);
-  for (size_t i = 0; i < kPageMemoryCurves; ++i) kept[order[i]] = true;
-  ResultValue fitted = ResultValue::array();
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (kept[i])
-      fitted.push(items[i]);
-    else
-      fitted.push(editFields(items[i], [](const std::string& key, const ResultValue&) -> std::optional<ResultValue> {
-        if (key == "curve") return ResultValue();
-        return std::nullopt;
-      }));
+  size_t cut = 0;
+  for (size_t i = kPageMemoryCurves; i < order.size(); ++i) {
+    ResultValue* curve = items[order[i]].find("curve");
+    if (curve == nullptr || curve->kind() == ResultValue::Kind::kNull) continue;  // the JSON left it out already
+    *curve = ResultValue();
+    ++cut;
   }
-  left_out.push_back(fmt::format("{} of {} devices' {} curves (the page keeps those of the {} highest peaks)",
-                                 items.size() - kPageMemoryCurves, items.size(), what, kPageMemoryCurves));
-  return fitted;
+  if (cut > 0)
+    left_out.push_back(fmt::format("{} of {} devices' {} curves (the page keeps those of the {} highest peaks)", cut,
+                                   items.size(), what, kPageMemoryCurves));
 }
 
-std::optional<ResultValue> firstItems(const ResultValue& array, size_t keep, std::vector<std::string>& left_out,
-                                      const std::string& what) {
-  const auto& items = array.items();
-  if (items.size() <= keep) return std::nullopt;
-  ResultValue fitted = ResultValue::array();
-  for (size_t i = 0; i < keep; ++i) fitted.push(items[i]);
+void firstItems(ResultValue& array, size_t keep, std::vector<std::string>& left_out, const std::string& what) {
+  auto& items = array.mutableItems();
+  if (items.size() <= keep) return;
   left_out.push_back(
       fmt::format("{} of {} {} (the page draws the first {})", items.size() - keep, items.size(), what, keep));
-  return fitted;
+  items.resize(keep);
 }
 
 // `keep` of the array's items spread evenly over it (item floor(i * n / keep) for i < keep), so that a
 // 1024-rank step overview shows every host and every pipeline stage, not only the first 32 hosts.
-std::optional<ResultValue> spreadItems(const ResultValue& array, size_t keep, std::vector<std::string>& left_out,
-                                       const std::string& what) {
-  const auto& items = array.items();
-  if (items.size() <= keep) return std::nullopt;
-  ResultValue fitted = ResultValue::array();
-  for (size_t i = 0; i < keep; ++i) fitted.push(items[i * items.size() / keep]);
+bool spreadItems(ResultValue& array, size_t keep, std::vector<std::string>& left_out, const std::string& what) {
+  auto& items = array.mutableItems();
+  if (items.size() <= keep) return false;
+  std::vector<ResultValue> spread;
+  spread.reserve(keep);
+  for (size_t i = 0; i < keep; ++i) spread.push_back(std::move(items[i * items.size() / keep]));
   left_out.push_back(fmt::format("{} of {} {} (the page draws {} spread evenly over them)", items.size() - keep,
                                  items.size(), what, keep));
-  return fitted;
+  items = std::move(spread);
+  return true;
 }
 
 int64_t spanLength(const ResultValue& mark) {
@@ -150,71 +101,108 @@ int64_t spanLength(const ResultValue& mark) {
   return span->items()[1].asInteger() - span->items()[0].asInteger();
 }
 
-// A rank's lanes with only its kPageExposedPerRank longest exposed stretches (still in time order),
-// the others counted in exposed_left_out.
-ResultValue fewerExposedMarks(const ResultValue& rank, size_t& dropped) {
-  const ResultValue* exposed = rank.find("exposed");
-  if (exposed == nullptr || exposed->items().size() <= kPageExposedPerRank) return rank;
-  const auto& marks = exposed->items();
+// Leaves a rank's lanes only its kPageExposedPerRank longest exposed stretches (still in time order),
+// the others counted in exposed_left_out. Returns how many it left out.
+size_t fewerExposedMarks(ResultValue& rank) {
+  ResultValue* exposed = rank.find("exposed");
+  if (exposed == nullptr || exposed->items().size() <= kPageExposedPerRank) return 0;
+  auto& marks = exposed->mutableItems();
   std::vector<size_t> order(marks.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return spanLength(marks[a]) > spanLength(marks[b]); });
   std::vector<bool> kept(marks.size(), false);
   for (size_t i = 0; i < kPageExposedPerRank; ++i) kept[order[i]] = true;
-  ResultValue fewer = ResultValue::array();
+  std::vector<ResultValue> fewer;
   for (size_t i = 0; i < marks.size(); ++i)
-    if (kept[i]) fewer.push(marks[i]);
-  int64_t left_out = static_cast<int64_t>(marks.size() - kPageExposedPerRank);
-  dropped += static_cast<size_t>(left_out);
-  return editFields(rank, [&](const std::string& key, const ResultValue& value) -> std::optional<ResultValue> {
-    if (key == "exposed") return fewer;
-    if (key == "exposed_left_out") return ResultValue::integer(value.asInteger() + left_out);
-    return std::nullopt;
-  });
+    if (kept[i]) fewer.push_back(std::move(marks[i]));
+  const size_t left_out = marks.size() - kPageExposedPerRank;
+  marks = std::move(fewer);
+  if (ResultValue* count = rank.find("exposed_left_out"))
+    *count = ResultValue::integer(count->asInteger() + static_cast<int64_t>(left_out));
+  return left_out;
 }
 
 // The step overview's ranks spread over the run, each with its longest exposed stretches.
-std::optional<ResultValue> fitStepRanks(const ResultValue& ranks, std::vector<std::string>& left_out) {
-  std::optional<ResultValue> spread = spreadItems(ranks, kPageStepRanks, left_out, "ranks of the step overview");
-  if (!spread) return std::nullopt;
-  ResultValue fitted = ResultValue::array();
+void fitStepRanks(ResultValue& ranks, std::vector<std::string>& left_out) {
+  if (!spreadItems(ranks, kPageStepRanks, left_out, "ranks of the step overview")) return;
   size_t dropped = 0;
-  for (const ResultValue& rank : spread->items()) fitted.push(fewerExposedMarks(rank, dropped));
+  for (ResultValue& rank : ranks.mutableItems()) dropped += fewerExposedMarks(rank);
   if (dropped > 0)
     left_out.push_back(
         fmt::format("{} of the drawn ranks' exposed-communication stretches (the page keeps each rank's {} longest)",
                     dropped, kPageExposedPerRank));
-  return fitted;
+}
+
+// The document without the indentation renderJson gives it for people (a third of a large report),
+// and safe inside <script>: its text ends at the first "</script" whatever the quoting, and "<!--"
+// changes how the parser reads on. JSON holds '<' only inside strings, where \u003c means the same.
+// Fed piece by piece as the JSON writer hands them on (its state carries over).
+class ScriptJsonFilter {
+ public:
+  void feed(std::string_view json, std::string& out) {
+    for (char c : json) {
+      if (in_string_) {
+        if (c == '<')
+          out += "\\u003c";
+        else
+          out += c;
+        if (escaped_)
+          escaped_ = false;
+        else if (c == '\\')
+          escaped_ = true;
+        else if (c == '"')
+          in_string_ = false;
+        continue;
+      }
+      if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+      if (c == '"') in_string_ = true;
+      out += c;
+    }
+  }
+
+ private:
+  bool in_string_ = false;
+  bool escaped_ = false;
+};
+
+std::string pageHead(std::string_view title) {
+  std::string head = "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  head += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  head += fmt::format("<title>{}</title>\n", escapeHtmlText(title));
+  head += "</head>\n<body>\n<div id=\"app\"><noscript>This report needs JavaScript.</noscript></div>\n";
+  head += fmt::format("<script type=\"application/json\" id=\"gpuxray-data\" data-version=\"{}\">", kHtmlDataVersion);
+  return head;
+}
+
+std::string pageTail() {
+  std::string tail = "</script>\n<script>\n";
+  tail += reportBundleScript();
+  tail += "\n</script>\n</body>\n</html>\n";
+  return tail;
 }
 
 }  // namespace
 
-Report fitForPage(const Report& report) {
-  Report fitted = report;
+Report fitForPage(Report report) {
   std::vector<std::string> left_out;
-  for (auto& [analysis, result] : fitted.results) {
+  for (auto& [analysis, result] : report.results) {
     if (result.kind() != ResultValue::Kind::kObject) continue;
     if (analysis == "memory" || analysis == "memory_categories") {
-      const char* what = analysis == "memory" ? "memory" : "memory-by-category";
-      result = editFields(result, [&](const std::string& key, const ResultValue& value) {
-        return key == "devices" ? fitDevices(value, left_out, what) : std::nullopt;
-      });
+      if (ResultValue* devices = result.find("devices"))
+        fitDevices(*devices, left_out, analysis == "memory" ? "memory" : "memory-by-category");
     } else if (analysis == "step_overview") {
-      result = editFields(result, [&](const std::string& key, const ResultValue& value) {
-        return key == "ranks" ? fitStepRanks(value, left_out) : std::nullopt;
-      });
+      if (ResultValue* ranks = result.find("ranks")) fitStepRanks(*ranks, left_out);
     } else if (analysis == "pipeline_bubbles") {
-      result = editFields(result, [&](const std::string& key, const ResultValue& value) {
-        return key == "pipelines" ? firstItems(value, kPagePipelines, left_out, "pipelines' timelines") : std::nullopt;
-      });
+      if (ResultValue* pipelines = result.find("pipelines"))
+        firstItems(*pipelines, kPagePipelines, left_out, "pipelines' timelines");
     }
   }
   if (!left_out.empty()) {
     // The text report's tables, which the page does not draw (it reads the typed results): on a
     // 1024-rank run they are 1.7 MB of the page's 18.
     size_t rows = 0;
-    for (auto& section : fitted.sections) {
+    for (auto& section : report.sections) {
       for (const auto& table : section.tables) rows += table.rows.size();
       section.tables.clear();
     }
@@ -222,9 +210,9 @@ Report fitForPage(const Report& report) {
       left_out.push_back(fmt::format("the text report's tables ({} rows; `gpuxray analyze` prints them)", rows));
     ResultValue lines = ResultValue::array();
     for (auto& line : left_out) lines.push(ResultValue::text(std::move(line)));
-    fitted.results.emplace_back("html_page", ResultValue::object().set("left_out", std::move(lines)));
+    report.results.emplace_back("html_page", ResultValue::object().set("left_out", std::move(lines)));
   }
-  return fitted;
+  return report;
 }
 
 bool htmlReportAvailable() {
@@ -238,26 +226,45 @@ std::string htmlReportUnavailableReason() {
 
 std::string renderHtml(std::string_view json_document, std::string_view title) {
   if (!htmlReportAvailable()) throw InputError(htmlReportUnavailableReason());
-  std::string page;
+  std::string page = pageHead(title);
   page.reserve(json_document.size() + reportBundleScript().size() + 4096);
-  page += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  page += fmt::format("<title>{}</title>\n", escapeHtmlText(title));
-  page += "</head>\n<body>\n<div id=\"app\"><noscript>This report needs JavaScript.</noscript></div>\n";
-  page += fmt::format("<script type=\"application/json\" id=\"gpuxray-data\" data-version=\"{}\">", kHtmlDataVersion);
-  page += compactJsonForScript(json_document);
-  page += "</script>\n<script>\n";
-  page += reportBundleScript();
-  page += "\n</script>\n</body>\n</html>\n";
+  ScriptJsonFilter filter;
+  filter.feed(json_document, page);
+  page += pageTail();
   return page;
 }
 
-void writeHtml(const std::string& path, std::string_view json_document, std::string_view title) {
-  std::string page = renderHtml(json_document, title);
+namespace {
+
+void writeHtmlFile(const std::string& path, std::string_view title,
+                   const std::function<void(const std::function<void(std::string_view)>&)>& write_document) {
+  if (!htmlReportAvailable()) throw InputError(htmlReportUnavailableReason());
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (file) file.write(page.data(), static_cast<std::streamsize>(page.size()));
+  auto put = [&](std::string_view text) {
+    if (file) file.write(text.data(), static_cast<std::streamsize>(text.size()));
+  };
+  put(pageHead(title));
+  ScriptJsonFilter filter;
+  std::string compact;
+  write_document([&](std::string_view json) {
+    compact.clear();
+    filter.feed(json, compact);
+    put(compact);
+  });
+  put(pageTail());
   if (file) file.close();
   if (!file) throw InputError(fmt::format("{}: cannot write the HTML report: {}", path, std::strerror(errno)));
+}
+
+}  // namespace
+
+void writeHtml(const std::string& path, std::string_view json_document, std::string_view title) {
+  writeHtmlFile(path, title, [&](const std::function<void(std::string_view)>& sink) { sink(json_document); });
+}
+
+void writeHtml(const std::string& path, Report report, std::string_view title) {
+  const Report fitted = fitForPage(std::move(report));
+  writeHtmlFile(path, title, [&](const std::function<void(std::string_view)>& sink) { writeJson(fitted, sink); });
 }
 
 }  // namespace gpuxray::report

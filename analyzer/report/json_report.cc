@@ -192,11 +192,15 @@ std::string renderJson(const Report& report) {
 }
 
 void writeJson(const Report& report, std::FILE* file) {
+  writeJson(report, [file](std::string_view text) { std::fwrite(text.data(), 1, text.size(), file); });
+}
+
+void writeJson(const Report& report, const std::function<void(std::string_view)>& write) {
   std::string out;
   JsonWriter json(out);
-  json.spillTo([file](std::string_view text) { std::fwrite(text.data(), 1, text.size(), file); }, 1 << 20);
+  json.spillTo(write, 1 << 20);
   writeReport(report, out, json);
-  std::fwrite(out.data(), 1, out.size(), file);
+  write(out);
 }
 
 std::string renderJson(const Document& document) {

@@ -4,11 +4,15 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
+#include <string_view>
 
 #include "analyzer/report/report.h"
 
 namespace gpuxray::report {
 
 void writeJson(const Report& report, std::FILE* file);
+// The same, handed to `write` in pieces of about a megabyte.
+void writeJson(const Report& report, const std::function<void(std::string_view)>& write);
 
 }  // namespace gpuxray::report

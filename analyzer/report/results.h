@@ -89,6 +89,11 @@ class ResultValue {
     }
     return nullptr;
   }
+  ResultValue* find(const std::string& key) {
+    return const_cast<ResultValue*>(static_cast<const ResultValue&>(*this).find(key));
+  }
+  // An array's elements, to cut or reorder in place.
+  std::vector<ResultValue>& mutableItems() { return parts().items; }
 
  private:
   struct Parts {
