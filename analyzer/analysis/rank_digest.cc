@@ -9,6 +9,12 @@
 namespace gpuxray::analysis {
 namespace {
 
+// Empties `items` and gives its memory back (`items = {}` or clear() keep the capacity).
+template <typename Items>
+void release(Items& items) {
+  Items().swap(items);
+}
+
 // When the first GPU work starting at or after `t` was launched (TimePoint::kNoLaunch when no
 // launch is recorded or nothing comes after), as idle_split.cc classifies gaps. Successive calls
 // with times that do not decrease walk on from `cursor`.
@@ -198,6 +204,12 @@ void RankDigest::shift(int64_t offset_ns) {
   for (auto& t : compute_launch) move(t);
 }
 
+void RankDigest::dropTypedResultsOnly() {
+  release(breakdown.steps);
+  for (auto& device : memory.devices) release(device.curve);
+  for (auto& device : memory_categories.devices) release(device.curve);
+}
+
 size_t RankDigest::bytes() const {
   auto text = [](const std::string& t) { return t.capacity() > 15 ? t.capacity() : 0; };
   size_t total = sizeof(*this) + windows.capacity() * sizeof(StepWindow) +
@@ -237,9 +249,8 @@ size_t RankDigest::bytes() const {
 void reduceToSkeleton(model::RankTrace& rank) {
   if (rank.activities.size() > 1) rank.activities.resize(1);
   rank.activities.shrink_to_fit();
-  // Not `v = {}`: that assigns an empty initializer list and keeps the capacity (12 MB a rank of
-  // host calls at 1 M events).
-  auto release = [](auto& records) { std::remove_reference_t<decltype(records)>().swap(records); };
+  // release, not `v = {}`: that assigns an empty initializer list and keeps the capacity (12 MB a
+  // rank of host calls at 1 M events).
   release(rank.host_calls);
   rank.clearLaunchIndex();
   release(rank.memory);

@@ -138,6 +138,9 @@ struct RankDigest {
   int64_t computeLaunchAt(int64_t t) const;
   // Moves every time by `offset_ns` (the rank's clock offset, found after the digest was made).
   void shift(int64_t offset_ns);
+  // Frees what only the typed results show (the memory curves, the time breakdown's per-step
+  // figures), for a report without them (text, Markdown): 0.12 MB a rank at 500 steps.
+  void dropTypedResultsOnly();
   // Bytes held, roughly (for the figures).
   size_t bytes() const;
 

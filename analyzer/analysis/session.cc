@@ -82,6 +82,7 @@ model::RankTrace readDigest(const std::string& path, std::vector<std::string>& w
   } else if (std::string here = digestOptionsOf(options); file.header.options != here) {
     why = fmt::format("it was made with other analysis options: {}; here: {}", file.header.options, here);
   }
+  if (why.empty() && !options.typed_results) file.digest.dropTypedResultsOnly();
   std::lock_guard lock(early.mutex);
   early.files[rank.path] = path;
   if (why.empty()) {
@@ -297,6 +298,7 @@ Session::Session(SessionOptions options)
             } else {
               loaded.run = loadDigested(options, early, [&](model::RankTrace& rank, std::optional<RankDigest> digest) {
                 if (!digest) return;
+                if (!options.typed_results) digest->dropTypedResultsOnly();
                 std::lock_guard lock(early.mutex);
                 early.digests.emplace(rank.path, std::move(*digest));
               });
@@ -357,7 +359,10 @@ void Session::prepare() {
     input_.time_sets.reserve(run_.ranks.size());
     for (const auto& rank : run_.ranks) input_.time_sets.push_back(gpuTimeSetsOf(rank));
     digests_.reserve(run_.ranks.size());
-    for (size_t r = 0; r < run_.ranks.size(); ++r) digests_.push_back(digestRank(input_, r, std::nullopt, shown));
+    for (size_t r = 0; r < run_.ranks.size(); ++r) {
+      digests_.push_back(digestRank(input_, r, std::nullopt, shown));
+      if (!options_.typed_results) digests_.back().dropTypedResultsOnly();
+    }
   } else {
     // Each digest made while loading holds if what it assumed is what the whole run says.
     std::optional<bool> hta_filter;
@@ -393,6 +398,7 @@ void Session::prepare() {
       }
       if (not_valid.empty()) {
         digests_[r] = std::move(it->second);
+        std::vector<StepWindow>().swap(digests_[r].windows);  // the run's steps hold them now
         if (digest_files_.contains(path)) run_.stats.add(report::Stat::digests_used);
       } else {
         again.push_back(r);
@@ -443,6 +449,7 @@ void Session::digestAgain(const std::vector<size_t>& ranks, const std::vector<st
     AnalysisInput input{alone, input_.options, {input_.steps[r]}, input_.step_source, {}};
     input.time_sets.push_back(gpuTimeSetsOf(rank));
     digests_[r] = digestRank(input, 0, hta_filter, keep_lanes);
+    if (!options_.typed_results) digests_[r].dropTypedResultsOnly();
     reduceToSkeleton(rank);
     skeleton.activities = std::move(rank.activities);
   });

@@ -136,7 +136,7 @@ size_t StragglerRank::cause() const {
   return static_cast<size_t>(std::max_element(wait_by_cause.begin(), wait_by_cause.end()) - wait_by_cause.begin());
 }
 
-StragglersResult computeStragglers(const AnalysisInput& input) {
+StragglersResult computeStragglers(const AnalysisInput& input, bool step_figures) {
   const auto& run = input.run;
   const CollectiveIndex& index = input.collectives();
   RankWindows windows(input);
@@ -155,7 +155,7 @@ StragglersResult computeStragglers(const AnalysisInput& input) {
     rank_windows[r] = input.windowsOf(r);
     // The time breakdown's steps are these windows, in this order (none without GPU activity).
     const std::vector<StepBreakdown>& breakdown = input.digest(r).breakdown.steps;
-    for (size_t i = 0; i < rank_windows[r].size(); ++i) {
+    for (size_t i = 0; step_figures && i < rank_windows[r].size(); ++i) {
       const StepWindow& w = rank_windows[r][i];
       StragglerStepRank& figures = per_step[w.number][r];
       figures.rank = run.ranks[r].rank;
@@ -224,7 +224,7 @@ StragglersResult computeStragglers(const AnalysisInput& input) {
       s.wait_by_cause[cause] += wait;
       s.lateness += last_entry - lowerMedian(entries);
       result.total_wait += wait;
-      if (auto step = stepAt(rank_windows[last_index], last_entry)) {
+      if (auto step = step_figures ? stepAt(rank_windows[last_index], last_entry) : std::nullopt) {
         StragglerStepRank& figures = per_step[*step][last_index];
         figures.wait_caused_ns += wait;
         ++figures.last;
@@ -346,7 +346,7 @@ void presentStragglers(const StragglersResult& result, size_t top, report::Repor
 }
 
 void analyzeStragglers(const AnalysisInput& input, report::Report& report) {
-  presentStragglers(computeStragglers(input), input.options.top, report);
+  presentStragglers(computeStragglers(input, report.keep_results), input.options.top, report);
 }
 
 }  // namespace gpuxray::analysis

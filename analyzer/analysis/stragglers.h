@@ -77,7 +77,9 @@ struct StragglersResult {
   static constexpr int64_t kShortestMarkedWaitNs = 10'000;
 };
 
-StragglersResult computeStragglers(const AnalysisInput& input);
+// Without step_figures, result.step_figures stays empty (only the typed result shows them; a
+// session without typed results has dropped the per-step compute they read).
+StragglersResult computeStragglers(const AnalysisInput& input, bool step_figures = true);
 void presentStragglers(const StragglersResult& result, size_t top, report::Report& report);
 
 }  // namespace gpuxray::analysis
