@@ -28,6 +28,14 @@ uint64_t shifted(uint64_t ns, int64_t offset) {
 }  // namespace
 
 bool isNcclKernelName(std::string_view name) {
+  // CUPTI names kernels by their symbols, and NCCL's are C++ functions: _Z39ncclDevKernel_AllReduce_...
+  if (name.starts_with("_Z")) {
+    name.remove_prefix(2);
+    size_t digits = 0;
+    while (digits < name.size() && name[digits] >= '0' && name[digits] <= '9') ++digits;
+    if (digits == 0) return false;
+    name.remove_prefix(digits);
+  }
   return name.starts_with("ncclDevKernel") || name.starts_with("ncclKernel");
 }
 

@@ -193,6 +193,11 @@ TEST_CASE("nccl clock: NCCL's kernels are told by their names") {
   using gpuxray::inject::isNcclKernelName;
   CHECK(isNcclKernelName("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));
   CHECK(isNcclKernelName("ncclKernel_AllReduce_RING_LL_Sum_float"));
+  // As CUPTI 13.0 names them on an H200 (NCCL 2.28.3): the symbol, not the demangled name.
+  CHECK(isNcclKernelName("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE"));
+  CHECK(isNcclKernelName("_Z22ncclDevKernel_SendRecv24ncclDevKernelArgsStorageILm4096EE"));
+  CHECK_FALSE(isNcclKernelName("_ZN2at6native29vectorized_elementwise_kernelILi8EEEviT0_T1_"));
+  CHECK_FALSE(isNcclKernelName("_Z"));
   CHECK_FALSE(isNcclKernelName("void at::native::vectorized_elementwise_kernel<4>"));
 }
 
