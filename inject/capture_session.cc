@@ -516,9 +516,22 @@ bool CaptureSession::insideWindows(const CUpti_Activity& record) {
   return !time || windows_->contains(*time);
 }
 
-void CaptureSession::writeClosedWindows() {
+void CaptureSession::writeClosedWindows(bool final) {
   if (!windowed_) return;
   for (const auto& window : windows_->takeClosed()) writer_->add(window);
+  for (const OpeningRange& range : windows_->takeOpeningRanges(final)) {
+    format::NvtxEventRecord event;
+    event.kind = format::NvtxEventKind::kRange;
+    event.start_ns = range.start_ns;
+    // Never ended: written as CUPTI's unmatched ranges are, ending where it starts.
+    event.end_ns = range.end_ns != 0 ? range.end_ns : range.start_ns;
+    if (range.end_ns == 0) ++opening_ranges_unended_;
+    event.domain_id = range.domain.empty() ? 0 : writer_->intern(range.domain);
+    event.name_id = writer_->intern(range.name);
+    event.thread_id = range.thread_id;
+    event.depth = range.depth;
+    writer_->add(event);
+  }
 }
 
 // The RUNTIME kind enables every runtime call; the hot queries are then switched off one by one.
@@ -819,7 +832,7 @@ void CaptureSession::periodicFlush() {
   collectMetricSamples();
   writeKernelMetrics();
   writeNcclRecords(/*final=*/false);
-  writeClosedWindows();
+  writeClosedWindows(/*final=*/false);
   writer_->add(takeClockAnchor([this] { return captureNow(); }));
   if (config_.ring) {
     // The devices are written again with every flush so that the ring never loses them.
@@ -897,7 +910,7 @@ void CaptureSession::finishFile() {
     deps_.log(std::to_string(kernel_metrics_->profiledLaunches()) + " kernel launches profiled (replayed)");
   nccl_->finalizeAll();
   writeNcclRecords(/*final=*/true);
-  writeClosedWindows();
+  writeClosedWindows(/*final=*/true);
   if (windowed_ && config_.log_level >= LogLevel::kInfo) {
     deps_.log(std::to_string(windows_->opened()) + " capture windows; " + std::to_string(records_outside_windows_) +
               " CUPTI records outside them left out");
@@ -946,8 +959,8 @@ format::Trailer CaptureSession::makeTrailer() const {
       trailer.warnings.push_back(std::to_string(stats.incomplete) + " activities had no end time (still running at the last flush)");
     if (stats.unknown_kind > 0)
       trailer.warnings.push_back(std::to_string(stats.unknown_kind) + " CUPTI records of kinds gpuxray does not read");
-    if (stats.unmatched_nvtx > 0)
-      trailer.warnings.push_back(std::to_string(stats.unmatched_nvtx) + " NVTX ranges without a start or an end");
+    if (uint64_t unmatched = stats.unmatched_nvtx + opening_ranges_unended_; unmatched > 0)
+      trailer.warnings.push_back(std::to_string(unmatched) + " NVTX ranges without a start or an end");
     if (stats.nvtx_payloads.undecoded_payloads > 0) {
       trailer.warnings.push_back(std::to_string(stats.nvtx_payloads.undecoded_payloads) +
                                  " NVTX extended payloads kept undecoded (schema id only): CUPTI did not describe "

@@ -114,7 +114,8 @@ class CaptureSession {
   void followWindows();
   // Whether a CUPTI record belongs in the file: inside a window, or timeless (names, devices).
   bool insideWindows(const CUpti_Activity& record);
-  void writeClosedWindows();
+  // Closed windows, and the ranges that opened windows once they end (with `final`, also one that never did).
+  void writeClosedWindows(bool final);
   // `gpuxray trigger` (proto/capture_windows.h): the live marker while capturing, and requests.
   void writeLiveMarker();
   void pollTrigger();
@@ -155,6 +156,8 @@ class CaptureSession {
   std::atomic<bool> window_kinds_on_{false};
   uint64_t windows_closed_since_ns_ = 0;
   uint64_t records_outside_windows_ = 0;
+  // Ranges that opened a window and had not ended when the capture did.
+  uint64_t opening_ranges_unended_ = 0;
   // NVTX ranges whose START was inside a window: their END is kept wherever it falls.
   std::unordered_set<uint32_t> ranges_inside_windows_;
   // The runtime calls switched off and the driver calls switched on (selectApiCalls).

@@ -1,5 +1,7 @@
 #include "inject/capture_window.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstring>
 #include <thread>
@@ -23,6 +25,8 @@ struct NvtxPush {
   const void* domain;
   bool opened_window;
   int64_t step;
+  // This push opened a window; its pop ends the opening range.
+  bool opening_range = false;
 };
 struct ThreadNvtxStack {
   uint64_t generation = 0;
@@ -190,9 +194,48 @@ void CaptureWindows::profilerStop(uint64_t now) {
 }
 
 void CaptureWindows::domainCreated(const char* name, const void* handle) {
-  if (plan_.range.kind != format::CaptureRange::Kind::kNvtx || plan_.range.nvtx_domain.empty()) return;
-  if (name != nullptr && handle != nullptr && plan_.range.nvtx_domain == name)
+  if (name == nullptr || handle == nullptr || !followsNvtx()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    domain_names_.emplace_back(handle, name);
+  }
+  if (plan_.range.kind == format::CaptureRange::Kind::kNvtx && !plan_.range.nvtx_domain.empty() &&
+      plan_.range.nvtx_domain == name)
     nvtx_domain_.store(handle, std::memory_order_release);
+}
+
+void CaptureWindows::beginOpeningRangeLocked(const void* domain, const char* name, uint32_t depth, uint64_t now) {
+  OpeningRange range;
+  if (domain != nullptr) {
+    auto named = std::find_if(domain_names_.begin(), domain_names_.end(), [&](auto& d) { return d.first == domain; });
+    if (named != domain_names_.end()) range.domain = named->second;
+  }
+  range.name = name != nullptr ? name : "";
+  range.thread_id = static_cast<uint32_t>(pthread_self());
+  range.depth = depth;
+  range.start_ns = now;
+  // The range that opened an earlier window and has not ended yet is returned as never ended (0).
+  if (open_opening_range_) ended_opening_ranges_.push_back(std::move(*open_opening_range_));
+  open_opening_range_ = std::move(range);
+  opening_range_key_.reset();
+}
+
+void CaptureWindows::endOpeningRangeLocked(uint64_t now) {
+  if (!open_opening_range_) return;
+  open_opening_range_->end_ns = std::max(now, open_opening_range_->start_ns);
+  ended_opening_ranges_.push_back(std::move(*open_opening_range_));
+  open_opening_range_.reset();
+}
+
+std::vector<OpeningRange> CaptureWindows::takeOpeningRanges(bool final) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<OpeningRange> taken = std::move(ended_opening_ranges_);
+  ended_opening_ranges_.clear();
+  if (final && open_opening_range_) {
+    taken.push_back(std::move(*open_opening_range_));
+    open_opening_range_.reset();
+  }
+  return taken;
 }
 
 int64_t CaptureWindows::stepNumber(const char* name) {
@@ -226,6 +269,7 @@ void CaptureWindows::rangePush(const void* domain, const char* name, uint64_t no
         steps_done_ = true;
       } else if (push.step >= first && !open_) {
         openLocked(now, format::WindowEdge::kStep, name);
+        push.opening_range = true;
       }
     }
   } else {
@@ -235,10 +279,17 @@ void CaptureWindows::rangePush(const void* domain, const char* name, uint64_t no
         ++ranges_opened_;
         openLocked(now, format::WindowEdge::kNvtxRange, name);
         push.opened_window = true;
+        push.opening_range = true;
       }
     }
   }
-  threadPushes(generation_).push_back(push);
+  auto& pushes = threadPushes(generation_);
+  if (push.opening_range) {
+    auto depth = std::count_if(pushes.begin(), pushes.end(), [&](const NvtxPush& p) { return p.domain == domain; });
+    std::lock_guard<std::mutex> lock(mutex_);
+    beginOpeningRangeLocked(domain, name, static_cast<uint32_t>(depth), now);
+  }
+  pushes.push_back(push);
 }
 
 bool CaptureWindows::isCaptureRange(const void* domain, const char* name) const {
@@ -255,11 +306,17 @@ void CaptureWindows::rangeStart(const void* domain, const char* name, uint64_t i
   ++ranges_opened_;
   openLocked(now, format::WindowEdge::kNvtxRange, name);
   opening_start_range_.emplace(domain, id);
+  beginOpeningRangeLocked(domain, name, 0, now);
+  opening_range_key_.emplace(domain, id);
 }
 
 void CaptureWindows::rangeEnd(const void* domain, uint64_t id, uint64_t now) {
   if (plan_.range.kind != format::CaptureRange::Kind::kNvtx) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (opening_range_key_ == std::pair<const void*, uint64_t>{domain, id}) {
+    opening_range_key_.reset();
+    endOpeningRangeLocked(now);
+  }
   if (!opening_start_range_ || *opening_start_range_ != std::pair<const void*, uint64_t>{domain, id}) return;
   opening_start_range_.reset();
   if (open_ && opened_by_ == format::WindowEdge::kNvtxRange) closeLocked(now, format::WindowEdge::kNvtxRange);
@@ -274,6 +331,7 @@ void CaptureWindows::rangePop(const void* domain, uint64_t now) {
   pushes.erase(std::next(it).base());
   if (!push.opened_window && push.step < 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (push.opening_range) endOpeningRangeLocked(now);
   if (!open_) return;
   if (push.opened_window && opened_by_ == format::WindowEdge::kNvtxRange) {
     closeLocked(now, format::WindowEdge::kNvtxRange);

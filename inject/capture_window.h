@@ -44,6 +44,18 @@ struct WindowPlan {
   std::string describe() const;
 };
 
+// The NVTX range whose push or start opened a window (a step range, or --capture-range nvtx). CUPTI
+// records that call before the window's activity kinds are on, so the capture writes the range
+// from here once it ends.
+struct OpeningRange {
+  std::string domain;  // "" for the default domain
+  std::string name;
+  uint64_t thread_id = 0;  // as CUPTI numbers threads (the low 32 bits of pthread_self)
+  uint32_t depth = 0;      // pushed ranges of its domain open on its thread beneath it
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+};
+
 class CaptureWindows {
  public:
   // The step marker must already be a valid expression (readCaptureConfig checks it).
@@ -104,6 +116,9 @@ class CaptureWindows {
 
   // Windows closed since the last call (to write as they close).
   std::vector<format::CaptureWindow> takeClosed();
+  // Opening ranges that ended since the last call; with `final`, also one still open, returned
+  // with end_ns 0 (it never ended).
+  std::vector<OpeningRange> takeOpeningRanges(bool final);
   // How many windows have opened so far.
   size_t opened() const;
 
@@ -140,6 +155,15 @@ class CaptureWindows {
   uint32_t ranges_opened_ = 0;
   // The start/end range (domain, id) that opened the window now open.
   std::optional<std::pair<const void*, uint64_t>> opening_start_range_;
+  // The opening range not yet ended, and those that ended since takeOpeningRanges().
+  std::optional<OpeningRange> open_opening_range_;
+  // The start/end range (domain, id) whose end ends open_opening_range_ (kept after the window closes).
+  std::optional<std::pair<const void*, uint64_t>> opening_range_key_;
+  std::vector<OpeningRange> ended_opening_ranges_;
+  // Every domain nvtxDomainCreateA named, for the opening ranges' domains.
+  std::vector<std::pair<const void*, std::string>> domain_names_;
+  void beginOpeningRangeLocked(const void* domain, const char* name, uint32_t depth, uint64_t now);
+  void endOpeningRangeLocked(uint64_t now);
   int64_t step_ordinal_ = 0;
   std::atomic<bool> steps_done_{false};
   // A ProfilerStep (or --step-marker) range was seen: NVTX numbers the steps.

@@ -2,6 +2,7 @@
 // CUPTI (records before, inside and after each window; the header and batches that describe them).
 
 #include <generated_nvtx_meta.h>
+#include <pthread.h>
 #include <time.h>
 
 #include <catch2/catch.hpp>
@@ -57,18 +58,30 @@ CUpti_ActivityAPI launchAt(uint32_t correlation, uint64_t start) {
   return gpuxray::testing::launchActivity(correlation, start, 50);
 }
 
+struct NamedRange {
+  std::string name;
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint64_t thread_id;
+};
+
 struct WindowedFile {
   format::FileHeader header;
   std::vector<uint32_t> kernels;  // correlation ids
   std::vector<uint32_t> api_calls;
   std::vector<format::CaptureWindow> windows;
+  std::vector<NamedRange> nvtx_ranges;
 };
 
 WindowedFile readWindowed(const std::string& path) {
   format::TraceReader reader(path);
-  WindowedFile file{reader.header(), {}, {}, reader.header().capture_windows};
+  WindowedFile file{reader.header(), {}, {}, reader.header().capture_windows, {}};
   format::EventBatch batch;
   while (reader.next(batch)) {
+    for (const auto& r : batch.nvtx_events) {
+      if (r.kind == format::NvtxEventKind::kRange)
+        file.nvtx_ranges.push_back({std::string(reader.strings().get(r.name_id)), r.start_ns, r.end_ns, r.thread_id});
+    }
     for (const auto& k : batch.kernels) file.kernels.push_back(k.correlation_id);
     for (const auto& c : batch.api_calls) file.api_calls.push_back(c.correlation_id);
     file.windows.insert(file.windows.end(), batch.capture_windows.begin(), batch.capture_windows.end());
@@ -319,6 +332,32 @@ TEST_CASE("steps A-B (--steps) open as step A begins and closes as step B ends",
     REQUIRE(closed.size() == 1);
     CHECK(closed[0] == format::CaptureWindow{200, 390, WindowEdge::kStep, WindowEdge::kStep, "ProfilerStep#2"});
   }
+  SECTION("the range that opened the window is kept for the file: CUPTI records it before the kinds are on") {
+    inject::CaptureWindows windows(plan, 0);
+    windows.rangePush(nullptr, "forward", 150);
+    windows.rangePush(nullptr, "ProfilerStep#2", 200);
+    CHECK(windows.takeOpeningRanges(false).empty());  // not ended yet
+    windows.rangePop(nullptr, 290);
+    windows.rangePush(nullptr, "ProfilerStep#3", 300);  // inside the window: CUPTI's own record
+    windows.rangePop(nullptr, 390);
+    windows.rangePop(nullptr, 400);
+    auto ranges = windows.takeOpeningRanges(true);
+    REQUIRE(ranges.size() == 1);
+    CHECK(ranges[0].name == "ProfilerStep#2");
+    CHECK(ranges[0].domain.empty());
+    CHECK(ranges[0].start_ns == 200);
+    CHECK(ranges[0].end_ns == 290);
+    CHECK(ranges[0].depth == 1);
+    CHECK(ranges[0].thread_id == static_cast<uint32_t>(pthread_self()));
+  }
+  SECTION("an opening range still open at the end is returned as never ended") {
+    inject::CaptureWindows windows(plan, 0);
+    windows.rangePush(nullptr, "ProfilerStep#2", 200);
+    CHECK(windows.takeOpeningRanges(false).empty());
+    auto ranges = windows.takeOpeningRanges(true);
+    REQUIRE(ranges.size() == 1);
+    CHECK(ranges[0].end_ns == 0);
+  }
   SECTION("a marker of one's own, counted when it has no number") {
     plan.step_marker = "^iteration$";
     inject::CaptureWindows windows(plan, 0);
@@ -541,6 +580,14 @@ TEST_CASE("an NVTX range through a capture, from CUPTI's NVTX callbacks", "[wind
   REQUIRE(file.windows.size() == 1);
   CHECK(file.windows[0].detail == "train");
   CHECK(file.windows[0].started_by == WindowEdge::kNvtxRange);
+  // The range that opened the window is in the file, from its push to its pop, on this thread.
+  REQUIRE(file.nvtx_ranges.size() == 1);
+  CHECK(file.nvtx_ranges[0].name == "train");
+  CHECK(file.nvtx_ranges[0].start_ns > before);
+  CHECK(file.nvtx_ranges[0].start_ns < inside);
+  CHECK(file.nvtx_ranges[0].end_ns > inside);
+  CHECK(file.nvtx_ranges[0].end_ns < after);
+  CHECK(file.nvtx_ranges[0].thread_id == static_cast<uint32_t>(pthread_self()));
 }
 
 TEST_CASE("an NVTX start/end range through a capture, from CUPTI's NVTX callbacks", "[window]") {
