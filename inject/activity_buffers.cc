@@ -1,11 +1,25 @@
 #include "inject/activity_buffers.h"
 
 #include <cstdlib>
+#include <cstring>
 
 namespace gpuxray::inject {
 
-ActivityBuffers::ActivityBuffers(size_t limit_bytes, size_t buffer_bytes)
-    : limit_bytes_(limit_bytes), buffer_bytes_(buffer_bytes) {}
+ActivityBuffers::ActivityBuffers(size_t limit_bytes, size_t buffer_bytes, size_t ready_buffers)
+    : limit_bytes_(limit_bytes), buffer_bytes_(buffer_bytes) {
+  for (size_t i = 0; i < ready_buffers && allocated_ + buffer_bytes_ <= limit_bytes_; ++i) {
+    uint8_t* buffer = allocateZeroed();
+    if (buffer == nullptr) break;
+    allocated_ += buffer_bytes_;
+    free_.push_back(buffer);
+  }
+}
+
+uint8_t* ActivityBuffers::allocateZeroed() const {
+  auto* buffer = static_cast<uint8_t*>(std::aligned_alloc(8, buffer_bytes_));
+  if (buffer != nullptr) std::memset(buffer, 0, buffer_bytes_);
+  return buffer;
+}
 
 ActivityBuffers::~ActivityBuffers() {
   for (uint8_t* buffer : free_) std::free(buffer);
@@ -26,7 +40,7 @@ uint8_t* ActivityBuffers::acquire() {
     }
     allocated_ += buffer_bytes_;
   }
-  auto* buffer = static_cast<uint8_t*>(std::aligned_alloc(8, buffer_bytes_));
+  uint8_t* buffer = allocateZeroed();
   if (buffer == nullptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     allocated_ -= buffer_bytes_;
@@ -50,6 +64,7 @@ std::vector<ActivityBuffers::Filled> ActivityBuffers::takeFilled() {
 
 void ActivityBuffers::release(uint8_t* buffer) {
   if (buffer == nullptr) return;
+  std::memset(buffer, 0, buffer_bytes_);
   std::lock_guard<std::mutex> lock(mutex_);
   free_.push_back(buffer);
 }

@@ -1,7 +1,10 @@
 // The memory CUPTI fills with activity records, bounded. CUPTI's callbacks only take a buffer from
 // here and give it back full; the background thread takes the full ones, translates them and
 // returns them for reuse. Past the bound a request gets no buffer, which makes CUPTI drop records
-// (and count them) instead of the application waiting.
+// (and count them) instead of the application waiting. Every buffer handed out is zeroed, cleared
+// on the background thread as it comes back (CUPTI is told so and need not clear it on the
+// application's thread), and a few are made ready up front so that the first requests neither
+// allocate nor fault pages in.
 #pragma once
 
 #include <atomic>
@@ -19,7 +22,7 @@ class ActivityBuffers {
     size_t valid_bytes;
   };
 
-  ActivityBuffers(size_t limit_bytes, size_t buffer_bytes);
+  ActivityBuffers(size_t limit_bytes, size_t buffer_bytes, size_t ready_buffers = 0);
   ~ActivityBuffers();
   ActivityBuffers(const ActivityBuffers&) = delete;
   ActivityBuffers& operator=(const ActivityBuffers&) = delete;
@@ -30,7 +33,7 @@ class ActivityBuffers {
   void complete(uint8_t* buffer, size_t valid_bytes);
   // Everything completed so far, oldest first.
   std::vector<Filled> takeFilled();
-  // Returns a translated buffer for reuse.
+  // Returns a translated buffer for reuse (zeroing it here, on the caller's thread).
   void release(uint8_t* buffer);
 
   size_t bufferBytes() const { return buffer_bytes_; }
@@ -39,6 +42,8 @@ class ActivityBuffers {
   size_t bytesAllocated() const;
 
  private:
+  uint8_t* allocateZeroed() const;
+
   const size_t limit_bytes_;
   const size_t buffer_bytes_;
   mutable std::mutex mutex_;

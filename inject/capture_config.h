@@ -68,5 +68,7 @@ CaptureConfig readCaptureConfig(const EnvironmentLookup& environment);
 
 // The size of one CUPTI activity buffer.
 inline constexpr size_t kActivityBufferBytes = 4u << 20;
+// Buffers zeroed and ready before the first request (ActivityBuffers).
+inline constexpr size_t kReadyActivityBuffers = 2;
 
 }  // namespace gpuxray::inject

@@ -202,7 +202,7 @@ bool CaptureSession::start() {
     capture_warnings_.push_back(failure);
   }
   chooseNcclCapture();
-  buffers_ = std::make_unique<ActivityBuffers>(config_.buffer_limit_bytes, kActivityBufferBytes);
+  buffers_ = std::make_unique<ActivityBuffers>(config_.buffer_limit_bytes, kActivityBufferBytes, kReadyActivityBuffers);
   if (!openTraceFile()) {
     if (cupti_active_) deps_.cupti.unsubscribe(subscriber_);
     return false;
@@ -211,6 +211,11 @@ bool CaptureSession::start() {
                                          [driver = deps_.driver] { return currentDevice(driver); });
   if (cupti_active_) {
     g_active.store(this, std::memory_order_release);
+    // Our buffers come zeroed (ActivityBuffers): CUPTI need not clear each one on the application's
+    // thread. A CUPTI without this attribute refuses it and clears them itself.
+    uint8_t zeroed = 1;
+    size_t zeroed_size = sizeof zeroed;
+    deps_.cupti.activitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zeroed_size, &zeroed);
     CUptiResult registered = deps_.cupti.activityRegisterCallbacks(bufferRequested, bufferCompleted);
     if (registered == CUPTI_SUCCESS) {
       enableActivities();

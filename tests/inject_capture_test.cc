@@ -4,7 +4,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <string>
@@ -172,6 +174,23 @@ TEST_CASE("past the buffer bound, requests get no buffer and every loss is repor
     CHECK(buffers.bytesAllocated() == (8u << 20));
     buffers.release(first);
     buffers.release(second);
+  }
+  SECTION("every buffer handed out is zeroed: made ready, fresh, or written and given back") {
+    constexpr size_t kBytes = 1u << 20;
+    inject::ActivityBuffers buffers(3 * kBytes, kBytes, /*ready_buffers=*/5);
+    CHECK(buffers.bytesAllocated() == 3 * kBytes);  // no more made ready than the bound allows
+    auto zeroed = [&](const uint8_t* b) { return std::all_of(b, b + kBytes, [](uint8_t v) { return v == 0; }); };
+    uint8_t* ready = buffers.acquire();
+    REQUIRE(ready != nullptr);
+    CHECK(zeroed(ready));
+    std::memset(ready, 0xAB, kBytes);
+    buffers.complete(ready, kBytes);
+    buffers.release(buffers.takeFilled().at(0).buffer);
+    std::vector<uint8_t*> all;
+    for (uint8_t* b = buffers.acquire(); b != nullptr; b = buffers.acquire()) all.push_back(b);
+    REQUIRE(all.size() == 3);
+    for (uint8_t* b : all) CHECK(zeroed(b));
+    for (uint8_t* b : all) buffers.release(b);
   }
   SECTION("through a capture") {
     CaptureFixture fixture;
@@ -447,7 +466,8 @@ TEST_CASE("NCCL operations' GPU times are put on the trace clock by the NCCL ker
   constexpr uint64_t kGpuBehind = 2'000'000'000;
   CUpti_ActivityKernel10 kernel = kernelRecord(77, launched + 100'000);
   kernel.end = launched + 400'000;
-  kernel.name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+  // CUPTI names a kernel by its symbol (seen on an H200 with CUDA 13.0), so NCCL's come mangled.
+  kernel.name = "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE";
   FakeCupti::instance().queue(kernel);
   std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the host sees the stop after the fact
   nccl_abi::KernelChDescr channel{0, launched + 101'000 - kGpuBehind};
