@@ -77,3 +77,29 @@ TEST_CASE("analyze: files of two runs are refused in one line naming both, unles
   CHECK(allowed.exit_code == 0);
   CHECK(allowed.out.find("gpuxray analyze: run run-alpha, 8 of 4 ranks") != std::string::npos);
 }
+
+TEST_CASE("analyze: kernels named by their symbols, as CUPTI names them, are read demangled") {
+  TempDir dir;
+  RunBuilder run("golden-mangled", 1);
+  auto& rank = run.rank(0, "node-a", 0);
+  for (int step = 0; step < 3; ++step) {
+    double t = step * 1000.0;
+    rank.range("ProfilerStep#" + std::to_string(step), t, t + 1000);
+    rank.kernel("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", t,
+                t + 500);
+    rank.kernel("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE", t + 500, t + 900,
+                gpuxray::testing::kCommStream);
+  }
+  run.write(dir.path() / "run");
+
+  auto text = gpuxray::testing::runCommand(analyze(dir / "run"));
+  INFO(text.out << text.err);
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>") !=
+        std::string::npos);
+  CHECK(text.out.find("_ZN2at6native") == std::string::npos);
+  // NCCL's kernel is communication by its name, mangled or not: the step's 400 µs of it are exposed.
+  CHECK(text.out.find("No communication kernels in the trace") == std::string::npos);
+  CHECK(text.out.find("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)") != std::string::npos);
+  CHECK(text.out.find("_Z39ncclDevKernel") == std::string::npos);
+}

@@ -1,6 +1,5 @@
 #include "analyzer/export/timeline_export.h"
 
-#include <cxxabi.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -60,32 +59,17 @@ struct Window {
   bool covers(int64_t s, int64_t e) const { return all || (s <= end && e >= start); }
 };
 
-std::string demangle(std::string_view name) {
-  if (!name.starts_with("_Z")) return {};
-  std::string copy(name);
-  int status = 0;
-  char* text = abi::__cxa_demangle(copy.c_str(), nullptr, nullptr, &status);
-  std::string result = status == 0 && text != nullptr ? text : "";
-  std::free(text);
-  return result;
-}
-
-// Names for one rank: model strings (C++ names demangled) keyed by string id, and fixed names keyed
-// above them.
+// Names for one rank: model strings (kernels already demangled by the loaders) keyed by string id,
+// and fixed names keyed above them.
 class RankNames {
  public:
   enum Fixed : uint32_t { kKernel, kMemcpy, kMemset, kApiCall, kNcclOperation, kRange, kFixedCount };
 
-  explicit RankNames(const model::RankTrace& rank)
-      : rank_(rank), demangled_(rank.strings.size()), checked_(rank.strings.size(), false) {}
+  explicit RankNames(const model::RankTrace& rank) : rank_(rank) {}
 
-  Name model(uint32_t id, Fixed fallback) {
+  Name model(uint32_t id, Fixed fallback) const {
     if (id == 0 || id >= rank_.strings.size()) return fixed(fallback);
-    if (!checked_[id]) {
-      demangled_[id] = demangle(rank_.strings[id]);
-      checked_[id] = true;
-    }
-    return {demangled_[id].empty() ? std::string_view(rank_.strings[id]) : std::string_view(demangled_[id]), id};
+    return {std::string_view(rank_.strings[id]), id};
   }
 
   Name fixed(Fixed which) const {
@@ -96,8 +80,6 @@ class RankNames {
 
  private:
   const model::RankTrace& rank_;
-  std::vector<std::string> demangled_;
-  std::vector<bool> checked_;
 };
 
 struct OpenSlice {

@@ -18,6 +18,7 @@
 #include "analyzer/load/kineto_importer.h"
 #include "analyzer/load/kineto_run.h"
 #include "analyzer/load/run_files.h"
+#include "analyzer/model/kernel_names.h"
 #include "proto/id_map.h"
 #include "proto/trace_reader.h"
 
@@ -77,7 +78,7 @@ class RankBuilder {
     reserveFor(rank_.host_calls, batch.api_calls.size(), share_read);
     for (const auto& k : batch.kernels) {
       model::GpuActivity a = activity(k.start_ns, k.end_ns, k.device, k.stream, k.correlation_id);
-      a.name_id = local(k.name_id);
+      a.name_id = kernelName(k.name_id);
       a.kind = kernelKind(a.name_id);
       a.detail = launchConfig(k);
       rank_.activities.push_back(a);
@@ -269,6 +270,17 @@ class RankBuilder {
     return *mapped;
   }
 
+  // A kernel's name, demangled (model/kernel_names.h); each file string once.
+  uint32_t kernelName(format::StringId id) {
+    if (id == 0) return 0;
+    auto [mapped, inserted] = kernel_names_.emplace(id);
+    if (inserted) {
+      std::string readable = model::demangledKernelName(file_strings_.get(id));
+      *mapped = readable.empty() ? local(id) : localText(readable);
+    }
+    return *mapped;
+  }
+
   // The model's times are signed: a later one is clamped to the largest, and counted.
   int64_t ns(uint64_t time) {
     if (time <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return static_cast<int64_t>(time);
@@ -353,6 +365,7 @@ class RankBuilder {
   const format::StringTable& file_strings_;
   std::vector<model::GpuActivity> copies_;
   format::IdMap<uint32_t> to_local_;
+  format::IdMap<uint32_t> kernel_names_;
   std::vector<int8_t> kinds_{-1};
   std::unordered_map<model::LaunchConfig, uint32_t, model::LaunchConfigHash> configs_;
   std::unordered_map<std::string, uint32_t> own_strings_;
