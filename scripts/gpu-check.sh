@@ -329,6 +329,19 @@ section_overhead() {
     done
     overhead_result launch "launch-bound loop overhead" 1.05 base cap base_wall cap_wall
     check_counts launch_cap_1 "launch-bound loop, CUDA_INJECTION64_PATH"
+    # Where the per-launch cost goes (figures, no verdict): kernels only, then kernels and API calls.
+    local categories
+    for categories in kernel kernel,api; do
+      local part=() key=launch_${categories//,/_}
+      for i in $(seq 1 "$REPEATS"); do
+        run_cmd "${key}_$i" 60 env CUDA_INJECTION64_PATH="$LIB" GPUXRAY_OUTPUT_DIR="$TR/${key}_$i" \
+          GPUXRAY_CAPTURE="$categories" "$B/launch_bound_loop" "$LAUNCH_N"
+        part+=("$(out_value "${key}_$i" wall_seconds)")
+      done
+      figure "$key.capture_seconds" "$(IFS=,; echo "${part[*]}")"
+      figure "$key.ratio" "$(ratio "$(median "${part[@]}")" "$(median "${base[@]}")")"
+      echo "  GPUXRAY_CAPTURE=$categories: ${part[*]} s, ratio $(ratio "$(median "${part[@]}")" "$(median "${base[@]}")") against no capture"
+    done
   fi
 
   section "overhead: GEMM loop (bf16 ${GEMM_N}^3 x $GEMM_ITERS), $REPEATS x without / with capture"
@@ -371,15 +384,17 @@ section_kmetrics() {
     [gemm]="--gemm-only --gemm-n 4096 --gemm-iters $((count + 5)) --gemm-warmup 0 --dtype bf16"
   )
   local -A kpattern=([scale]='^xray_scale$' [gemm]='gemm|nvjet|xmma|cutlass|sm90|sm80')
+  # timeout runs programs, not shell functions such as gx.
+  local gx_run=(env LD_LIBRARY_PATH="$B/lib${EX_LD:+:$EX_LD}" "$B/gpuxray" run)
   local kind
   for kind in scale gemm; do
     over_budget && { result WARN "kernel metrics: $kind" "skipped: past the ${BUDGET_S} s budget"; continue; }
     section "kernel metrics: $kind, without and with --kernel-metrics (first $count launches)"
     # shellcheck disable=SC2086
-    run_cmd "kmetrics_${kind}_off" 120 gx run -o "$TR/kmetrics_${kind}_off" -- "$B/stream_workload" ${kargs[$kind]}
+    run_cmd "kmetrics_${kind}_off" 120 "${gx_run[@]}" -o "$TR/kmetrics_${kind}_off" -- "$B/stream_workload" ${kargs[$kind]}
     local wall_off=$WALL
     # shellcheck disable=SC2086
-    run_cmd "kmetrics_${kind}_on" 180 gx run -o "$TR/kmetrics_${kind}_on" --log-level info \
+    run_cmd "kmetrics_${kind}_on" 180 "${gx_run[@]}" -o "$TR/kmetrics_${kind}_on" --log-level info \
       --kernel-metrics="${kpattern[$kind]}" --kernel-metrics-count "$count" -- "$B/stream_workload" ${kargs[$kind]}
     local wall_on=$WALL
     if [[ $RC != 0 ]]; then
@@ -428,7 +443,7 @@ section_kmetrics() {
 
   over_budget && { result WARN "kernel metrics: PyTorch" "skipped: past the ${BUDGET_S} s budget"; return; }
   section "kernel metrics: train_transformer.py with --kernel-metrics, its X-ray"
-  run_cmd kmetrics_torch 180 gx run -o "$TR/kmetrics_torch" --log-level info \
+  run_cmd kmetrics_torch 180 "${gx_run[@]}" -o "$TR/kmetrics_torch" --log-level info \
     --kernel-metrics='gemm|nvjet|xmma|cutlass|elementwise|softmax|layer_norm' --kernel-metrics-count 2 -- \
     python3 "$B/train_transformer.py" --steps "$TORCH_STEPS"
   if [[ $RC == 0 ]]; then
@@ -458,6 +473,20 @@ section_torch() {
       -- env LD_LIBRARY_PATH="$EX_LD" python3 "$B/train_transformer.py" --steps "$TORCH_STEPS"
     grep -E '^(steps|seconds|step_ms|first_step_ms|final_loss)=' "$LOGS/torch_run.out" | sed 's/^/  /'
     check_torch torch_run
+    # Where the cost goes (figures, no verdict): the same run without NVTX recording
+    # (GPUXRAY_CAPTURE=all,-nvtx), and both runs without emit_nvtx's operator ranges.
+    run_cmd torch_run_no_nvtx_kind 120 env LD_LIBRARY_PATH="$B/lib${EX_LD:+:$EX_LD}" "$B/gpuxray" run \
+      -o "$TR/torch_run_no_nvtx_kind" --capture all,-nvtx \
+      -- env LD_LIBRARY_PATH="$EX_LD" python3 "$B/train_transformer.py" --steps "$TORCH_STEPS"
+    run_cmd torch_base_no_ops 120 python3 "$B/train_transformer.py" --steps "$TORCH_STEPS" --no-nvtx
+    run_cmd torch_run_no_ops 120 env LD_LIBRARY_PATH="$B/lib${EX_LD:+:$EX_LD}" "$B/gpuxray" run \
+      -o "$TR/torch_run_no_ops" -- env LD_LIBRARY_PATH="$EX_LD" python3 "$B/train_transformer.py" \
+      --steps "$TORCH_STEPS" --no-nvtx
+    local k
+    for k in torch_run_no_nvtx_kind torch_base_no_ops torch_run_no_ops; do figure "torch.$k.step_ms" "$(out_value "$k" step_ms)"; done
+    echo "  ms/step: emit_nvtx on: without capture $(out_value torch_base step_ms), with $(out_value torch_run step_ms)," \
+      "with capture but no NVTX recording $(out_value torch_run_no_nvtx_kind step_ms);" \
+      "emit_nvtx off: without capture $(out_value torch_base_no_ops step_ms), with $(out_value torch_run_no_ops step_ms)"
     # Capture windows: steps 5-9 by the example's own "step N" ranges, then the same steps between
     # torch.cuda.profiler.start() and stop().
     run_cmd torch_steps 120 env LD_LIBRARY_PATH="$B/lib${EX_LD:+:$EX_LD}" "$B/gpuxray" run -o "$TR/torch_steps" \
@@ -492,6 +521,16 @@ check_torch_window() {
     result PASS "PyTorch $what: steps 5-9 only" "step ranges: $numbers; $kernels kernels of $all in the whole run"
   else
     result FAIL "PyTorch $what: steps 5-9 only" "step ranges: ${numbers:-none}; $kernels kernels of $all in the whole run"
+  fi
+  # The step range that opened the window is written by the capture itself (CUPTI records its push
+  # before the window's kinds are on): it must carry the thread id CUPTI gives the others.
+  local threads
+  threads=$(sed -nE 's/^nvtx kind=range .* thread=([0-9]+) .*name=step [0-9]+$/\1/p' "$d" | sort -u | tr '\n' ' ')
+  figure "torch.$name.step_threads" "$threads"
+  if [[ $(wc -w <<< "$threads") == 1 ]]; then
+    result PASS "PyTorch $what: step ranges on one thread" "thread $threads"
+  else
+    result FAIL "PyTorch $what: step ranges on one thread" "threads: ${threads:-none} (the opening range's thread id differs from CUPTI's?)"
   fi
   if [[ $all -gt 0 && $kernels -gt 0 && $kernels -lt $all ]]; then
     result PASS "PyTorch $what: fewer kernels than the whole run" "$kernels of $all"
@@ -532,7 +571,8 @@ expected_plugin_version() {
 # nccl_summary DUMP: per trace file of a dump, one line of key=value: rank, communicators, the
 # plugin versions they name, operations (collective, p2p), count per function (funcs=F:N,...),
 # collectives without algorithm or protocol (noalgo), operations without GPU times (nogpu: not
-# gpu_end >= gpu_start > 0; nogpu0: of those, the ones reporting 0 channels), network transfers,
+# gpu_end >= gpu_start > 0; nogpu0: of those, the ones reporting 0 channels; nogpup2p: those that are
+# Send/Recv), network transfers,
 # the collectives' algorithm/protocol pairs (algos=Ring/LL:N,...), the operations matched to a CUPTI
 # NCCL kernel (kmatched) and the largest clock-mapping error in ns (maxerr).
 nccl_summary() {
@@ -542,15 +582,15 @@ nccl_summary() {
       list = pairs = ""
       for (f in funcs) list = list (list == "" ? "" : ",") f ":" funcs[f]
       for (f in algos) pairs = pairs (pairs == "" ? "" : ",") f ":" algos[f]
-      printf "file=%d rank=%s comms=%d versions=%s nranks=%s ops=%d coll=%d p2p=%d funcs=%s noalgo=%d nogpu=%d nogpu0=%d net=%d algos=%s kmatched=%d maxerr=%d\n",
+      printf "file=%d rank=%s comms=%d versions=%s nranks=%s ops=%d coll=%d p2p=%d funcs=%s noalgo=%d nogpu=%d nogpu0=%d nogpup2p=%d net=%d algos=%s kmatched=%d maxerr=%d\n",
         file, rank, comms, (versions == "" ? "-" : versions), (nranks == "" ? "-" : nranks), ops, coll, p2p,
-        (list == "" ? "-" : list), noalgo, nogpu, nogpu0, net, (pairs == "" ? "-" : pairs), kmatched, maxerr
+        (list == "" ? "-" : list), noalgo, nogpu, nogpu0, nogpup2p, net, (pairs == "" ? "-" : pairs), kmatched, maxerr
     }
     # Decimal strings compared as numbers without going through doubles (globaltimer values are ~1.8e18).
     function ge(a, b) { a = a ""; b = b ""; if (length(a) != length(b)) return length(a) > length(b); return a >= b }
     function fields(   i, kv) { delete v; for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = substr($i, length(kv[1]) + 2) } }
     $1 == "file" {
-      flush(); file++; rank = "-"; comms = ops = coll = p2p = noalgo = nogpu = nogpu0 = net = kmatched = maxerr = 0
+      flush(); file++; rank = "-"; comms = ops = coll = p2p = noalgo = nogpu = nogpu0 = nogpup2p = net = kmatched = maxerr = 0
       versions = ""; nranks = ""; delete funcs; delete algos
     }
     $1 == "header" { fields(); rank = v["rank"] }
@@ -565,7 +605,9 @@ nccl_summary() {
         coll++; algos[v["algo"] "/" v["proto"]]++
         if (v["algo"] == "-" || v["proto"] == "-") noalgo++
       } else p2p++
-      if (!(v["gpu_start"] != "0" && ge(v["gpu_end"], v["gpu_start"]))) { nogpu++; if (v["channels"] == "0") nogpu0++ }
+      if (!(v["gpu_start"] != "0" && ge(v["gpu_end"], v["gpu_start"]))) {
+        nogpu++; if (v["channels"] == "0") nogpu0++; if (v["kind"] != "collective") nogpup2p++
+      }
       if (v["kernel_correlation"] != "0") kmatched++
       if (v["gpu_clock_error_ns"] + 0 > maxerr) maxerr = v["gpu_clock_error_ns"] + 0
     }
@@ -659,6 +701,8 @@ check_nccl_file() {
   if (( s[ops] > 0 )); then
     if (( s[nogpu] == 0 )); then
       result PASS "$who: GPU times on operations" "gpu_end >= gpu_start > 0 on all ${s[ops]} (GPU globaltimer, from the kernel-channel events)"
+    elif [[ ${s[nranks]} == 1 && ${s[nogpu]} == "${s[nogpup2p]}" ]]; then
+      result WARN "$who: GPU times on operations" "${s[nogpu]} of ${s[ops]} lack them, all Send/Recv of a one-rank communicator to itself: NCCL reports no kernel-channel events for them (no proxy operation carries a copy to oneself), so their GPU times are not recorded (gpu_start 0); the two-rank run checks GPU times"
     else
       result FAIL "$who: GPU times on operations" "${s[nogpu]} of ${s[ops]} lack gpu_end >= gpu_start > 0 (${s[nogpu0]} of them with channels=0)"
     fi
