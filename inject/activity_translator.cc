@@ -147,7 +147,11 @@ void freeCuptiAllocation(const void* pointer) { std::free(const_cast<void*>(poin
 std::optional<uint64_t> activityTime(const CUpti_Activity& record) {
   switch (record.kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return as<CUpti_ActivityKernel10>(record).start;
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      // Untimed: a launch the range profiler replayed, which it measures only inside windows.
+      uint64_t start = as<CUpti_ActivityKernel10>(record).start;
+      return start != 0 ? std::optional<uint64_t>(start) : std::nullopt;
+    }
     case CUPTI_ACTIVITY_KIND_MEMCPY: return as<CUpti_ActivityMemcpy6>(record).start;
     case CUPTI_ACTIVITY_KIND_MEMCPY2: return as<CUpti_ActivityMemcpyPtoP4>(record).start;
     case CUPTI_ACTIVITY_KIND_MEMSET: return as<CUpti_ActivityMemset4>(record).start;
@@ -255,7 +259,11 @@ template <typename Kernel>
 void ActivityTranslator::translateKernel(const Kernel& k) {
   format::KernelRecord out;
   out.start_ns = k.start;
-  out.end_ns = endOrStart(k.start, k.end);
+  if (k.start == 0 && k.end == 0) {
+    ++stats_.untimed_kernels;
+  } else {
+    out.end_ns = endOrStart(k.start, k.end);
+  }
   out.device = k.deviceId;
   out.stream = k.streamId;
   out.correlation_id = k.correlationId;

@@ -46,6 +46,9 @@ struct TranslationStats {
   // Kernels, copies and memsets delivered without an end time (a forced flush caught them
   // running); written with end = start and counted here.
   uint64_t incomplete = 0;
+  // Kernels CUPTI gave no times at all (start and end 0): on an H200 with CUDA 13.0, every launch
+  // the range profiler replayed (--kernel-metrics). Written with both times 0.
+  uint64_t untimed_kernels = 0;
   // NVTX range ends without a start, and starts never closed by the end of the capture.
   uint64_t unmatched_nvtx = 0;
   // MARKER_DATA records whose marker never arrived (dropped).
@@ -73,7 +76,8 @@ struct TranslatorOptions {
 };
 
 // When a record happened on the capture clock (a start, or an instant), for deciding whether it
-// falls in a capture window; nullopt for kinds without a time (names, devices, topology, ...).
+// falls in a capture window; nullopt for kinds without a time (names, devices, topology, ...) and
+// for kernels CUPTI left untimed.
 std::optional<uint64_t> activityTime(const CUpti_Activity& record);
 
 class ActivityTranslator {

@@ -280,7 +280,17 @@ void CaptureSession::enableActivities() {
     }
   };
   for (auto kind : kAlwaysEnabled) enable(kind, false);
-  for (auto kind : kTopologyKinds) enable(kind, true);
+  const bool kernel_metrics = !config_.kernel_metrics.empty() || config_.kernel_metrics_auto;
+  for (auto kind : kTopologyKinds) {
+    if (kind == CUPTI_ACTIVITY_KIND_PCIE && kernel_metrics) {
+      // CUPTI's PCIe records come through its legacy profiling interface, after which its range
+      // profiler refuses to start (CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED; H200, CUDA 13.0).
+      capture_warnings_.push_back(
+          "PCIe topology not recorded: CUPTI cannot record it and measure kernels (--kernel-metrics) in one process");
+      continue;
+    }
+    enable(kind, true);
+  }
   if (config_.categories.api) selectApiCalls();
   if (windows_->isOpen()) switchWindowKindsOn();
 }
@@ -962,6 +972,10 @@ format::Trailer CaptureSession::makeTrailer() const {
     const auto& stats = translator_->stats();
     if (stats.incomplete > 0)
       trailer.warnings.push_back(std::to_string(stats.incomplete) + " activities had no end time (still running at the last flush)");
+    // Launches the range profiler replayed come untimed; their time is in their kernel metrics.
+    uint64_t replayed = kernel_metrics_ != nullptr ? kernel_metrics_->profiledLaunches() : 0;
+    if (stats.untimed_kernels > replayed)
+      trailer.warnings.push_back(std::to_string(stats.untimed_kernels - replayed) + " kernels without GPU times from CUPTI");
     if (stats.unknown_kind > 0)
       trailer.warnings.push_back(std::to_string(stats.unknown_kind) + " CUPTI records of kinds gpuxray does not read");
     if (uint64_t unmatched = stats.unmatched_nvtx + opening_ranges_unended_; unmatched > 0)
