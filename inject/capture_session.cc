@@ -220,6 +220,7 @@ bool CaptureSession::start() {
     if (registered == CUPTI_SUCCESS) {
       enableActivities();
       enableWindowCallbacks();
+      startNvtxRecorder();
       if (!config_.kernel_metrics.empty() || config_.kernel_metrics_auto) startKernelMetrics();
     } else {
       failure = "CUPTI refused the activity buffer callbacks: " + deps_.cupti.describe(registered) +
@@ -529,6 +530,52 @@ bool CaptureSession::insideWindows(const CUpti_Activity& record) {
   }
   std::optional<uint64_t> time = activityTime(record);
   return !time || windows_->contains(*time);
+}
+
+void CaptureSession::startNvtxRecorder() {
+  NvtxRecorderHooks hooks;
+  hooks.clock = [this] { return captureNow(); };
+  hooks.record = config_.categories.nvtx;
+  if (windows_->followsNvtx()) {
+    hooks.on_push = [this](const char* name, uint64_t now) {
+      if (abandoned_ || !running_) return;
+      windows_->rangePush(nullptr, name, now, /*recorded=*/true);
+      if (windows_->isOpen()) switchWindowKindsOn();
+    };
+    hooks.on_pop = [this](uint64_t now) {
+      if (abandoned_ || !running_) return;
+      windows_->rangePop(nullptr, now);
+    };
+  }
+  nvtx_recorder_ = std::make_unique<NvtxRecorder>(std::move(hooks));
+  nvtx_recorder_->activate();
+}
+
+void CaptureSession::writeRecordedRanges(bool final) {
+  if (nvtx_recorder_ == nullptr) return;
+  if (final) nvtx_recorder_->deactivate();
+  std::vector<RecordedRange> ranges = nvtx_recorder_->collect(final);
+  if (ranges.empty()) return;
+  if (windowed_) windows_->snapshot();
+  for (RecordedRange& range : ranges) {
+    if (windowed_ && !windows_->contains(range.start_ns)) {
+      ++records_outside_windows_;
+      continue;
+    }
+    format::NvtxEventRecord event;
+    event.kind = format::NvtxEventKind::kRange;
+    event.start_ns = range.start_ns;
+    // Never ended: written as CUPTI's unmatched ranges are, ending where it starts.
+    event.end_ns = range.end_ns != 0 ? range.end_ns : range.start_ns;
+    if (range.end_ns == 0) ++recorded_ranges_unended_;
+    event.name_id = writer_->intern(range.name);
+    event.thread_id = range.thread_id;
+    event.depth = range.depth;
+    event.category = range.category;
+    event.color = range.color;
+    if (range.has_payload) event.payload.push_back(range.payload);
+    writer_->add(event);
+  }
 }
 
 void CaptureSession::writeClosedWindows(bool final) {
@@ -847,6 +894,7 @@ void CaptureSession::periodicFlush() {
   collectMetricSamples();
   writeKernelMetrics();
   writeNcclRecords(/*final=*/false);
+  writeRecordedRanges(/*final=*/false);
   writeClosedWindows(/*final=*/false);
   writer_->add(takeClockAnchor([this] { return captureNow(); }));
   if (config_.ring) {
@@ -925,6 +973,7 @@ void CaptureSession::finishFile() {
     deps_.log(std::to_string(kernel_metrics_->profiledLaunches()) + " kernel launches profiled (replayed)");
   nccl_->finalizeAll();
   writeNcclRecords(/*final=*/true);
+  writeRecordedRanges(/*final=*/true);
   writeClosedWindows(/*final=*/true);
   if (windowed_ && config_.log_level >= LogLevel::kInfo) {
     deps_.log(std::to_string(windows_->opened()) + " capture windows; " + std::to_string(records_outside_windows_) +
@@ -978,8 +1027,14 @@ format::Trailer CaptureSession::makeTrailer() const {
       trailer.warnings.push_back(std::to_string(stats.untimed_kernels - replayed) + " kernels without GPU times from CUPTI");
     if (stats.unknown_kind > 0)
       trailer.warnings.push_back(std::to_string(stats.unknown_kind) + " CUPTI records of kinds gpuxray does not read");
-    if (uint64_t unmatched = stats.unmatched_nvtx + opening_ranges_unended_; unmatched > 0)
-      trailer.warnings.push_back(std::to_string(unmatched) + " NVTX ranges without a start or an end");
+    uint64_t unmatched = stats.unmatched_nvtx + opening_ranges_unended_ + recorded_ranges_unended_ +
+                         (nvtx_recorder_ != nullptr ? nvtx_recorder_->unmatchedPops() : 0);
+    if (unmatched > 0) trailer.warnings.push_back(std::to_string(unmatched) + " NVTX ranges without a start or an end");
+    if (nvtx_recorder_ != nullptr && nvtx_recorder_->dropped() > 0) {
+      trailer.warnings.push_back(std::to_string(nvtx_recorder_->dropped()) + " NVTX ranges dropped: over " +
+                                 std::to_string(NvtxRecorder::kMaxPendingPerThread) +
+                                 " ended on one thread within one flush interval");
+    }
     if (stats.nvtx_payloads.undecoded_payloads > 0) {
       trailer.warnings.push_back(std::to_string(stats.nvtx_payloads.undecoded_payloads) +
                                  " NVTX extended payloads kept undecoded (schema id only): CUPTI did not describe "
@@ -1093,6 +1148,7 @@ bool CaptureSession::waitUntilFinished(int timeout_ms) const {
 void CaptureSession::abandonAfterFork() {
   abandoned_ = true;
   running_ = false;
+  if (nvtx_recorder_ != nullptr) nvtx_recorder_->deactivate();
 }
 
 }  // namespace gpuxray::inject

@@ -30,6 +30,7 @@
 #include "inject/nccl_capture_source.h"
 #include "inject/nccl_clock_mapping.h"
 #include "inject/nccl_profiler.h"
+#include "inject/nvtx_recorder.h"
 #include "inject/process_identity.h"
 #include "proto/ring_file_sink.h"
 #include "proto/trace_writer.h"
@@ -116,6 +117,9 @@ class CaptureSession {
   bool insideWindows(const CUpti_Activity& record);
   // Closed windows, and the ranges that opened windows once they end (with `final`, also one that never did).
   void writeClosedWindows(bool final);
+  // The default NVTX domain's ranges that NvtxRecorder finished (with `final`, also the open ones).
+  void writeRecordedRanges(bool final);
+  void startNvtxRecorder();
   // `gpuxray trigger` (proto/capture_windows.h): the live marker while capturing, and requests.
   void writeLiveMarker();
   void pollTrigger();
@@ -158,6 +162,9 @@ class CaptureSession {
   uint64_t records_outside_windows_ = 0;
   // Ranges that opened a window and had not ended when the capture did.
   uint64_t opening_ranges_unended_ = 0;
+  std::unique_ptr<NvtxRecorder> nvtx_recorder_;
+  // Recorded ranges still open when the capture ended.
+  uint64_t recorded_ranges_unended_ = 0;
   // NVTX ranges whose START was inside a window: their END is kept wherever it falls.
   std::unordered_set<uint32_t> ranges_inside_windows_;
   // The runtime calls switched off and the driver calls switched on (selectApiCalls).

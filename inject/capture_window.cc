@@ -254,7 +254,7 @@ int64_t CaptureWindows::stepNumber(const char* name) {
   return step_ordinal_++;
 }
 
-void CaptureWindows::rangePush(const void* domain, const char* name, uint64_t now) {
+void CaptureWindows::rangePush(const void* domain, const char* name, uint64_t now, bool recorded) {
   if (!followsNvtx()) return;
   NvtxPush push{domain, false, -1};
   if (plan_.steps) {
@@ -284,6 +284,7 @@ void CaptureWindows::rangePush(const void* domain, const char* name, uint64_t no
     }
   }
   auto& pushes = threadPushes(generation_);
+  if (recorded) push.opening_range = false;
   if (push.opening_range) {
     auto depth = std::count_if(pushes.begin(), pushes.end(), [&](const NvtxPush& p) { return p.domain == domain; });
     std::lock_guard<std::mutex> lock(mutex_);

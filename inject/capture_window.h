@@ -77,7 +77,9 @@ class CaptureWindows {
   void profilerStart(uint64_t now);
   void profilerStop(uint64_t now);
   // An NVTX push on this thread, in `domain` (nullptr: the default domain); name may be null.
-  void rangePush(const void* domain, const char* name, uint64_t now);
+  // `recorded`: the caller records the range itself (NvtxRecorder), so a window it opens keeps no
+  // opening range.
+  void rangePush(const void* domain, const char* name, uint64_t now, bool recorded = false);
   void rangePop(const void* domain, uint64_t now);
   // An NVTX start/end range (nvtxRangeStart*/nvtxDomainRangeStartEx, then nvtxRangeEnd or
   // nvtxDomainRangeEnd with the id the start returned): process-wide, it may end on another thread

@@ -29,6 +29,7 @@
 #include "inject/metric_sampler.h"
 #include "inject/nccl_capture_source.h"
 #include "inject/nccl_plugin.h"
+#include "inject/nvtx_recorder.h"
 
 #define GPUXRAY_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -227,11 +228,15 @@ GPUXRAY_EXPORT const gpuxray::inject::nccl_abi::ProfilerV2 ncclProfiler_v2 = gpu
 GPUXRAY_EXPORT const gpuxray::inject::nccl_abi::ProfilerV1 ncclProfiler_v1 = gpuxray::inject::profilerV1Table();
 
 // Called by each NVTX client library (libtorch, libnccl) at its first NVTX call: CUPTI's own NVTX
-// support records the ranges, so these forward to libcupti.
+// support records the ranges, so these forward to libcupti; then the default domain's pushes and
+// pops go to gpuxray's own recorder (inject/nvtx_recorder.h), which costs a fraction of CUPTI's.
 GPUXRAY_EXPORT int InitializeInjectionNvtx2(const void* get_export_table) {
   try {
     auto& library = gpuxray::inject::cuptiLibrary();
-    return library.loaded ? library.cupti.api.nvtxInitialize2(get_export_table) : 0;
+    if (!library.loaded) return 0;
+    int initialized = library.cupti.api.nvtxInitialize2(get_export_table);
+    if (initialized != 0) gpuxray::inject::NvtxRecorder::install(get_export_table);
+    return initialized;
   } catch (...) {
     return 0;  // NVTX then stays off for that client
   }
