@@ -156,6 +156,14 @@ CaptureConfig readCaptureConfig(const EnvironmentLookup& environment) {
       bad("GPUXRAY_METRICS", v, "1 or 0", "0");
     }
   }
+  if (const char* v = environment("GPUXRAY_NVTX_RECORDER"); v != nullptr) {
+    std::string_view flag(v);
+    if (flag == "0" || flag == "off" || flag == "false") {
+      config.nvtx_recorder = false;
+    } else if (!(flag == "1" || flag == "on" || flag == "true" || flag.empty())) {
+      bad("GPUXRAY_NVTX_RECORDER", v, "1 or 0", "1");
+    }
+  }
   if (const char* v = environment("GPUXRAY_METRIC_INTERVAL_US"); v != nullptr) {
     if (!parsePositive(v, config.metric_interval_us) || config.metric_interval_us < 100) {
       config.metric_interval_us = 1000;
@@ -233,7 +241,8 @@ std::vector<std::string> CaptureConfig::optionLines() const {
                ? ""
                : " (first " + std::to_string(kernel_metrics_count) + " launches each)"),
       "capture_windows=" + (window.wholeRun() ? std::string("whole run") : window.describe()),
-      "max_size_mb=" + std::to_string(max_file_bytes >> 20) + (ring ? " (ring)" : "")};
+      "max_size_mb=" + std::to_string(max_file_bytes >> 20) + (ring ? " (ring)" : ""),
+      std::string("nvtx_recorder=") + (nvtx_recorder ? "gpuxray" : "cupti")};
 }
 
 }  // namespace gpuxray::inject

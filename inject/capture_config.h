@@ -54,6 +54,10 @@ struct CaptureConfig {
   // or with GPUXRAY_RING=1 the oldest chunks are written over (a flight recorder).
   uint64_t max_file_bytes = 0;
   bool ring = false;
+  // GPUXRAY_NVTX_RECORDER=0: CUPTI records the default NVTX domain's pushes and pops as it does
+  // every other NVTX call, instead of gpuxray's own recorder (nvtx_recorder.h), at several times
+  // the cost.
+  bool nvtx_recorder = true;
 
   // One line per value that was not understood (the default was used).
   std::vector<std::string> warnings;

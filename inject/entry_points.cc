@@ -235,7 +235,8 @@ GPUXRAY_EXPORT int InitializeInjectionNvtx2(const void* get_export_table) {
     auto& library = gpuxray::inject::cuptiLibrary();
     if (!library.loaded) return 0;
     int initialized = library.cupti.api.nvtxInitialize2(get_export_table);
-    if (initialized != 0) gpuxray::inject::NvtxRecorder::install(get_export_table);
+    if (initialized != 0 && gpuxray::inject::readCaptureConfig(gpuxray::inject::fromEnvironment).nvtx_recorder)
+      gpuxray::inject::NvtxRecorder::install(get_export_table);
     return initialized;
   } catch (...) {
     return 0;  // NVTX then stays off for that client

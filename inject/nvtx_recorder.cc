@@ -18,11 +18,12 @@ std::atomic<NvtxRecorder*> g_recorder{nullptr};
 std::atomic<uint64_t> g_generations{0};
 
 // The calling thread's default-domain nesting (all its pushes, recorded or not) and its list in
-// the recorder of `generation`.
+// the recorder of `generation`, which owns the list. Trivially destructible, so that an NVTX call
+// made while the thread or the process is ending finds it intact.
 struct ThreadState {
   int depth = 0;
   uint64_t generation = 0;
-  std::shared_ptr<NvtxRecorder::ThreadRanges> ranges;
+  NvtxRecorder::ThreadRanges* ranges = nullptr;
 };
 thread_local ThreadState t_state;
 
@@ -83,26 +84,31 @@ void NvtxRecorder::deactivate() {
 
 NvtxRecorder::ThreadRanges& NvtxRecorder::threadRanges() {
   if (t_state.generation != generation_ || t_state.ranges == nullptr) {
+    auto ranges = std::make_unique<ThreadRanges>();
+    t_state.ranges = ranges.get();
     t_state.generation = generation_;
-    t_state.ranges = std::make_shared<ThreadRanges>();
     std::lock_guard<std::mutex> lock(threads_mutex_);
-    threads_.push_back(t_state.ranges);
+    threads_.push_back(std::move(ranges));
   }
   return *t_state.ranges;
 }
 
 int NvtxRecorder::push(RecordedRange range, const char* name_for_windows) {
   const int level = t_state.depth++;
-  const uint64_t now = hooks_.clock();
-  range.start_ns = now;
-  if (hooks_.record) {
-    range.thread_id = static_cast<uint32_t>(pthread_self());
-    range.depth = static_cast<uint32_t>(level);
-    ThreadRanges& ranges = threadRanges();
-    std::lock_guard<std::mutex> lock(ranges.mutex);
-    ranges.open.push_back(std::move(range));
+  try {
+    const uint64_t now = hooks_.clock();
+    range.start_ns = now;
+    if (hooks_.record) {
+      range.thread_id = static_cast<uint32_t>(pthread_self());
+      range.depth = static_cast<uint32_t>(level);
+      ThreadRanges& ranges = threadRanges();
+      std::lock_guard<std::mutex> lock(ranges.mutex);
+      ranges.open.push_back(std::move(range));
+    }
+    if (hooks_.on_push) hooks_.on_push(name_for_windows, now);
+  } catch (...) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);  // out of memory: the job goes on
   }
-  if (hooks_.on_push) hooks_.on_push(name_for_windows, now);
   return level;
 }
 
@@ -112,39 +118,45 @@ int NvtxRecorder::pop() {
     return -1;
   }
   const int level = --t_state.depth;
-  const uint64_t now = hooks_.clock();
-  if (hooks_.record) {
-    ThreadRanges& ranges = threadRanges();
-    std::lock_guard<std::mutex> lock(ranges.mutex);
-    // Empty when the range was pushed before this recorder was active: nothing to end.
-    if (!ranges.open.empty() && ranges.open.back().depth == static_cast<uint32_t>(level)) {
-      RecordedRange range = std::move(ranges.open.back());
-      ranges.open.pop_back();
-      range.end_ns = now;
-      if (ranges.finished.size() < kMaxPendingPerThread) {
-        ranges.finished.push_back(std::move(range));
-      } else {
-        dropped_.fetch_add(1, std::memory_order_relaxed);
+  try {
+    const uint64_t now = hooks_.clock();
+    if (hooks_.record) {
+      ThreadRanges& ranges = threadRanges();
+      std::lock_guard<std::mutex> lock(ranges.mutex);
+      // Empty when the range was pushed before this recorder was active: nothing to end.
+      if (!ranges.open.empty() && ranges.open.back().depth == static_cast<uint32_t>(level)) {
+        if (ranges.finished.size() < kMaxPendingPerThread) {
+          ranges.finished.push_back(std::move(ranges.open.back()));
+          ranges.finished.back().end_ns = now;
+        } else {
+          dropped_.fetch_add(1, std::memory_order_relaxed);
+        }
+        ranges.open.pop_back();
       }
     }
+    if (hooks_.on_pop) hooks_.on_pop(now);
+  } catch (...) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
   }
-  if (hooks_.on_pop) hooks_.on_pop(now);
   return level;
 }
 
 std::vector<RecordedRange> NvtxRecorder::collect(bool final) {
-  std::vector<std::shared_ptr<ThreadRanges>> threads;
+  std::vector<ThreadRanges*> threads;
   {
     std::lock_guard<std::mutex> lock(threads_mutex_);
-    threads = threads_;
-    // A list only the registry holds belongs to a thread that ended: this is its last collection.
-    std::erase_if(threads_, [final](const auto& t) { return final || t.use_count() == 2; });
+    for (const auto& thread : threads_) threads.push_back(thread.get());
   }
   std::vector<RecordedRange> collected;
-  for (const auto& thread : threads) {
+  for (ThreadRanges* thread : threads) {
     std::lock_guard<std::mutex> lock(thread->mutex);
-    std::move(thread->finished.begin(), thread->finished.end(), std::back_inserter(collected));
-    thread->finished.clear();
+    if (thread->finished.empty()) {
+      // An idle thread, or one that ended: its list gives its memory back.
+      thread->finished.shrink_to_fit();
+    } else {
+      std::move(thread->finished.begin(), thread->finished.end(), std::back_inserter(collected));
+      thread->finished.clear();
+    }
     if (final) {
       std::move(thread->open.begin(), thread->open.end(), std::back_inserter(collected));
       thread->open.clear();

@@ -63,7 +63,7 @@ class NvtxRecorder {
   void deactivate();
 
   // The capture thread: the ranges finished since the last call, per thread in the order they
-  // ended; with `final`, also those still open (end_ns 0), and the thread lists are let go.
+  // ended; with `final`, also those still open (end_ns 0).
   std::vector<RecordedRange> collect(bool final);
   // Ranges dropped past kMaxPendingPerThread, and pops without a push, so far.
   uint64_t dropped() const;
@@ -90,7 +90,9 @@ class NvtxRecorder {
   const NvtxRecorderHooks hooks_;
   const uint64_t generation_;
   mutable std::mutex threads_mutex_;
-  std::vector<std::shared_ptr<ThreadRanges>> threads_;
+  // One list per thread that ever pushed while this recorder was active (a thread's list stays
+  // here after the thread ends; collect() gives back the memory of empty ones).
+  std::vector<std::unique_ptr<ThreadRanges>> threads_;
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> unmatched_pops_{0};
 };

@@ -405,6 +405,13 @@ TEST_CASE("capture settings come from the environment; a bad value warns and kee
 
   auto only = inject::readCaptureConfig(environmentOf({{"GPUXRAY_CAPTURE", "kernel,nvtx"}}));
   CHECK(only.activityNames() == std::vector<std::string>{"kernel", "nvtx"});
+  CHECK(only.nvtx_recorder);  // gpuxray's own recorder unless told otherwise
+
+  CHECK_FALSE(inject::readCaptureConfig(environmentOf({{"GPUXRAY_NVTX_RECORDER", "0"}})).nvtx_recorder);
+  auto recorder = inject::readCaptureConfig(environmentOf({{"GPUXRAY_NVTX_RECORDER", "maybe"}}));
+  CHECK(recorder.nvtx_recorder);
+  REQUIRE(recorder.warnings.size() == 1);
+  CHECK(recorder.warnings[0].starts_with("GPUXRAY_NVTX_RECORDER='maybe'"));
 }
 
 TEST_CASE("device properties come from the driver, bandwidth from memory clock and bus width") {
