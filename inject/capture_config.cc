@@ -148,22 +148,21 @@ CaptureConfig readCaptureConfig(const EnvironmentLookup& environment) {
       bad("GPUXRAY_LOG_LEVEL", v, "quiet, warn, info or debug", "warn");
     }
   }
-  if (const char* v = environment("GPUXRAY_METRICS"); v != nullptr) {
+  // A switch: 1/on/true or 0/off/false; empty or unset keeps the default.
+  auto readSwitch = [&](const char* name, bool& value) {
+    const char* v = environment(name);
+    if (v == nullptr || *v == '\0') return;
     std::string_view flag(v);
     if (flag == "1" || flag == "on" || flag == "true") {
-      config.metrics = true;
-    } else if (!(flag == "0" || flag == "off" || flag == "false" || flag.empty())) {
-      bad("GPUXRAY_METRICS", v, "1 or 0", "0");
+      value = true;
+    } else if (flag == "0" || flag == "off" || flag == "false") {
+      value = false;
+    } else {
+      bad(name, v, "1 or 0", value ? "1" : "0");
     }
-  }
-  if (const char* v = environment("GPUXRAY_NVTX_RECORDER"); v != nullptr) {
-    std::string_view flag(v);
-    if (flag == "0" || flag == "off" || flag == "false") {
-      config.nvtx_recorder = false;
-    } else if (!(flag == "1" || flag == "on" || flag == "true" || flag.empty())) {
-      bad("GPUXRAY_NVTX_RECORDER", v, "1 or 0", "1");
-    }
-  }
+  };
+  readSwitch("GPUXRAY_METRICS", config.metrics);
+  readSwitch("GPUXRAY_NVTX_RECORDER", config.nvtx_recorder);
   if (const char* v = environment("GPUXRAY_METRIC_INTERVAL_US"); v != nullptr) {
     if (!parsePositive(v, config.metric_interval_us) || config.metric_interval_us < 100) {
       config.metric_interval_us = 1000;
