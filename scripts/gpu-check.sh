@@ -473,6 +473,18 @@ section_torch() {
       -- env LD_LIBRARY_PATH="$EX_LD" python3 "$B/train_transformer.py" --steps "$TORCH_STEPS"
     grep -E '^(steps|seconds|step_ms|first_step_ms|final_loss)=' "$LOGS/torch_run.out" | sed 's/^/  /'
     check_torch torch_run
+    # The capture's cost on a CPU-bound step with ~2,100 NVTX ranges: gpuxray's NVTX recorder, then
+    # CUPTI's (GPUXRAY_NVTX_RECORDER=0), which cost 2.3x here before the recorder existed.
+    local torch_ratio
+    torch_ratio=$(ratio "$(out_value torch_run step_ms)" "$(out_value torch_base step_ms)")
+    if le "$torch_ratio" 1.15; then
+      result PASS "PyTorch step time with capture (emit_nvtx)" "ratio $torch_ratio (with/without), target <= 1.15"
+    else
+      result WARN "PyTorch step time with capture (emit_nvtx)" "ratio $torch_ratio (with/without), target <= 1.15"
+    fi
+    run_cmd torch_run_cupti_nvtx 120 env LD_LIBRARY_PATH="$B/lib${EX_LD:+:$EX_LD}" GPUXRAY_NVTX_RECORDER=0 "$B/gpuxray" run \
+      -o "$TR/torch_run_cupti_nvtx" -- env LD_LIBRARY_PATH="$EX_LD" python3 "$B/train_transformer.py" --steps "$TORCH_STEPS"
+    figure "torch.torch_run_cupti_nvtx.step_ms" "$(out_value torch_run_cupti_nvtx step_ms)"
     # Where the cost goes (figures, no verdict): the same run without NVTX recording
     # (GPUXRAY_CAPTURE=all,-nvtx), and both runs without emit_nvtx's operator ranges.
     run_cmd torch_run_no_nvtx_kind 120 env LD_LIBRARY_PATH="$B/lib${EX_LD:+:$EX_LD}" "$B/gpuxray" run \
@@ -484,7 +496,8 @@ section_torch() {
       --steps "$TORCH_STEPS" --no-nvtx
     local k
     for k in torch_run_no_nvtx_kind torch_base_no_ops torch_run_no_ops; do figure "torch.$k.step_ms" "$(out_value "$k" step_ms)"; done
-    echo "  ms/step: emit_nvtx on: without capture $(out_value torch_base step_ms), with $(out_value torch_run step_ms)," \
+    echo "  ms/step: emit_nvtx on: without capture $(out_value torch_base step_ms), with $(out_value torch_run step_ms)" \
+      "(CUPTI recording NVTX: $(out_value torch_run_cupti_nvtx step_ms))," \
       "with capture but no NVTX recording $(out_value torch_run_no_nvtx_kind step_ms);" \
       "emit_nvtx off: without capture $(out_value torch_base_no_ops step_ms), with $(out_value torch_run_no_ops step_ms)"
     # Capture windows: steps 5-9 by the example's own "step N" ranges, then the same steps between
