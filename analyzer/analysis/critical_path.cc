@@ -93,6 +93,22 @@ struct RankTimeIndex {
     std::stable_sort(comm_by_start.begin(), comm_by_start.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     matchKernelsToOperations(rank);
+    // Host ops and the cpu_op domain's ranges by start (most come in that order already).
+    for (uint32_t i = 0; i < rank.host_ops.size(); ++i) ops_by_start.emplace_back(rank.host_ops[i].start_ns, i);
+    sortIfNeeded(ops_by_start);
+    for (uint32_t i = 0; i < rank.nvtx.size(); ++i) {
+      if (rank.name(rank.nvtx[i].domain_id) == model::kCpuOpDomain) ranges_by_start.emplace_back(rank.nvtx[i].start_ns, i);
+    }
+    sortIfNeeded(ranges_by_start);
+  }
+  // The indexes of `by_start`'s entries that start in [start, end], in index order.
+  static void startingIn(const std::vector<std::pair<int64_t, uint32_t>>& by_start, int64_t start, int64_t end,
+                         std::vector<uint32_t>& out) {
+    out.clear();
+    for (auto it = std::lower_bound(by_start.begin(), by_start.end(), std::pair<int64_t, uint32_t>{start, 0});
+         it != by_start.end() && it->first <= end; ++it)
+      out.push_back(it->second);
+    sortIfNeeded(out);
   }
   // Each NCCL operation's kernel: the first communication kernel that starts within its GPU span; of
   // several that start together (a send and a receive posted at once), the one that ends with it and
@@ -138,6 +154,7 @@ struct RankTimeIndex {
   std::vector<uint32_t> calls_by_start;
   std::vector<Work> work_by_launch;
   std::vector<uint32_t> kernel_of_op;  // per NCCL operation: its kernel's activity (UINT32_MAX: none)
+  std::vector<std::pair<int64_t, uint32_t>> ops_by_start, ranges_by_start;  // (start, index into host_ops / nvtx)
   std::vector<std::pair<int64_t, uint64_t>> comm_by_start;  // NCCL operations' GPU start, communicator
 };
 
@@ -169,6 +186,8 @@ class RankGraph {
   PathSlice sliceOf(const Edge& edge) const;
   int32_t rank() const { return rank_.rank; }
   uint32_t activityOf(uint32_t event) const { return events_[event].ref.index; }
+  // Its compute kernels' time (their span edges' weights).
+  int64_t computeNs() const { return compute_ns_; }
   // The kind of GPU work whose span an edge is, if it is one.
   std::optional<ActivityKind> spanActivity(const Edge& edge) const {
     if (edge.kind != EdgeKind::kSpan || edge.from % 2 != 0 || edge.to != edge.from + 1) return std::nullopt;
@@ -208,6 +227,7 @@ class RankGraph {
   std::vector<Edge> edges_;
   std::vector<int64_t> span_edge_;                           // per event: GPU work's span edge, or -1
   std::vector<std::pair<uint32_t, uint32_t>> stream_syncs_;  // (Stream Sync activity, its call's event)
+  int64_t compute_ns_ = 0;
 };
 
 std::vector<std::pair<int64_t, uint32_t>> RankGraph::communicationEvents() const {
@@ -225,14 +245,17 @@ void RankGraph::collectEvents() {
     events_.push_back({{source, index}, start, end, -1, true});
     threads_.push_back(thread);
   };
-  for (uint32_t i = 0; i < rank_.host_ops.size(); ++i) {
+  // Those that start in the window, in the rank's order (by index).
+  std::vector<uint32_t> starting;
+  RankTimeIndex::startingIn(index_.ops_by_start, window_.start, window_.end, starting);
+  for (uint32_t i : starting) {
     const model::HostOp& op = rank_.host_ops[i];
     if (inWindow(op.start_ns, op.end_ns)) addHost(PathEventSource::kHostOp, i, op.start_ns, op.end_ns, op.thread_id);
   }
-  for (uint32_t i = 0; i < rank_.nvtx.size(); ++i) {
+  RankTimeIndex::startingIn(index_.ranges_by_start, window_.start, window_.end, starting);
+  for (uint32_t i : starting) {
     const model::NvtxRange& r = rank_.nvtx[i];
-    if (rank_.name(r.domain_id) == model::kCpuOpDomain && inWindow(r.start_ns, r.end_ns))
-      addHost(PathEventSource::kStepRange, i, r.start_ns, r.end_ns, r.thread_id);
+    if (inWindow(r.start_ns, r.end_ns)) addHost(PathEventSource::kStepRange, i, r.start_ns, r.end_ns, r.thread_id);
   }
   // Calls in correlation order and work in start order, as the whole rank's lists have them.
   std::vector<uint32_t> calls;
@@ -394,11 +417,11 @@ void RankGraph::addGpuEdges() {
   // that ended before it started, if any.
   std::vector<std::vector<uint32_t>> ends_on_stream(static_cast<size_t>(streams));
   auto endedBefore = [&](int32_t stream, int64_t start) -> std::optional<uint32_t> {
-    const std::vector<uint32_t>& ends = ends_on_stream[static_cast<size_t>(stream)];
+    const std::vector<uint32_t>& stream_ends = ends_on_stream[static_cast<size_t>(stream)];
     std::optional<uint32_t> best;
-    for (size_t k = ends.size(), scanned = 0; k > 0 && scanned < 16; --k, ++scanned) {
-      int64_t t = timeOf(ends[k - 1]);
-      if (t <= start && (!best || t > timeOf(*best))) best = ends[k - 1];
+    for (size_t k = stream_ends.size(), scanned = 0; k > 0 && scanned < 16; --k, ++scanned) {
+      int64_t t = timeOf(stream_ends[k - 1]);
+      if (t <= start && (!best || t > timeOf(*best))) best = stream_ends[k - 1];
     }
     return best;
   };
@@ -414,6 +437,7 @@ void RankGraph::addGpuEdges() {
     uint32_t e = item.event;
     span_edge_[e] = static_cast<int64_t>(edges_.size());
     addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
+    if (rank_.activities[events_[e].ref.index].kind == ActivityKind::kCompute) compute_ns_ += edges_.back().weight;
     uint32_t call = launch_event_[e];
     std::optional<uint32_t> last;
     int64_t& stream_last = last_on_stream[static_cast<size_t>(item.stream)];
@@ -988,13 +1012,8 @@ struct IdealStep {
 };
 
 std::vector<int64_t> computePerRank(const RunGraph& g) {
-  std::vector<int64_t> out(g.graphs.size(), 0);
-  for (size_t i = 0; i < g.edges.size(); ++i) {
-    auto [rank_index, local] = g.origin[i];
-    if (rank_index < 0) continue;
-    auto r = static_cast<size_t>(rank_index);
-    if (g.graphs[r].spanActivity(g.graphs[r].edges()[local]) == ActivityKind::kCompute) out[r] += g.edges[i].weight;
-  }
+  std::vector<int64_t> out;
+  for (const RankGraph& rg : g.graphs) out.push_back(rg.computeNs());
   return out;
 }
 
