@@ -3,11 +3,11 @@
 // cause at its ideal; the matching finding's predicted saving against the difference in step time
 // between the two.
 //
-// Issue 15's target is 15 %. Each case holds the error measured today as its bound (straggler 5.10 ms
-// predicted / 5.62 ms re-simulated, 9 %; slow NIC 4.20 / 4.20 ms, 0 %; slow stage 11.5 / 9.26 ms,
-// 24 %), so that a change that makes it worse fails. The slow stage misses the target: re-timed, its
-// path crosses a gap at the step's end that only a weightless edge covers, a dependency of the
-// re-simulated schedule the traced graph lacks (docs/analyses.md, "What-if").
+// Issue 15's target is 15 %. The first three cases are held to 5 %, above the error measured today
+// (straggler 5.095 ms predicted / 5.096 ms re-simulated, 0.0 %; slow NIC 4.198 / 4.198 ms, 0.0 %; slow
+// stage 9.262 / 8.975 ms, 3.2 %), so that a change that makes them much worse fails; the slow stage
+// with 4 micro-batches (3.279 / 2.988 ms, 9.7 %) to the target. Measured with the step time
+// step_times reports (meanStep below).
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -39,11 +39,16 @@ nlohmann::json analyzed(const TempDir& dir, const std::string& simulate, const s
   return nlohmann::json::parse(std::ifstream(json));
 }
 
+// The mean step time as step_times reports it (each step's longest rank window), over the steps the
+// what-if averages. Not the critical path's run_steps[].step_ns: that is the union of the ranks'
+// windows, which also holds the offsets between the ranks' step boundaries (each rank starts a step
+// when its own optimizer ends), time no rank's loop spends.
 double meanStep(const nlohmann::json& report) {
-  const auto& steps = report["results"]["critical_path"]["run_steps"];
+  const auto& steps = report["results"]["step_times"]["steps"];
   REQUIRE(!steps.empty());
+  REQUIRE(steps.size() == report["results"]["critical_path"]["run_steps"].size());
   double sum = 0;
-  for (const auto& s : steps) sum += s["step_ns"].get<double>();
+  for (const auto& s : steps) sum += s["time_ns"].get<double>();
   return sum / static_cast<double>(steps.size());
 }
 
@@ -90,20 +95,22 @@ TEST_CASE("what-if against the simulator: a data-parallel straggler", "[critical
   checkAgainstSimulator({"straggler rank 2 at 1.3x",
                          kGpuxray + " simulate --model gpt-350m --cluster dgx-h100 --nodes 1 --tp 2 --dp 4 "
                                     "--global-batch 8 --steps 3 --seed 5",
-                         "--straggler 2=1.3", "", nullptr, "stragglers", 0.10});
+                         "--straggler 2=1.3", "", nullptr, "stragglers", 0.05});
 }
 
 TEST_CASE("what-if against the simulator: a slow NIC", "[critical_path][what_if]") {
   checkAgainstSimulator({"node-01 NIC 2 at 0.5",
                          kGpuxray + " simulate --model gpt-350m --cluster dgx-h100 --nodes 2 --tp 8 --dp 2 "
                                     "--global-batch 4 --steps 3 --seed 5",
-                         "--slow-link node-01:2=0.5", "", nullptr, "link_hotspots", 0.02});
+                         "--slow-link node-01:2=0.5", "", nullptr, "link_hotspots", 0.05});
 }
 
-// Stage 1 of four (ranks 2 and 3) at 2.5x; its ideal is the mean stage's compute, so the same run is
-// simulated again with the stage at 2.5x divided by the imbalance the finding measured (max/mean).
-TEST_CASE("what-if against the simulator: a slow pipeline stage", "[critical_path][what_if]") {
-  auto at_mean = [](const nlohmann::json& finding) {
+namespace {
+
+// Stage 1 of four (ranks 2 and 3) at `factor`; its ideal is the mean stage's compute, so the same run
+// is simulated again with the stage at `factor` divided by the imbalance the finding measured (max/mean).
+std::function<std::string(const nlohmann::json&)> stageOneAtMean(double factor) {
+  return [factor](const nlohmann::json& finding) {
     double imbalance = 0;
     for (const auto& line : finding["evidence"]) {
       std::string text = line.get<std::string>();
@@ -111,11 +118,26 @@ TEST_CASE("what-if against the simulator: a slow pipeline stage", "[critical_pat
       if (at != std::string::npos) imbalance = std::stod(text.substr(at + 9));
     }
     REQUIRE(imbalance > 1);
-    std::string factor = std::to_string(2.5 / imbalance);
-    return "--straggler 2=" + factor + " --straggler 3=" + factor;
+    std::string at_mean = std::to_string(factor / imbalance);
+    return "--straggler 2=" + at_mean + " --straggler 3=" + at_mean;
   };
+}
+
+}  // namespace
+
+TEST_CASE("what-if against the simulator: a slow pipeline stage", "[critical_path][what_if]") {
   checkAgainstSimulator({"stage 1 at 2.5x, to the mean",
                          kGpuxray + " simulate --model gpt-350m --cluster dgx-h100 --nodes 1 --tp 2 --pp 4 "
                                     "--micro-batches 8 --steps 3 --seed 5",
-                         "--straggler 2=2.5 --straggler 3=2.5", "", at_mean, "pipeline_bubbles", 0.25});
+                         "--straggler 2=2.5 --straggler 3=2.5", "", stageOneAtMean(2.5), "pipeline_bubbles", 0.05});
+}
+
+// The same with 4 micro-batches: 5.30 ms predicted against 2.99 ms re-simulated (77 % off) before
+// every member's start reached its operation's join and kernels were matched in issue order; 3.28 ms
+// (9.7 %) now.
+TEST_CASE("what-if against the simulator: a slow pipeline stage, 4 micro-batches", "[critical_path][what_if]") {
+  checkAgainstSimulator({"stage 1 at 2.5x, to the mean, m 4",
+                         kGpuxray + " simulate --model gpt-350m --cluster dgx-h100 --nodes 1 --tp 2 --pp 4 "
+                                    "--micro-batches 4 --steps 3 --seed 5",
+                         "--straggler 2=2.5 --straggler 3=2.5", "", stageOneAtMean(2.5), "pipeline_bubbles", 0.15});
 }

@@ -92,6 +92,52 @@ struct RankTimeIndex {
     }
     std::stable_sort(comm_by_start.begin(), comm_by_start.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
+    matchKernelsToOperations(rank);
+    // Host ops and the cpu_op domain's ranges by start (most come in that order already).
+    for (uint32_t i = 0; i < rank.host_ops.size(); ++i) ops_by_start.emplace_back(rank.host_ops[i].start_ns, i);
+    sortIfNeeded(ops_by_start);
+    for (uint32_t i = 0; i < rank.nvtx.size(); ++i) {
+      if (rank.name(rank.nvtx[i].domain_id) == model::kCpuOpDomain) ranges_by_start.emplace_back(rank.nvtx[i].start_ns, i);
+    }
+    sortIfNeeded(ranges_by_start);
+  }
+  // The indexes of `by_start`'s entries that start in [start, end], in index order.
+  static void startingIn(const std::vector<std::pair<int64_t, uint32_t>>& by_start, int64_t start, int64_t end,
+                         std::vector<uint32_t>& out) {
+    out.clear();
+    for (auto it = std::lower_bound(by_start.begin(), by_start.end(), std::pair<int64_t, uint32_t>{start, 0});
+         it != by_start.end() && it->first <= end; ++it)
+      out.push_back(it->second);
+    sortIfNeeded(out);
+  }
+  // Each NCCL operation's kernel: the first communication kernel that starts within its GPU span; of
+  // several that start together (a send and a receive posted at once), the one that ends with it and
+  // that no operation before it has, so that operations indistinguishable by their times take their
+  // kernels in the order both were issued.
+  void matchKernelsToOperations(const model::RankTrace& rank) {
+    std::vector<std::pair<int64_t, uint32_t>> kernels;  // (start, activity)
+    for (uint32_t i = 0; i < rank.activities.size(); ++i) {
+      if (rank.activities[i].kind == ActivityKind::kCommunication) kernels.emplace_back(rank.activities[i].start_ns, i);
+    }
+    sortIfNeeded(kernels);
+    std::vector<bool> taken(kernels.size(), false);
+    kernel_of_op.assign(rank.nccl_ops.size(), UINT32_MAX);
+    for (size_t o = 0; o < rank.nccl_ops.size(); ++o) {
+      const model::NcclOp& op = rank.nccl_ops[o];
+      if (!op.hasGpuTimes()) continue;
+      auto it = std::lower_bound(kernels.begin(), kernels.end(), std::pair<int64_t, uint32_t>{op.gpu_start_ns, 0});
+      if (it == kernels.end() || it->first > op.gpu_end_ns) continue;
+      auto offBy = [&](auto k) {
+        return std::pair(std::abs(rank.activities[k->second].end_ns - op.gpu_end_ns),
+                         static_cast<bool>(taken[static_cast<size_t>(k - kernels.begin())]));
+      };
+      auto best = it;
+      for (auto k = std::next(it); k != kernels.end() && k->first == it->first && k - it < 8; ++k) {
+        if (offBy(k) < offBy(best)) best = k;
+      }
+      taken[static_cast<size_t>(best - kernels.begin())] = true;
+      kernel_of_op[o] = best->second;
+    }
   }
   // The communicator of the first NCCL operation whose GPU span starts at `start_ns`, if any.
   std::optional<uint64_t> communicatorAt(int64_t start_ns) const {
@@ -107,6 +153,8 @@ struct RankTimeIndex {
   };
   std::vector<uint32_t> calls_by_start;
   std::vector<Work> work_by_launch;
+  std::vector<uint32_t> kernel_of_op;  // per NCCL operation: its kernel's activity (UINT32_MAX: none)
+  std::vector<std::pair<int64_t, uint32_t>> ops_by_start, ranges_by_start;  // (start, index into host_ops / nvtx)
   std::vector<std::pair<int64_t, uint64_t>> comm_by_start;  // NCCL operations' GPU start, communicator
 };
 
@@ -137,6 +185,9 @@ class RankGraph {
   int64_t spanEdge(uint32_t event) const { return span_edge_[event]; }
   PathSlice sliceOf(const Edge& edge) const;
   int32_t rank() const { return rank_.rank; }
+  uint32_t activityOf(uint32_t event) const { return events_[event].ref.index; }
+  // Its compute kernels' time (their span edges' weights).
+  int64_t computeNs() const { return compute_ns_; }
   // The kind of GPU work whose span an edge is, if it is one.
   std::optional<ActivityKind> spanActivity(const Edge& edge) const {
     if (edge.kind != EdgeKind::kSpan || edge.from % 2 != 0 || edge.to != edge.from + 1) return std::nullopt;
@@ -176,6 +227,7 @@ class RankGraph {
   std::vector<Edge> edges_;
   std::vector<int64_t> span_edge_;                           // per event: GPU work's span edge, or -1
   std::vector<std::pair<uint32_t, uint32_t>> stream_syncs_;  // (Stream Sync activity, its call's event)
+  int64_t compute_ns_ = 0;
 };
 
 std::vector<std::pair<int64_t, uint32_t>> RankGraph::communicationEvents() const {
@@ -193,14 +245,17 @@ void RankGraph::collectEvents() {
     events_.push_back({{source, index}, start, end, -1, true});
     threads_.push_back(thread);
   };
-  for (uint32_t i = 0; i < rank_.host_ops.size(); ++i) {
+  // Those that start in the window, in the rank's order (by index).
+  std::vector<uint32_t> starting;
+  RankTimeIndex::startingIn(index_.ops_by_start, window_.start, window_.end, starting);
+  for (uint32_t i : starting) {
     const model::HostOp& op = rank_.host_ops[i];
     if (inWindow(op.start_ns, op.end_ns)) addHost(PathEventSource::kHostOp, i, op.start_ns, op.end_ns, op.thread_id);
   }
-  for (uint32_t i = 0; i < rank_.nvtx.size(); ++i) {
+  RankTimeIndex::startingIn(index_.ranges_by_start, window_.start, window_.end, starting);
+  for (uint32_t i : starting) {
     const model::NvtxRange& r = rank_.nvtx[i];
-    if (rank_.name(r.domain_id) == model::kCpuOpDomain && inWindow(r.start_ns, r.end_ns))
-      addHost(PathEventSource::kStepRange, i, r.start_ns, r.end_ns, r.thread_id);
+    if (inWindow(r.start_ns, r.end_ns)) addHost(PathEventSource::kStepRange, i, r.start_ns, r.end_ns, r.thread_id);
   }
   // Calls in correlation order and work in start order, as the whole rank's lists have them.
   std::vector<uint32_t> calls;
@@ -347,10 +402,14 @@ void RankGraph::addGpuEdges() {
     }
     sortIfNeeded(ends);
   }
-  auto waitedOn = [&](int64_t previous_end, int64_t start) -> std::optional<uint32_t> {
+  // The kernels that ended last in (previous_end, start]: [first, last) of `ends`, those that ended
+  // together (a send and a receive posted at once), up to four.
+  auto waitedOn = [&](int64_t previous_end, int64_t start) -> std::pair<size_t, size_t> {
     auto it = std::upper_bound(ends.begin(), ends.end(), std::pair<int64_t, uint32_t>{start, UINT32_MAX});
-    if (it == ends.begin() || std::prev(it)->first <= previous_end) return std::nullopt;
-    return std::prev(it)->second;
+    if (it == ends.begin() || std::prev(it)->first <= previous_end) return {0, 0};
+    auto first = std::prev(it);
+    while (first != ends.begin() && std::prev(first)->first == first->first && it - first < 4) --first;
+    return {static_cast<size_t>(first - ends.begin()), static_cast<size_t>(it - ends.begin())};
   };
   std::vector<int64_t> last_on_stream(static_cast<size_t>(streams), -1);  // per stream: its last kernel's end node
   // Across ranks, a kernel that started before its stream's previous one ended ran beside it (the
@@ -358,11 +417,11 @@ void RankGraph::addGpuEdges() {
   // that ended before it started, if any.
   std::vector<std::vector<uint32_t>> ends_on_stream(static_cast<size_t>(streams));
   auto endedBefore = [&](int32_t stream, int64_t start) -> std::optional<uint32_t> {
-    const std::vector<uint32_t>& ends = ends_on_stream[static_cast<size_t>(stream)];
+    const std::vector<uint32_t>& stream_ends = ends_on_stream[static_cast<size_t>(stream)];
     std::optional<uint32_t> best;
-    for (size_t k = ends.size(), scanned = 0; k > 0 && scanned < 16; --k, ++scanned) {
-      int64_t t = timeOf(ends[k - 1]);
-      if (t <= start && (!best || t > timeOf(*best))) best = ends[k - 1];
+    for (size_t k = stream_ends.size(), scanned = 0; k > 0 && scanned < 16; --k, ++scanned) {
+      int64_t t = timeOf(stream_ends[k - 1]);
+      if (t <= start && (!best || t > timeOf(*best))) best = stream_ends[k - 1];
     }
     return best;
   };
@@ -378,6 +437,7 @@ void RankGraph::addGpuEdges() {
     uint32_t e = item.event;
     span_edge_[e] = static_cast<int64_t>(edges_.size());
     addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
+    if (rank_.activities[events_[e].ref.index].kind == ActivityKind::kCompute) compute_ns_ += edges_.back().weight;
     uint32_t call = launch_event_[e];
     std::optional<uint32_t> last;
     int64_t& stream_last = last_on_stream[static_cast<size_t>(item.stream)];
@@ -389,18 +449,20 @@ void RankGraph::addGpuEdges() {
     bool launch_delay = after_launch == 1 && after_start == 0 && (!last || timeOf(*last) < events_[call].start_ns);
     // Across ranks, a kernel that starts after another stream's kernel ended in its stream's gap (or,
     // alone on its stream, after its launch call) waited for that kernel rather than for its launch.
-    std::optional<uint32_t> other;
+    std::pair<size_t, size_t> others{0, 0};
     if (stream_waits_) {
-      other = waitedOn(launch_delay ? events_[call].end_ns
-                       : last       ? timeOf(*last)
-                                    : events_[call].start_ns,
-                       events_[e].start_ns);
+      others = waitedOn(launch_delay ? events_[call].end_ns
+                        : last       ? timeOf(*last)
+                                     : events_[call].start_ns,
+                        events_[e].start_ns);
     }
+    bool other = others.second > others.first;
     if (launch_delay && !other) {
       addEdge(startNode(call), startNode(e), EdgeKind::kLaunch);
     } else if (other) {
-      // Its stream waited for that kernel: the gap before that kernel's end is the other stream's.
-      addEdge(endNode(*other), startNode(e), EdgeKind::kKernelGap);
+      // Its stream waited for those kernels: the gap before their end is the other streams'.
+      for (size_t k = others.first; k < others.second; ++k)
+        addEdge(endNode(ends[k].second), startNode(e), EdgeKind::kKernelGap);
       if (last) edges_.push_back({*last, startNode(e), edges_.back().weight, EdgeKind::kKernelGap});
     } else if (last && events_[e].start_ns - timeOf(*last) < kKernelGapLimitNs) {
       addEdge(*last, startNode(e), EdgeKind::kKernelGap);
@@ -666,7 +728,9 @@ struct RunGraph {
   std::vector<uint32_t> offset, edge_base;  // per rank index: its first node and first edge
   std::vector<int64_t> times;
   std::vector<Edge> edges;
-  std::vector<std::pair<int32_t, uint32_t>> origin;  // per edge: (rank index, its local edge); -1: a join
+  // Per edge: (rank index, its local edge); (-1, the member's span edge): a join's edge to a member's end;
+  // (-2, operation): a member's start to its operation's join node.
+  std::vector<std::pair<int32_t, uint32_t>> origin;
   // (rank index, event) -> the rank waited for, and the communicator of the send or receive it waited in
   // (0: a collective).
   std::map<std::pair<uint32_t, uint32_t>, std::pair<int32_t, uint64_t>> waited_for;
@@ -675,6 +739,8 @@ struct RunGraph {
     std::vector<uint32_t> ranks;
     std::vector<uint32_t> edges;
     bool collective = true;  // else a send and its receive
+    int32_t last_rank = -1;  // the rank whose member started last, as traced
+    uint64_t wait_comm = 0;  // the communicator a wait for it is in (0: a collective)
   };
   std::vector<Operation> operations;
   Interval window;
@@ -682,25 +748,31 @@ struct RunGraph {
   std::vector<uint8_t> in_operation;  // per edge: one of an operation's edges
   PathScratch scratch;                // the step's longest path's distances, for its re-timings
 
+  // Nodes past the ranks' are the operations' join nodes (no rank's).
   uint32_t rankOfNode(uint32_t node) const {
     return static_cast<uint32_t>(std::upper_bound(offset.begin(), offset.end(), node) - offset.begin() - 1);
   }
 };
 
-// A stream's gap while one of the rank's NCCL operations ran on another stream is that operation's
-// (exposed communication, or a wait for a later member): the kernel after the gap depends on the
-// operation's last member's start, by the time from there, and the gap itself carries none.
-// `joined`: (rank index, event, the last member's start node, operation) for every member.
+// A stream's gap that one of the rank's NCCL operations on another stream ended (its kernel among the
+// last to end in the gap, so that the kernel after the gap waited for it) or ran through (it started
+// in a gap no other stream's kernel ended, and ran past it: an overlapped collective, whose stream goes
+// on once its exposed part is done) is that operation's (exposed communication, or a wait for a later
+// member): the kernel after the gap depends on the operation's join, by the time from there, and the
+// gap itself carries none. A gap in which other kernels ended after the operation did waited for them:
+// tied to the operation, its fixed weight would hold the compute that ran in it.
+// `joined`: (rank index, event, the operation's join node, operation) for every member.
 template <typename Joined>
 void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
-  using Running = std::tuple<int64_t, int64_t, uint32_t, size_t, uint32_t>;  // start, end, last start, op, span
+  // start, end, the join node, operation, span edge (the rank's), end node (the run's)
+  using Running = std::tuple<int64_t, int64_t, uint32_t, size_t, uint32_t, uint32_t>;
   std::vector<std::vector<Running>> waits(g.graphs.size());
   for (const Joined& j : joined) {
     const RankGraph& rg = g.graphs[j.rank];
     int64_t span = rg.spanEdge(j.event);
     if (span < 0) continue;
     waits[j.rank].emplace_back(rg.timeOf(rg.startNode(j.event)), rg.timeOf(rg.endNode(j.event)), j.last_start,
-                               j.operation, static_cast<uint32_t>(span));
+                               j.operation, static_cast<uint32_t>(span), g.offset[j.rank] + rg.endNode(j.event));
   }
   for (auto& w : waits) std::sort(w.begin(), w.end());
   size_t own_edges = g.edges.size();
@@ -711,12 +783,28 @@ void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
     if (list.empty()) continue;
     int64_t gap_start = g.times[g.edges[i].from];
     int64_t gap_end = g.times[g.edges[i].to];
-    // The latest-starting operation that began before the gap's end and ran into it.
-    auto it = std::lower_bound(list.begin(), list.end(), Running{gap_end, 0, 0, 0, 0});
+    // The kernels the gap waited for on other streams: the edges before it into the same kernel
+    // (RankGraph::addGpuEdges adds those first).
+    size_t waited = i;
+    while (waited > 0 && i - waited < 4 && g.origin[waited - 1].first == rank_index &&
+           g.edges[waited - 1].kind == EdgeKind::kKernelGap && g.edges[waited - 1].to == g.edges[i].to)
+      --waited;
+    auto waitedFor = [&](uint32_t node) {
+      for (size_t k = waited; k < i; ++k) {
+        if (g.edges[k].from == node) return true;
+      }
+      return false;
+    };
+    // The latest-starting operations that began before the gap's end.
+    auto it = std::lower_bound(list.begin(), list.end(), Running{gap_end, 0, 0, 0, 0, 0});
     for (int scanned = 0; it != list.begin() && scanned < 4; ++scanned) {
       --it;
-      const auto& [start, end, last_start, operation, span] = *it;
-      if (end <= gap_start || g.times[last_start] > gap_end) continue;
+      const auto& [start, end, last_start, operation, span, end_node] = *it;
+      // It ended the gap, or started in a gap that no other stream's kernel ended and ran past it (an
+      // overlapped collective: its stream goes on once the collective's exposed part is done).
+      bool ended_it = waitedFor(end_node);
+      bool ran_through = waited == i && start >= gap_start && end > gap_end;
+      if (g.times[last_start] > gap_end || !(ended_it || ran_through)) continue;
       int64_t from_last = std::max<int64_t>(0, gap_end - g.times[last_start]);
       g.edges[i].weight = 0;
       g.operations[operation].edges.push_back(static_cast<uint32_t>(g.edges.size()));
@@ -764,8 +852,7 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
       origin[first_edge + i] = {static_cast<int32_t>(r), i};
     }
   }
-  // Each NCCL operation's kernel: the first communication kernel that starts within the operation's GPU
-  // span.
+  // Each rank's communication kernels in the step's graph, by start.
   std::vector<std::vector<std::pair<int64_t, uint32_t>>> kernels;
   for (const RankGraph& rg : graphs) kernels.push_back(rg.communicationEvents());
   struct Joined {
@@ -773,27 +860,18 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
     size_t operation;
   };
   std::vector<Joined> joined_at;                        // every member, and where the operation's last member started
-  std::vector<std::vector<bool>> taken(graphs.size());  // per rank index and event: matched to an operation
-  for (size_t r = 0; r < graphs.size(); ++r) taken[r].assign(graphs[r].nodeCount() / 2, false);
+  // The operation's kernel (RankTimeIndex::kernel_of_op), if the step's graph holds it.
   auto kernelOf = [&](MemberOp m) -> std::optional<JoinMember> {
     if (m.rank_index >= graphs.size()) return std::nullopt;
-    const model::NcclOp& op = opOf(run, m);
+    uint32_t activity = indexes[m.rank_index].kernel_of_op[m.op_index];
+    if (activity == UINT32_MAX) return std::nullopt;
     const auto& list = kernels[m.rank_index];
-    auto it = std::lower_bound(list.begin(), list.end(), std::pair<int64_t, uint32_t>{op.gpu_start_ns, 0});
-    if (it == list.end() || it->first > op.gpu_end_ns) return std::nullopt;
-    // Of kernels that start together (a send and a receive posted at once), the one that ends with it,
-    // and of those one that no other operation has.
-    const RankGraph& rg = graphs[m.rank_index];
-    auto best = it;
-    auto offBy = [&](auto k) {
-      return std::pair(std::abs(rg.timeOf(rg.endNode(k->second)) - op.gpu_end_ns),
-                       static_cast<bool>(taken[m.rank_index][k->second]));
-    };
-    for (auto k = std::next(it); k != list.end() && k->first == it->first && k - it < 8; ++k) {
-      if (offBy(k) < offBy(best)) best = k;
+    int64_t start = run.ranks[m.rank_index].activities[activity].start_ns;
+    for (auto it = std::lower_bound(list.begin(), list.end(), std::pair<int64_t, uint32_t>{start, 0});
+         it != list.end() && it->first == start; ++it) {
+      if (graphs[m.rank_index].activityOf(it->second) == activity) return JoinMember{m.rank_index, it->second};
     }
-    taken[m.rank_index][best->second] = true;
-    return JoinMember{m.rank_index, best->second};
+    return std::nullopt;
   };
   // The members that started before the last one wait for it: their span carries only the time after
   // it started, and the last one's start leads to their end.
@@ -814,12 +892,35 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
         last = &m;
     }
     uint32_t last_start = offset[last->rank] + graphs[last->rank].startNode(last->event);
-    for (const JoinMember& m : members) joined_at.push_back({m.rank, m.event, last_start, g.operations.size()});
+    operation.last_rank = graphs[last->rank].rank();
+    operation.wait_comm = collective ? 0 : comm_hash;
+    // The join node, at the last member's start as traced: every member's start leads to it and it to
+    // every member's end, by the time each member ran after the last one started. A re-timing that
+    // changes which member starts last keeps the dependency (the edges below from the traced last
+    // member's start hold only as traced).
+    auto join_node = static_cast<uint32_t>(times.size());
+    times.push_back(times[last_start]);
+    for (const JoinMember& m : members) {
+      edges.push_back({offset[m.rank] + graphs[m.rank].startNode(m.event), join_node, 0, EdgeKind::kDependency});
+      origin.emplace_back(-2, static_cast<uint32_t>(g.operations.size()));
+    }
+    for (const JoinMember& m : members) {
+      int64_t span = graphs[m.rank].spanEdge(m.event);
+      if (span < 0) continue;
+      uint32_t end = offset[m.rank] + graphs[m.rank].endNode(m.event);
+      if (times[end] < times[join_node]) continue;  // it did not wait for the last member
+      operation.edges.push_back(static_cast<uint32_t>(edges.size()));
+      edges.push_back({join_node, end, std::max<int64_t>(0, times[end] - times[join_node]), EdgeKind::kSpan});
+      origin.emplace_back(-1, static_cast<uint32_t>(span));
+    }
+    for (const JoinMember& m : members) joined_at.push_back({m.rank, m.event, join_node, g.operations.size()});
     for (const JoinMember& w : waiters) {
       if (w.rank == last->rank) continue;
       uint32_t end = offset[w.rank] + graphs[w.rank].endNode(w.event);
       int64_t span = graphs[w.rank].spanEdge(w.event);
-      if (times[last_start] <= times[end - 1] || span < 0) continue;  // it started last itself
+      // It started last itself, or ended before the last one started (an eager send, which did not
+      // wait for its receive).
+      if (times[last_start] <= times[end - 1] || times[end] < times[last_start] || span < 0) continue;
       edges[edge_base[w.rank] + static_cast<size_t>(span)].weight =
           std::max<int64_t>(0, times[end] - times[last_start]);
       operation.edges.push_back(static_cast<uint32_t>(edges.size()));
@@ -871,6 +972,15 @@ RunStepPath runPath(RunGraph& g) {
     uint32_t r = g.rankOfNode(e.to);
     const RankGraph& rg = graphs[r];
     auto [from_rank, local] = g.origin[i];
+    if (from_rank == -2) {  // a member's start to its operation's join: it waited for the last member
+      const RunGraph::Operation& op = g.operations[local];
+      const RankGraph& member = graphs[g.rankOfNode(e.from)];
+      if (member.rank() != previous_rank) ++out.rank_changes;
+      previous_rank = member.rank();
+      if (member.rank() != op.last_rank)
+        cutter.cover({times[e.from], times[e.to], PathCause::kWait, "", member.rank(), op.wait_comm, op.last_rank});
+      continue;
+    }
     PathSlice s;
     if (from_rank < 0) {  // a join: the span of the waiting kernel after the last member started
       s = rg.sliceOf(rg.edges()[local]);
@@ -902,13 +1012,8 @@ struct IdealStep {
 };
 
 std::vector<int64_t> computePerRank(const RunGraph& g) {
-  std::vector<int64_t> out(g.graphs.size(), 0);
-  for (size_t i = 0; i < g.edges.size(); ++i) {
-    auto [rank_index, local] = g.origin[i];
-    if (rank_index < 0) continue;
-    auto r = static_cast<size_t>(rank_index);
-    if (g.graphs[r].spanActivity(g.graphs[r].edges()[local]) == ActivityKind::kCompute) out[r] += g.edges[i].weight;
-  }
+  std::vector<int64_t> out;
+  for (const RankGraph& rg : g.graphs) out.push_back(rg.computeNs());
   return out;
 }
 
@@ -1018,9 +1123,12 @@ struct WhatIfSums {
   int64_t steps = 0;
   int64_t step_ns = 0;
 
-  void add(RunGraph& g, const model::RunTrace& run, const std::vector<report::Finding>& all, int64_t length) {
+  // `step_ns`: the step's time, as step_times counts it (its longest rank's window; the union of the
+  // ranks' windows also holds the offsets between the ranks' step boundaries).
+  void add(RunGraph& g, const model::RunTrace& run, const std::vector<report::Finding>& all, int64_t length,
+           int64_t step) {
     ++steps;
-    step_ns += g.window.length();
+    step_ns += step;
     for (size_t i = 0; i < findings.size(); ++i) {
       int64_t ideal = idealLength(g, idealOf(g, run, all[findings[i]].cause));
       saved[i] += std::max<int64_t>(0, length - ideal);
@@ -1137,7 +1245,8 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
                               attributionOf(path.slices), std::move(path.slices)});
       if (!what_if.findings.empty()) {
         buildRunGraph(input.run, indexes, input.collectives(), {w.window}, graph);
-        what_if.add(graph, input.run, findings, longestPathOf(graph.plan, PathEnd::kLatest, &graph.scratch).length);
+        what_if.add(graph, input.run, findings, longestPathOf(graph.plan, PathEnd::kLatest, &graph.scratch).length,
+                    w.window.length());
       }
     }
   }
@@ -1154,16 +1263,17 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
   if (input.run.ranks.size() < 2 || common_steps == SIZE_MAX) return finish();
   for (size_t i = 0; i < common_steps; ++i) {
     std::vector<Interval> windows;
-    int64_t number = -1;
+    int64_t number = -1, longest = 0;
     for (size_t r = 0; r < input.run.ranks.size(); ++r) {
       const StepWindow& w = rank_windows[r][i];
       windows.push_back(w.window);
+      longest = std::max(longest, w.window.length());
       if (input.hasSteps()) number = w.number;
     }
     buildRunGraph(input.run, indexes, input.collectives(), windows, graph);
     RunStepPath path = runPath(graph);
     if (path.window.length() <= 0) continue;
-    what_if.add(graph, input.run, findings, path.length_ns);
+    what_if.add(graph, input.run, findings, path.length_ns, longest);
     nameCommunicators(path.slices, communicators);
     result.run_steps.push_back({number, path.window, path.length_ns, path.rank_changes,
                                 attributionOf(path.slices, true), std::move(path.slices)});

@@ -63,7 +63,8 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
   for (const Edge& e : edges) ++node_first_in[e.to + 1], ++first_out[e.from + 1];
   for (size_t n = 0; n < nodes; ++n) node_first_in[n + 1] += node_first_in[n], first_out[n + 1] += first_out[n];
   incoming.resize(edges.size());
-  std::vector<uint32_t> outgoing(edges.size());  // the targets' nodes
+  std::vector<uint32_t>& outgoing = plan.out_target;  // the targets' nodes
+  outgoing.resize(edges.size());
   {
     std::vector<uint32_t> in_fill(node_first_in.begin(), node_first_in.end() - 1),
         out_fill(first_out.begin(), first_out.end() - 1);
@@ -130,8 +131,6 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
     }
   }
   plan.first_in[nodes] = slot;
-  plan.out_target.resize(edges.size());
-  for (size_t k = 0; k < outgoing.size(); ++k) plan.out_target[k] = plan.position[outgoing[k]];
 }
 
 LongestPath longestPathOf(const PathPlan& plan, PathEnd end_rule, PathScratch* scratch) {
@@ -200,7 +199,8 @@ int64_t retimedLength(PathPlan& plan, PathScratch& scratch) {
         scratch.changed_positions.emplace_back(p, retimed[p]);
         retimed[p] = best;
         uint32_t n = plan.node[p];
-        for (uint32_t k = plan.first_out[n]; k < plan.first_out[n + 1]; ++k) scratch.dirty[plan.out_target[k]] = 1;
+        for (uint32_t k = plan.first_out[n]; k < plan.first_out[n + 1]; ++k)
+          scratch.dirty[plan.position[plan.out_target[k]]] = 1;
       }
     }
     length = std::max(length, retimed[p]);

@@ -48,7 +48,7 @@ struct PathPlan {
   std::vector<int64_t> in_weight;    // per slot, the edge's weight
   std::vector<uint32_t> slot_of;     // per edge, its slot
   std::vector<uint32_t> first_out;   // per node, its first outgoing edge's target in `out_target`
-  std::vector<uint32_t> out_target;  // the targets' positions
+  std::vector<uint32_t> out_target;  // the targets' nodes (a re-timing looks up the positions of the few it reaches)
   struct Incoming {
     uint32_t edge;
     uint32_t from;
