@@ -46,6 +46,11 @@ export function formatCell(value: unknown, unit: string | undefined): string {
   }
 }
 
+// A communicator as "pipeline tp1 dp1 (pipeline, 2 ranks)"; its hash where the run recorded no name.
+export function formatCommunicator(c: { id: string; name: string | null; role: string | null; nranks: number | null }): string {
+  return `${c.name ?? c.id} (${c.role ?? 'role not recorded'}${c.nranks ? `, ${c.nranks} ranks` : ''})`;
+}
+
 // Ranks as runs of consecutive numbers ("0-127, 256"), so that a 1024-rank stage reads in one line.
 export function formatRanks(ranks: number[]): string {
   const sorted = [...ranks].sort((a, b) => a - b);

@@ -215,10 +215,14 @@ async function demoAndPlan() {
         }, slow.index);
         await page.mouse.click(at[0], at[1]);
         const link = doc.results.link_hotspots.links.find((l) => l.host === 'node-00' && l.name === 'NIC mlx5_3');
-        const expected = new Set(link.uses.map((u) => `${u.communicator} ${u.operation ?? 'not recorded'}`)).size;
+        const expected = new Set(link.uses.map((u) => `${u.communicator.id} ${u.operation ?? 'not recorded'}`)).size;
         const shown = await page.$eval('[data-test="link-collectives"]', (b) => [Number(b.dataset.collectives), b.textContent]).catch(() => [0, '']);
         check(expected > 0 && shown[0] === expected && /AllReduce/.test(shown[1]) && /GB\/s/.test(shown[1]),
           `demo: clicking the slow NIC lists the ${expected} collectives that use it (${shown[0]}: ${shown[1].slice(0, 160)})`);
+        const named = link.uses.filter((u) => u.communicator.name !== null);
+        const usesText = await page.textContent('[data-test="link-uses"]');
+        check(named.length > 0 && named.every((u) => usesText.includes(u.communicator.name)) && !/0x[0-9a-f]{16}/.test(usesText),
+          `demo: the slow NIC's uses name their communicators, not their hashes (${usesText.slice(0, 200)})`);
         await page.screenshot({ path: join(screenshots, 'demo-topology-click.png'), fullPage: true });
       }
       await page.click('nav.tabs a[data-view="summary"]');
