@@ -235,11 +235,31 @@ async function demoAndPlan() {
       await openView(page, 'pipeline');
       const header = await page.textContent('[data-test="pipeline-header"]');
       check(header.includes('p=2, m=8') && header.includes('stage 0 waits on stage 1'), `demo: the pipeline header (${header})`);
-      const labels = await page.evaluate(() => {
-        const data = window.gpuxray.charts.pipeline.getOption().series[0].data;
-        return data.map((d) => d.value[5]).filter((l) => /^[FB]\d+$/.test(l));
+      // Each stage's boxes in time order are its micro-batches' passes in 1F1B order: p-s-1
+      // forwards to warm up, then one forward and one backward in turn, then the last backwards.
+      const lanes = await page.evaluate(() => {
+        const chart = window.gpuxray.charts.pipeline;
+        const boxes = chart.getOption().series[0].data.filter((d) => d.value[3] === 1).sort((a, b) => a.value[1] - b.value[1]);
+        return chart.getOption().yAxis[0].data.map((_, lane) => boxes.filter((d) => d.value[0] === lane).map((d) => d.value[5]));
       });
-      for (const name of ['F1', 'F8', 'B1', 'B8']) check(labels.includes(name), `demo: micro-batch ${name} is labelled`);
+      const source = await page.textContent('[data-test="pipeline-source"]');
+      check(source.includes('forward#N / backward#N ranges') && !source.includes('no forward#N'), `demo: the pipeline's boxes come from the simulator's ranges (${source})`);
+      const [p, m] = [2, 8];
+      check(lanes.length === p, `demo: the pipeline chart has ${p} stages (${lanes.length})`);
+      lanes.forEach((labels, s) => {
+        const expected = [];
+        const warmUp = Math.min(p - s - 1, m);
+        for (let f = 1; f <= warmUp; ++f) expected.push(`F${f}`);
+        for (let b = 1; b <= m; ++b) {
+          if (warmUp + b <= m) expected.push(`F${warmUp + b}`);
+          expected.push(`B${b}`);
+        }
+        check(labels.filter((l) => l.startsWith('F')).length === m && labels.filter((l) => l.startsWith('B')).length === m,
+          `demo: stage ${s} shows ${m} forward and ${m} backward boxes (${labels.join(' ')})`);
+        check(labels.join(' ') === expected.join(' '), `demo: stage ${s}'s boxes run in 1F1B order (${labels.join(' ')}; expected ${expected.join(' ')})`);
+      });
+      const arrows = await page.evaluate(() => window.gpuxray.charts.pipeline.getOption().series[0].data.filter((d) => d.value[3] === 3).length);
+      check(arrows === 2 * m * (p - 1), `demo: an arrow from each of the step's ${2 * m * (p - 1)} sends to its receive (${arrows})`);
     } else {
       check(false, 'demo: the report has results.pipeline_bubbles');
     }
