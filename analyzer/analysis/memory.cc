@@ -13,6 +13,7 @@
 #include <map>
 
 #include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/range_names.h"
 #include "analyzer/analysis/rank_digest.h"
 
 namespace gpuxray::analysis {
@@ -108,7 +109,8 @@ MemoryPart memoryOfRank(const model::RankTrace& rank) {
     memory.peak_bytes = bytes;
     memory.peak_at_ns = peak_at[device];
     const model::NvtxRange* phase = phaseAt(rank, peak_at[device]);
-    memory.peak_phase = phase != nullptr ? rank.strings[phase->name_id] : "before any NVTX range";
+    memory.peak_phase =
+        phase != nullptr ? std::string(splitRangeName(rank.strings[phase->name_id]).op) : "before any NVTX range";
     memory.allocations = allocations[device];
     memory.end_bytes = in_use[device];
     for (const MemoryPoint& point : keepHighest(std::move(curves[device]), DeviceMemory::kMaxCurvePoints,
@@ -118,12 +120,6 @@ MemoryPart memoryOfRank(const model::RankTrace& rank) {
   }
   part.phase_peaks.assign(phase_peak.begin(), phase_peak.end());
   return part;
-}
-
-std::string foldedRangeName(const std::string& name) {
-  size_t end = name.size();
-  while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9') --end;
-  return end < name.size() && end > 0 ? name.substr(0, end) + "N" : name;
 }
 
 int64_t memoryOrigin(const AnalysisInput& input) {

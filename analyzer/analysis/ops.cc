@@ -12,7 +12,7 @@
 #include <unordered_map>
 
 #include "analyzer/analysis/analyses.h"
-#include "analyzer/analysis/memory.h"
+#include "analyzer/analysis/range_names.h"
 #include "analyzer/analysis/rank_digest.h"
 
 namespace gpuxray::analysis {
@@ -227,8 +227,10 @@ RankOps opsOfRank(const model::RankTrace& rank) {
   std::vector<std::unordered_map<std::string, OpKernel>> kernels;
   for (auto& r : ranges) {
     int32_t parent = r.parent >= 0 ? ranges[static_cast<size_t>(r.parent)].node : -1;
-    std::string name = foldedRangeName(std::string(rank.name(r.name_id)));
-    std::string inputs(rank.name(r.inputs_id));
+    // emit_nvtx's ranges carry their input shapes in the name; cpu_ops in inputs_id.
+    RangeName recorded = splitRangeName(rank.name(r.name_id));
+    std::string name = foldedRangeName(recorded.op);
+    std::string inputs(r.inputs_id != 0 ? rank.name(r.inputs_id) : recorded.sizes);
     auto [it, added] = index.try_emplace(std::make_tuple(parent, name, inputs), static_cast<int32_t>(out.nodes.size()));
     if (added) {
       out.nodes.push_back({parent, std::move(name), std::move(inputs), 0, 0, {}});
