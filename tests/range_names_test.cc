@@ -48,6 +48,7 @@ TEST_CASE("range names: emit_nvtx's ranges of one op are one op path, one memory
   gpuxray::testing::TempDir dir;
   gpuxray::testing::RunBuilder run("golden-emit-nvtx", 1);
   auto& rank = run.rank(0, "node-0", 0);
+  rank.header.rank = -1;  // as a process the launcher gave no rank: still one rank of the op paths
   const std::string sizes = "[[8, 512], [512, 512], []]";
   // The ranges start inside the GPU span (the window of the activity totals when there are no steps).
   rank.kernel("warm_up", 10, 20);  // launched at 5, outside every range
@@ -67,11 +68,13 @@ TEST_CASE("range names: emit_nvtx's ranges of one op are one op path, one memory
   analysis::Session session(options);
 
   REQUIRE(session.run().ranks.size() == 1);
+  CHECK(session.run().ranks[0].rank == -1);
   auto ops = analysis::computeOps(session.input());
   REQUIRE(ops.nodes.size() == 2);
   CHECK(ops.nodes[0].name == "aten::linear");
   CHECK(ops.nodes[0].inputs == sizes);
   CHECK(ops.nodes[0].count == 2);
+  CHECK(ops.nodes[0].ranks == 1);
   CHECK(ops.nodes[0].gpu_time_ns == 100'000);
   CHECK(ops.nodes[1].name == "aten::linear");
   CHECK(ops.nodes[1].inputs == "[[8, 1024], [1024, 512], []]");

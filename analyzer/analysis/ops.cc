@@ -82,12 +82,12 @@ class TreeBuilder {
       n.inputs = inputs;
       nodes_.push_back(std::move(n));
       kernels_.emplace_back();
-      last_rank_.push_back(-1);
+      last_file_.push_back(kNoFile);
     }
     return it->second;
   }
-  // A rank's tree, its nodes merged into the tree's by path.
-  void add(const RankOps& rank_ops, int32_t rank) {
+  // A rank's tree (the run's `file`-th), its nodes merged into the tree's by path.
+  void add(const RankOps& rank_ops, size_t file) {
     std::vector<int32_t> ids(rank_ops.nodes.size(), -1);
     for (size_t i = 0; i < rank_ops.nodes.size(); ++i) {
       const RankOpNode& local = rank_ops.nodes[i];
@@ -96,8 +96,8 @@ class TreeBuilder {
       OpNode& n = nodes_[static_cast<size_t>(id)];
       n.count += local.count;
       n.host_time_ns += local.host_time_ns;
-      if (local.count > 0 && last_rank_[static_cast<size_t>(id)] != rank)
-        ++n.ranks, last_rank_[static_cast<size_t>(id)] = rank;
+      if (local.count > 0 && last_file_[static_cast<size_t>(id)] != file)
+        ++n.ranks, last_file_[static_cast<size_t>(id)] = file;
       for (const OpKernel& kernel : local.kernels) {
         n.self_gpu_time_ns += kernel.time_ns;
         n.self_kernels += kernel.count;
@@ -163,7 +163,9 @@ class TreeBuilder {
   std::map<std::tuple<int32_t, std::string, std::string>, int32_t> index_;
   std::vector<OpNode> nodes_;
   std::vector<NodeKernels> kernels_;
-  std::vector<int32_t> last_rank_;
+  // The last file whose tree added to each node, by index (two files of unknown rank are two ranks).
+  static constexpr size_t kNoFile = ~size_t{0};
+  std::vector<size_t> last_file_;
 };
 
 bool isKernel(model::ActivityKind kind) {
@@ -296,7 +298,7 @@ OpsResult computeOps(const AnalysisInput& input) {
     result.outside_ranges_time_ns += rank_ops.outside_ranges_time_ns;
     result.uncorrelated_kernels += rank_ops.uncorrelated_kernels;
     result.uncorrelated_time_ns += rank_ops.uncorrelated_time_ns;
-    tree.add(rank_ops, input.run.ranks[r].rank);
+    tree.add(rank_ops, r);
   }
   result.recorded = result.host_ranges > 0;
   result.nodes = tree.finish(result);
