@@ -487,6 +487,12 @@ async function kernelMetrics() {
   await page.selectOption('[data-test="measured-kernel"]', String(add));
   const addL1 = await page.evaluate(() => window.gpuxray.charts.hierarchy.getOption().series[0].links[0]);
   check(addL1.bytes === null && addL1.label.formatter === 'not measured, L1 hit rate not measured', `kernel metrics: L1 not measured for the add (${addL1.label.formatter})`);
+  // Its demangled name in short, the full name in the tooltip and under it.
+  const addName = 'void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)';
+  const heading = await page.$eval('section[data-view="hierarchy"] h3.kernel-name', (h) => [h.textContent, h.title]);
+  const fullName = await page.textContent('section[data-view="hierarchy"] p.full-name');
+  check(heading[0] === 'vectorized_elementwise_kernel<4, AddFunctor>' && heading[1] === addName && fullName === addName,
+    `kernel metrics: the add is named in short, in full in its tooltip and under it (${heading}; ${fullName})`);
   const fusion = (await page.textContent('[data-test="hierarchy-fusion"]')) ?? '';
   check(fusion.includes('MulFunctor') && fusion.includes('64.0 MiB'), `kernel metrics: the add and the multiply, fused, would save 64 MiB (${fusion.slice(0, 200)})`);
   await page.screenshot({ path: join(screenshots, 'kernel-metrics-hierarchy-add.png'), fullPage: true });
@@ -514,7 +520,7 @@ function traceFolders(root) {
     const dir = join(root, name);
     if (!statSync(dir).isDirectory()) continue;
     const files = readdirSync(dir);
-    if (files.some((f) => /\.json(\.gz)?$/.test(f))) folders.push([name, dir]);
+    if (files.some((f) => /\.(json(\.gz)?|gpuxray)$/.test(f))) folders.push([name, dir]);
     else for (const [inner, innerDir] of traceFolders(dir)) folders.push([`${name}-${inner}`, innerDir]);
   }
   return folders;
@@ -534,6 +540,23 @@ async function realTrace(name, dir) {
   check(!identity.includes(' of 0 ranks'), `${name}: the identity line (${identity})`);
   const missingViews = await everyView(opened.page, name, false);
   console.log(`${name}: views whose data is missing: ${missingViews.join(', ') || 'none'}`);
+  // Demangled C++ kernel names run to hundreds of characters: the labels carry a short form.
+  const options = await opened.page.$$eval('[data-test="kernel"] option', (o) => o.map((x) => x.textContent));
+  const long = options.filter((o) => o.length > 130);
+  check(long.length === 0, `${name}: the SM view's kernels are named in short (${long[0]?.slice(0, 200)})`);
+  // A rank the launcher did not say is "rank unknown" in the page's own labels, never -1 or null.
+  const labels = await opened.page.evaluate(() => [
+    ...(window.gpuxray.charts.step?.getOption().yAxis[0].data ?? []),
+    ...[...document.querySelectorAll('[data-test="memory-device"] option, section[data-view="memory"] h3')].map((e) => e.textContent),
+  ]);
+  const unnamed = labels.filter((l) => /rank (-1|null)\b/.test(String(l)));
+  check(unnamed.length === 0, `${name}: no rank labelled -1 or null (${unnamed.slice(0, 3)})`);
+  // A capture whose kernel metrics CUPTI's profiler refused: the memory hierarchy says why it has none.
+  const refused = await opened.page.evaluate(() => JSON.parse(document.getElementById('gpuxray-data').textContent).warnings.some((w) => w.includes('kernel metrics are off')));
+  if (refused) {
+    const why = (await opened.page.textContent('section[data-view="hierarchy"] p.missing')) ?? '';
+    check(why.includes('the capture says: kernel metrics are off'), `${name}: the memory hierarchy says why nothing was measured (${why})`);
+  }
   finish(name, opened);
   await opened.context.close();
 }

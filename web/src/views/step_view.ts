@@ -7,7 +7,7 @@ import type { AnalyzeDocument, ReportDocument } from '../data';
 import { result } from '../data';
 import { makeChart, palette } from '../charts';
 import { el, missing } from '../dom';
-import { formatNs } from '../format';
+import { formatNs, formatRank } from '../format';
 import { View } from '../view';
 
 interface Lane { busy_ns: number; merged_intervals: number; gaps_closed_up_to_ns: number | null; intervals: [number, number][] }
@@ -211,7 +211,7 @@ export const stepView: View = {
     if (bubbleItems.length > 0) marksNote.append(causesTable('bubble', bubbleItems.map((i) => ({ span_ns: [i.value[1] * 1e6, i.value[2] * 1e6], cause: i.cause }))));
     container.append(marksNote);
 
-    const labels = drawn.map((r) => `${hostOf.get(r.rank) ? `${hostOf.get(r.rank)} ` : ''}rank ${r.rank}`);
+    const labels = drawn.map((r) => `${hostOf.get(r.rank) ? `${hostOf.get(r.rank)} ` : ''}${formatRank(r.rank)}`);
     // Many lanes: grouped by host, the host named once at its first lane, hosts on alternate shades.
     const grouped = drawn.length > kLanesNamedEach && hostOf.size > 0;
     const hostGroups: { host: string; first: number; last: number }[] = [];

@@ -8,7 +8,7 @@ import type { AnalyzeDocument, Communicator, ReportDocument } from '../data';
 import { result } from '../data';
 import { makeChart } from '../charts';
 import { el, missing, table } from '../dom';
-import { formatBytes, formatCommunicator, formatNs, formatPct } from '../format';
+import { formatBytes, formatCommunicator, formatNs, formatPct, formatRank } from '../format';
 import { View } from '../view';
 
 interface Network {
@@ -213,8 +213,8 @@ export const topologyView: View = {
       host.gpus.forEach((gpu, i) => {
         nodes.push({
           name: `${host.host} rank ${gpu.rank}`, x: x0 + i * column, y: 0, symbol: 'roundRect', symbolSize: [38, 26],
-          itemStyle: { color: '#14202e' }, label: { show: true, color: '#fff', fontSize: 10, formatter: `${gpu.gpu}\nr${gpu.rank}` },
-          value: `${gpu.gpu}, rank ${gpu.rank}`,
+          itemStyle: { color: '#14202e' }, label: { show: true, color: '#fff', fontSize: 10, formatter: `${gpu.gpu}\n${gpu.rank < 0 ? 'r?' : `r${gpu.rank}`}` },
+          value: `${gpu.gpu}, ${formatRank(gpu.rank)}`,
         });
       });
       ordered.forEach(([name, group], row) => {
