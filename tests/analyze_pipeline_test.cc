@@ -421,3 +421,21 @@ TEST_CASE("analyze: cycles and fan-out in point-to-point traffic are reported, n
         "analysed.");
   check({{0, 1}, {0, 2}}, "No pipeline stages: rank 0 sends activations to several ranks (1, 2).");
 }
+
+TEST_CASE("analyze: timeline marks are made only for a timeline; the report is the same without them") {
+  TempDir dir;
+  writeImbalancedRun(dir.path());
+  gpuxray::analysis::SessionOptions options;
+  options.paths = {dir.path().string()};
+  auto with = gpuxray::analysis::Session(options).analyze();
+  options.timeline_marks = false;  // gpuxray report, diff, and analyze without --perfetto / --chrome-json
+  auto without = gpuxray::analysis::Session(options).analyze();
+  auto marksOf = [&](const std::string& analysis) {
+    return std::count_if(with.marks.begin(), with.marks.end(), [&](const auto& m) { return m.analysis == analysis; });
+  };
+  CHECK(marksOf("pipeline_bubbles") > 0);
+  CHECK(marksOf("overlap") > 0);
+  CHECK(without.marks.empty());
+  CHECK(gpuxray::report::renderJson(with) == gpuxray::report::renderJson(without));
+  CHECK(gpuxray::report::renderText(with) == gpuxray::report::renderText(without));
+}

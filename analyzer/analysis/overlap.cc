@@ -224,8 +224,10 @@ void presentOverlap(const OverlapResult& result, size_t top_rows, report::Report
                        {"exposed_per_step_worst", "exposed/step worst"}},
                       {}};
   for (const RankOverlap& r : result.ranks) {
-    for (const Interval& piece : r.exposed_marks)
-      report.marks.push_back({"overlap", r.rank, piece.start, piece.end, "exposed communication"});
+    if (report.keep_marks) {
+      for (const Interval& piece : r.exposed_marks)
+        report.marks.push_back({"overlap", r.rank, piece.start, piece.end, "exposed communication"});
+    }
     ranks.rows.push_back(
         {Cell::of(r.rank, Unit::kNone), Cell::of(static_cast<double>(r.communication_ns), Unit::kNanoseconds),
          Cell::of(r.overlapPct(), Unit::kPercent), Cell::of(static_cast<double>(r.exposed_ns), Unit::kNanoseconds),

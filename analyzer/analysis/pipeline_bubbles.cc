@@ -824,11 +824,13 @@ void presentPipelineBubbles(const PipelineBubblesResult& result, report::Report&
                           {}};
   for (size_t c = 0; c < result.pipelines.size(); ++c) {
     const Pipeline& pipeline = result.pipelines[c];
-    for (const PipelineStage& stage : pipeline.stages) {
-      for (const PipelineStageStep& step : stage.steps) {
-        for (const PipelineBubble& bubble : step.bubbles) {
-          report.marks.push_back({"pipeline_bubbles", stage.rank, bubble.span.start, bubble.span.end,
-                                  "bubble (stage " + std::to_string(stage.stage) + "): " + bubble.cause});
+    if (report.keep_marks) {
+      for (const PipelineStage& stage : pipeline.stages) {
+        for (const PipelineStageStep& step : stage.steps) {
+          for (const PipelineBubble& bubble : step.bubbles) {
+            report.marks.push_back({"pipeline_bubbles", stage.rank, bubble.span.start, bubble.span.end,
+                                    "bubble (stage " + std::to_string(stage.stage) + "): " + bubble.cause});
+          }
         }
       }
     }

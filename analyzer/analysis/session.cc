@@ -501,6 +501,7 @@ report::Report Session::analyze() const {
   double cpu_started = processCpuSeconds();
   report::Report report;
   report.keep_results = options_.typed_results;
+  report.keep_marks = options_.timeline_marks;
   report.run = summarize(input_);
   report.warnings = run_.warnings;
   report.stats = run_.stats;

@@ -268,12 +268,14 @@ void presentStragglers(const StragglersResult& result, size_t top, report::Repor
       "In each matched collective every member waits from its entry to the last member's; the wait is charged to the "
       "last. cause = what the last rank spent longer on than the median member since its previous collective on the "
       "communicator: compute, host-bound idle (host launch gaps) or communication.");
-  for (const LateArrival& late : result.late_arrivals) {
-    report.marks.push_back(
-        {"stragglers", late.rank, late.at_ns, late.at_ns,
-         fmt::format("late arrival: {} of waiting caused ({})",
-                     report::formatValue(static_cast<double>(late.wait_ns), report::Unit::kNanoseconds),
-                     stragglerCauseName(late.cause))});
+  if (report.keep_marks) {
+    for (const LateArrival& late : result.late_arrivals) {
+      report.marks.push_back(
+          {"stragglers", late.rank, late.at_ns, late.at_ns,
+           fmt::format("late arrival: {} of waiting caused ({})",
+                       report::formatValue(static_cast<double>(late.wait_ns), report::Unit::kNanoseconds),
+                       stragglerCauseName(late.cause))});
+    }
   }
   const double steps = result.steps;
   report::Table ranks{"ranks",

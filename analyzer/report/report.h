@@ -143,6 +143,9 @@ struct Report {
   // Whether addResult keeps the typed results. Off where only text or Markdown is shown, so that a
   // large run's trees (one value per number: per-rank and per-step rows, memory curves) are never built.
   bool keep_results = true;
+  // Whether the analyses add their `marks`, which only the timeline export draws. Off where no
+  // timeline is written: a 1024-rank run's exposed stretches and bubbles are millions of marks.
+  bool keep_marks = true;
   // One line each; every line is also one of `stats`' lines.
   std::vector<std::string> warnings;
   // What was dropped, skipped, estimated or suspicious (loading, analyses, the timeline export).
