@@ -551,6 +551,14 @@ async function realTrace(name, dir) {
   ]);
   const unnamed = labels.filter((l) => /rank (-1|null)\b/.test(String(l)));
   check(unnamed.length === 0, `${name}: no rank labelled -1 or null (${unnamed.slice(0, 3)})`);
+  // The network between the hosts is drawn only where a NIC joins it.
+  const network = await opened.page.evaluate(() => {
+    const doc = JSON.parse(document.getElementById('gpuxray-data').textContent);
+    const nics = (doc.results?.link_hotspots?.links ?? []).some((l) => l.kind === 'NIC');
+    const drawn = (window.gpuxray.charts.topology?.getOption().series[0].data ?? []).some((n) => n.name === 'network');
+    return [nics, drawn];
+  });
+  check(network[0] === network[1], `${name}: the network between the hosts drawn only with NICs (NICs ${network[0]}, drawn ${network[1]})`);
   // A capture whose kernel metrics CUPTI's profiler refused: the memory hierarchy says why it has none.
   const refused = await opened.page.evaluate(() => JSON.parse(document.getElementById('gpuxray-data').textContent).warnings.some((w) => w.includes('kernel metrics are off')));
   if (refused) {

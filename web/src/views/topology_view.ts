@@ -208,7 +208,7 @@ export const topologyView: View = {
       const width = Math.max(host.gpus.length, ...ordered.map(([, g]) => g.length)) * column;
       nodes.push({
         name: `host ${host.host}`, x: x0 + width / 2 - column / 2, y: -40, symbol: 'rect', symbolSize: [1, 1],
-        itemStyle: { opacity: 0 }, label: { show: true, fontWeight: 'bold', fontSize: 13, formatter: host.host },
+        itemStyle: { color: 'transparent' }, label: { show: true, color: '#14202e', fontWeight: 'bold', fontSize: 13, formatter: host.host },
       });
       host.gpus.forEach((gpu, i) => {
         nodes.push({
@@ -222,7 +222,7 @@ export const topologyView: View = {
         bottom = Math.max(bottom, y);
         if (x0 === 0)
           nodes.push({
-            name: `row ${name}`, x: -column * 1.2, y, symbol: 'rect', symbolSize: [1, 1], itemStyle: { opacity: 0 },
+            name: `row ${name}`, x: -column * 1.2, y, symbol: 'rect', symbolSize: [1, 1], itemStyle: { color: 'transparent' },
             label: { show: true, position: 'left', fontSize: 11, color: '#4b5563', formatter: name },
           });
         group.forEach((link, i) => {
@@ -245,13 +245,15 @@ export const topologyView: View = {
       }
       x0 += width + 2 * column;
     }
-    const networkY = bottom + 110;
-    nodes.push({
-      name: 'network', x: (x0 - 3 * column) / 2, y: networkY, symbol: 'roundRect', symbolSize: [Math.max(120, x0 - 2 * column), 24],
-      itemStyle: { color: '#eef1f4', borderColor: '#7a8a99' }, label: { show: true, formatter: 'network between the hosts' },
-    });
-    for (const link of hotspots.links) {
-      if (link.kind !== 'NIC' || !shownNames.has(link.host)) continue;
+    // The network between the hosts, where a NIC joins it (one host with no NIC listed has none to draw).
+    const nics = hotspots.links.filter((link) => link.kind === 'NIC' && shownNames.has(link.host));
+    const networkY = nics.length > 0 ? bottom + 110 : bottom;
+    if (nics.length > 0)
+      nodes.push({
+        name: 'network', x: (x0 - 3 * column) / 2, y: networkY, symbol: 'roundRect', symbolSize: [Math.max(120, x0 - 2 * column), 24],
+        itemStyle: { color: '#eef1f4', borderColor: '#7a8a99' }, label: { show: true, formatter: 'network between the hosts' },
+      });
+    for (const link of nics) {
       edges.push({
         source: `${link.host} ${link.name}`, target: 'network', link: link.id,
         lineStyle: { color: link.bytes === 0 ? '#d0d5da' : link.slow ? slowColour : utilizationColour(link), width: 1 + 9 * (link.bytes_per_step / maxBytes), type: link.slow ? 'dashed' : 'solid', curveness: 0 },
