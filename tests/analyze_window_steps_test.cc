@@ -58,3 +58,25 @@ TEST_CASE("NVTX step ranges win over capture windows", "[window]") {
   REQUIRE(input.steps[0].size() == 1);
   CHECK(input.steps[0][0].number == 7);
 }
+
+TEST_CASE("the report says which --step-marker found its steps, so that the page's export command finds them too") {
+  testing::TempDir dir;
+  testing::RunBuilder builder("markers", 1);
+  auto& r0 = builder.rank(0, "node-0");
+  r0.kernel("gemm", 100, 900);
+  r0.kernel("gemm", 1100, 1900);
+  r0.range("step 3", 0, 1000);  // as a training loop's own NVTX range names its steps
+  r0.range("step 4", 1000, 2000);
+  builder.write(dir.path());
+  analysis::SessionOptions options;
+  options.paths = {dir.path().string()};
+  options.align = false;
+  CHECK(report::renderJson(analysis::Session(options).analyze()).find("step_markers") == std::string::npos);
+  options.analysis.step_markers = {"^step (\\d+)$"};
+  auto report = analysis::Session(options).analyze();
+  CHECK(report.run.steps == 2);
+  CHECK(report.run.step_markers == std::vector<std::string>{"^step (\\d+)$"});
+  CHECK(report::renderJson(report).find(R"("step_markers": [
+      "^step (\\d+)$"
+    ])") != std::string::npos);
+}

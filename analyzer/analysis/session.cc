@@ -223,6 +223,7 @@ report::RunSummary summarize(const AnalysisInput& input) {
   for (const auto& s : input.steps) steps = std::max(steps, s.size());
   summary.steps = steps;
   summary.step_source = input.step_source;
+  summary.step_markers = input.options.step_markers;
   return summary;
 }
 

@@ -127,6 +127,7 @@ struct RunSummary {
   int64_t span_ns = 0;
   size_t steps = 0;
   std::string step_source;  // "NVTX ProfilerStep#", "collective pattern", "none"
+  std::vector<std::string> step_markers;  // --step-marker's patterns, as given (the same steps elsewhere need them)
 };
 
 struct Report {

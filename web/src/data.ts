@@ -41,6 +41,7 @@ export interface RunSummary {
   span_ns: number;
   steps: number;
   step_source: string;
+  step_markers?: string[];
 }
 
 export interface AnalyzeDocument {

@@ -155,7 +155,8 @@ export const stepView: View = {
     const runRanks = doc.run.ranks.length;
     if (overview.ranks.length < runRanks)
       container.append(el('p', { 'data-test': 'step-spread' }, `This page carries ${overview.ranks.length} of the run's ${runRanks} ranks, spread evenly over them (every host and stage shows); the JSON report has them all.`));
-    const dirs = 'DIR';
+    // The steps the report found, found again: its --step-marker patterns, quoted for the shell.
+    const dirs = ['DIR', ...(doc.run.step_markers ?? []).map((m) => `--step-marker '${m.replace(/'/g, "'\\''")}'`)].join(' ');
     const perfetto = overview.step === null ? `gpuxray export perfetto ${dirs} -o step.pftrace` : `gpuxray export perfetto ${dirs} --steps ${overview.step} -o step-${overview.step}.pftrace`;
     container.append(el('p', {}, 'The same window in Perfetto: ', el('code', { 'data-test': 'perfetto-command' }, perfetto)));
     const legend = el('div', { class: 'legend' }, ...kinds.map(([name, colour]) => {
