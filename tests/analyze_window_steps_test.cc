@@ -4,9 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "analyzer/analysis/session.h"
+#include "analyzer/compare/report_reader.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/temp_dir.h"
 
@@ -79,4 +81,8 @@ TEST_CASE("the report says which --step-marker found its steps, so that the page
   CHECK(report::renderJson(report).find(R"("step_markers": [
       "^step (\\d+)$"
     ])") != std::string::npos);
+  // Read back (diff's sides, --baseline), the report keeps them.
+  const auto json = (dir.path() / "report.json").string();
+  std::ofstream(json) << report::renderJson(report);
+  CHECK(compare::readAnalyzeReport(json).run.step_markers == report.run.step_markers);
 }
