@@ -15,6 +15,7 @@
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/range_names.h"
 #include "analyzer/analysis/rank_digest.h"
+#include "analyzer/report/units.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -243,7 +244,7 @@ void presentMemory(const MemoryResult& result, size_t top, report::Report& repor
       finding.analysis = "memory";
       finding.severity = result.worst_pct >= 97 ? report::Severity::kCritical : report::Severity::kWarning;
       finding.summary = fmt::format(
-          "rank {} peaks at {:.1f} % of its GPU's memory ({}, during {})", result.worst_rank, result.worst_pct,
+          "{} peaks at {:.1f} % of its GPU's memory ({}, during {})", report::rankName(result.worst_rank), result.worst_pct,
           report::formatValue(static_cast<double>(result.worst_bytes), Unit::kBytes), result.worst_phase);
       finding.evidence.push_back(
           "near the limit the caching allocator frees and retries (cudaFree + cudaMalloc stalls) or the job runs out "

@@ -15,6 +15,7 @@
 #include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/statistics.h"
 #include "analyzer/model/communication_kernels.h"
+#include "analyzer/report/units.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -312,10 +313,10 @@ void presentOverlap(const OverlapResult& result, size_t top_rows, report::Report
     finding.cause = {report::FindingCause::Kind::kExposedCommunication,
                      {worst.rank},
                      1,
-                     fmt::format("rank {}'s exposed communication", worst.rank)};
+                     fmt::format("{}'s exposed communication", report::rankName(worst.rank))};
     finding.summary =
-        fmt::format("exposed communication takes {:.1f} % of rank {}'s step time ({} per step)", worst_exposed_pct,
-                    worst.rank, report::formatValue(static_cast<double>(worst_median), Unit::kNanoseconds));
+        fmt::format("exposed communication takes {:.1f} % of {}'s step time ({} per step)", worst_exposed_pct,
+                    report::rankName(worst.rank), report::formatValue(static_cast<double>(worst_median), Unit::kNanoseconds));
     if (!result.per_operation.empty() && top_rows > 0 && result.per_operation.front().exposed_ns > 0) {
       const OperationExposure& most = result.per_operation.front();
       finding.evidence.push_back(
