@@ -11,6 +11,7 @@
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/occupancy.h"
 #include "analyzer/analysis/rank_digest.h"
+#include "analyzer/model/kernel_names.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -99,10 +100,7 @@ std::optional<double> median(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
-std::string shortName(const std::string& name) {
-  constexpr size_t kMax = 90;
-  return name.size() <= kMax ? name : name.substr(0, kMax - 3) + "...";
-}
+std::string shortName(const std::string& name) { return model::reportedKernelName(name); }
 
 void classify(MeasuredKernel& k) {
   const auto& m = k.median;

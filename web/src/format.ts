@@ -124,6 +124,14 @@ export function shortKernelName(name: string, most = 90): string {
   return text.length <= most ? text : `${text.slice(0, most - 1)}…`;
 }
 
+// What a finding's summary surely holds of a kernel's name: the analyzer writes it without its
+// parameter list and cut at 90 characters (model::reportedKernelName), so its start up to the first
+// parenthesis that is not "(anonymous namespace)", at most 40 characters.
+export function findingKey(name: string): string {
+  const cut = name.replace(/\(anonymous namespace\)/g, (m) => '_'.repeat(m.length)).indexOf('(');
+  return name.slice(0, Math.min(40, cut < 0 ? 40 : cut));
+}
+
 // A rank as the page names it: the JSON writes a rank the launcher did not say as null (or -1).
 export function formatRank(rank: number | null | undefined): string {
   return rank === null || rank === undefined || rank < 0 ? 'rank unknown' : `rank ${rank}`;

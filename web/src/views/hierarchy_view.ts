@@ -7,7 +7,7 @@ import type { AnalyzeDocument, KernelMetricsEntry, KernelMetricsResult, ReportDo
 import { result } from '../data';
 import { makeChart } from '../charts';
 import { el, missing, table } from '../dom';
-import { formatBytes, formatCount, formatNs, formatPct, shortKernelName } from '../format';
+import { findingKey, formatBytes, formatCount, formatNs, formatPct, shortKernelName } from '../format';
 import { View } from '../view';
 
 const measured = (v: number | null | undefined, text: (v: number) => string) => (v === null || v === undefined ? 'not measured' : text(v));
@@ -200,7 +200,7 @@ function drawKernel(panel: HTMLElement, doc: AnalyzeDocument, k: KernelMetricsEn
         { 'data-test': 'hierarchy-fusion' },
       ),
     );
-  const related = doc.findings.filter((f) => f.analysis === 'kernel_metrics' && f.summary.includes(k.name.slice(0, 40)));
+  const related = doc.findings.filter((f) => f.analysis === 'kernel_metrics' && f.summary.includes(findingKey(k.name)));
   for (const finding of related)
     panel.append(el('div', { class: `finding ${finding.severity}` }, finding.summary, el('ul', { class: 'evidence' }, ...finding.evidence.map((e) => el('li', {}, e)))));
 }

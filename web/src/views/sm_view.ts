@@ -6,7 +6,7 @@
 import type { AnalyzeDocument, KernelEntry, KernelsResult, Occupancy, ReportDocument } from '../data';
 import { result } from '../data';
 import { el, missing } from '../dom';
-import { formatBytes, formatCount, formatNs, formatPct, shortKernelName } from '../format';
+import { findingKey, formatBytes, formatCount, formatNs, formatPct, shortKernelName } from '../format';
 import { View, ViewContext } from '../view';
 
 const kListed = 30;
@@ -90,7 +90,7 @@ function drawKernel(panel: HTMLElement, doc: AnalyzeDocument, kernel: KernelEntr
     ),
   );
   panel.append(liftLine(occupancy));
-  const related = doc.findings.filter((f) => f.analysis === 'kernels' && f.summary.includes(kernel.name.slice(0, 40)));
+  const related = doc.findings.filter((f) => f.analysis === 'kernels' && f.summary.includes(findingKey(kernel.name)));
   for (const finding of related)
     panel.append(el('div', { class: `finding ${finding.severity}` }, finding.summary, el('ul', { class: 'evidence' }, ...finding.evidence.map((e) => el('li', {}, e)))));
 
