@@ -86,3 +86,27 @@ TEST_CASE("the report says which --step-marker found its steps, so that the page
   std::ofstream(json) << report::renderJson(report);
   CHECK(compare::readAnalyzeReport(json).run.step_markers == report.run.step_markers);
 }
+
+TEST_CASE("without steps, NVTX ranges numbered like steps are named with the --step-marker that finds them") {
+  testing::TempDir dir;
+  testing::RunBuilder builder("hint", 1);
+  auto& r0 = builder.rank(0, "node-0");
+  r0.kernel("gemm", 100, 900);
+  r0.kernel("gemm", 1100, 1900);
+  r0.range("train_step_3", 0, 1000);
+  r0.range("train_step_4", 1000, 2000);
+  r0.range("aten::linear, seq = 3, op_id = 12", 100, 200);  // emit_nvtx's: numbered, not a step
+  builder.write(dir.path());
+  analysis::SessionOptions options;
+  options.paths = {dir.path().string()};
+  options.align = false;
+  auto report = analysis::Session(options).analyze();
+  CHECK(report.run.steps == 0);
+  CHECK(report.run.step_source == R"(none; NVTX ranges such as "train_step_3" look like steps: --step-marker '^train_step_(\d+)$')");
+  CHECK(report::renderText(report).find(
+            "steps: none found (figures are for the whole capture); NVTX ranges such as \"train_step_3\"") !=
+        std::string::npos);
+  // The marker it names finds them.
+  options.analysis.step_markers = {R"(^train_step_(\d+)$)"};
+  CHECK(analysis::Session(options).analyze().run.steps == 2);
+}
