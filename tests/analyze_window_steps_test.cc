@@ -2,7 +2,6 @@
 // cudaProfilerStart/Stop range per step, say) and marks no steps gets one step per window.
 
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -102,7 +101,8 @@ TEST_CASE("without steps, NVTX ranges numbered like steps are named with the --s
   options.align = false;
   auto report = analysis::Session(options).analyze();
   CHECK(report.run.steps == 0);
-  CHECK(report.run.step_source == R"(none; NVTX ranges such as "train_step_3" look like steps: --step-marker '^train_step_(\d+)$')");
+  CHECK(report.run.step_source ==
+        R"(none; NVTX ranges such as "train_step_3" look like steps: --step-marker '^train_step_(\d+)$')");
   CHECK(report::renderText(report).find(
             "steps: none found (figures are for the whole capture); NVTX ranges such as \"train_step_3\"") !=
         std::string::npos);

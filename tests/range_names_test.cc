@@ -2,13 +2,14 @@
 // "aten::linear, seq = 954, op_id = 12, sizes = [[8, 512], [512, 512], []]" (as the H200 capture of
 // a transformer did: 55,950 ranges, each its own op path, memory phase and activity total before).
 
+#include "analyzer/analysis/range_names.h"
+
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "analyzer/analysis/activity_totals.h"
 #include "analyzer/analysis/memory.h"
 #include "analyzer/analysis/ops.h"
-#include "analyzer/analysis/range_names.h"
 #include "analyzer/analysis/session.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/temp_dir.h"
@@ -17,8 +18,12 @@ namespace {
 
 namespace analysis = gpuxray::analysis;
 
-std::string opOf(const std::string& recorded) { return std::string(analysis::splitRangeName(recorded).op); }
-std::string sizesOf(const std::string& recorded) { return std::string(analysis::splitRangeName(recorded).sizes); }
+std::string opOf(const std::string& recorded) {
+  return std::string(analysis::splitRangeName(recorded).op);
+}
+std::string sizesOf(const std::string& recorded) {
+  return std::string(analysis::splitRangeName(recorded).sizes);
+}
 
 }  // namespace
 
@@ -26,8 +31,9 @@ TEST_CASE("range names: emit_nvtx's decorations are split off, other names stay 
   CHECK(opOf("aten::linear, seq = 954, op_id = 12") == "aten::linear");
   CHECK(sizesOf("aten::linear, seq = 954, op_id = 12") == "");
   CHECK(opOf("aten::copy_, op_id = 7") == "aten::copy_");
-  const std::string shaped = "aten::addmm, seq = 3, op_id = 40, sizes = [[512], [8, 512], [512, 512], [], []], "
-                             "input_op_ids = [(38,0), (39,0)]";
+  const std::string shaped =
+      "aten::addmm, seq = 3, op_id = 40, sizes = [[512], [8, 512], [512, 512], [], []], "
+      "input_op_ids = [(38,0), (39,0)]";
   CHECK(opOf(shaped) == "aten::addmm");
   CHECK(sizesOf(shaped) == "[[512], [8, 512], [512, 512], [], []]");
   CHECK(opOf("AddmmBackward0, seq = 241, op_id = 9") == "AddmmBackward0");
@@ -89,9 +95,11 @@ TEST_CASE("range names: emit_nvtx's ranges of one op are one op path, one memory
 
   auto totals = analysis::computeActivityTotals(session.input());
   REQUIRE(totals.ops.size() >= 1);
-  const auto linear = std::find_if(totals.ops.begin(), totals.ops.end(), [](const auto& t) { return t.name == "aten::linear"; });
+  const auto linear =
+      std::find_if(totals.ops.begin(), totals.ops.end(), [](const auto& t) { return t.name == "aten::linear"; });
   REQUIRE(linear != totals.ops.end());
   CHECK(linear->count == 3);
   CHECK(linear->time_ns == 300'000);
-  CHECK(std::none_of(totals.ops.begin(), totals.ops.end(), [](const auto& t) { return t.name.find("seq =") != std::string::npos; }));
+  CHECK(std::none_of(totals.ops.begin(), totals.ops.end(),
+                     [](const auto& t) { return t.name.find("seq =") != std::string::npos; }));
 }

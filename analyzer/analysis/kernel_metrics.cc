@@ -100,7 +100,9 @@ std::optional<double> median(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
-std::string shortName(const std::string& name) { return model::reportedKernelName(name); }
+std::string shortName(const std::string& name) {
+  return model::reportedKernelName(name);
+}
 
 void classify(MeasuredKernel& k) {
   const auto& m = k.median;

@@ -38,7 +38,9 @@ const format::DeviceProperties* deviceOf(const model::RankTrace& rank, uint32_t 
   return rank.header.devices.empty() ? nullptr : &rank.header.devices.front();
 }
 
-std::string shortName(const std::string& name) { return model::reportedKernelName(name); }
+std::string shortName(const std::string& name) {
+  return model::reportedKernelName(name);
+}
 
 const char* liftedQuantity(OccupancyLimit limit) {
   switch (limit) {

@@ -243,9 +243,10 @@ void presentMemory(const MemoryResult& result, size_t top, report::Report& repor
       report::Finding finding;
       finding.analysis = "memory";
       finding.severity = result.worst_pct >= 97 ? report::Severity::kCritical : report::Severity::kWarning;
-      finding.summary = fmt::format(
-          "{} peaks at {:.1f} % of its GPU's memory ({}, during {})", report::rankName(result.worst_rank), result.worst_pct,
-          report::formatValue(static_cast<double>(result.worst_bytes), Unit::kBytes), result.worst_phase);
+      finding.summary =
+          fmt::format("{} peaks at {:.1f} % of its GPU's memory ({}, during {})", report::rankName(result.worst_rank),
+                      result.worst_pct, report::formatValue(static_cast<double>(result.worst_bytes), Unit::kBytes),
+                      result.worst_phase);
       finding.evidence.push_back(
           "near the limit the caching allocator frees and retries (cudaFree + cudaMalloc stalls) or the job runs out "
           "of memory");

@@ -314,9 +314,9 @@ void presentOverlap(const OverlapResult& result, size_t top_rows, report::Report
                      {worst.rank},
                      1,
                      fmt::format("{}'s exposed communication", report::rankName(worst.rank))};
-    finding.summary =
-        fmt::format("exposed communication takes {:.1f} % of {}'s step time ({} per step)", worst_exposed_pct,
-                    report::rankName(worst.rank), report::formatValue(static_cast<double>(worst_median), Unit::kNanoseconds));
+    finding.summary = fmt::format("exposed communication takes {:.1f} % of {}'s step time ({} per step)",
+                                  worst_exposed_pct, report::rankName(worst.rank),
+                                  report::formatValue(static_cast<double>(worst_median), Unit::kNanoseconds));
     if (!result.per_operation.empty() && top_rows > 0 && result.per_operation.front().exposed_ns > 0) {
       const OperationExposure& most = result.per_operation.front();
       finding.evidence.push_back(

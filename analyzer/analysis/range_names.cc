@@ -8,8 +8,7 @@ namespace {
 
 // emit_nvtx appends these to the op's name, in this order, each only when it has a value
 // (torch/csrc/profiler/util.cpp, getNvtxStr).
-constexpr std::array<std::string_view, 4> kDecorations = {", seq = ", ", op_id = ", ", sizes = ",
-                                                          ", input_op_ids = "};
+constexpr std::array<std::string_view, 4> kDecorations = {", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "};
 
 bool digitsOnly(std::string_view text) {
   if (text.empty()) return false;

@@ -104,8 +104,7 @@ std::vector<StepWindow> stepsFromCaptureWindows(const model::RankTrace& rank) {
 // loop's own names): what --step-marker would make them the steps; "" when the first rank with
 // ranges has no two of one such name.
 std::string stepMarkerHint(const model::RunTrace& run) {
-  static const std::regex numbered("^((?:train[ _-]?)?(?:step|iter|iteration))([ _#:=-]*)(\\d+)$",
-                                   std::regex::icase);
+  static const std::regex numbered("^((?:train[ _-]?)?(?:step|iter|iteration))([ _#:=-]*)(\\d+)$", std::regex::icase);
   for (const auto& rank : run.ranks) {
     if (rank.nvtx.empty()) continue;
     std::map<std::pair<std::string, std::string>, std::pair<std::string, std::set<std::string>>> found;

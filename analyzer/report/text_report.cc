@@ -62,8 +62,9 @@ std::string renderText(const Report& report) {
                      formatDuration(run.span_ns));
   const bool hinted = run.step_source.starts_with("none; ");
   out += run.steps > 0 ? fmt::format("steps: {} (from {})\n", run.steps, run.step_source)
-         : hinted      ? fmt::format("steps: none found (figures are for the whole capture); {}\n", run.step_source.substr(6))
-                       : std::string("steps: none found (figures are for the whole capture)\n");
+         : hinted
+             ? fmt::format("steps: none found (figures are for the whole capture); {}\n", run.step_source.substr(6))
+             : std::string("steps: none found (figures are for the whole capture)\n");
 
   out += "\nFindings\n";
   if (report.findings.empty()) out += "  nothing stands out\n";
