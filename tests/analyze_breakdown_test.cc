@@ -255,3 +255,21 @@ TEST_CASE("analyze: --window keeps only the records that reach into it") {
   CHECK(cli.exit_code == 0);
   CHECK(cli.out.find("--window 1:2: ") != std::string::npos);
 }
+
+TEST_CASE("analyze: a single unranked process's findings name it rank unknown, not rank -1") {
+  TempDir dir;
+  RunBuilder run("golden-unranked", 1);
+  auto& rank = run.rank(0, "node-0", 0);
+  rank.header.rank = -1;
+  rank.kernel("gemm", 0, 10);
+  rank.kernel("gemm", 990, 1000);  // idle 98 % between: the time-breakdown finding names the rank
+  run.write(dir.path());
+  analysis::SessionOptions options;
+  options.paths = {dir.path().string()};
+  options.align = false;
+  auto report = analysis::Session(options).analyze();
+  const auto idle = std::find_if(report.findings.begin(), report.findings.end(),
+                                 [](const auto& f) { return f.analysis == "time_breakdown"; });
+  REQUIRE(idle != report.findings.end());
+  CHECK(idle->summary.starts_with("rank unknown's GPU is idle"));
+}

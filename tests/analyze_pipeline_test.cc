@@ -31,8 +31,10 @@ constexpr uint64_t kActivationBytes = 16 << 20;
 // Writes one step of `timeline` onto the ranks of one pipeline (stage s on ranks[s], communicator
 // rank s of `comm`), then a gradient-norm all-reduce (100 µs) and an optimizer kernel (400 µs) on
 // every stage once the pipeline has drained. Returns the step's end.
+// With `pass_ranges`, each compute's launch lies in a host range "forward#i" / "backward#i", as the
+// simulator writes them.
 double writeStep(std::vector<RankBuilder*> ranks, uint64_t comm, const PipelineTimeline& timeline, int number,
-                 double start_us, bool tail) {
+                 double start_us, bool tail, bool pass_ranges = false) {
   double end = tail ? timeline.end_us + 500 : timeline.end_us;
   for (size_t s = 0; s < ranks.size(); ++s) {
     RankBuilder& rank = *ranks[s];
@@ -40,6 +42,9 @@ double writeStep(std::vector<RankBuilder*> ranks, uint64_t comm, const PipelineT
     for (const auto& c : timeline.compute[s]) {
       rank.kernel(c.forward ? "forward_gemm" : "backward_gemm", c.start_us, c.end_us, gpuxray::testing::kComputeStream,
                   c.start_us - c.launch_us);
+      if (pass_ranges)
+        rank.range((c.forward ? "forward#" : "backward#") + std::to_string(c.micro_batch), c.launch_us - 0.25,
+                   c.launch_us + 0.25);
     }
     for (const auto& t : timeline.transfers[s]) {
       rank.p2p(comm, t.send, t.peer, t.start_us, t.end_us, kActivationBytes, t.enqueue_us);
@@ -79,7 +84,7 @@ PipelineStep imbalancedStep(double start_us) {
   return step;
 }
 
-void writeImbalancedRun(const std::filesystem::path& dir) {
+void writeImbalancedRun(const std::filesystem::path& dir, bool pass_ranges = false) {
   constexpr uint64_t kPp = 0xA000000000000001ull;
   RunBuilder run("golden-pipeline", 4);
   std::vector<RankBuilder*> ranks;
@@ -89,10 +94,10 @@ void writeImbalancedRun(const std::filesystem::path& dir) {
     rank.communicator(kWorld, "world", r, 4, 1);
     ranks.push_back(&rank);
   }
-  double end = writeStep(ranks, kPp, gpuxray::testing::simulatePipeline(imbalancedStep(0)), 1, 0, true);
+  double end = writeStep(ranks, kPp, gpuxray::testing::simulatePipeline(imbalancedStep(0)), 1, 0, true, pass_ranges);
   PipelineStep second = imbalancedStep(end);
   second.launch_delays_us[{0, false, 3}] = 200;
-  writeStep(ranks, kPp, gpuxray::testing::simulatePipeline(second), 2, end, true);
+  writeStep(ranks, kPp, gpuxray::testing::simulatePipeline(second), 2, end, true, pass_ranges);
   run.write(dir);
 }
 
@@ -196,6 +201,59 @@ TEST_CASE("analyze: pipeline stages, micro-batches, schedule and bubbles of an i
 // Stage 0 runs F0-F7 (0-8 ms), waits on stage 1 until its first gradient arrives at 17 ms, and
 // runs B0-B7 back to back; stage 3 waits 3 ms for its first activation and idles 6 ms after its
 // last backward while stages 2-0 finish theirs.
+// The passes of a stage's step as "F1 [0, 1000]" (µs from the step's start).
+std::vector<std::string> passesOf(const gpuxray::analysis::PipelineStageStep& step) {
+  std::vector<std::string> passes;
+  for (const auto& b : step.blocks) {
+    passes.push_back((b.forward ? "F" : "B") + std::to_string(b.micro_batch) + " [" +
+                     std::to_string((b.span.start - step.window.start) / 1000) + ", " +
+                     std::to_string((b.span.end - step.window.start) / 1000) + "]");
+  }
+  return passes;
+}
+
+TEST_CASE("analyze: each micro-batch's pass on a stage, from its forward#N and backward#N ranges") {
+  TempDir dir;
+  writeImbalancedRun(dir.path(), true);
+  auto a = analyze(dir.path().string());
+  auto result = gpuxray::analysis::computePipelineBubbles(a.session->input());
+  REQUIRE(result.pipelines.size() == 1);
+  auto timeline = gpuxray::testing::simulatePipeline(imbalancedStep(0));
+  for (const auto& stage : result.pipelines[0].stages) {
+    INFO("stage " << stage.stage);
+    CHECK(stage.blocks_source == gpuxray::analysis::ComputeBlockSource::kRanges);
+    REQUIRE(stage.steps.size() == 2);
+    std::vector<std::string> expected;
+    for (const auto& c : timeline.compute[stage.stage]) {
+      expected.push_back((c.forward ? "F" : "B") + std::to_string(c.micro_batch + 1) + " [" +
+                         std::to_string(static_cast<int64_t>(c.start_us)) + ", " +
+                         std::to_string(static_cast<int64_t>(c.end_us)) + "]");
+    }
+    CHECK(passesOf(stage.steps[0]) == expected);
+    CHECK(stage.steps[1].blocks.size() == 8);
+  }
+}
+
+TEST_CASE("analyze: without ranges, a stage's passes are its compute between pipeline operations") {
+  TempDir dir;
+  writeImbalancedRun(dir.path());
+  auto a = analyze(dir.path().string());
+  auto result = gpuxray::analysis::computePipelineBubbles(a.session->input());
+  REQUIRE(result.pipelines.size() == 1);
+  const auto& stages = result.pipelines[0].stages;
+  for (const auto& stage : stages)
+    CHECK(stage.blocks_source == gpuxray::analysis::ComputeBlockSource::kBetweenOperations);
+  // Stage 0 sends each activation as its forward ends and waits idle for each gradient (the
+  // timeline above, micro-batches from 1).
+  CHECK(passesOf(stages[0].steps[0]) ==
+        std::vector<std::string>{"F1 [0, 1000]", "F2 [1000, 2000]", "F3 [2000, 3000]", "F4 [3500, 4500]",
+                                 "B1 [11500, 13500]", "B2 [16000, 18000]", "B3 [20500, 22500]", "B4 [23500, 25500]"});
+  // The last stage sends each gradient right after the micro-batch's forward and backward: one box
+  // each, named by the backward it ends with; F2 arrived while it computed and splits nothing.
+  CHECK(passesOf(stages[3].steps[0]) ==
+        std::vector<std::string>{"B1 [3500, 6500]", "B2 [6500, 9500]", "B3 [11000, 14000]", "B4 [15500, 18500]"});
+}
+
 TEST_CASE("analyze: balanced GPipe replicas match the theoretical bubble") {
   TempDir dir;
   RunBuilder run("golden-gpipe", 8);
@@ -362,4 +420,22 @@ TEST_CASE("analyze: cycles and fan-out in point-to-point traffic are reported, n
         "No pipeline stages: the point-to-point traffic forms a cycle (an interleaved schedule?), which is not "
         "analysed.");
   check({{0, 1}, {0, 2}}, "No pipeline stages: rank 0 sends activations to several ranks (1, 2).");
+}
+
+TEST_CASE("analyze: timeline marks are made only for a timeline; the report is the same without them") {
+  TempDir dir;
+  writeImbalancedRun(dir.path());
+  gpuxray::analysis::SessionOptions options;
+  options.paths = {dir.path().string()};
+  auto with = gpuxray::analysis::Session(options).analyze();
+  options.timeline_marks = false;  // gpuxray report, diff, and analyze without --perfetto / --chrome-json
+  auto without = gpuxray::analysis::Session(options).analyze();
+  auto marksOf = [&](const std::string& analysis) {
+    return std::count_if(with.marks.begin(), with.marks.end(), [&](const auto& m) { return m.analysis == analysis; });
+  };
+  CHECK(marksOf("pipeline_bubbles") > 0);
+  CHECK(marksOf("overlap") > 0);
+  CHECK(without.marks.empty());
+  CHECK(gpuxray::report::renderJson(with) == gpuxray::report::renderJson(without));
+  CHECK(gpuxray::report::renderText(with) == gpuxray::report::renderText(without));
 }

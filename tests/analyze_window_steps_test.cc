@@ -2,11 +2,12 @@
 // cudaProfilerStart/Stop range per step, say) and marks no steps gets one step per window.
 
 #include <catch2/catch.hpp>
-
 #include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "analyzer/analysis/session.h"
+#include "analyzer/compare/report_reader.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/temp_dir.h"
 
@@ -57,4 +58,55 @@ TEST_CASE("NVTX step ranges win over capture windows", "[window]") {
   CHECK(input.step_source == "NVTX ranges ProfilerStep#N");
   REQUIRE(input.steps[0].size() == 1);
   CHECK(input.steps[0][0].number == 7);
+}
+
+TEST_CASE("the report says which --step-marker found its steps, so that the page's export command finds them too") {
+  testing::TempDir dir;
+  testing::RunBuilder builder("markers", 1);
+  auto& r0 = builder.rank(0, "node-0");
+  r0.kernel("gemm", 100, 900);
+  r0.kernel("gemm", 1100, 1900);
+  r0.range("step 3", 0, 1000);  // as a training loop's own NVTX range names its steps
+  r0.range("step 4", 1000, 2000);
+  builder.write(dir.path());
+  analysis::SessionOptions options;
+  options.paths = {dir.path().string()};
+  options.align = false;
+  CHECK(report::renderJson(analysis::Session(options).analyze()).find("step_markers") == std::string::npos);
+  options.analysis.step_markers = {"^step (\\d+)$"};
+  auto report = analysis::Session(options).analyze();
+  CHECK(report.run.steps == 2);
+  CHECK(report.run.step_markers == std::vector<std::string>{"^step (\\d+)$"});
+  CHECK(report::renderJson(report).find(R"("step_markers": [
+      "^step (\\d+)$"
+    ])") != std::string::npos);
+  // Read back (diff's sides, --baseline), the report keeps them.
+  const auto json = (dir.path() / "report.json").string();
+  std::ofstream(json) << report::renderJson(report);
+  CHECK(compare::readAnalyzeReport(json).run.step_markers == report.run.step_markers);
+}
+
+TEST_CASE("without steps, NVTX ranges numbered like steps are named with the --step-marker that finds them") {
+  testing::TempDir dir;
+  testing::RunBuilder builder("hint", 1);
+  auto& r0 = builder.rank(0, "node-0");
+  r0.kernel("gemm", 100, 900);
+  r0.kernel("gemm", 1100, 1900);
+  r0.range("train_step_3", 0, 1000);
+  r0.range("train_step_4", 1000, 2000);
+  r0.range("aten::linear, seq = 3, op_id = 12", 100, 200);  // emit_nvtx's: numbered, not a step
+  builder.write(dir.path());
+  analysis::SessionOptions options;
+  options.paths = {dir.path().string()};
+  options.align = false;
+  auto report = analysis::Session(options).analyze();
+  CHECK(report.run.steps == 0);
+  CHECK(report.run.step_source ==
+        R"(none; NVTX ranges such as "train_step_3" look like steps: --step-marker '^train_step_(\d+)$')");
+  CHECK(report::renderText(report).find(
+            "steps: none found (figures are for the whole capture); NVTX ranges such as \"train_step_3\"") !=
+        std::string::npos);
+  // The marker it names finds them.
+  options.analysis.step_markers = {R"(^train_step_(\d+)$)"};
+  CHECK(analysis::Session(options).analyze().run.steps == 2);
 }

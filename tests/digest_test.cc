@@ -191,7 +191,7 @@ TEST_CASE("digest: a digest of another digest format version is refused naming i
   writeBytes(one, bytes);
   CHECK_THROWS_WITH(gpuxray::analysis::readDigestFile(one),
                     one + ": a digest of format version 99, and this gpuxray (" + gpuxray::kToolVersion +
-                        ") reads version 2: make the digests again with this gpuxray");
+                        ") reads version 3: make the digests again with this gpuxray");
   auto result = succeeded(binary() + " analyze " + run.digests);
   CHECK(result.out.find(one + ": a digest of format version 99") != std::string::npos);
   CHECK(result.out.find("1 of 8 ranks have no file (rank 2)") != std::string::npos);

@@ -19,6 +19,13 @@ TEST_CASE("units: rank sets are written as ranges") {
   CHECK(formatRanks({}).empty());
 }
 
+TEST_CASE("units: a rank the launcher did not say is rank unknown, never rank -1") {
+  using gpuxray::report::rankName;
+  CHECK(rankName(0) == "rank 0");
+  CHECK(rankName(1023) == "rank 1023");
+  CHECK(rankName(-1) == "rank unknown");
+}
+
 TEST_CASE("units: rank runs are written like rank sets, at any rank number") {
   using gpuxray::report::formatRankRuns;
   CHECK(formatRankRuns({{0, 3}, {5, 6}, {9, 9}}) == "0-3, 5, 6, 9");

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "analyzer/analysis/range_names.h"
 #include "analyzer/analysis/rank_digest.h"
 
 namespace gpuxray::analysis {
@@ -81,8 +82,8 @@ RankActivityTotals activityTotalsOfRank(const AnalysisInput& input, size_t r) {
     addTotal(gpu, rank.name(static_cast<uint32_t>(ids >> 32)),
              model::activityKindName(static_cast<model::ActivityKind>(ids & 0xff)), sum.count, sum.time_ns);
   for (const auto& [ids, sum] : range_sums)
-    addTotal(ops, rank.name(static_cast<uint32_t>(ids >> 32)), rank.name(static_cast<uint32_t>(ids)), sum.count,
-             sum.time_ns);
+    addTotal(ops, splitRangeName(rank.name(static_cast<uint32_t>(ids >> 32))).op, rank.name(static_cast<uint32_t>(ids)),
+             sum.count, sum.time_ns);
   for (size_t f = 0; f < call_sums.size(); ++f)
     if (call_sums[f].count > 0)
       addTotal(ops, rank.name(rank.api_functions[f]), "runtime", call_sums[f].count, call_sums[f].time_ns);

@@ -16,6 +16,7 @@
 #include "analyzer/analysis/communicators.h"
 #include "analyzer/analysis/statistics.h"
 #include "analyzer/model/nccl_conventions.h"
+#include "analyzer/report/units.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -65,7 +66,7 @@ LinkExpectation expectedLink(const model::RunTrace& run, std::span<const MemberO
       if (bandwidth <= 0) return {};
       if (link.bytes_per_s == 0 || bandwidth < link.bytes_per_s) {
         link.bytes_per_s = bandwidth;
-        link.limited_by = fmt::format("rank {}'s {}", rank.rank, kind);
+        link.limited_by = fmt::format("{}'s {}", report::rankName(rank.rank), kind);
       }
     }
     return link;

@@ -119,11 +119,12 @@ GPUXRAY_DIGEST_FIELDS(hta::HtaStreamIdle, v.stream, v.host_wait_ns, v.kernel_wai
 GPUXRAY_DIGEST_FIELDS(hta::HtaRank, v.rank, v.span_ns, v.idle_ns, v.compute_ns, v.non_compute_ns, v.idle_pct,
                       v.compute_pct, v.non_compute_pct, v.overlap_pct, v.streams);
 GPUXRAY_DIGEST_FIELDS(HtaPart, v.filter_applied, v.figures);
+GPUXRAY_DIGEST_FIELDS(PipelineComputeBlock, v.span, v.forward, v.micro_batch);
 GPUXRAY_DIGEST_FIELDS(TimePoints::Gap, v.start, v.end, v.launch);
 GPUXRAY_DIGEST_FIELDS(TimePoints, v.time, v.compute, v.communication, v.host_bound, v.launch_after, v.gap, v.gaps);
 GPUXRAY_DIGEST_FIELDS(RankDigest, v.windows, v.gpu_span, v.first_activity_ns, v.first_activity_device, v.breakdown,
                       v.overlap, v.kernels, v.kernel_metrics, v.memory, v.memory_categories, v.ops, v.activity_totals,
-                      v.step_lanes, v.hta, v.points, v.compute, v.compute_launch);
+                      v.step_lanes, v.hta, v.points, v.compute, v.compute_launch, v.pipeline_blocks);
 
 #undef GPUXRAY_DIGEST_FIELDS
 

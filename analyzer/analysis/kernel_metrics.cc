@@ -11,6 +11,7 @@
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/occupancy.h"
 #include "analyzer/analysis/rank_digest.h"
+#include "analyzer/model/kernel_names.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -100,8 +101,7 @@ std::optional<double> median(std::vector<double> values) {
 }
 
 std::string shortName(const std::string& name) {
-  constexpr size_t kMax = 90;
-  return name.size() <= kMax ? name : name.substr(0, kMax - 3) + "...";
+  return model::reportedKernelName(name);
 }
 
 void classify(MeasuredKernel& k) {

@@ -12,6 +12,7 @@
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/rank_digest.h"
+#include "analyzer/model/kernel_names.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -38,8 +39,7 @@ const format::DeviceProperties* deviceOf(const model::RankTrace& rank, uint32_t 
 }
 
 std::string shortName(const std::string& name) {
-  constexpr size_t kMax = 90;
-  return name.size() <= kMax ? name : name.substr(0, kMax - 3) + "...";
+  return model::reportedKernelName(name);
 }
 
 const char* liftedQuantity(OccupancyLimit limit) {

@@ -326,9 +326,9 @@ bool inWindows(const std::vector<StepWindow>& windows, int64_t t) {
 }
 
 // Adds every byte the ranks' records account for to the links it crosses.
-void loadLinks(const AnalysisInput& input, Topology& topology) {
+void loadLinks(const AnalysisInput& input, const std::map<uint64_t, CommunicatorInfo>& communicators,
+               Topology& topology) {
   const auto& run = input.run;
-  auto communicators = gatherCommunicators(run);
   std::map<int32_t, size_t> index_of;
   for (size_t r = 0; r < run.ranks.size(); ++r) index_of[run.ranks[r].rank] = r;
   auto indexOf = [&](const CommunicatorInfo& comm, int32_t comm_rank) -> std::optional<size_t> {
@@ -479,6 +479,10 @@ report::ResultValue indicesValue(const std::vector<size_t>& indices) {
 report::ResultValue resultValue(const LinkHotspotsResult& result) {
   using report::ResultValue;
   const double steps = static_cast<double>(result.steps);
+  auto communicator = [&](uint64_t comm_hash) -> const CommunicatorInfo* {
+    auto it = result.communicators.find(comm_hash);
+    return it == result.communicators.end() ? nullptr : &it->second;
+  };
   ResultValue hosts = ResultValue::array();
   for (const HostTopology& host : result.hosts) {
     ResultValue gpus = ResultValue::array();
@@ -503,7 +507,7 @@ report::ResultValue resultValue(const LinkHotspotsResult& result) {
                     .set("from_rank", rankValue(use.from_rank))
                     .set("to_rank", rankValue(use.to_rank))
                     .set("operation", use.operation.empty() ? ResultValue() : ResultValue::text(use.operation))
-                    .set("communicator", ResultValue::text(fmt::format("{:#018x}", use.comm_hash)))
+                    .set("communicator", communicatorValue(use.comm_hash, communicator(use.comm_hash)))
                     .set("bytes", ResultValue::integer(static_cast<int64_t>(use.bytes)))
                     .set("source", ResultValue::text(use.measured ? "measured" : "estimated")));
     }
@@ -657,11 +661,12 @@ std::string LinkLoadResult::source() const {
 LinkHotspotsResult computeLinkHotspots(const AnalysisInput& input) {
   const auto& run = input.run;
   Topology topology(run);
-  loadLinks(input, topology);
+  LinkHotspotsResult result;
+  result.communicators = gatherCommunicators(run);
+  loadLinks(input, result.communicators, topology);
   std::vector<LinkLoad>& loads = topology.links();
   settleNetworkTime(loads);
 
-  LinkHotspotsResult result;
   size_t windows = 0;
   int64_t window_time = 0;
   for (size_t r = 0; r < run.ranks.size(); ++r) {

@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "analyzer/analysis/analysis_input.h"
+#include "analyzer/analysis/communicators.h"
 #include "analyzer/report/report.h"
 
 namespace gpuxray::analysis {
@@ -107,6 +109,7 @@ struct LinkHotspotsResult {
   std::optional<size_t> worst_group;
   bool imbalance_flagged = false;
   double max_utilization_pct = std::numeric_limits<double>::quiet_NaN();  // NaN: no capacity known
+  std::map<uint64_t, CommunicatorInfo> communicators;                     // what the uses' communicators are called
 };
 
 LinkHotspotsResult computeLinkHotspots(const AnalysisInput& input);

@@ -13,7 +13,9 @@
 #include <map>
 
 #include "analyzer/analysis/analyses.h"
+#include "analyzer/analysis/range_names.h"
 #include "analyzer/analysis/rank_digest.h"
+#include "analyzer/report/units.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -108,7 +110,8 @@ MemoryPart memoryOfRank(const model::RankTrace& rank) {
     memory.peak_bytes = bytes;
     memory.peak_at_ns = peak_at[device];
     const model::NvtxRange* phase = phaseAt(rank, peak_at[device]);
-    memory.peak_phase = phase != nullptr ? rank.strings[phase->name_id] : "before any NVTX range";
+    memory.peak_phase =
+        phase != nullptr ? std::string(splitRangeName(rank.strings[phase->name_id]).op) : "before any NVTX range";
     memory.allocations = allocations[device];
     memory.end_bytes = in_use[device];
     for (const MemoryPoint& point : keepHighest(std::move(curves[device]), DeviceMemory::kMaxCurvePoints,
@@ -118,12 +121,6 @@ MemoryPart memoryOfRank(const model::RankTrace& rank) {
   }
   part.phase_peaks.assign(phase_peak.begin(), phase_peak.end());
   return part;
-}
-
-std::string foldedRangeName(const std::string& name) {
-  size_t end = name.size();
-  while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9') --end;
-  return end < name.size() && end > 0 ? name.substr(0, end) + "N" : name;
 }
 
 int64_t memoryOrigin(const AnalysisInput& input) {
@@ -246,9 +243,10 @@ void presentMemory(const MemoryResult& result, size_t top, report::Report& repor
       report::Finding finding;
       finding.analysis = "memory";
       finding.severity = result.worst_pct >= 97 ? report::Severity::kCritical : report::Severity::kWarning;
-      finding.summary = fmt::format(
-          "rank {} peaks at {:.1f} % of its GPU's memory ({}, during {})", result.worst_rank, result.worst_pct,
-          report::formatValue(static_cast<double>(result.worst_bytes), Unit::kBytes), result.worst_phase);
+      finding.summary =
+          fmt::format("{} peaks at {:.1f} % of its GPU's memory ({}, during {})", report::rankName(result.worst_rank),
+                      result.worst_pct, report::formatValue(static_cast<double>(result.worst_bytes), Unit::kBytes),
+                      result.worst_phase);
       finding.evidence.push_back(
           "near the limit the caching allocator frees and retries (cudaFree + cudaMalloc stalls) or the job runs out "
           "of memory");

@@ -54,10 +54,6 @@ struct MemoryResult {
   std::vector<PhasePeak> worst_rank_phases;
 };
 
-// Instances of one range share a name but for a trailing number: "ProfilerStep#12" -> "ProfilerStep#N"
-// (the memory phases and the op tree's paths).
-std::string foldedRangeName(const std::string& name);
-
 // The run's first GPU activity or memory change, on the run clock: where memory times count from.
 int64_t memoryOrigin(const AnalysisInput& input);
 

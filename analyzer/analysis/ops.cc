@@ -12,7 +12,7 @@
 #include <unordered_map>
 
 #include "analyzer/analysis/analyses.h"
-#include "analyzer/analysis/memory.h"
+#include "analyzer/analysis/range_names.h"
 #include "analyzer/analysis/rank_digest.h"
 
 namespace gpuxray::analysis {
@@ -82,12 +82,12 @@ class TreeBuilder {
       n.inputs = inputs;
       nodes_.push_back(std::move(n));
       kernels_.emplace_back();
-      last_rank_.push_back(-1);
+      last_file_.push_back(kNoFile);
     }
     return it->second;
   }
-  // A rank's tree, its nodes merged into the tree's by path.
-  void add(const RankOps& rank_ops, int32_t rank) {
+  // A rank's tree (the run's `file`-th), its nodes merged into the tree's by path.
+  void add(const RankOps& rank_ops, size_t file) {
     std::vector<int32_t> ids(rank_ops.nodes.size(), -1);
     for (size_t i = 0; i < rank_ops.nodes.size(); ++i) {
       const RankOpNode& local = rank_ops.nodes[i];
@@ -96,8 +96,8 @@ class TreeBuilder {
       OpNode& n = nodes_[static_cast<size_t>(id)];
       n.count += local.count;
       n.host_time_ns += local.host_time_ns;
-      if (local.count > 0 && last_rank_[static_cast<size_t>(id)] != rank)
-        ++n.ranks, last_rank_[static_cast<size_t>(id)] = rank;
+      if (local.count > 0 && last_file_[static_cast<size_t>(id)] != file)
+        ++n.ranks, last_file_[static_cast<size_t>(id)] = file;
       for (const OpKernel& kernel : local.kernels) {
         n.self_gpu_time_ns += kernel.time_ns;
         n.self_kernels += kernel.count;
@@ -163,7 +163,9 @@ class TreeBuilder {
   std::map<std::tuple<int32_t, std::string, std::string>, int32_t> index_;
   std::vector<OpNode> nodes_;
   std::vector<NodeKernels> kernels_;
-  std::vector<int32_t> last_rank_;
+  // The last file whose tree added to each node, by index (two files of unknown rank are two ranks).
+  static constexpr size_t kNoFile = ~size_t{0};
+  std::vector<size_t> last_file_;
 };
 
 bool isKernel(model::ActivityKind kind) {
@@ -227,8 +229,10 @@ RankOps opsOfRank(const model::RankTrace& rank) {
   std::vector<std::unordered_map<std::string, OpKernel>> kernels;
   for (auto& r : ranges) {
     int32_t parent = r.parent >= 0 ? ranges[static_cast<size_t>(r.parent)].node : -1;
-    std::string name = foldedRangeName(std::string(rank.name(r.name_id)));
-    std::string inputs(rank.name(r.inputs_id));
+    // emit_nvtx's ranges carry their input shapes in the name; cpu_ops in inputs_id.
+    RangeName recorded = splitRangeName(rank.name(r.name_id));
+    std::string name = foldedRangeName(recorded.op);
+    std::string inputs(r.inputs_id != 0 ? rank.name(r.inputs_id) : recorded.sizes);
     auto [it, added] = index.try_emplace(std::make_tuple(parent, name, inputs), static_cast<int32_t>(out.nodes.size()));
     if (added) {
       out.nodes.push_back({parent, std::move(name), std::move(inputs), 0, 0, {}});
@@ -294,7 +298,7 @@ OpsResult computeOps(const AnalysisInput& input) {
     result.outside_ranges_time_ns += rank_ops.outside_ranges_time_ns;
     result.uncorrelated_kernels += rank_ops.uncorrelated_kernels;
     result.uncorrelated_time_ns += rank_ops.uncorrelated_time_ns;
-    tree.add(rank_ops, input.run.ranks[r].rank);
+    tree.add(rank_ops, r);
   }
   result.recorded = result.host_ranges > 0;
   result.nodes = tree.finish(result);

@@ -23,8 +23,8 @@ struct OpKernel {
 // One op path: the same name and inputs under the same parent path, all instances on all ranks.
 struct OpNode {
   int32_t parent = -1;  // index into OpsResult::nodes; -1 for a root
-  std::string name;     // trailing numbers folded ("ProfilerStep#N", "forward#N")
-  std::string inputs;   // "float[512, 1024], Scalar"; empty when not recorded
+  std::string name;     // folded (range_names.h): "ProfilerStep#N", "forward#N", "aten::linear"
+  std::string inputs;   // "float[512, 1024], Scalar", an emit_nvtx range's sizes; empty when not recorded
   uint64_t count = 0;   // instances
   uint32_t ranks = 0;   // ranks it appears on
   int64_t host_time_ns = 0;

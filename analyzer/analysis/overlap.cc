@@ -15,6 +15,7 @@
 #include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/statistics.h"
 #include "analyzer/model/communication_kernels.h"
+#include "analyzer/report/units.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -224,8 +225,10 @@ void presentOverlap(const OverlapResult& result, size_t top_rows, report::Report
                        {"exposed_per_step_worst", "exposed/step worst"}},
                       {}};
   for (const RankOverlap& r : result.ranks) {
-    for (const Interval& piece : r.exposed_marks)
-      report.marks.push_back({"overlap", r.rank, piece.start, piece.end, "exposed communication"});
+    if (report.keep_marks) {
+      for (const Interval& piece : r.exposed_marks)
+        report.marks.push_back({"overlap", r.rank, piece.start, piece.end, "exposed communication"});
+    }
     ranks.rows.push_back(
         {Cell::of(r.rank, Unit::kNone), Cell::of(static_cast<double>(r.communication_ns), Unit::kNanoseconds),
          Cell::of(r.overlapPct(), Unit::kPercent), Cell::of(static_cast<double>(r.exposed_ns), Unit::kNanoseconds),
@@ -310,10 +313,10 @@ void presentOverlap(const OverlapResult& result, size_t top_rows, report::Report
     finding.cause = {report::FindingCause::Kind::kExposedCommunication,
                      {worst.rank},
                      1,
-                     fmt::format("rank {}'s exposed communication", worst.rank)};
-    finding.summary =
-        fmt::format("exposed communication takes {:.1f} % of rank {}'s step time ({} per step)", worst_exposed_pct,
-                    worst.rank, report::formatValue(static_cast<double>(worst_median), Unit::kNanoseconds));
+                     fmt::format("{}'s exposed communication", report::rankName(worst.rank))};
+    finding.summary = fmt::format("exposed communication takes {:.1f} % of {}'s step time ({} per step)",
+                                  worst_exposed_pct, report::rankName(worst.rank),
+                                  report::formatValue(static_cast<double>(worst_median), Unit::kNanoseconds));
     if (!result.per_operation.empty() && top_rows > 0 && result.per_operation.front().exposed_ns > 0) {
       const OperationExposure& most = result.per_operation.front();
       finding.evidence.push_back(

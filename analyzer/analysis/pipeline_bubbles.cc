@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/communicators.h"
@@ -201,6 +202,78 @@ void describeStep(const Stage& stage, StageStep& step, bool first_stage) {
   }
 }
 
+// "forward#3" -> (forward, micro-batch 4); nothing for other names.
+std::optional<std::pair<bool, int64_t>> passOfRange(std::string_view name) {
+  for (auto [prefix, forward] :
+       {std::pair{std::string_view("forward#"), true}, {std::string_view("backward#"), false}}) {
+    if (!name.starts_with(prefix) || name.size() == prefix.size() || name.size() > prefix.size() + 9) continue;
+    int64_t number = 0;
+    for (char c : name.substr(prefix.size())) {
+      if (c < '0' || c > '9') return std::nullopt;
+      number = number * 10 + (c - '0');
+    }
+    return std::pair{forward, number + 1};
+  }
+  return std::nullopt;
+}
+
+// The GPU span of the compute in `within`: its first compute's start to its last's end (clipped).
+std::optional<Interval> computeSpanWithin(const IntervalSet& compute, Interval within) {
+  auto first = std::lower_bound(compute.begin(), compute.end(), within.start,
+                                [](const Interval& i, int64_t t) { return i.end <= t; });
+  if (first == compute.end() || first->start >= within.end) return std::nullopt;
+  auto last =
+      std::lower_bound(first, compute.end(), within.end, [](const Interval& i, int64_t t) { return i.start < t; });
+  return Interval{std::max(first->start, within.start), std::min(std::prev(last)->end, within.end)};
+}
+
+bool insideCompute(const IntervalSet& compute, int64_t t) {
+  auto it =
+      std::lower_bound(compute.begin(), compute.end(), t, [](const Interval& i, int64_t v) { return i.end <= v; });
+  return it != compute.end() && it->start < t;
+}
+
+// Without ranges: the compute between boundaries (a send's start; a receive's end that found the
+// stage idle, waiting for it), each box named by the pass it ends with: the send's, else the last
+// one received. The k-th forward (backward) operation of a kind carries micro-batch k.
+std::vector<PipelineComputeBlock> blocksBetweenOperations(const std::vector<PipelineOp>& ops,
+                                                          const IntervalSet& compute, Interval window, int64_t end) {
+  struct Boundary {
+    int64_t time;
+    bool send, forward, splits;
+    int64_t micro_batch;
+  };
+  std::vector<Boundary> boundaries;
+  int64_t counts[2][2] = {{0, 0}, {0, 0}};  // [send][forward]
+  for (const PipelineOp& op : ops) {
+    int64_t k = ++counts[op.send][op.forward()];
+    int64_t t = op.send ? op.span.start : op.span.end;
+    boundaries.push_back({t, op.send, op.forward(), op.send || !insideCompute(compute, t), k});
+  }
+  std::stable_sort(boundaries.begin(), boundaries.end(),
+                   [](const Boundary& a, const Boundary& b) { return a.time < b.time; });
+  std::vector<PipelineComputeBlock> blocks;
+  int64_t cursor = window.start;
+  std::optional<std::pair<bool, int64_t>> received;
+  auto close = [&](int64_t until, std::optional<std::pair<bool, int64_t>> pass) {
+    until = std::min(until, end);
+    if (until <= cursor) return;
+    auto span = computeSpanWithin(compute, {cursor, until});
+    if (span && pass) blocks.push_back({*span, pass->first, pass->second});
+    cursor = until;
+  };
+  for (const Boundary& b : boundaries) {
+    if (b.send) {
+      close(b.time, std::pair{b.forward, b.micro_batch});
+    } else {
+      if (b.splits) close(b.time, received);
+      received = std::pair{b.forward, b.micro_batch};
+    }
+  }
+  close(end, received);
+  return blocks;
+}
+
 class Attributor {
  public:
   Attributor(const RankDigest& digest, const Stage& stage, size_t stage_index)
@@ -373,6 +446,13 @@ report::ResultValue resultValue(const PipelineBubblesResult& result) {
                            .set("span_ns", intervalValue(bubble.span, origin))
                            .set("cause", ResultValue::text(bubble.cause)));
         }
+        ResultValue blocks = ResultValue::array();
+        for (const PipelineComputeBlock& block : step.blocks) {
+          blocks.push(ResultValue::object()
+                          .set("span_ns", intervalValue(block.span, origin))
+                          .set("direction", ResultValue::text(block.forward ? "forward" : "backward"))
+                          .set("micro_batch", ResultValue::integer(block.micro_batch)));
+        }
         steps.push(
             ResultValue::object()
                 .set("step", ResultValue::integer(step.step))
@@ -386,6 +466,7 @@ report::ResultValue resultValue(const PipelineBubblesResult& result) {
                 .set("bubble_ns", ResultValue::integer(step.idle.total()))
                 .set("idle", splitValue(step.idle))
                 .set("ops", std::move(ops))
+                .set("blocks", std::move(blocks))
                 .set("bubbles", std::move(bubbles))
                 .set("bubbles_left_out", ResultValue::integer(static_cast<int64_t>(step.bubbles.size() - kept.size())))
                 .set("bubbles_left_out_ns", ResultValue::integer(left_out_ns)));
@@ -394,6 +475,7 @@ report::ResultValue resultValue(const PipelineBubblesResult& result) {
                       .set("stage", ResultValue::integer(static_cast<int64_t>(stage.stage)))
                       .set("rank", ResultValue::integer(stage.rank))
                       .set("recorded", ResultValue::flag(stage.recorded))
+                      .set("blocks_source", ResultValue::text(computeBlockSourceName(stage.blocks_source)))
                       .set("steps", std::move(steps)));
     }
     ResultValue messages = ResultValue::array();
@@ -475,6 +557,50 @@ std::string stageName(const PipelineStageSummary& row) {
 
 }  // namespace
 
+const char* computeBlockSourceName(ComputeBlockSource source) {
+  return source == ComputeBlockSource::kRanges ? "ranges" : "between operations";
+}
+
+std::vector<PipelineComputeBlock> rangedComputeBlocks(const model::RankTrace& rank) {
+  struct Pass {
+    model::NvtxRange range;
+    PipelineComputeBlock block;
+    bool launched = false;
+  };
+  std::vector<Pass> passes;  // by start, as rank.nvtx
+  for (const model::NvtxRange& range : rank.nvtx) {
+    if (auto pass = passOfRange(rank.name(range.name_id))) passes.push_back({range, {{}, pass->first, pass->second}});
+  }
+  if (passes.empty()) return {};
+  for (const model::GpuActivity& a : rank.activities) {
+    if (a.kind != model::ActivityKind::kCompute || a.correlation_id == 0) continue;
+    const model::HostCall* call = rank.launchOf(a.correlation_id);
+    if (call == nullptr) continue;
+    uint64_t thread = call->thread < rank.threads.size() ? rank.threads[call->thread] : 0;
+    // The innermost pass open on the call's thread when it began: passes of one thread do not nest.
+    auto it = std::upper_bound(passes.begin(), passes.end(), call->start_ns,
+                               [](int64_t t, const Pass& p) { return t < p.range.start_ns; });
+    while (it != passes.begin()) {
+      --it;
+      if (it->range.thread_id != thread) continue;
+      if (call->start_ns < it->range.end_ns) {
+        Interval& span = it->block.span;
+        span = it->launched ? Interval{std::min(span.start, a.start_ns), std::max(span.end, a.end_ns)}
+                            : Interval{a.start_ns, a.end_ns};
+        it->launched = true;
+      }
+      break;
+    }
+  }
+  std::vector<PipelineComputeBlock> blocks;
+  for (const Pass& p : passes) {
+    if (p.launched) blocks.push_back(p.block);
+  }
+  std::sort(blocks.begin(), blocks.end(),
+            [](const PipelineComputeBlock& a, const PipelineComputeBlock& b) { return a.span.start < b.span.start; });
+  return blocks;
+}
+
 void BubbleSplit::add(const BubbleSplit& o) {
   warm_up += o.warm_up, cool_down += o.cool_down, upstream += o.upstream, downstream += o.downstream;
   host_bound += o.host_bound, tail += o.tail, other += o.other;
@@ -554,6 +680,8 @@ PipelineBubblesResult computePipelineBubbles(const AnalysisInput& input) {
       }
       const Stage& stage = stages[s];
       const IntervalSet& compute = input.digest(stage.rank_index).compute;
+      const std::vector<PipelineComputeBlock>& ranged = input.digest(stage.rank_index).pipeline_blocks;
+      out.blocks_source = ranged.empty() ? ComputeBlockSource::kBetweenOperations : ComputeBlockSource::kRanges;
       Attributor attributor(input.digest(stage.rank_index), stage, s);
       PipelineStageSummary& row = rows[{p, s}];
       row.pipeline_stages = p;
@@ -574,6 +702,13 @@ PipelineBubblesResult computePipelineBubbles(const AnalysisInput& input) {
         data.idle = attributor.split(step, data.drained_ns, data.bubbles);
         data.ops.assign(stage.ops.begin() + static_cast<std::ptrdiff_t>(step.first_op),
                         stage.ops.begin() + static_cast<std::ptrdiff_t>(step.end_op));
+        if (ranged.empty()) {
+          data.blocks = blocksBetweenOperations(data.ops, compute, step.window, step.last_pipeline_compute);
+        } else {
+          auto by_start = [](const PipelineComputeBlock& b, int64_t t) { return b.span.start < t; };
+          data.blocks.assign(std::lower_bound(ranged.begin(), ranged.end(), step.window.start, by_start),
+                             std::lower_bound(ranged.begin(), ranged.end(), step.window.end, by_start));
+        }
         own.step_ns += step.window.length();
         own.compute_ns += data.compute_ns;
         own.pipeline_compute_ns += data.pipeline_compute_ns;
@@ -689,11 +824,13 @@ void presentPipelineBubbles(const PipelineBubblesResult& result, report::Report&
                           {}};
   for (size_t c = 0; c < result.pipelines.size(); ++c) {
     const Pipeline& pipeline = result.pipelines[c];
-    for (const PipelineStage& stage : pipeline.stages) {
-      for (const PipelineStageStep& step : stage.steps) {
-        for (const PipelineBubble& bubble : step.bubbles) {
-          report.marks.push_back({"pipeline_bubbles", stage.rank, bubble.span.start, bubble.span.end,
-                                  "bubble (stage " + std::to_string(stage.stage) + "): " + bubble.cause});
+    if (report.keep_marks) {
+      for (const PipelineStage& stage : pipeline.stages) {
+        for (const PipelineStageStep& step : stage.steps) {
+          for (const PipelineBubble& bubble : step.bubbles) {
+            report.marks.push_back({"pipeline_bubbles", stage.rank, bubble.span.start, bubble.span.end,
+                                    "bubble (stage " + std::to_string(stage.stage) + "): " + bubble.cause});
+          }
         }
       }
     }

@@ -40,6 +40,25 @@ struct PipelineOp {
   bool forward() const { return send != upstream; }
 };
 
+// One micro-batch's forward or backward on a stage: its compute on the GPU (first kernel's start to
+// last kernel's end). From the host ranges "forward#N" and "backward#N" (the simulator writes them
+// around the launches of each micro-batch's pass) where the rank has them: the kernels launched
+// inside the range. Else between operations: the compute from one boundary (a send's start, or the
+// end of a receive the stage sat idle waiting for) to the next, named by the pass it ends with (the
+// send's, or the last one received).
+struct PipelineComputeBlock {
+  Interval span;
+  bool forward = true;
+  int64_t micro_batch = 0;  // from 1, in the step: ranges "forward#0" is micro-batch 1
+};
+
+enum class ComputeBlockSource { kRanges, kBetweenOperations };
+const char* computeBlockSourceName(ComputeBlockSource source);
+
+// The blocks of the ranges "forward#N" and "backward#N" of a rank (its per-rank phase), by start;
+// empty when it has none.
+std::vector<PipelineComputeBlock> rangedComputeBlocks(const model::RankTrace& rank);
+
 // A gap in the stage's compute within a step, with its split and main cause.
 struct PipelineBubble {
   Interval span;
@@ -59,12 +78,14 @@ struct PipelineStageStep {
   BubbleSplit idle;
   std::vector<PipelineOp> ops;          // by start
   std::vector<PipelineBubble> bubbles;  // by start, every gap
+  std::vector<PipelineComputeBlock> blocks;  // by start, up to when the pipeline drained
 };
 
 struct PipelineStage {
   size_t stage = 0;
   int32_t rank = -1;
   bool recorded = false;                 // the rank has a trace file (else its steps are empty)
+  ComputeBlockSource blocks_source = ComputeBlockSource::kBetweenOperations;
   std::vector<PipelineStageStep> steps;  // steps with pipeline work, in time order
 };
 

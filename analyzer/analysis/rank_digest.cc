@@ -202,6 +202,7 @@ void RankDigest::shift(int64_t offset_ns) {
   for (auto& gap : points.gaps) move(gap.start), move(gap.end), move(gap.launch);
   for (auto& i : compute) move(i.start), move(i.end);
   for (auto& t : compute_launch) move(t);
+  for (auto& block : pipeline_blocks) move(block.span.start), move(block.span.end);
 }
 
 void RankDigest::dropTypedResultsOnly() {
@@ -216,7 +217,8 @@ size_t RankDigest::bytes() const {
                  breakdown.steps.capacity() * sizeof(StepBreakdown) +
                  breakdown.streams.capacity() * sizeof(StreamBreakdown) + text(breakdown.host) +
                  kernels.launches.capacity() * sizeof(KernelsPart::Launch) + points.bytes() +
-                 compute.capacity() * sizeof(Interval) + compute_launch.capacity() * 8;
+                 compute.capacity() * sizeof(Interval) + compute_launch.capacity() * 8 +
+                 pipeline_blocks.capacity() * sizeof(PipelineComputeBlock);
   if (overlap.rank)
     total += overlap.rank->exposed_per_step_ns.capacity() * 8 + overlap.rank->steps.capacity() * 8 +
              overlap.rank->exposed_marks.capacity() * sizeof(Interval);
@@ -301,6 +303,7 @@ RankDigest digestRank(const AnalysisInput& input, size_t r, std::optional<bool> 
       }
       digest.compute_launch.push_back(launch);
     }
+    digest.pipeline_blocks = rangedComputeBlocks(rank);
   }
   return digest;
 }

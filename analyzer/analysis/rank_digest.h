@@ -22,6 +22,7 @@
 #include "analyzer/analysis/memory_categories.h"
 #include "analyzer/analysis/ops.h"
 #include "analyzer/analysis/overlap.h"
+#include "analyzer/analysis/pipeline_bubbles.h"
 #include "analyzer/analysis/step_overview.h"
 #include "analyzer/analysis/time_breakdown.h"
 
@@ -129,6 +130,8 @@ struct RankDigest {
   // start the launch time of the compute kernel that starts it (kNoLaunch: none recorded).
   IntervalSet compute;
   std::vector<int64_t> compute_launch;
+  // And their micro-batches' passes from the ranges that launched them (rangedComputeBlocks).
+  std::vector<PipelineComputeBlock> pipeline_blocks;
 
   // Compute, communication and host-bound idle in [from, to), both times among `points`.
   int64_t computeWithin(int64_t from, int64_t to) const;

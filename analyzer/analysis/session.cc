@@ -223,6 +223,7 @@ report::RunSummary summarize(const AnalysisInput& input) {
   for (const auto& s : input.steps) steps = std::max(steps, s.size());
   summary.steps = steps;
   summary.step_source = input.step_source;
+  summary.step_markers = input.options.step_markers;
   return summary;
 }
 
@@ -501,6 +502,7 @@ report::Report Session::analyze() const {
   double cpu_started = processCpuSeconds();
   report::Report report;
   report.keep_results = options_.typed_results;
+  report.keep_marks = options_.timeline_marks;
   report.run = summarize(input_);
   report.warnings = run_.warnings;
   report.stats = run_.stats;

@@ -51,6 +51,9 @@ struct SessionOptions {
   // The report's typed results (JSON, the X-ray, diff); false: sections, findings and metrics only,
   // which is all text and Markdown show (the same report otherwise, in less memory).
   bool typed_results = true;
+  // The analyses' timeline marks (exposed communication, bubbles, late arrivals): for the timeline
+  // export only; false where no timeline is written.
+  bool timeline_marks = true;
   // --comm-kernel's patterns as given (what a digest file made with them says, digest_file.h).
   std::vector<std::string> comm_kernels;
 };

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <regex>
 #include <set>
@@ -99,6 +100,37 @@ std::vector<StepWindow> stepsFromCaptureWindows(const model::RankTrace& rank) {
   return steps;
 }
 
+// NVTX ranges numbered like steps that no marker matched ("step 3", "iteration_12", a training
+// loop's own names): what --step-marker would make them the steps; "" when the first rank with
+// ranges has no two of one such name.
+std::string stepMarkerHint(const model::RunTrace& run) {
+  static const std::regex numbered("^((?:train[ _-]?)?(?:step|iter|iteration))([ _#:=-]*)(\\d+)$", std::regex::icase);
+  for (const auto& rank : run.ranks) {
+    if (rank.nvtx.empty()) continue;
+    std::map<std::pair<std::string, std::string>, std::pair<std::string, std::set<std::string>>> found;
+    for (const auto& range : rank.nvtx) {
+      std::string_view text = rank.name(range.name_id);
+      // Cheap first: the regular expression only on names that may match (emit_nvtx's aten ops do not).
+      if (text.empty() || text.size() > 64 || !std::isdigit(static_cast<unsigned char>(text.back())) ||
+          std::string_view("sSiItT").find(text.front()) == std::string_view::npos)
+        continue;
+      std::string name(text);
+      std::smatch m;
+      if (!std::regex_match(name, m, numbered)) continue;
+      auto& [example, numbers] = found[{m[1].str(), m[2].str()}];
+      if (example.empty()) example = name;
+      numbers.insert(m[3].str());
+    }
+    for (const auto& [name, seen] : found) {
+      if (seen.second.size() >= 2)
+        return fmt::format("NVTX ranges such as \"{}\" look like steps: --step-marker '^{}{}(\\d+)$'", seen.first,
+                           name.first, name.second);
+    }
+    return {};
+  }
+  return {};
+}
+
 }  // namespace
 
 void findSteps(AnalysisInput& input) {
@@ -131,6 +163,10 @@ void findSteps(AnalysisInput& input) {
     if (!input.hasSteps() && most_windows == 1) {
       from_windows();
       input.step_source = "capture windows";
+    }
+    if (!input.hasSteps()) {
+      std::string hint = stepMarkerHint(input.run);
+      if (!hint.empty()) input.step_source = "none; " + hint;
     }
   }
   if (!input.options.steps.empty()) {

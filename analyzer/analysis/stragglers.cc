@@ -17,6 +17,7 @@
 #include "analyzer/analysis/idle_split.h"
 #include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/statistics.h"
+#include "analyzer/report/units.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -268,12 +269,14 @@ void presentStragglers(const StragglersResult& result, size_t top, report::Repor
       "In each matched collective every member waits from its entry to the last member's; the wait is charged to the "
       "last. cause = what the last rank spent longer on than the median member since its previous collective on the "
       "communicator: compute, host-bound idle (host launch gaps) or communication.");
-  for (const LateArrival& late : result.late_arrivals) {
-    report.marks.push_back(
-        {"stragglers", late.rank, late.at_ns, late.at_ns,
-         fmt::format("late arrival: {} of waiting caused ({})",
-                     report::formatValue(static_cast<double>(late.wait_ns), report::Unit::kNanoseconds),
-                     stragglerCauseName(late.cause))});
+  if (report.keep_marks) {
+    for (const LateArrival& late : result.late_arrivals) {
+      report.marks.push_back(
+          {"stragglers", late.rank, late.at_ns, late.at_ns,
+           fmt::format("late arrival: {} of waiting caused ({})",
+                       report::formatValue(static_cast<double>(late.wait_ns), report::Unit::kNanoseconds),
+                       stragglerCauseName(late.cause))});
+    }
   }
   const double steps = result.steps;
   report::Table ranks{"ranks",
@@ -319,15 +322,15 @@ void presentStragglers(const StragglersResult& result, size_t top, report::Repor
   report::Finding finding;
   finding.analysis = "stragglers";
   finding.cost_ns = static_cast<double>(worst.lateness) / steps;
-  finding.cause = {report::FindingCause::Kind::kStraggler, {worst.rank}, 1, fmt::format("rank {}", worst.rank)};
+  finding.cause = {report::FindingCause::Kind::kStraggler, {worst.rank}, 1, report::rankName(worst.rank)};
   int64_t step_length = result.step_length_ns;
   finding.severity = step_length > 0 && finding.cost_ns >= 0.1 * static_cast<double>(step_length)
                          ? report::Severity::kCritical
                          : report::Severity::kWarning;
   finding.summary = fmt::format(
-      "rank {} is the straggler: last into {} of {} collectives, {} of waiting caused ({} per step), "
+      "{} is the straggler: last into {} of {} collectives, {} of waiting caused ({} per step), "
       "cause: {}",
-      worst.rank, worst.last, worst.joined,
+      report::rankName(worst.rank), worst.last, worst.joined,
       report::formatValue(static_cast<double>(worst.wait_caused), Unit::kNanoseconds),
       report::formatValue(wait_per_step, Unit::kNanoseconds), stragglerCauseName(cause));
   finding.evidence.push_back(fmt::format("{} ({} of the wait it caused)", causeExplanation(cause),

@@ -15,6 +15,7 @@
 #include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/statistics.h"
 #include "analyzer/model/graph_capture.h"
+#include "analyzer/report/units.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -316,10 +317,13 @@ void presentTimeBreakdown(const TimeBreakdownResult& result, report::Report& rep
     if (worst_captured > worst_time) finding.severity = report::Severity::kInfo;
     finding.cost_ns =
         worst_idle / 100.0 * static_cast<double>(worst_time) / static_cast<double>(result.windows_of_first_rank);
-    finding.summary = fmt::format("rank {}'s GPU is idle {:.1f} % of the time, {}", worst.rank, worst_idle, cause);
+    finding.summary =
+        fmt::format("{}'s GPU is idle {:.1f} % of the time, {}", report::rankName(worst.rank), worst_idle, cause);
     if (worst_split.host_bound >= worst_split.dependency && worst_split.host_bound >= worst_split.other) {
-      finding.cause = {
-          report::FindingCause::Kind::kHostGaps, {worst.rank}, 1, fmt::format("rank {}'s host gaps", worst.rank)};
+      finding.cause = {report::FindingCause::Kind::kHostGaps,
+                       {worst.rank},
+                       1,
+                       fmt::format("{}'s host gaps", report::rankName(worst.rank))};
     }
     finding.evidence.push_back(
         fmt::format("idle: host-bound {}, dependency {}, other {}",

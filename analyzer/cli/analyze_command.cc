@@ -87,6 +87,7 @@ ExitCode analyze(const AnalyzeOptions& options) {
   session_options.keep_events = options.timeline.wanted() || options.critical_path;
   // Text and Markdown show the sections only; the typed results are for JSON and the page.
   session_options.typed_results = options.output_format == "json" || !options.html_path.empty();
+  session_options.timeline_marks = options.timeline.wanted();
   showLoadProgressOnTerminal(session_options);
   analysis::Session session(std::move(session_options));
 

@@ -63,6 +63,7 @@ compare::ComparisonSide loadDiffSide(const std::string& path, const DiffOptions&
   session_options.analysis.step_markers = options.step_markers;
   session_options.analysis.top = options.top;
   session_options.keep_events = false;  // the analyses read digests: memory bounded by the loading workers
+  session_options.timeline_marks = false;
   analysis::Session session(std::move(session_options));
   side.kind = "run";
   side.report = session.analyze();

@@ -48,6 +48,7 @@ ExitCode runReport(const ReportOptions& options) {
   // The analyses read digests, memory bounded by the loading workers; the critical path alone needs
   // every event.
   session_options.keep_events = options.critical_path;
+  session_options.timeline_marks = false;  // no timeline: nothing draws them
   showLoadProgressOnTerminal(session_options);
   analysis::Session session(std::move(session_options));
   report::Report report = session.analyze();

@@ -162,6 +162,8 @@ report::Report readAnalyzeReport(const std::string& path) {
       report.run.span_ns = numberOf<int64_t>(run, "span_ns");
       report.run.steps = numberOf<size_t>(run, "steps");
       report.run.step_source = textOf(run, "step_source");
+      forEachIn(run, "step_markers",
+                [&](dom::element m) { report.run.step_markers.push_back(textElement(m, "step_markers")); });
     }
     forEachMember(j, "metrics", [&](std::string_view name, dom::element element) {
       dom::object m;

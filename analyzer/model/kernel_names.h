@@ -13,4 +13,11 @@ namespace gpuxray::model {
 // already readable name).
 std::string demangledKernelName(std::string_view name);
 
+// A kernel's name on one line of a report: a C++ signature without its parameter list ("void
+// sgemm_largek_lds64<true, 5>(float*, int const*)" -> "void sgemm_largek_lds64<true, 5>"; the
+// parameters repeat what the template says, and took a 90-character cut's room), then at most `most`
+// characters, the cut marked "...". Other names (nvjet_..., "Memcpy HtoD (Pageable -> Device)")
+// are only cut.
+std::string reportedKernelName(std::string_view name, size_t most = 90);
+
 }  // namespace gpuxray::model

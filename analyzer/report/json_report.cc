@@ -120,6 +120,11 @@ void writeReport(const Report& report, std::string& out, JsonWriter& json) {
   json.field("span_ns", run.span_ns);
   json.field("steps", static_cast<uint64_t>(run.steps));
   json.field("step_source", run.step_source);
+  if (!run.step_markers.empty()) {
+    json.key("step_markers").beginArray();
+    for (const auto& marker : run.step_markers) json.value(marker);
+    json.endArray();
+  }
   json.endObject();
 
   json.key("metrics").beginObject();

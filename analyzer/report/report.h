@@ -127,6 +127,7 @@ struct RunSummary {
   int64_t span_ns = 0;
   size_t steps = 0;
   std::string step_source;  // "NVTX ProfilerStep#", "collective pattern", "none"
+  std::vector<std::string> step_markers;  // --step-marker's patterns, as given (the same steps elsewhere need them)
 };
 
 struct Report {
@@ -143,6 +144,9 @@ struct Report {
   // Whether addResult keeps the typed results. Off where only text or Markdown is shown, so that a
   // large run's trees (one value per number: per-rank and per-step rows, memory curves) are never built.
   bool keep_results = true;
+  // Whether the analyses add their `marks`, which only the timeline export draws. Off where no
+  // timeline is written: a 1024-rank run's exposed stretches and bubbles are millions of marks.
+  bool keep_marks = true;
   // One line each; every line is also one of `stats`' lines.
   std::vector<std::string> warnings;
   // What was dropped, skipped, estimated or suspicious (loading, analyses, the timeline export).

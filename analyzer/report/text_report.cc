@@ -60,8 +60,11 @@ std::string renderText(const Report& report) {
                      run.run_id.empty() ? "(unnamed)" : run.run_id, formatRankCount(run.ranks.size(), run.world_size),
                      run.hosts.size(), run.hosts.size() == 1 ? "" : "s", formatCount(run.records),
                      formatDuration(run.span_ns));
+  const bool hinted = run.step_source.starts_with("none; ");
   out += run.steps > 0 ? fmt::format("steps: {} (from {})\n", run.steps, run.step_source)
-                       : std::string("steps: none found (figures are for the whole capture)\n");
+         : hinted
+             ? fmt::format("steps: none found (figures are for the whole capture); {}\n", run.step_source.substr(6))
+             : std::string("steps: none found (figures are for the whole capture)\n");
 
   out += "\nFindings\n";
   if (report.findings.empty()) out += "  nothing stands out\n";

@@ -99,4 +99,8 @@ std::string formatRanks(std::vector<int32_t> ranks) {
   return formatRankRuns(runs);
 }
 
+std::string rankName(int32_t rank) {
+  return rank < 0 ? "rank unknown" : fmt::format("rank {}", rank);
+}
+
 }  // namespace gpuxray::report

@@ -26,6 +26,10 @@ std::string formatRankCount(size_t ranks, int32_t world_size);
 // A set of ranks, in order, runs of three or more as ranges: {0,1,2,3,8,9,10,11} -> "0-3, 8-11",
 // {4,5,7} -> "4, 5, 7" (the page's formatRanks writes the same).
 std::string formatRanks(std::vector<int32_t> ranks);
+
+// A rank as findings name it: "rank 3", or "rank unknown" for a file whose launcher said none (-1),
+// as the page and the loading warning say.
+std::string rankName(int32_t rank);
 // The same from runs of consecutive ranks, each [first, last], in order: {{0, 3}, {5, 6}} -> "0-3, 5, 6".
 std::string formatRankRuns(const std::vector<std::pair<int32_t, int32_t>>& runs);
 

@@ -41,6 +41,7 @@ export interface RunSummary {
   span_ns: number;
   steps: number;
   step_source: string;
+  step_markers?: string[];
 }
 
 export interface AnalyzeDocument {
@@ -118,6 +119,14 @@ export interface DiffPage {
 }
 
 export type ReportDocument = AnalyzeDocument | PlanDocument | DiffPage;
+
+// A communicator as the typed results name it (docs/report-schema.md, COMM).
+export interface Communicator {
+  id: string;
+  name: string | null;
+  role: string | null;
+  nranks: number | null;
+}
 
 // results.kernels (analysis/kernels.h)
 export interface LaunchConfig {

@@ -215,10 +215,14 @@ async function demoAndPlan() {
         }, slow.index);
         await page.mouse.click(at[0], at[1]);
         const link = doc.results.link_hotspots.links.find((l) => l.host === 'node-00' && l.name === 'NIC mlx5_3');
-        const expected = new Set(link.uses.map((u) => `${u.communicator} ${u.operation ?? 'not recorded'}`)).size;
+        const expected = new Set(link.uses.map((u) => `${u.communicator.id} ${u.operation ?? 'not recorded'}`)).size;
         const shown = await page.$eval('[data-test="link-collectives"]', (b) => [Number(b.dataset.collectives), b.textContent]).catch(() => [0, '']);
         check(expected > 0 && shown[0] === expected && /AllReduce/.test(shown[1]) && /GB\/s/.test(shown[1]),
           `demo: clicking the slow NIC lists the ${expected} collectives that use it (${shown[0]}: ${shown[1].slice(0, 160)})`);
+        const named = link.uses.filter((u) => u.communicator.name !== null);
+        const usesText = await page.textContent('[data-test="link-uses"]');
+        check(named.length > 0 && named.every((u) => usesText.includes(u.communicator.name)) && !/0x[0-9a-f]{16}/.test(usesText),
+          `demo: the slow NIC's uses name their communicators, not their hashes (${usesText.slice(0, 200)})`);
         await page.screenshot({ path: join(screenshots, 'demo-topology-click.png'), fullPage: true });
       }
       await page.click('nav.tabs a[data-view="summary"]');
@@ -231,11 +235,31 @@ async function demoAndPlan() {
       await openView(page, 'pipeline');
       const header = await page.textContent('[data-test="pipeline-header"]');
       check(header.includes('p=2, m=8') && header.includes('stage 0 waits on stage 1'), `demo: the pipeline header (${header})`);
-      const labels = await page.evaluate(() => {
-        const data = window.gpuxray.charts.pipeline.getOption().series[0].data;
-        return data.map((d) => d.value[5]).filter((l) => /^[FB]\d+$/.test(l));
+      // Each stage's boxes in time order are its micro-batches' passes in 1F1B order: p-s-1
+      // forwards to warm up, then one forward and one backward in turn, then the last backwards.
+      const lanes = await page.evaluate(() => {
+        const chart = window.gpuxray.charts.pipeline;
+        const boxes = chart.getOption().series[0].data.filter((d) => d.value[3] === 1).sort((a, b) => a.value[1] - b.value[1]);
+        return chart.getOption().yAxis[0].data.map((_, lane) => boxes.filter((d) => d.value[0] === lane).map((d) => d.value[5]));
       });
-      for (const name of ['F1', 'F8', 'B1', 'B8']) check(labels.includes(name), `demo: micro-batch ${name} is labelled`);
+      const source = await page.textContent('[data-test="pipeline-source"]');
+      check(source.includes('forward#N / backward#N ranges') && !source.includes('no forward#N'), `demo: the pipeline's boxes come from the simulator's ranges (${source})`);
+      const [p, m] = [2, 8];
+      check(lanes.length === p, `demo: the pipeline chart has ${p} stages (${lanes.length})`);
+      lanes.forEach((labels, s) => {
+        const expected = [];
+        const warmUp = Math.min(p - s - 1, m);
+        for (let f = 1; f <= warmUp; ++f) expected.push(`F${f}`);
+        for (let b = 1; b <= m; ++b) {
+          if (warmUp + b <= m) expected.push(`F${warmUp + b}`);
+          expected.push(`B${b}`);
+        }
+        check(labels.filter((l) => l.startsWith('F')).length === m && labels.filter((l) => l.startsWith('B')).length === m,
+          `demo: stage ${s} shows ${m} forward and ${m} backward boxes (${labels.join(' ')})`);
+        check(labels.join(' ') === expected.join(' '), `demo: stage ${s}'s boxes run in 1F1B order (${labels.join(' ')}; expected ${expected.join(' ')})`);
+      });
+      const arrows = await page.evaluate(() => window.gpuxray.charts.pipeline.getOption().series[0].data.filter((d) => d.value[3] === 3).length);
+      check(arrows === 2 * m * (p - 1), `demo: an arrow from each of the step's ${2 * m * (p - 1)} sends to its receive (${arrows})`);
     } else {
       check(false, 'demo: the report has results.pipeline_bubbles');
     }
@@ -463,6 +487,12 @@ async function kernelMetrics() {
   await page.selectOption('[data-test="measured-kernel"]', String(add));
   const addL1 = await page.evaluate(() => window.gpuxray.charts.hierarchy.getOption().series[0].links[0]);
   check(addL1.bytes === null && addL1.label.formatter === 'not measured, L1 hit rate not measured', `kernel metrics: L1 not measured for the add (${addL1.label.formatter})`);
+  // Its demangled name in short, the full name in the tooltip and under it.
+  const addName = 'void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)';
+  const heading = await page.$eval('section[data-view="hierarchy"] h3.kernel-name', (h) => [h.textContent, h.title]);
+  const fullName = await page.textContent('section[data-view="hierarchy"] p.full-name');
+  check(heading[0] === 'vectorized_elementwise_kernel<4, AddFunctor>' && heading[1] === addName && fullName === addName,
+    `kernel metrics: the add is named in short, in full in its tooltip and under it (${heading}; ${fullName})`);
   const fusion = (await page.textContent('[data-test="hierarchy-fusion"]')) ?? '';
   check(fusion.includes('MulFunctor') && fusion.includes('64.0 MiB'), `kernel metrics: the add and the multiply, fused, would save 64 MiB (${fusion.slice(0, 200)})`);
   await page.screenshot({ path: join(screenshots, 'kernel-metrics-hierarchy-add.png'), fullPage: true });
@@ -490,7 +520,7 @@ function traceFolders(root) {
     const dir = join(root, name);
     if (!statSync(dir).isDirectory()) continue;
     const files = readdirSync(dir);
-    if (files.some((f) => /\.json(\.gz)?$/.test(f))) folders.push([name, dir]);
+    if (files.some((f) => /\.(json(\.gz)?|gpuxray)$/.test(f))) folders.push([name, dir]);
     else for (const [inner, innerDir] of traceFolders(dir)) folders.push([`${name}-${inner}`, innerDir]);
   }
   return folders;
@@ -510,6 +540,31 @@ async function realTrace(name, dir) {
   check(!identity.includes(' of 0 ranks'), `${name}: the identity line (${identity})`);
   const missingViews = await everyView(opened.page, name, false);
   console.log(`${name}: views whose data is missing: ${missingViews.join(', ') || 'none'}`);
+  // Demangled C++ kernel names run to hundreds of characters: the labels carry a short form.
+  const options = await opened.page.$$eval('[data-test="kernel"] option', (o) => o.map((x) => x.textContent));
+  const long = options.filter((o) => o.length > 130);
+  check(long.length === 0, `${name}: the SM view's kernels are named in short (${long[0]?.slice(0, 200)})`);
+  // A rank the launcher did not say is "rank unknown" in the page's own labels, never -1 or null.
+  const labels = await opened.page.evaluate(() => [
+    ...(window.gpuxray.charts.step?.getOption().yAxis[0].data ?? []),
+    ...[...document.querySelectorAll('[data-test="memory-device"] option, section[data-view="memory"] h3')].map((e) => e.textContent),
+  ]);
+  const unnamed = labels.filter((l) => /rank (-1|null)\b/.test(String(l)));
+  check(unnamed.length === 0, `${name}: no rank labelled -1 or null (${unnamed.slice(0, 3)})`);
+  // The network between the hosts is drawn only where a NIC joins it.
+  const network = await opened.page.evaluate(() => {
+    const doc = JSON.parse(document.getElementById('gpuxray-data').textContent);
+    const nics = (doc.results?.link_hotspots?.links ?? []).some((l) => l.kind === 'NIC');
+    const drawn = (window.gpuxray.charts.topology?.getOption().series[0].data ?? []).some((n) => n.name === 'network');
+    return [nics, drawn];
+  });
+  check(network[0] === network[1], `${name}: the network between the hosts drawn only with NICs (NICs ${network[0]}, drawn ${network[1]})`);
+  // A capture whose kernel metrics CUPTI's profiler refused: the memory hierarchy says why it has none.
+  const refused = await opened.page.evaluate(() => JSON.parse(document.getElementById('gpuxray-data').textContent).warnings.some((w) => w.includes('kernel metrics are off')));
+  if (refused) {
+    const why = (await opened.page.textContent('section[data-view="hierarchy"] p.missing')) ?? '';
+    check(why.includes('the capture says: kernel metrics are off'), `${name}: the memory hierarchy says why nothing was measured (${why})`);
+  }
   finish(name, opened);
   await opened.context.close();
 }

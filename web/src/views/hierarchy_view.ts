@@ -7,7 +7,7 @@ import type { AnalyzeDocument, KernelMetricsEntry, KernelMetricsResult, ReportDo
 import { result } from '../data';
 import { makeChart } from '../charts';
 import { el, missing, table } from '../dom';
-import { formatBytes, formatCount, formatNs, formatPct } from '../format';
+import { findingKey, formatBytes, formatCount, formatNs, formatPct, shortKernelName } from '../format';
 import { View } from '../view';
 
 const measured = (v: number | null | undefined, text: (v: number) => string) => (v === null || v === undefined ? 'not measured' : text(v));
@@ -99,8 +99,10 @@ function levelsOf(k: KernelMetricsEntry): { levels: Level[]; traffic: Traffic[] 
 function drawKernel(panel: HTMLElement, doc: AnalyzeDocument, k: KernelMetricsEntry, all: KernelMetricsResult): void {
   panel.replaceChildren();
   const m = k.metrics;
+  const short = shortKernelName(k.name);
   panel.append(
-    el('h3', { class: 'kernel-name' }, k.name),
+    el('h3', { class: 'kernel-name', title: k.name }, short),
+    ...(short === k.name ? [] : [el('p', { class: 'full-name' }, k.name)]),
     el(
       'p',
       { 'data-test': 'hierarchy-header' },
@@ -198,7 +200,7 @@ function drawKernel(panel: HTMLElement, doc: AnalyzeDocument, k: KernelMetricsEn
         { 'data-test': 'hierarchy-fusion' },
       ),
     );
-  const related = doc.findings.filter((f) => f.analysis === 'kernel_metrics' && f.summary.includes(k.name.slice(0, 40)));
+  const related = doc.findings.filter((f) => f.analysis === 'kernel_metrics' && f.summary.includes(findingKey(k.name)));
   for (const finding of related)
     panel.append(el('div', { class: `finding ${finding.severity}` }, finding.summary, el('ul', { class: 'evidence' }, ...finding.evidence.map((e) => el('li', {}, e)))));
 }
@@ -210,12 +212,16 @@ export const hierarchyView: View = {
     const doc = report as AnalyzeDocument;
     const metrics = result<KernelMetricsResult>(doc, 'kernel_metrics');
     if (!metrics || metrics.kernels.length === 0) {
-      container.append(missing('hierarchy', 'This run has no kernel metrics: no launch was measured with `gpuxray run --kernel-metrics` (results.kernel_metrics).'));
+      // A capture asked for them may have said why it measured none (CUPTI's profiler refused).
+      const why = doc.warnings.map((w) => /the capture warned: (kernel metrics are off: .*)$/.exec(w)?.[1]).find((w) => w !== undefined);
+      container.append(
+        missing('hierarchy', 'This run has no kernel metrics: no launch was measured with `gpuxray run --kernel-metrics` (results.kernel_metrics)' + (why ? `; the capture says: ${why}.` : '.')),
+      );
       return;
     }
     const select = el('select', { 'data-test': 'measured-kernel' });
     metrics.kernels.forEach((k, index) =>
-      select.append(el('option', { value: String(index) }, `${formatNs(k.metrics.gpu_duration_ns)}  ${k.name.slice(0, 110)}  (${k.launches} measured)`)),
+      select.append(el('option', { value: String(index), title: k.name }, `${formatNs(k.metrics.gpu_duration_ns)}  ${shortKernelName(k.name)}  (${k.launches} measured)`)),
     );
     const panel = el('div', { class: 'hierarchy-panel' });
     container.append(

@@ -5,7 +5,7 @@ import type { AnalyzeDocument, MemoryDevice, MemoryResult, ReportDocument } from
 import { result } from '../data';
 import { makeChart, palette } from '../charts';
 import { el, missing, table } from '../dom';
-import { formatBytes, formatNs, formatPct } from '../format';
+import { formatBytes, formatNs, formatPct, formatRank } from '../format';
 import { View } from '../view';
 
 const GiB = 1024 ** 3;
@@ -37,11 +37,18 @@ const categoryNames: Record<string, string> = {
   other: 'other',
 };
 
+// The peak's label on the side with room: left of a peak in the last part of the curve, which a
+// label on its right would run past the chart's edge.
+function labelSide(peakNs: number, curve: number[][] | null): 'left' | 'right' {
+  const last = curve && curve.length > 0 ? curve[curve.length - 1][0] : peakNs;
+  return peakNs > 0.6 * last ? 'left' : 'right';
+}
+
 function drawCategories(chartBox: HTMLElement, info: HTMLElement, categories: MemoryCategories, device: CategoryDevice): void {
   const names = categories.categories;
   const stamp = device.peak_step === null ? '' : ` of step ${device.peak_step}`;
   info.replaceChildren(
-    el('p', { 'data-test': 'memory-peak' }, `rank ${device.rank} device ${device.device}: peak ${formatBytes(device.peak_bytes)} at ${formatNs(device.peak_at_ns)}, ${device.peak_phase}${stamp}, holding:`),
+    el('p', { 'data-test': 'memory-peak' }, `${formatRank(device.rank)} device ${device.device}: peak ${formatBytes(device.peak_bytes)} at ${formatNs(device.peak_at_ns)}, ${device.peak_phase}${stamp}, holding:`),
     table(
       ['category', 'at the peak'],
       names.map((c) => [categoryNames[c] ?? c, formatBytes(device.at_peak[c] ?? 0)]),
@@ -74,7 +81,7 @@ function drawCategories(chartBox: HTMLElement, info: HTMLElement, categories: Me
               symbolSize: 10,
               itemStyle: { color: '#D55E00' },
               data: [{ name: 'peak', coord: [device.peak_at_ns / 1e6, device.peak_bytes / GiB] }],
-              label: { position: 'right', color: '#D55E00', fontWeight: 'bold', formatter: `peak ${formatBytes(device.peak_bytes)} (${device.peak_phase})` },
+              label: { position: labelSide(device.peak_at_ns, device.curve), color: '#D55E00', fontWeight: 'bold', formatter: `peak ${formatBytes(device.peak_bytes)} (${device.peak_phase})` },
             }
           : undefined,
     })),
@@ -86,7 +93,7 @@ function drawDevice(chartBox: HTMLElement, info: HTMLElement, device: MemoryDevi
     el(
       'p',
       { 'data-test': 'memory-peak' },
-      `rank ${device.rank} device ${device.device}: peak ${formatBytes(device.peak_bytes)}` +
+      `${formatRank(device.rank)} device ${device.device}: peak ${formatBytes(device.peak_bytes)}` +
         (device.peak_pct_of_device === null ? '' : ` (${formatPct(device.peak_pct_of_device)} of the device)`) +
         ` at ${formatNs(device.peak_at_ns)} in ${device.peak_phase || 'no NVTX range'}; ${device.allocations} allocations; ${formatBytes(device.end_bytes)} in use at the end`,
     ),
@@ -118,7 +125,7 @@ function drawDevice(chartBox: HTMLElement, info: HTMLElement, device: MemoryDevi
           itemStyle: { color: '#D55E00' },
           data: [{ name: 'peak', coord: [device.peak_at_ns / 1e6, device.peak_bytes / GiB] }],
           label: {
-            position: 'right',
+            position: labelSide(device.peak_at_ns, device.curve),
             color: '#D55E00',
             fontWeight: 'bold',
             formatter: `peak ${formatBytes(device.peak_bytes)} in ${device.peak_phase || 'no NVTX range'}`,
@@ -141,7 +148,7 @@ export const memoryView: View = {
     }
     const select = el('select', { 'data-test': 'memory-device' });
     memory.devices.forEach((d, index) =>
-      select.append(el('option', { value: String(index) }, `rank ${d.rank} device ${d.device}: peak ${formatBytes(d.peak_bytes)}`)),
+      select.append(el('option', { value: String(index) }, `${formatRank(d.rank)} device ${d.device}: peak ${formatBytes(d.peak_bytes)}`)),
     );
     const worst = Math.max(0, memory.devices.findIndex((d) => d.rank === memory.worst_rank));
     select.value = String(worst);
@@ -160,7 +167,7 @@ export const memoryView: View = {
       if (device.curve === null) {
         makeChart('memory', chartBox).clear();
         info.replaceChildren(
-          missing('memory-curve', `This page leaves out rank ${device.rank} device ${device.device}'s curve (it keeps those of the highest peaks; \`gpuxray analyze --format json\` has every one): peak ${formatBytes(device.peak_bytes)} at ${formatNs(device.peak_at_ns)}.`),
+          missing('memory-curve', `This page leaves out ${formatRank(device.rank)} device ${device.device}'s curve (it keeps those of the highest peaks; \`gpuxray analyze --format json\` has every one): peak ${formatBytes(device.peak_bytes)} at ${formatNs(device.peak_at_ns)}.`),
         );
         return;
       }
@@ -170,7 +177,7 @@ export const memoryView: View = {
     select.addEventListener('change', draw);
     draw();
     if (memory.worst_rank_phases.length > 0) {
-      container.append(el('h3', {}, `Peak by phase on rank ${memory.worst_rank}`));
+      container.append(el('h3', {}, `Peak by phase on ${formatRank(memory.worst_rank)}`));
       container.append(table(['phase', 'peak'], memory.worst_rank_phases.slice(0, 15).map((p) => [p.phase, formatBytes(p.peak_bytes)])));
     }
   },

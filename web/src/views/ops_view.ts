@@ -5,7 +5,7 @@
 import type { AnalyzeDocument, ReportDocument } from '../data';
 import { result } from '../data';
 import { el, missing } from '../dom';
-import { formatCount, formatNs } from '../format';
+import { formatCount, formatNs, shortKernelName } from '../format';
 import { View, ViewContext } from '../view';
 
 interface OpKernel { name: string; count: number; time_ns: number }
@@ -106,8 +106,8 @@ export const opsView: View = {
     };
     const kernelList = (kernels: OpKernel[], own: Set<string>) =>
       el('ul', { class: 'kernel-list' }, ...kernels.map((k) => {
-        const item = el('li', { class: own.has(k.name) ? 'kernel highlight' : 'kernel', 'data-kernel': k.name, title: 'click: the op paths that launched it; again: its SM view' },
-          el('span', { class: 'time' }, formatNs(k.time_ns)), ` ${formatCount(k.count)}x `, k.name);
+        const item = el('li', { class: own.has(k.name) ? 'kernel highlight' : 'kernel', 'data-kernel': k.name, title: `${k.name}\nclick: the op paths that launched it; again: its SM view` },
+          el('span', { class: 'time' }, formatNs(k.time_ns)), ` ${formatCount(k.count)}x `, shortKernelName(k.name));
         item.addEventListener('click', () => {
           if (item.classList.contains('shown')) {
             context.open('sm', k.name);

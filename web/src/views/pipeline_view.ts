@@ -1,7 +1,7 @@
-// 4. Pipeline (results.pipeline_bubbles): for one pipeline and one step, its stages over time: each
-// stage's point-to-point operations with its neighbours, the micro-batches' forwards (F1..Fm) and
-// backwards (B1..Bm) labelled in the order they cross, an arrow from each send to its receive, and
-// the bubbles shaded and labelled with their cause; measured against theoretical bubble.
+// 4. Pipeline (results.pipeline_bubbles): for one pipeline and one step, the classic 1F1B picture:
+// stages over time, each micro-batch's forward and backward compute a box per stage (F3, B3), an
+// arrow from each send to its receive, the bubbles shaded and labelled with their cause; measured
+// against theoretical bubble.
 import type { AnalyzeDocument, ReportDocument } from '../data';
 import { result } from '../data';
 import { makeChart, palette } from '../charts';
@@ -11,6 +11,7 @@ import { View } from '../view';
 
 type Span = [number, number];
 interface Op { span_ns: Span; send: boolean; peer_rank: number; direction: 'forward' | 'backward' }
+interface Block { span_ns: Span; direction: 'forward' | 'backward'; micro_batch: number }
 interface StageStep {
   step: number;
   window_ns: Span;
@@ -18,6 +19,7 @@ interface StageStep {
   compute_ns: number;
   bubble_ns: number;
   ops: Op[];
+  blocks: Block[];
   bubbles: { span_ns: Span; cause: string }[];
   bubbles_left_out: number;
   bubbles_left_out_ns: number;
@@ -29,7 +31,7 @@ interface Pipeline {
   schedule: string;
   theoretical_bubble_pct: number;
   worst_bubble_pct: number;
-  stages: { stage: number; rank: number; recorded: boolean; steps: StageStep[] }[];
+  stages: { stage: number; rank: number; recorded: boolean; blocks_source: 'ranges' | 'between operations'; steps: StageStep[] }[];
   messages: { step: number; from_rank: number; to_rank: number; direction: string; send_ns: Span; receive_ns: Span }[];
 }
 interface StageSummary {
@@ -51,51 +53,62 @@ interface PipelineBubbles {
 
 const causeColour = (cause: string) =>
   cause.startsWith('waiting') ? '#D55E00' : cause === 'warm-up' || cause === 'cool-down' ? '#E69F00' : cause.startsWith('host') ? '#CC79A7' : '#bbbbbb';
+// "waiting on stage 1 (downstream)" -> "waiting on stage 1": what fits in a bubble.
+const shortCause = (cause: string) => cause.replace(/ \((upstream|downstream)\)$/, '');
+// What fits in a narrow bubble: "wait s1", "DP tail", "host"; nothing for "other" (the tooltip names all).
+const compactCause = (cause: string) =>
+  cause.replace(/^waiting on stage (\d+)$/, 'wait s$1').replace('data-parallel/optimizer tail', 'DP tail').replace('host-bound launch', 'host').replace(/^other$/, '');
+const blockLabel = (b: Block) => `${b.direction === 'forward' ? 'F' : 'B'}${b.micro_batch}`;
+const colourOf = (direction: string) => (direction === 'forward' ? palette[0] : palette[4]);
+
+// Layers of the one custom series, drawn in this order (later on top).
+const enum Layer { Bubble = 0, Block = 1, Operation = 2, Message = 3 }
 
 function drawStep(chartBox: HTMLElement, pipeline: Pipeline, step: number): void {
   const stages = pipeline.stages;
-  // [lane, start ms, end ms, layer (0 window, 1 bubble, 2 operation, 3 message), what, label, lane the message reaches]
-  type Item = { value: [number, number, number, number, string, string, number?]; itemStyle: object };
-  const boxes: Item[] = [];
+  // [lane, start ms, end ms, layer, what, label, lane the message reaches]
+  type Item = { value: [number, number, number, Layer, string, string, number?]; itemStyle: object };
+  const items: Item[] = [];
   const ms = (ns: number) => ns / 1e6;
   stages.forEach((stage, lane) => {
     const s = stage.steps.find((x) => x.step === step);
     if (!s) return;
-    // The step's window as the stage's time: compute where no bubble is.
-    boxes.push({ value: [lane, ms(s.window_ns[0]), ms(s.window_ns[1]), 0, 'step window', `compute ${formatNs(s.compute_ns)}, bubble ${formatNs(s.bubble_ns)}`], itemStyle: { color: 'rgba(0,158,115,0.35)' } });
     for (const b of s.bubbles) {
-      boxes.push({ value: [lane, ms(b.span_ns[0]), ms(b.span_ns[1]), 1, `bubble: ${b.cause}`, formatNs(b.span_ns[1] - b.span_ns[0])], itemStyle: { color: causeColour(b.cause) } });
+      items.push({ value: [lane, ms(b.span_ns[0]), ms(b.span_ns[1]), Layer.Bubble, `bubble: ${b.cause}`, shortCause(b.cause)], itemStyle: { color: causeColour(b.cause) } });
     }
-    const counters = { forward: 0, backward: 0 };
+    const how = stage.blocks_source === 'ranges' ? 'its kernels, launched in the range' : 'compute up to its end, between pipeline operations';
+    for (const b of s.blocks) {
+      const name = `${b.direction} of micro-batch ${b.micro_batch} (${how})`;
+      items.push({ value: [lane, ms(b.span_ns[0]), ms(b.span_ns[1]), Layer.Block, name, blockLabel(b)], itemStyle: { color: colourOf(b.direction) } });
+    }
     for (const op of s.ops) {
-      // A micro-batch's forward leaves a stage by its send (or arrives by its receive on the last).
-      const counts = op.direction === 'forward' ? op.send || lane === stages.length - 1 : op.send || lane === 0;
-      const label = counts ? `${op.direction === 'forward' ? 'F' : 'B'}${++counters[op.direction]}` : '';
-      boxes.push({
-        value: [lane, ms(op.span_ns[0]), ms(op.span_ns[1]), 2, `${op.send ? 'send to' : 'receive from'} rank ${op.peer_rank} (${op.direction})`, label],
-        itemStyle: { color: op.direction === 'forward' ? palette[0] : palette[1] },
+      items.push({
+        value: [lane, ms(op.span_ns[0]), ms(op.span_ns[1]), Layer.Operation, `${op.send ? 'send to' : 'receive from'} rank ${op.peer_rank} (${op.direction})`, ''],
+        itemStyle: { color: '#555' },
       });
     }
   });
   const laneOf = new Map(stages.map((s, i) => [s.rank, i]));
   for (const m of pipeline.messages) {
     if (m.step !== step || !laneOf.has(m.from_rank) || !laneOf.has(m.to_rank)) continue;
-    boxes.push({
-      value: [laneOf.get(m.from_rank)!, ms(m.send_ns[0]), ms(m.receive_ns[1]), 3, `${m.direction} message rank ${m.from_rank} → rank ${m.to_rank}`, '', laneOf.get(m.to_rank)!],
-      itemStyle: { color: m.direction === 'forward' ? palette[0] : palette[1] },
+    items.push({
+      value: [laneOf.get(m.from_rank)!, ms(m.send_ns[0]), ms(m.receive_ns[1]), Layer.Message, `${m.direction === 'forward' ? 'activation' : 'gradient'}: send on rank ${m.from_rank} → receive on rank ${m.to_rank}`, '', laneOf.get(m.to_rank)!],
+      itemStyle: { color: m.direction === 'forward' ? palette[0] : palette[5] },
     });
   }
+  items.sort((a, b) => a.value[3] - b.value[3]);
   // The axis spans the stages' windows of the step (not from a rounded tick far before it).
   const windows = stages.flatMap((st) => st.steps.filter((x) => x.step === step).map((x) => x.window_ns));
   const margin = windows.length ? (Math.max(...windows.map((w) => w[1])) - Math.min(...windows.map((w) => w[0]))) * 0.01 : 0;
   const axisMin = windows.length ? ms(Math.min(...windows.map((w) => w[0])) - margin) : undefined;
   const axisMax = windows.length ? ms(Math.max(...windows.map((w) => w[1])) + margin) : undefined;
-  const labelBeside = pipeline.micro_batches <= 16;
   const chart = makeChart('pipeline', chartBox);
+  chartBox.style.height = `${Math.max(260, 90 * stages.length + 100)}px`;
+  chart.resize();
   chart.setOption({
     animation: false,
     tooltip: {
-      formatter: (p: { value: unknown[] }) => `stage ${p.value[0]}: ${p.value[4]}<br>${formatNs(((p.value[2] as number) - (p.value[1] as number)) * 1e6)} from ${(p.value[1] as number).toFixed(2)} ms${p.value[5] ? `<br>${p.value[5]}` : ''}`,
+      formatter: (p: { value: unknown[] }) => `stage ${p.value[0]}: ${p.value[4]}<br>${formatNs(((p.value[2] as number) - (p.value[1] as number)) * 1e6)} from ${(p.value[1] as number).toFixed(2)} ms`,
     },
     grid: { left: 110, right: 30, top: 30, bottom: 70 },
     xAxis: { type: 'value', name: 'ms from the run\'s first GPU activity', nameLocation: 'middle', nameGap: 28, scale: true, min: axisMin, max: axisMax, axisLabel: { formatter: (v: number) => v.toFixed(0), showMinLabel: false, showMaxLabel: false } },
@@ -108,44 +121,55 @@ function drawStep(chartBox: HTMLElement, pipeline: Pipeline, step: number): void
         progressive: 0,
         dimensions: ['lane', 'start', 'end', 'layer', 'what', 'label', 'to_lane'],
         encode: { x: [1, 2], y: 0 },
-        data: boxes,
+        data: items,
         renderItem: (_params: unknown, api: { value: (i: number) => number; coord: (p: number[]) => number[]; size: (p: number[]) => number[]; style: () => object }) => {
           const lane = api.value(0);
           const start = api.coord([api.value(1), lane]);
           const end = api.coord([api.value(2), lane]);
           const band = api.size([0, 1])[1];
-          const layer = api.value(3);
+          const layer = api.value(3) as Layer;
           const style = api.style() as { fill: string };
-          if (layer === 3) {
-            // From the send on one stage to the receive's end on the other, edge to edge of the lanes.
+          const width = Math.max(1, end[0] - start[0]);
+          if (layer === Layer.Message) {
+            // From the send on one stage to the receive's end on the other, between the boxes.
             const to = api.coord([api.value(2), api.value(6)]);
             const down = to[1] > start[1] ? 1 : -1;
-            const y1 = start[1] + (down * band) / 4;
-            const y2 = to[1] - (down * band) / 4;
+            const y1 = start[1] + (down * band) * 0.3;
+            const y2 = to[1] - (down * band) * 0.3;
             return {
               type: 'group',
               children: [
-                { type: 'line', shape: { x1: start[0], y1, x2: to[0], y2 }, style: { stroke: style.fill, lineWidth: 1, opacity: 0.8 } },
+                { type: 'line', shape: { x1: start[0], y1, x2: to[0], y2 }, style: { stroke: style.fill, lineWidth: 1, opacity: 0.7 } },
                 { type: 'polygon', shape: { points: [[to[0], y2], [to[0] - 3, y2 - down * 6], [to[0] + 3, y2 - down * 6]] }, style: { fill: style.fill } },
               ],
             };
           }
-          // Operations: forwards in the upper half of the lane, backwards in the lower.
-          const height = layer === 0 ? band * 0.8 : layer === 1 ? band * 0.5 : band * 0.22;
-          const forward = String(api.value(4)).includes('(forward)');
-          const y = layer === 2 ? start[1] + (forward ? -band * 0.26 : band * 0.04) : start[1] - height / 2;
-          const width = Math.max(1, end[0] - start[0]);
-          // A micro-batch's label inside its operation where it fits, else beside it (forwards above,
-          // backwards below) while the micro-batches are few; m=96 leaves room for all only zoomed in.
-          const label = layer === 2 ? String(api.value(5)) : '';
-          const fits = label !== '' && width >= label.length * 6 + 2;
-          const beside = label !== '' && !fits && labelBeside;
+          if (layer === Layer.Operation) {
+            // A thin strip at the lane's edge: upper edge for forwards' operations, lower for backwards'.
+            const forward = String(api.value(4)).endsWith('(forward)');
+            const y = start[1] + (forward ? -band * 0.3 : band * 0.26);
+            return { type: 'rect', shape: { x: start[0], y, width, height: band * 0.04 }, style: { fill: style.fill, opacity: 0.6 } };
+          }
+          const label = String(api.value(5));
+          if (layer === Layer.Bubble) {
+            // Shaded behind the boxes, the full height between the strips; the cause where it fits.
+            const height = band * 0.5;
+            const fitting = [label, compactCause(label)].find((text) => text !== '' && width >= text.length * 5.5 + 4);
+            return {
+              type: 'rect',
+              shape: { x: start[0], y: start[1] - height / 2, width, height },
+              style: { fill: style.fill, opacity: 0.3 },
+              ...(fitting ? { textContent: { style: { text: fitting, fontSize: 9, fill: '#333' } }, textConfig: { position: 'inside' } } : {}),
+            };
+          }
+          // A micro-batch's pass: the label inside where it fits (zooming in shows the rest).
+          const height = band * 0.44;
+          const fits = width >= label.length * 6 + 2;
           return {
             type: 'rect',
-            shape: { x: start[0], y, width, height },
-            style,
+            shape: { x: start[0], y: start[1] - height / 2, width, height },
+            style: { fill: style.fill, stroke: '#fff', lineWidth: 0.5 },
             ...(fits ? { textContent: { style: { text: label, fontSize: 9, fill: '#fff' } }, textConfig: { position: 'inside' } } : {}),
-            ...(beside ? { textContent: { style: { text: label, fontSize: 9, fill: '#222' } }, textConfig: { position: forward ? 'top' : 'bottom' } } : {}),
           };
         },
       },
@@ -168,11 +192,12 @@ export const pipelineView: View = {
     bubbles.pipelines.slice(0, 64).forEach((p, i) => pipelineSelect.append(el('option', { value: String(i) }, `ranks ${p.ranks.join(' → ')}`)));
     const stepSelect = el('select', { 'data-test': 'pipeline-step' });
     const header = el('p', { class: 'identity', 'data-test': 'pipeline-header' });
+    const source = el('p', { 'data-test': 'pipeline-source' });
     const chartBox = el('div', { class: 'chart', 'data-test': 'pipeline-chart' });
     const summaries = el('div');
-    container.append(header, el('label', {}, 'pipeline ', pipelineSelect), ' ', el('label', {}, 'step ', stepSelect), chartBox, summaries);
+    container.append(header, el('label', {}, 'pipeline ', pipelineSelect), ' ', el('label', {}, 'step ', stepSelect), source, chartBox, summaries);
     const legend = [
-      ['forward (activations)', palette[0]], ['backward (gradients)', palette[1]], ['compute (step window)', 'rgba(0,158,115,0.5)'],
+      ['forward of a micro-batch (F)', colourOf('forward')], ['backward (B)', colourOf('backward')], ['send or receive', '#555'],
       ['bubble: waiting on a stage', '#D55E00'], ['bubble: warm-up / cool-down', '#E69F00'], ['bubble: host-bound', '#CC79A7'], ['bubble: other', '#bbbbbb'],
     ];
     container.insertBefore(el('div', { class: 'legend' }, ...legend.map(([name, colour]) => {
@@ -195,6 +220,12 @@ export const pipelineView: View = {
         `against ${formatPct(pipeline.theoretical_bubble_pct)} in theory ((p-1)/(m+p-1))` +
         (waits.length ? `; ${waits.join('; ')}` : '') +
         (bubbles.verdict ? `; main cause: ${bubbles.verdict.main_cause}` : '');
+      const sources = new Set(pipeline.stages.filter((st) => st.recorded).map((st) => st.blocks_source));
+      const between = pipeline.stages.filter((st) => st.recorded && st.blocks_source === 'between operations').map((st) => st.stage);
+      source.textContent = !sources.has('between operations')
+        ? 'Boxes: each micro-batch\'s forward and backward, from the trace\'s forward#N / backward#N ranges (the GPU span of the kernels launched in each).'
+        : `${sources.size > 1 ? `Stage${between.length > 1 ? 's' : ''} ${between.join(', ')} ha${between.length > 1 ? 've' : 's'}` : 'The trace has'} no forward#N / backward#N ranges: ` +
+          'each box is the compute between two pipeline operations (a send, or a receive the stage waited for), named by the pass it ends with.';
       drawStep(chartBox, pipeline, Number(stepSelect.value));
       summaries.replaceChildren(
         el('h3', {}, 'Stages (per step, averaged over data-parallel replicas)'),

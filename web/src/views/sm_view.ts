@@ -6,7 +6,7 @@
 import type { AnalyzeDocument, KernelEntry, KernelsResult, Occupancy, ReportDocument } from '../data';
 import { result } from '../data';
 import { el, missing } from '../dom';
-import { formatBytes, formatCount, formatNs, formatPct } from '../format';
+import { findingKey, formatBytes, formatCount, formatNs, formatPct, shortKernelName } from '../format';
 import { View, ViewContext } from '../view';
 
 const kListed = 30;
@@ -39,7 +39,10 @@ function liftLine(occupancy: Occupancy): HTMLElement {
 function drawKernel(panel: HTMLElement, doc: AnalyzeDocument, kernel: KernelEntry, amd: boolean, context: ViewContext): void {
   panel.replaceChildren();
   const unit = amd ? 'CU' : 'SM';
-  panel.append(el('h3', { class: 'kernel-name' }, kernel.name));
+  // A short name to read, the full one under it where they differ.
+  const short = shortKernelName(kernel.name);
+  panel.append(el('h3', { class: 'kernel-name', title: kernel.name }, short));
+  if (short !== kernel.name) panel.append(el('p', { class: 'full-name' }, kernel.name));
   panel.append(el('p', {}, `${formatCount(kernel.count)} launches, ${formatNs(kernel.time_ns)} in all`));
   const launch = kernel.launch;
   if (!launch) {
@@ -87,7 +90,7 @@ function drawKernel(panel: HTMLElement, doc: AnalyzeDocument, kernel: KernelEntr
     ),
   );
   panel.append(liftLine(occupancy));
-  const related = doc.findings.filter((f) => f.analysis === 'kernels' && f.summary.includes(kernel.name.slice(0, 40)));
+  const related = doc.findings.filter((f) => f.analysis === 'kernels' && f.summary.includes(findingKey(kernel.name)));
   for (const finding of related)
     panel.append(el('div', { class: `finding ${finding.severity}` }, finding.summary, el('ul', { class: 'evidence' }, ...finding.evidence.map((e) => el('li', {}, e)))));
 
@@ -153,7 +156,7 @@ export const smView: View = {
     const listed = kernels.kernels.slice(0, kListed);
     const select = el('select', { 'data-test': 'kernel' });
     listed.forEach((kernel, index) =>
-      select.append(el('option', { value: String(index) }, `${formatNs(kernel.time_ns)}  ${kernel.name.slice(0, 110)}${kernel.launch ? '' : '  (no launch configuration)'}`)),
+      select.append(el('option', { value: String(index), title: kernel.name }, `${formatNs(kernel.time_ns)}  ${shortKernelName(kernel.name)}${kernel.launch ? '' : '  (no launch configuration)'}`)),
     );
     const panel = el('div', { class: 'sm-panel' });
     container.append(el('label', {}, `kernel (top ${listed.length} by time) `, select), panel);

@@ -7,7 +7,7 @@ import type { AnalyzeDocument, ReportDocument } from '../data';
 import { result } from '../data';
 import { makeChart, palette } from '../charts';
 import { el, missing } from '../dom';
-import { formatNs } from '../format';
+import { formatNs, formatRank } from '../format';
 import { View } from '../view';
 
 interface Lane { busy_ns: number; merged_intervals: number; gaps_closed_up_to_ns: number | null; intervals: [number, number][] }
@@ -155,7 +155,8 @@ export const stepView: View = {
     const runRanks = doc.run.ranks.length;
     if (overview.ranks.length < runRanks)
       container.append(el('p', { 'data-test': 'step-spread' }, `This page carries ${overview.ranks.length} of the run's ${runRanks} ranks, spread evenly over them (every host and stage shows); the JSON report has them all.`));
-    const dirs = 'DIR';
+    // The steps the report found, found again: its --step-marker patterns, quoted for the shell.
+    const dirs = ['DIR', ...(doc.run.step_markers ?? []).map((m) => `--step-marker '${m.replace(/'/g, "'\\''")}'`)].join(' ');
     const perfetto = overview.step === null ? `gpuxray export perfetto ${dirs} -o step.pftrace` : `gpuxray export perfetto ${dirs} --steps ${overview.step} -o step-${overview.step}.pftrace`;
     container.append(el('p', {}, 'The same window in Perfetto: ', el('code', { 'data-test': 'perfetto-command' }, perfetto)));
     const legend = el('div', { class: 'legend' }, ...kinds.map(([name, colour]) => {
@@ -211,7 +212,7 @@ export const stepView: View = {
     if (bubbleItems.length > 0) marksNote.append(causesTable('bubble', bubbleItems.map((i) => ({ span_ns: [i.value[1] * 1e6, i.value[2] * 1e6], cause: i.cause }))));
     container.append(marksNote);
 
-    const labels = drawn.map((r) => `${hostOf.get(r.rank) ? `${hostOf.get(r.rank)} ` : ''}rank ${r.rank}`);
+    const labels = drawn.map((r) => `${hostOf.get(r.rank) ? `${hostOf.get(r.rank)} ` : ''}${formatRank(r.rank)}`);
     // Many lanes: grouped by host, the host named once at its first lane, hosts on alternate shades.
     const grouped = drawn.length > kLanesNamedEach && hostOf.size > 0;
     const hostGroups: { host: string; first: number; last: number }[] = [];

@@ -4,11 +4,11 @@
 // utilization; idle links are white; slow links are outlined red and say so. Hover: bytes per step,
 // achieved vs capacity, time waiting; click: the collectives that use it (its `uses` joined with
 // results.collectives' signatures) and whose bytes it carries.
-import type { AnalyzeDocument, ReportDocument } from '../data';
+import type { AnalyzeDocument, Communicator, ReportDocument } from '../data';
 import { result } from '../data';
 import { makeChart } from '../charts';
 import { el, missing, table } from '../dom';
-import { formatBytes, formatNs, formatPct } from '../format';
+import { formatBytes, formatCommunicator, formatNs, formatPct, formatRank } from '../format';
 import { View } from '../view';
 
 interface Network {
@@ -22,7 +22,7 @@ interface Use {
   from_rank: number;
   to_rank: number | null;
   operation: string | null;
-  communicator: string;
+  communicator: Communicator;
   bytes: number;
   source: string;
 }
@@ -46,7 +46,7 @@ interface Link {
 }
 // What the topology view reads of results.collectives.
 interface Signature {
-  communicator: { id: string; name: string | null; role: string | null; nranks: number | null };
+  communicator: Communicator;
   operation: string;
   bytes: number | null;
   count: number;
@@ -109,10 +109,10 @@ export function linkTooltip(link: Link): string {
 // The collectives whose bytes cross the link: its uses grouped by (communicator, operation), each
 // with the matched collectives of that communicator and operation (one row per size).
 function collectivesOnLink(doc: AnalyzeDocument, link: Link): HTMLElement {
-  const groups = new Map<string, { communicator: string; operation: string; bytes: number; ranks: Set<number> }>();
+  const groups = new Map<string, { communicator: Communicator; operation: string; bytes: number; ranks: Set<number> }>();
   for (const u of link.uses) {
     const operation = u.operation ?? 'not recorded';
-    const key = `${u.communicator} ${operation}`;
+    const key = `${u.communicator.id} ${operation}`;
     const g = groups.get(key) ?? { communicator: u.communicator, operation, bytes: 0, ranks: new Set<number>() };
     g.bytes += u.bytes;
     g.ranks.add(u.from_rank);
@@ -121,9 +121,8 @@ function collectivesOnLink(doc: AnalyzeDocument, link: Link): HTMLElement {
   const signatures = result<{ signatures: Signature[] }>(doc, 'collectives')?.signatures ?? [];
   const rows: string[][] = [];
   for (const g of [...groups.values()].sort((a, b) => b.bytes - a.bytes)) {
-    const matched = signatures.filter((s) => s.communicator.id === g.communicator && s.operation === g.operation);
-    const name = matched[0]?.communicator;
-    const label = name ? `${name.name ?? g.communicator} (${name.role ?? 'role not recorded'}${name.nranks ? `, ${name.nranks} ranks` : ''})` : g.communicator;
+    const matched = signatures.filter((s) => s.communicator.id === g.communicator.id && s.operation === g.operation);
+    const label = formatCommunicator(g.communicator);
     const share = `${formatBytes(g.bytes)} from ${g.ranks.size} rank${g.ranks.size === 1 ? '' : 's'}`;
     if (matched.length === 0) {
       const p2p = g.operation === 'Send' || g.operation === 'Recv';
@@ -209,13 +208,13 @@ export const topologyView: View = {
       const width = Math.max(host.gpus.length, ...ordered.map(([, g]) => g.length)) * column;
       nodes.push({
         name: `host ${host.host}`, x: x0 + width / 2 - column / 2, y: -40, symbol: 'rect', symbolSize: [1, 1],
-        itemStyle: { opacity: 0 }, label: { show: true, fontWeight: 'bold', fontSize: 13, formatter: host.host },
+        itemStyle: { color: 'transparent' }, label: { show: true, color: '#14202e', fontWeight: 'bold', fontSize: 13, formatter: host.host },
       });
       host.gpus.forEach((gpu, i) => {
         nodes.push({
           name: `${host.host} rank ${gpu.rank}`, x: x0 + i * column, y: 0, symbol: 'roundRect', symbolSize: [38, 26],
-          itemStyle: { color: '#14202e' }, label: { show: true, color: '#fff', fontSize: 10, formatter: `${gpu.gpu}\nr${gpu.rank}` },
-          value: `${gpu.gpu}, rank ${gpu.rank}`,
+          itemStyle: { color: '#14202e' }, label: { show: true, color: '#fff', fontSize: 10, formatter: `${gpu.gpu}\n${gpu.rank < 0 ? 'r?' : `r${gpu.rank}`}` },
+          value: `${gpu.gpu}, ${formatRank(gpu.rank)}`,
         });
       });
       ordered.forEach(([name, group], row) => {
@@ -223,7 +222,7 @@ export const topologyView: View = {
         bottom = Math.max(bottom, y);
         if (x0 === 0)
           nodes.push({
-            name: `row ${name}`, x: -column * 1.2, y, symbol: 'rect', symbolSize: [1, 1], itemStyle: { opacity: 0 },
+            name: `row ${name}`, x: -column * 1.2, y, symbol: 'rect', symbolSize: [1, 1], itemStyle: { color: 'transparent' },
             label: { show: true, position: 'left', fontSize: 11, color: '#4b5563', formatter: name },
           });
         group.forEach((link, i) => {
@@ -246,13 +245,15 @@ export const topologyView: View = {
       }
       x0 += width + 2 * column;
     }
-    const networkY = bottom + 110;
-    nodes.push({
-      name: 'network', x: (x0 - 3 * column) / 2, y: networkY, symbol: 'roundRect', symbolSize: [Math.max(120, x0 - 2 * column), 24],
-      itemStyle: { color: '#eef1f4', borderColor: '#7a8a99' }, label: { show: true, formatter: 'network between the hosts' },
-    });
-    for (const link of hotspots.links) {
-      if (link.kind !== 'NIC' || !shownNames.has(link.host)) continue;
+    // The network between the hosts, where a NIC joins it (one host with no NIC listed has none to draw).
+    const nics = hotspots.links.filter((link) => link.kind === 'NIC' && shownNames.has(link.host));
+    const networkY = nics.length > 0 ? bottom + 110 : bottom;
+    if (nics.length > 0)
+      nodes.push({
+        name: 'network', x: (x0 - 3 * column) / 2, y: networkY, symbol: 'roundRect', symbolSize: [Math.max(120, x0 - 2 * column), 24],
+        itemStyle: { color: '#eef1f4', borderColor: '#7a8a99' }, label: { show: true, formatter: 'network between the hosts' },
+      });
+    for (const link of nics) {
       edges.push({
         source: `${link.host} ${link.name}`, target: 'network', link: link.id,
         lineStyle: { color: link.bytes === 0 ? '#d0d5da' : link.slow ? slowColour : utilizationColour(link), width: 1 + 9 * (link.bytes_per_step / maxBytes), type: link.slow ? 'dashed' : 'solid', curveness: 0 },
@@ -298,7 +299,7 @@ export const topologyView: View = {
           ? el('p', {}, 'No traffic recorded on this link.')
           : table(
               ['from rank', 'to rank', 'operation', 'communicator', 'bytes (all steps)', 'source'],
-              link.uses.map((u) => [String(u.from_rank), u.to_rank === null ? 'no file' : String(u.to_rank), u.operation ?? 'not recorded', u.communicator, formatBytes(u.bytes), u.source]),
+              link.uses.map((u) => [String(u.from_rank), u.to_rank === null ? 'no file' : String(u.to_rank), u.operation ?? 'not recorded', formatCommunicator(u.communicator), formatBytes(u.bytes), u.source]),
             ),
       );
     });
