@@ -59,6 +59,7 @@ TimePoints timePoints(const model::RankTrace& rank, const GpuTimeSets& sets) {
   std::vector<int64_t> compute = lengthsBefore(sets.compute, times);
   std::vector<int64_t> communication = lengthsBefore(sets.communication, times);
   TimePoints points;
+  points.reserve(times.size());
   const IntervalSet& busy = sets.busy;
   auto gapBefore = [&](size_t i) {  // the gap that ends where busy[i] starts; the first starts at the earliest time
     return Interval{i == 0 ? INT64_MIN : busy[i - 1].end, i < busy.size() ? busy[i].start : INT64_MAX};
@@ -88,6 +89,7 @@ TimePoints timePoints(const model::RankTrace& rank, const GpuTimeSets& sets) {
     }
     points.push(p);
   }
+  points.gaps.shrink_to_fit();
   return points;
 }
 
@@ -108,6 +110,11 @@ void TimePoints::push(const TimePoint& p) {
       gaps.back().launch != p.gap_launch)
     gaps.push_back({p.gap_start, p.gap_end, p.gap_launch});
   gap.push_back(static_cast<uint32_t>(gaps.size() - 1));
+}
+
+void TimePoints::reserve(size_t n) {
+  for (auto* column : {&time, &compute, &communication, &host_bound, &launch_after}) column->reserve(n);
+  gap.reserve(n);
 }
 
 TimePoint TimePoints::operator[](size_t i) const {
@@ -206,8 +213,13 @@ void RankDigest::shift(int64_t offset_ns) {
 
 void RankDigest::dropTypedResultsOnly() {
   release(breakdown.steps);
+  if (overlap.rank) release(overlap.rank->steps);
   for (auto& device : memory.devices) release(device.curve);
   for (auto& device : memory_categories.devices) release(device.curve);
+}
+
+void RankDigest::dropTimelineOnly() {
+  if (overlap.rank) release(overlap.rank->exposed_marks);
 }
 
 size_t RankDigest::bytes() const {
@@ -255,6 +267,19 @@ void reduceToSkeleton(model::RankTrace& rank) {
   rank.clearLaunchIndex();
   release(rank.memory);
   release(rank.metric_samples);
+  // What stays is held until the end: no room for growth (the loader's vectors doubled, so up to
+  // half of each is spare: 30 kB a rank of string slots alone at 500 steps).
+  rank.strings.shrink_to_fit();
+  rank.launch_configs.shrink_to_fit();
+  rank.streams.shrink_to_fit();
+  rank.threads.shrink_to_fit();
+  rank.api_functions.shrink_to_fit();
+  rank.nvtx.shrink_to_fit();
+  rank.host_ops.shrink_to_fit();
+  rank.communicators.shrink_to_fit();
+  rank.nccl_ops.shrink_to_fit();
+  rank.transfers.shrink_to_fit();
+  rank.links.shrink_to_fit();
 }
 
 RankDigest digestRank(const AnalysisInput& input, size_t r, std::optional<bool> hta_filter_applied,

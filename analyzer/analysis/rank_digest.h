@@ -99,6 +99,7 @@ struct TimePoints {
   std::vector<Gap> gaps;
 
   size_t size() const { return time.size(); }
+  void reserve(size_t n);
   void push(const TimePoint& p);
   TimePoint operator[](size_t i) const;
   size_t bytes() const;
@@ -139,8 +140,13 @@ struct RankDigest {
   // Moves every time by `offset_ns` (the rank's clock offset, found after the digest was made).
   void shift(int64_t offset_ns);
   // Frees what only the typed results show (the memory curves, the time breakdown's per-step
-  // figures), for a report without them (text, Markdown): 0.12 MB a rank at 500 steps.
+  // figures, overlap's step numbers), for a report without them (text, Markdown): 0.12 MB a rank
+  // at 500 steps.
   void dropTypedResultsOnly();
+  // Frees what only a timeline shows (overlap's exposed stretches, which become the report's timeline
+  // marks): a session that does not keep events writes no timeline (16 kB a rank at 500 steps, and
+  // ~70 kB a rank of marks in the report).
+  void dropTimelineOnly();
   // Bytes held, roughly (for the figures).
   size_t bytes() const;
 

@@ -243,7 +243,8 @@ void keepFreedRanksForReuse() {
 }
 
 // The per-rank phase: each rank digested as it is loaded (unless --window: its digest waits for the
-// window) and left its skeleton; `keep` takes the digest.
+// window) and left its skeleton; `keep` takes the digest. Without the events there is no timeline,
+// so the digests leave out what only a timeline shows.
 model::RunTrace loadDigested(const SessionOptions& options, EarlyDigests& early,
                              const std::function<void(model::RankTrace&, std::optional<RankDigest>)>& keep) {
   // An invalid --step-marker is a usage error before any file is read.
@@ -258,7 +259,10 @@ model::RunTrace loadDigested(const SessionOptions& options, EarlyDigests& early,
   };
   load_options.reduce = [&](model::RankTrace& rank, size_t file) {
     std::optional<RankDigest> digest;
-    if (!options.selection.window) digest = digestAlone(rank, file, options, guess);
+    if (!options.selection.window) {
+      digest = digestAlone(rank, file, options, guess);
+      digest->dropTimelineOnly();
+    }
     reduceToSkeleton(rank);
     keep(rank, std::move(digest));
   };
@@ -449,6 +453,7 @@ void Session::digestAgain(const std::vector<size_t>& ranks, const std::vector<st
     AnalysisInput input{alone, input_.options, {input_.steps[r]}, input_.step_source, {}};
     input.time_sets.push_back(gpuTimeSetsOf(rank));
     digests_[r] = digestRank(input, 0, hta_filter, keep_lanes);
+    digests_[r].dropTimelineOnly();  // read again only without keep_events: no timeline
     if (!options_.typed_results) digests_[r].dropTypedResultsOnly();
     reduceToSkeleton(rank);
     skeleton.activities = std::move(rank.activities);
