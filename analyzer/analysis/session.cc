@@ -82,6 +82,7 @@ model::RankTrace readDigest(const std::string& path, std::vector<std::string>& w
   } else if (std::string here = digestOptionsOf(options); file.header.options != here) {
     why = fmt::format("it was made with other analysis options: {}; here: {}", file.header.options, here);
   }
+  file.digest.dropTimelineOnly();  // with keep_events the trace was read instead
   if (why.empty() && !options.typed_results) file.digest.dropTypedResultsOnly();
   std::lock_guard lock(early.mutex);
   early.files[rank.path] = path;
