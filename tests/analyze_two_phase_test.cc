@@ -232,3 +232,32 @@ TEST_CASE("two phases: a digest's packed time column gives back every value", "[
   }
   CHECK(PackedColumn(std::vector<int64_t>{}).lowerBound(5) == 0);
 }
+
+TEST_CASE("two phases: a digest whose windows are forgotten still tells the windows it was made over", "[digest]") {
+  std::vector<analysis::StepWindow> made{{1, {1'000, 2'000}}, {2, {2'000, 3'500}}, {3, {3'500, INT64_MAX}}};
+  analysis::RankDigest digest;
+  digest.windows = made;
+  digest.forgetWindows();
+  CHECK(digest.windows.empty());
+  digest.shift(250);
+  digest.shift(-50);
+  // The run's windows of the rank: the same, moved by the clock offset (an open end stays open).
+  std::vector<analysis::StepWindow> run{{1, {1'200, 2'200}}, {2, {2'200, 3'700}}, {3, {3'700, INT64_MAX}}};
+  CHECK(digest.madeOver(run));
+  auto differs = [&](auto change) {
+    auto other = run;
+    change(other);
+    return !digest.madeOver(other);
+  };
+  CHECK(differs([](auto& w) { w[1].window.end += 1; }));
+  CHECK(differs([](auto& w) { w[0].number = 0; }));
+  CHECK(differs([](auto& w) { w.pop_back(); }));
+  CHECK(differs([](auto& w) { std::swap(w[0], w[1]); }));
+  CHECK(differs([](auto& w) { w.push_back({4, {3'700, 4'000}}); }));
+  // Held windows are compared as they are.
+  analysis::RankDigest held;
+  held.windows = made;
+  held.shift(200);
+  CHECK(held.madeOver(run));
+  CHECK_FALSE(held.madeOver(made));
+}

@@ -267,8 +267,44 @@ int64_t RankDigest::computeLaunchAt(int64_t t) const {
   return compute_launch[static_cast<size_t>(it - compute.begin())];
 }
 
+namespace {
+
+uint64_t mixed(uint64_t h, int64_t v) {
+  uint64_t x = h ^ (static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// The windows' fingerprint, each time moved back by `back_ns` as shift() would have moved it.
+uint64_t fingerprintOf(const std::vector<StepWindow>& windows, int64_t back_ns) {
+  auto back = [back_ns](int64_t t) { return t == INT64_MIN || t == INT64_MAX ? t : t - back_ns; };
+  uint64_t h = mixed(0, static_cast<int64_t>(windows.size()));
+  for (const StepWindow& w : windows) h = mixed(mixed(mixed(h, w.number), back(w.window.start)), back(w.window.end));
+  return h;
+}
+
+}  // namespace
+
+void RankDigest::forgetWindows() {
+  if (windows_fingerprint_) return;
+  windows_fingerprint_ = fingerprintOf(windows, 0);
+  shifted_ns_ = 0;
+  release(windows);
+}
+
+bool RankDigest::madeOver(const std::vector<StepWindow>& run_windows) const {
+  if (windows_fingerprint_) return fingerprintOf(run_windows, shifted_ns_) == *windows_fingerprint_;
+  return std::equal(windows.begin(), windows.end(), run_windows.begin(), run_windows.end(),
+                    [](const StepWindow& x, const StepWindow& y) {
+                      return x.number == y.number && x.window.start == y.window.start &&
+                             x.window.end == y.window.end;
+                    });
+}
+
 void RankDigest::shift(int64_t offset_ns) {
   if (offset_ns == 0) return;
+  shifted_ns_ += offset_ns;
   auto move = [offset_ns](int64_t& t) {
     if (t != INT64_MIN && t != INT64_MAX && t != TimePoint::kNoLaunch) t += offset_ns;
   };

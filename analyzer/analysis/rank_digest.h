@@ -177,6 +177,13 @@ struct RankDigest {
   int64_t computeLaunchAt(int64_t t) const;
   // Moves every time by `offset_ns` (the rank's clock offset, found after the digest was made).
   void shift(int64_t offset_ns);
+  // Frees `windows` (24 bytes a step, held by every rank until the run's steps are known), keeping
+  // a 64-bit fingerprint of them that madeOver compares with.
+  void forgetWindows();
+  // Whether the per-step parts were computed over these windows (the run's of this rank, on the
+  // run's clock): `windows` as shifted, or once forgotten their fingerprint against these moved
+  // back by the shifts since.
+  bool madeOver(const std::vector<StepWindow>& run_windows) const;
   // Frees what only the typed results show (the memory curves, the time breakdown's per-step
   // figures, overlap's step numbers), for a report without them (text, Markdown): 0.12 MB a rank
   // at 500 steps.
@@ -190,6 +197,8 @@ struct RankDigest {
 
  private:
   TimePoint at(int64_t t) const;
+  std::optional<uint64_t> windows_fingerprint_;  // set once forgetWindows() freed them
+  int64_t shifted_ns_ = 0;                        // what shift() moved the times by in all
 };
 
 // The digest of rank index `r` of `input` (its events, steps and GPU interval sets). --compat hta's

@@ -84,6 +84,7 @@ model::RankTrace readDigest(const std::string& path, std::vector<std::string>& w
   }
   file.digest.dropTimelineOnly();  // with keep_events the trace was read instead
   if (why.empty() && !options.typed_results) file.digest.dropTypedResultsOnly();
+  if (why.empty()) file.digest.forgetWindows();
   std::lock_guard lock(early.mutex);
   early.files[rank.path] = path;
   if (why.empty()) {
@@ -167,12 +168,6 @@ RankDigest digestAlone(model::RankTrace& rank, size_t file, const SessionOptions
   RankDigest digest = digestRank(input, 0, std::nullopt, [&](int64_t step) { return step == shown_step; });
   rank = std::move(alone.ranks[0]);
   return digest;
-}
-
-bool sameWindows(const std::vector<StepWindow>& a, const std::vector<StepWindow>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const StepWindow& x, const StepWindow& y) {
-    return x.number == y.number && x.window.start == y.window.start && x.window.end == y.window.end;
-  });
 }
 
 // Runs work(i) for i in [0, n) on up to `jobs` threads (0: one per core); rethrows the first error.
@@ -304,6 +299,7 @@ Session::Session(SessionOptions options)
               loaded.run = loadDigested(options, early, [&](model::RankTrace& rank, std::optional<RankDigest> digest) {
                 if (!digest) return;
                 if (!options.typed_results) digest->dropTypedResultsOnly();
+                digest->forgetWindows();  // until the run's steps are known, a fingerprint will do
                 std::lock_guard lock(early.mutex);
                 early.digests.emplace(rank.path, std::move(*digest));
               });
@@ -393,7 +389,7 @@ void Session::prepare() {
         bool shows = std::any_of(windows.begin(), windows.end(), overview);
         bool has_lanes = std::any_of(digest.step_lanes.begin(), digest.step_lanes.end(),
                                      [overview_step](const RankStepLanes& l) { return l.step == overview_step; });
-        if (!sameWindows(digest.windows, windows)) {
+        if (!digest.madeOver(windows)) {
           not_valid = "its steps differ from those found across the ranks";
         } else if (hta_filter && digest.hta->filter_applied != *hta_filter) {
           not_valid = "--compat hta's step filter differs across the ranks";
