@@ -5,9 +5,13 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <climits>
+#include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/session.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/temp_dir.h"
@@ -187,4 +191,73 @@ TEST_CASE("two phases: a report without typed results is the same report, its re
       CHECK(gpuxray::report::renderJson(lean) == gpuxray::report::renderJson(full));
     }
   }
+}
+
+TEST_CASE("two phases: a digest's packed time column gives back every value", "[digest]") {
+  using analysis::PackedColumn;
+  constexpr int64_t kEpoch = 1'764'410'400'000'000'000;
+  // Times 40 ms apart over 100 blocks, with the sentinels (no launch, open gap ends) among them.
+  std::vector<int64_t> values;
+  for (int64_t i = 0; i < 100 * static_cast<int64_t>(PackedColumn::kBlock) + 7; ++i)
+    values.push_back(i % 37 == 5 ? INT64_MIN : i % 53 == 9 ? INT64_MAX : kEpoch + i * 40'000'000);
+  PackedColumn packed(values);
+  REQUIRE(packed.size() == values.size());
+  CHECK(packed.values() == values);
+  CHECK(packed.bytes() < values.size() * 5);  // 4.25 bytes a value, not 8
+
+  // Shifted: every value but the sentinels moves.
+  packed.shift(-3'000'000);
+  std::vector<int64_t> shifted = values;
+  for (auto& v : shifted)
+    if (v != INT64_MIN && v != INT64_MAX) v -= 3'000'000;
+  CHECK(packed.values() == shifted);
+
+  // A block spanning more than 4.29 s keeps every value whole, and still gives them back.
+  std::vector<int64_t> spread{0, 1, 5'000'000'000, 5'000'000'001, -7, INT64_MIN, INT64_MAX};
+  PackedColumn wide(spread);
+  CHECK(wide.values() == spread);
+  CHECK(wide.bytes() >= spread.size() * 8);
+  wide.shift(10);
+  CHECK(wide[2] == 5'000'000'010);
+  CHECK(wide[5] == INT64_MIN);
+
+  // Sorted columns (the time points' times) are searched as std::lower_bound would.
+  std::vector<int64_t> sorted;
+  for (int64_t i = 0; i < 200; ++i) sorted.push_back(kEpoch + i * i * 1000);
+  PackedColumn times(sorted);
+  for (int64_t t : {kEpoch - 1, kEpoch, kEpoch + 1, kEpoch + 4000, kEpoch + 4001, kEpoch + 199 * 199 * 1000,
+                    kEpoch + 199 * 199 * 1000 + 1}) {
+    auto expected = std::lower_bound(sorted.begin(), sorted.end(), t) - sorted.begin();
+    CHECK(times.lowerBound(t) == static_cast<size_t>(expected));
+  }
+  CHECK(PackedColumn(std::vector<int64_t>{}).lowerBound(5) == 0);
+}
+
+TEST_CASE("two phases: a digest whose windows are forgotten still tells the windows it was made over", "[digest]") {
+  std::vector<analysis::StepWindow> made{{1, {1'000, 2'000}}, {2, {2'000, 3'500}}, {3, {3'500, INT64_MAX}}};
+  analysis::RankDigest digest;
+  digest.windows = made;
+  digest.forgetWindows();
+  CHECK(digest.windows.empty());
+  digest.shift(250);
+  digest.shift(-50);
+  // The run's windows of the rank: the same, moved by the clock offset (an open end stays open).
+  std::vector<analysis::StepWindow> run{{1, {1'200, 2'200}}, {2, {2'200, 3'700}}, {3, {3'700, INT64_MAX}}};
+  CHECK(digest.madeOver(run));
+  auto differs = [&](auto change) {
+    auto other = run;
+    change(other);
+    return !digest.madeOver(other);
+  };
+  CHECK(differs([](auto& w) { w[1].window.end += 1; }));
+  CHECK(differs([](auto& w) { w[0].number = 0; }));
+  CHECK(differs([](auto& w) { w.pop_back(); }));
+  CHECK(differs([](auto& w) { std::swap(w[0], w[1]); }));
+  CHECK(differs([](auto& w) { w.push_back({4, {3'700, 4'000}}); }));
+  // Held windows are compared as they are.
+  analysis::RankDigest held;
+  held.windows = made;
+  held.shift(200);
+  CHECK(held.madeOver(run));
+  CHECK_FALSE(held.madeOver(made));
 }

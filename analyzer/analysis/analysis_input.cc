@@ -83,10 +83,17 @@ std::vector<StepWindow> AnalysisInput::windowsOf(size_t r) const {
 }
 
 RankWindows::RankWindows(const AnalysisInput& input) {
+  auto by_start = [](const StepWindow& a, const StepWindow& b) { return a.window.start < b.window.start; };
+  windows_held_.reserve(input.run.ranks.size());  // no reallocation: windows_ points into it
   for (size_t r = 0; r < input.run.ranks.size(); ++r) {
-    windows_.push_back(input.windowsOf(r));
-    std::sort(windows_.back().begin(), windows_.back().end(),
-              [](const StepWindow& a, const StepWindow& b) { return a.window.start < b.window.start; });
+    if (r < input.steps.size() && !input.steps[r].empty() &&
+        std::is_sorted(input.steps[r].begin(), input.steps[r].end(), by_start)) {
+      windows_.emplace_back(input.steps[r]);
+      continue;
+    }
+    windows_held_.push_back(input.windowsOf(r));
+    std::sort(windows_held_.back().begin(), windows_held_.back().end(), by_start);
+    windows_.emplace_back(windows_held_.back());
   }
   if (input.hasSteps()) {
     steps_ = 1;

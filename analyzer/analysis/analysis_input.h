@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -86,7 +87,10 @@ class RankWindows {
   int64_t medianLength() const { return median_length_; }
 
  private:
-  std::vector<std::vector<StepWindow>> windows_;
+  // Per rank, its windows by start: its steps where they are in that order (as findSteps leaves
+  // them: not copied, 24 bytes a step and rank), else windows_held_'s copy.
+  std::vector<std::span<const StepWindow>> windows_;
+  std::vector<std::vector<StepWindow>> windows_held_;
   size_t steps_ = 1;
   int64_t median_length_ = 0;
 };

@@ -193,6 +193,9 @@ class Encoder {
       header(v);
     } else if constexpr (std::is_same_v<T, report::Stats>) {
       stats(v);
+    } else if constexpr (std::is_same_v<T, PackedColumn> || std::is_same_v<T, TimePoints::Gaps>) {
+      auto values = v.values();  // as a vector: packing is the memory's business, not the file's
+      value(values);
     } else {
       Fields<T>::visit(*this, v);
     }
@@ -301,6 +304,10 @@ class Decoder {
       header(v);
     } else if constexpr (std::is_same_v<T, report::Stats>) {
       stats(v);
+    } else if constexpr (std::is_same_v<T, PackedColumn> || std::is_same_v<T, TimePoints::Gaps>) {
+      decltype(v.values()) values;
+      value(values);
+      v = T(values);
     } else {
       Fields<T>::visit(*this, v);
     }

@@ -58,7 +58,8 @@ TimePoints timePoints(const model::RankTrace& rank, const GpuTimeSets& sets) {
   times.erase(std::unique(times.begin(), times.end()), times.end());
   std::vector<int64_t> compute = lengthsBefore(sets.compute, times);
   std::vector<int64_t> communication = lengthsBefore(sets.communication, times);
-  TimePoints points;
+  std::vector<TimePoint> points;
+  points.reserve(times.size());
   const IntervalSet& busy = sets.busy;
   auto gapBefore = [&](size_t i) {  // the gap that ends where busy[i] starts; the first starts at the earliest time
     return Interval{i == 0 ? INT64_MIN : busy[i - 1].end, i < busy.size() ? busy[i].start : INT64_MAX};
@@ -86,28 +87,125 @@ TimePoints timePoints(const model::RankTrace& rank, const GpuTimeSets& sets) {
       p.gap_start = gap.start, p.gap_end = gap.end;
       p.gap_launch = next_busy < busy.size() ? launchAfter(rank, gap.end) : TimePoint::kNoLaunch;
     }
-    points.push(p);
+    points.push_back(p);
   }
-  return points;
+  return TimePoints(points);
 }
 
 }  // namespace
 
-void TimePoints::push(const TimePoint& p) {
-  time.push_back(p.time);
-  compute.push_back(p.compute);
-  communication.push_back(p.communication);
-  host_bound.push_back(p.host_bound);
-  launch_after.push_back(p.launch_after);
-  if (!p.in_gap) {
-    gap.push_back(kNoGap);
-    return;
+PackedColumn::PackedColumn(const std::vector<int64_t>& values) : size_(values.size()) {
+  bases_.reserve((values.size() + kBlock - 1) / kBlock);
+  offsets_.reserve(values.size());
+  for (size_t first = 0; first < values.size(); first += kBlock) {
+    size_t last = std::min(values.size(), first + kBlock);
+    int64_t base = 0;
+    bool any = false;
+    for (size_t i = first; i < last; ++i) {
+      if (values[i] == INT64_MIN || values[i] == INT64_MAX) continue;
+      base = any ? std::min(base, values[i]) : values[i];
+      any = true;
+    }
+    bases_.push_back(base);
+    for (size_t i = first; i < last; ++i) {
+      int64_t v = values[i];
+      uint64_t offset = static_cast<uint64_t>(v) - static_cast<uint64_t>(base);  // v >= base: exact
+      if (v == INT64_MIN) {
+        offsets_.push_back(kMinimum);
+      } else if (v == INT64_MAX) {
+        offsets_.push_back(kMaximum);
+      } else if (offset <= kLargestOffset) {
+        offsets_.push_back(static_cast<uint32_t>(offset));
+      } else {
+        std::vector<int64_t>().swap(bases_);
+        std::vector<uint32_t>().swap(offsets_);
+        wide_ = values;
+        return;
+      }
+    }
   }
-  // Points come by time, so those in one gap follow each other.
-  if (gaps.empty() || gaps.back().start != p.gap_start || gaps.back().end != p.gap_end ||
-      gaps.back().launch != p.gap_launch)
-    gaps.push_back({p.gap_start, p.gap_end, p.gap_launch});
-  gap.push_back(static_cast<uint32_t>(gaps.size() - 1));
+}
+
+int64_t PackedColumn::operator[](size_t i) const {
+  if (!wide_.empty()) return wide_[i];
+  uint32_t offset = offsets_[i];
+  if (offset == kMinimum) return INT64_MIN;
+  if (offset == kMaximum) return INT64_MAX;
+  return static_cast<int64_t>(static_cast<uint64_t>(bases_[i / kBlock]) + offset);
+}
+
+std::vector<int64_t> PackedColumn::values() const {
+  std::vector<int64_t> all(size_);
+  for (size_t i = 0; i < size_; ++i) all[i] = (*this)[i];
+  return all;
+}
+
+size_t PackedColumn::lowerBound(int64_t t) const {
+  size_t low = 0, high = size_;
+  while (low < high) {
+    size_t middle = low + (high - low) / 2;
+    if ((*this)[middle] < t) {
+      low = middle + 1;
+    } else {
+      high = middle;
+    }
+  }
+  return low;
+}
+
+void PackedColumn::shift(int64_t offset) {
+  for (auto& v : wide_)
+    if (v != INT64_MIN && v != INT64_MAX) v += offset;
+  for (auto& base : bases_) base += offset;
+}
+
+size_t PackedColumn::bytes() const {
+  return bases_.capacity() * sizeof(int64_t) + offsets_.capacity() * sizeof(uint32_t) +
+         wide_.capacity() * sizeof(int64_t);
+}
+
+TimePoints::TimePoints(const std::vector<TimePoint>& points) {
+  std::vector<int64_t> column(points.size());
+  auto pack = [&](PackedColumn& into, int64_t TimePoint::*field) {
+    for (size_t i = 0; i < points.size(); ++i) column[i] = points[i].*field;
+    into = PackedColumn(column);
+  };
+  pack(time, &TimePoint::time);
+  pack(compute, &TimePoint::compute);
+  pack(communication, &TimePoint::communication);
+  pack(host_bound, &TimePoint::host_bound);
+  pack(launch_after, &TimePoint::launch_after);
+  gap.reserve(points.size());
+  std::vector<Gap> distinct;
+  for (const TimePoint& p : points) {
+    if (!p.in_gap) {
+      gap.push_back(kNoGap);
+      continue;
+    }
+    // Points come by time, so those in one gap follow each other.
+    if (distinct.empty() || distinct.back().start != p.gap_start || distinct.back().end != p.gap_end ||
+        distinct.back().launch != p.gap_launch)
+      distinct.push_back({p.gap_start, p.gap_end, p.gap_launch});
+    gap.push_back(static_cast<uint32_t>(distinct.size() - 1));
+  }
+  gaps = Gaps(distinct);
+}
+
+TimePoints::Gaps::Gaps(const std::vector<Gap>& gaps) {
+  std::vector<int64_t> column(gaps.size());
+  auto pack = [&](PackedColumn& into, int64_t Gap::*field) {
+    for (size_t i = 0; i < gaps.size(); ++i) column[i] = gaps[i].*field;
+    into = PackedColumn(column);
+  };
+  pack(start, &Gap::start);
+  pack(end, &Gap::end);
+  pack(launch, &Gap::launch);
+}
+
+std::vector<TimePoints::Gap> TimePoints::Gaps::values() const {
+  std::vector<Gap> all(size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = (*this)[i];
+  return all;
 }
 
 TimePoint TimePoints::operator[](size_t i) const {
@@ -115,7 +213,7 @@ TimePoint TimePoints::operator[](size_t i) const {
   p.time = time[i], p.compute = compute[i], p.communication = communication[i], p.host_bound = host_bound[i];
   p.launch_after = launch_after[i];
   if (gap[i] != kNoGap) {
-    const Gap& g = gaps[gap[i]];
+    const Gap g = gaps[gap[i]];
     p.in_gap = true;
     p.gap_start = g.start, p.gap_end = g.end, p.gap_launch = g.launch;
   }
@@ -123,16 +221,14 @@ TimePoint TimePoints::operator[](size_t i) const {
 }
 
 size_t TimePoints::bytes() const {
-  return (time.capacity() + compute.capacity() + communication.capacity() + host_bound.capacity() +
-          launch_after.capacity()) *
-             sizeof(int64_t) +
-         gap.capacity() * sizeof(uint32_t) + gaps.capacity() * sizeof(Gap);
+  return time.bytes() + compute.bytes() + communication.bytes() + host_bound.bytes() + launch_after.bytes() +
+         gap.capacity() * sizeof(uint32_t) + gaps.bytes();
 }
 
 TimePoint RankDigest::at(int64_t t) const {
-  auto it = std::lower_bound(points.time.begin(), points.time.end(), t);
-  if (it == points.time.end() || *it != t) throw std::logic_error("rank digest: no time point at " + std::to_string(t));
-  return points[static_cast<size_t>(it - points.time.begin())];
+  size_t i = points.time.lowerBound(t);
+  if (i == points.size() || points.time[i] != t) throw std::logic_error("rank digest: no time point at " + std::to_string(t));
+  return points[i];
 }
 
 int64_t RankDigest::computeWithin(int64_t from, int64_t to) const {
@@ -171,8 +267,44 @@ int64_t RankDigest::computeLaunchAt(int64_t t) const {
   return compute_launch[static_cast<size_t>(it - compute.begin())];
 }
 
+namespace {
+
+uint64_t mixed(uint64_t h, int64_t v) {
+  uint64_t x = h ^ (static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// The windows' fingerprint, each time moved back by `back_ns` as shift() would have moved it.
+uint64_t fingerprintOf(const std::vector<StepWindow>& windows, int64_t back_ns) {
+  auto back = [back_ns](int64_t t) { return t == INT64_MIN || t == INT64_MAX ? t : t - back_ns; };
+  uint64_t h = mixed(0, static_cast<int64_t>(windows.size()));
+  for (const StepWindow& w : windows) h = mixed(mixed(mixed(h, w.number), back(w.window.start)), back(w.window.end));
+  return h;
+}
+
+}  // namespace
+
+void RankDigest::forgetWindows() {
+  if (windows_fingerprint_) return;
+  windows_fingerprint_ = fingerprintOf(windows, 0);
+  shifted_ns_ = 0;
+  release(windows);
+}
+
+bool RankDigest::madeOver(const std::vector<StepWindow>& run_windows) const {
+  if (windows_fingerprint_) return fingerprintOf(run_windows, shifted_ns_) == *windows_fingerprint_;
+  return std::equal(windows.begin(), windows.end(), run_windows.begin(), run_windows.end(),
+                    [](const StepWindow& x, const StepWindow& y) {
+                      return x.number == y.number && x.window.start == y.window.start &&
+                             x.window.end == y.window.end;
+                    });
+}
+
 void RankDigest::shift(int64_t offset_ns) {
   if (offset_ns == 0) return;
+  shifted_ns_ += offset_ns;
   auto move = [offset_ns](int64_t& t) {
     if (t != INT64_MIN && t != INT64_MAX && t != TimePoint::kNoLaunch) t += offset_ns;
   };
@@ -197,9 +329,10 @@ void RankDigest::shift(int64_t offset_ns) {
       for (auto& i : lane->intervals) move(i.start), move(i.end);
     for (auto& i : lanes.exposed) move(i.start), move(i.end);
   }
-  for (auto* column : {&points.time, &points.launch_after})
-    for (auto& t : *column) move(t);
-  for (auto& gap : points.gaps) move(gap.start), move(gap.end), move(gap.launch);
+  points.time.shift(offset_ns);
+  points.launch_after.shift(offset_ns);  // kNoLaunch is INT64_MIN, which stays
+  // Gaps' open ends (INT64_MIN, INT64_MAX) and kNoLaunch stay.
+  for (PackedColumn* column : {&points.gaps.start, &points.gaps.end, &points.gaps.launch}) column->shift(offset_ns);
   for (auto& i : compute) move(i.start), move(i.end);
   for (auto& t : compute_launch) move(t);
   for (auto& block : pipeline_blocks) move(block.span.start), move(block.span.end);
@@ -207,8 +340,13 @@ void RankDigest::shift(int64_t offset_ns) {
 
 void RankDigest::dropTypedResultsOnly() {
   release(breakdown.steps);
+  if (overlap.rank) release(overlap.rank->steps);
   for (auto& device : memory.devices) release(device.curve);
   for (auto& device : memory_categories.devices) release(device.curve);
+}
+
+void RankDigest::dropTimelineOnly() {
+  if (overlap.rank) release(overlap.rank->exposed_marks);
 }
 
 size_t RankDigest::bytes() const {
@@ -257,6 +395,19 @@ void reduceToSkeleton(model::RankTrace& rank) {
   rank.clearLaunchIndex();
   release(rank.memory);
   release(rank.metric_samples);
+  // What stays is held until the end: no room for growth (the loader's vectors doubled, so up to
+  // half of each is spare: 30 kB a rank of string slots alone at 500 steps).
+  rank.strings.shrink_to_fit();
+  rank.launch_configs.shrink_to_fit();
+  rank.streams.shrink_to_fit();
+  rank.threads.shrink_to_fit();
+  rank.api_functions.shrink_to_fit();
+  rank.nvtx.shrink_to_fit();
+  rank.host_ops.shrink_to_fit();
+  rank.communicators.shrink_to_fit();
+  rank.nccl_ops.shrink_to_fit();
+  rank.transfers.shrink_to_fit();
+  rank.links.shrink_to_fit();
 }
 
 RankDigest digestRank(const AnalysisInput& input, size_t r, std::optional<bool> hta_filter_applied,

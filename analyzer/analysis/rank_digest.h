@@ -88,19 +88,58 @@ struct TimePoint {
   static constexpr int64_t kNoLaunch = INT64_MIN;
 };
 
+// A column of nanosecond values (times, or sums of time) held as 32-bit offsets from one 64-bit base
+// per block of kBlock values: 4.25 bytes a value instead of 8. INT64_MIN and INT64_MAX (no launch,
+// the open ends of the first and last gap) are kept as themselves. A column with a block whose
+// values spread over more than 4.29 s keeps every value whole.
+class PackedColumn {
+ public:
+  static constexpr size_t kBlock = 32;
+  PackedColumn() = default;
+  explicit PackedColumn(const std::vector<int64_t>& values);
+  size_t size() const { return size_; }
+  int64_t operator[](size_t i) const;
+  std::vector<int64_t> values() const;
+  // The index of the first value not less than t, in a column sorted ascending (size() if none).
+  size_t lowerBound(int64_t t) const;
+  // Adds `offset` to every value but INT64_MIN and INT64_MAX.
+  void shift(int64_t offset);
+  size_t bytes() const;
+
+ private:
+  static constexpr uint32_t kMinimum = UINT32_MAX, kMaximum = UINT32_MAX - 1, kLargestOffset = UINT32_MAX - 2;
+  size_t size_ = 0;
+  std::vector<int64_t> bases_;     // per block: its least value but INT64_MIN and INT64_MAX
+  std::vector<uint32_t> offsets_;  // per value: from its block's base, or kMinimum, kMaximum
+  std::vector<int64_t> wide_;      // every value, when one did not fit
+};
+
 // A rank's time points, by time, kept column by column (two a NCCL operation, 10^4-10^5 a rank):
-// a gap is held once however many points lie in it, so a point takes 44 bytes, not a TimePoint's 72.
+// a gap is held once however many points lie in it, and the columns are packed, so a point takes
+// about 25 bytes, not a TimePoint's 72.
 struct TimePoints {
   struct Gap {
     int64_t start = 0, end = 0, launch = 0;
   };
+  // Gaps column by column, packed.
+  struct Gaps {
+    PackedColumn start, end, launch;
+    Gaps() = default;
+    explicit Gaps(const std::vector<Gap>& gaps);
+    size_t size() const { return start.size(); }
+    Gap operator[](size_t i) const { return {start[i], end[i], launch[i]}; }
+    std::vector<Gap> values() const;
+    size_t bytes() const { return start.bytes() + end.bytes() + launch.bytes(); }
+  };
   static constexpr uint32_t kNoGap = UINT32_MAX;
-  std::vector<int64_t> time, compute, communication, host_bound, launch_after;
+  PackedColumn time, compute, communication, host_bound, launch_after;
   std::vector<uint32_t> gap;  // per point: its index into gaps, or kNoGap
-  std::vector<Gap> gaps;
+  Gaps gaps;
 
+  TimePoints() = default;
+  // The columns of `points`, given by time.
+  explicit TimePoints(const std::vector<TimePoint>& points);
   size_t size() const { return time.size(); }
-  void push(const TimePoint& p);
   TimePoint operator[](size_t i) const;
   size_t bytes() const;
 };
@@ -141,14 +180,28 @@ struct RankDigest {
   int64_t computeLaunchAt(int64_t t) const;
   // Moves every time by `offset_ns` (the rank's clock offset, found after the digest was made).
   void shift(int64_t offset_ns);
+  // Frees `windows` (24 bytes a step, held by every rank until the run's steps are known), keeping
+  // a 64-bit fingerprint of them that madeOver compares with.
+  void forgetWindows();
+  // Whether the per-step parts were computed over these windows (the run's of this rank, on the
+  // run's clock): `windows` as shifted, or once forgotten their fingerprint against these moved
+  // back by the shifts since.
+  bool madeOver(const std::vector<StepWindow>& run_windows) const;
   // Frees what only the typed results show (the memory curves, the time breakdown's per-step
-  // figures), for a report without them (text, Markdown): 0.12 MB a rank at 500 steps.
+  // figures, overlap's step numbers), for a report without them (text, Markdown): 0.12 MB a rank
+  // at 500 steps.
   void dropTypedResultsOnly();
+  // Frees what only a timeline shows (overlap's exposed stretches, which become the report's timeline
+  // marks): a session that does not keep events writes no timeline (16 kB a rank at 500 steps, and
+  // ~70 kB a rank of marks in the report).
+  void dropTimelineOnly();
   // Bytes held, roughly (for the figures).
   size_t bytes() const;
 
  private:
   TimePoint at(int64_t t) const;
+  std::optional<uint64_t> windows_fingerprint_;  // set once forgetWindows() freed them
+  int64_t shifted_ns_ = 0;                        // what shift() moved the times by in all
 };
 
 // The digest of rank index `r` of `input` (its events, steps and GPU interval sets). --compat hta's

@@ -82,7 +82,9 @@ model::RankTrace readDigest(const std::string& path, std::vector<std::string>& w
   } else if (std::string here = digestOptionsOf(options); file.header.options != here) {
     why = fmt::format("it was made with other analysis options: {}; here: {}", file.header.options, here);
   }
+  file.digest.dropTimelineOnly();  // with keep_events the trace was read instead
   if (why.empty() && !options.typed_results) file.digest.dropTypedResultsOnly();
+  if (why.empty()) file.digest.forgetWindows();
   std::lock_guard lock(early.mutex);
   early.files[rank.path] = path;
   if (why.empty()) {
@@ -168,12 +170,6 @@ RankDigest digestAlone(model::RankTrace& rank, size_t file, const SessionOptions
   return digest;
 }
 
-bool sameWindows(const std::vector<StepWindow>& a, const std::vector<StepWindow>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const StepWindow& x, const StepWindow& y) {
-    return x.number == y.number && x.window.start == y.window.start && x.window.end == y.window.end;
-  });
-}
-
 // Runs work(i) for i in [0, n) on up to `jobs` threads (0: one per core); rethrows the first error.
 template <typename Work>
 void onWorkers(size_t n, unsigned jobs, Work work) {
@@ -244,7 +240,8 @@ void keepFreedRanksForReuse() {
 }
 
 // The per-rank phase: each rank digested as it is loaded (unless --window: its digest waits for the
-// window) and left its skeleton; `keep` takes the digest.
+// window) and left its skeleton; `keep` takes the digest. Without the events there is no timeline,
+// so the digests leave out what only a timeline shows.
 model::RunTrace loadDigested(const SessionOptions& options, EarlyDigests& early,
                              const std::function<void(model::RankTrace&, std::optional<RankDigest>)>& keep) {
   // An invalid --step-marker is a usage error before any file is read.
@@ -259,7 +256,10 @@ model::RunTrace loadDigested(const SessionOptions& options, EarlyDigests& early,
   };
   load_options.reduce = [&](model::RankTrace& rank, size_t file) {
     std::optional<RankDigest> digest;
-    if (!options.selection.window) digest = digestAlone(rank, file, options, guess);
+    if (!options.selection.window) {
+      digest = digestAlone(rank, file, options, guess);
+      digest->dropTimelineOnly();
+    }
     reduceToSkeleton(rank);
     keep(rank, std::move(digest));
   };
@@ -300,6 +300,7 @@ Session::Session(SessionOptions options)
               loaded.run = loadDigested(options, early, [&](model::RankTrace& rank, std::optional<RankDigest> digest) {
                 if (!digest) return;
                 if (!options.typed_results) digest->dropTypedResultsOnly();
+                digest->forgetWindows();  // until the run's steps are known, a fingerprint will do
                 std::lock_guard lock(early.mutex);
                 early.digests.emplace(rank.path, std::move(*digest));
               });
@@ -389,7 +390,7 @@ void Session::prepare() {
         bool shows = std::any_of(windows.begin(), windows.end(), overview);
         bool has_lanes = std::any_of(digest.step_lanes.begin(), digest.step_lanes.end(),
                                      [overview_step](const RankStepLanes& l) { return l.step == overview_step; });
-        if (!sameWindows(digest.windows, windows)) {
+        if (!digest.madeOver(windows)) {
           not_valid = "its steps differ from those found across the ranks";
         } else if (hta_filter && digest.hta->filter_applied != *hta_filter) {
           not_valid = "--compat hta's step filter differs across the ranks";
@@ -450,6 +451,7 @@ void Session::digestAgain(const std::vector<size_t>& ranks, const std::vector<st
     AnalysisInput input{alone, input_.options, {input_.steps[r]}, input_.step_source, {}};
     input.time_sets.push_back(gpuTimeSetsOf(rank));
     digests_[r] = digestRank(input, 0, hta_filter, keep_lanes);
+    digests_[r].dropTimelineOnly();  // read again only without keep_events: no timeline
     if (!options_.typed_results) digests_[r].dropTypedResultsOnly();
     reduceToSkeleton(rank);
     skeleton.activities = std::move(rank.activities);

@@ -153,10 +153,11 @@ StragglersResult computeStragglers(const AnalysisInput& input, bool step_figures
     stats[r].rank_index = r;
     stats[r].rank = run.ranks[r].rank;
     stats[r].host = run.ranks[r].header.hostname;
+    if (!step_figures) continue;  // the windows name the steps of the step figures only
     rank_windows[r] = input.windowsOf(r);
     // The time breakdown's steps are these windows, in this order (none without GPU activity).
     const std::vector<StepBreakdown>& breakdown = input.digest(r).breakdown.steps;
-    for (size_t i = 0; step_figures && i < rank_windows[r].size(); ++i) {
+    for (size_t i = 0; i < rank_windows[r].size(); ++i) {
       const StepWindow& w = rank_windows[r][i];
       StragglerStepRank& figures = per_step[w.number][r];
       figures.rank = run.ranks[r].rank;

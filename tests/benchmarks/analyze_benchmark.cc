@@ -4,7 +4,9 @@
 // the analyses on the digests).
 //
 //   analyze_benchmark [--ranks N] [--events N] [--dir DIR] [--keep] [--no-phases] [--jobs N,N]
+//                     [--generate-only]
 //
+// --generate-only writes the run into --dir (kept) and stops, for measuring other commands on it.
 // Each measurement of the command runs the real gpuxray binary as a child process (its report goes
 // to /dev/null), timing it and reading its peak resident memory from wait4(); the phase split runs
 // the same session in this process. Targets (reported, not enforced): >= 20 million events/s per
@@ -48,6 +50,7 @@ struct Options {
   std::filesystem::path dir = std::filesystem::temp_directory_path() / "gpuxray-analyze-benchmark";
   bool keep = false;
   bool phases = true;
+  bool generate_only = false;
   std::vector<unsigned> jobs{1, 2};
 };
 
@@ -215,6 +218,7 @@ int main(int argc, char** argv) {
     else if (arg == "--dir") options.dir = value();
     else if (arg == "--keep") options.keep = true;
     else if (arg == "--no-phases") options.phases = false;
+    else if (arg == "--generate-only") options.generate_only = true;
     else if (arg == "--jobs") {
       options.jobs.clear();
       std::string list = value();
@@ -249,6 +253,10 @@ int main(int argc, char** argv) {
   fmt::print("generated {} ranks x ~{} records = {} records ({:.1f} MB on disk) in {:.1f} s\n", options.ranks,
              options.events, records.load(), static_cast<double>(bytes_on_disk) / 1e6,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - generation_start).count());
+  if (options.generate_only) {
+    fmt::print("kept in {}\n", options.dir.string());
+    return 0;
+  }
 
   const std::string binary = GPUXRAY_BINARY;
   fmt::print("{:>6}  {:>9}  {:>9}  {:>16}  {:>16}  {:>12}  {:>12}\n", "jobs", "seconds", "CPU s", "events/s",
