@@ -373,7 +373,7 @@ TEST_CASE("analyze: a tensor-parallel all-reduce loads each GPU's NVLink when th
     CHECK(link.bytes() == 2 * 384 * kMiB);
     CHECK(link.forward_bytes == 384 * kMiB);
     CHECK(link.estimated);
-    nvlinks += link.kind == "NVLink" ? 1 : 0;
+    nvlinks += link.kind == "NVLink" ? 1u : 0u;
   }
   CHECK(nvlinks == 4);
   const auto& gpu2 = linkNamed(result, "node-0 NVLink GPU2 ↔ NVSwitch");

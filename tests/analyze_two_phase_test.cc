@@ -124,7 +124,7 @@ TEST_CASE("two phases: a rank is read again only when its clock drifts", "[sessi
   }());
   REQUIRE(drifted.clock());
   size_t drifting_ranks = 0;
-  for (const auto& clock : drifted.clock()->rank_clocks) drifting_ranks += clock.pureOffset() ? 0 : 1;
+  for (const auto& clock : drifted.clock()->rank_clocks) drifting_ranks += clock.pureOffset() ? 0u : 1u;
   CHECK(drifted.phaseTimes().ranks_read_again == drifting_ranks);
 }
 

@@ -93,7 +93,7 @@ TEST_CASE("nvtx recorder: each thread its own stack and list", "[nvtx-recorder]"
   recorder.activate();
   std::vector<uint64_t> ids(4);
   std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
+  for (size_t t = 0; t < 4; ++t) {
     threads.emplace_back([t, &ids] {
       ids[t] = static_cast<uint32_t>(pthread_self());
       for (int i = 0; i < 1000; ++i) {
@@ -108,7 +108,7 @@ TEST_CASE("nvtx recorder: each thread its own stack and list", "[nvtx-recorder]"
   recorder.deactivate();
   auto ranges = recorder.collect(false);
   REQUIRE(ranges.size() == 8000);
-  for (int t = 0; t < 4; ++t) {
+  for (size_t t = 0; t < 4; ++t) {
     auto outer = std::count_if(ranges.begin(), ranges.end(), [&](const RecordedRange& r) {
       return r.name == "outer " + std::to_string(t) && r.thread_id == ids[t] && r.depth == 0;
     });
