@@ -532,6 +532,19 @@ bool CaptureSession::insideWindows(const CUpti_Activity& record) {
   return !time || windows_->contains(*time);
 }
 
+format::NvtxEventRecord CaptureSession::ownRange(uint64_t start_ns, uint64_t end_ns, uint64_t thread_id,
+                                                 uint32_t depth) {
+  format::NvtxEventRecord event;
+  event.kind = format::NvtxEventKind::kRange;
+  event.start_ns = start_ns;
+  // Never ended (end 0): written as CUPTI's unmatched ranges are, ending where it starts.
+  event.end_ns = end_ns != 0 ? end_ns : start_ns;
+  if (end_ns == 0) ++own_ranges_unended_;
+  event.thread_id = thread_id;
+  event.depth = depth;
+  return event;
+}
+
 void CaptureSession::startNvtxRecorder() {
   NvtxRecorderHooks hooks;
   hooks.clock = [this] { return captureNow(); };
@@ -562,15 +575,8 @@ void CaptureSession::writeRecordedRanges(bool final) {
       ++records_outside_windows_;
       continue;
     }
-    format::NvtxEventRecord event;
-    event.kind = format::NvtxEventKind::kRange;
-    event.start_ns = range.start_ns;
-    // Never ended: written as CUPTI's unmatched ranges are, ending where it starts.
-    event.end_ns = range.end_ns != 0 ? range.end_ns : range.start_ns;
-    if (range.end_ns == 0) ++recorded_ranges_unended_;
+    format::NvtxEventRecord event = ownRange(range.start_ns, range.end_ns, range.thread_id, range.depth);
     event.name_id = writer_->intern(range.name);
-    event.thread_id = range.thread_id;
-    event.depth = range.depth;
     event.category = range.category;
     event.color = range.color;
     if (range.has_payload) event.payload.push_back(range.payload);
@@ -582,16 +588,9 @@ void CaptureSession::writeClosedWindows(bool final) {
   if (!windowed_) return;
   for (const auto& window : windows_->takeClosed()) writer_->add(window);
   for (const OpeningRange& range : windows_->takeOpeningRanges(final)) {
-    format::NvtxEventRecord event;
-    event.kind = format::NvtxEventKind::kRange;
-    event.start_ns = range.start_ns;
-    // Never ended: written as CUPTI's unmatched ranges are, ending where it starts.
-    event.end_ns = range.end_ns != 0 ? range.end_ns : range.start_ns;
-    if (range.end_ns == 0) ++opening_ranges_unended_;
+    format::NvtxEventRecord event = ownRange(range.start_ns, range.end_ns, range.thread_id, range.depth);
     event.domain_id = range.domain.empty() ? 0 : writer_->intern(range.domain);
     event.name_id = writer_->intern(range.name);
-    event.thread_id = range.thread_id;
-    event.depth = range.depth;
     writer_->add(event);
   }
 }
@@ -1027,7 +1026,7 @@ format::Trailer CaptureSession::makeTrailer() const {
       trailer.warnings.push_back(std::to_string(stats.untimed_kernels - replayed) + " kernels without GPU times from CUPTI");
     if (stats.unknown_kind > 0)
       trailer.warnings.push_back(std::to_string(stats.unknown_kind) + " CUPTI records of kinds gpuxray does not read");
-    uint64_t unmatched = stats.unmatched_nvtx + opening_ranges_unended_ + recorded_ranges_unended_ +
+    uint64_t unmatched = stats.unmatched_nvtx + own_ranges_unended_ +
                          (nvtx_recorder_ != nullptr ? nvtx_recorder_->unmatchedPops() : 0);
     if (unmatched > 0) trailer.warnings.push_back(std::to_string(unmatched) + " NVTX ranges without a start or an end");
     if (nvtx_recorder_ != nullptr && nvtx_recorder_->dropped() > 0) {

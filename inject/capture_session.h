@@ -120,6 +120,8 @@ class CaptureSession {
   // The default NVTX domain's ranges that NvtxRecorder finished (with `final`, also the open ones).
   void writeRecordedRanges(bool final);
   void startNvtxRecorder();
+  // An NVTX range the capture writes itself (start, end: 0 if it never ended), counted if unended.
+  format::NvtxEventRecord ownRange(uint64_t start_ns, uint64_t end_ns, uint64_t thread_id, uint32_t depth);
   // `gpuxray trigger` (proto/capture_windows.h): the live marker while capturing, and requests.
   void writeLiveMarker();
   void pollTrigger();
@@ -160,11 +162,10 @@ class CaptureSession {
   std::atomic<bool> window_kinds_on_{false};
   uint64_t windows_closed_since_ns_ = 0;
   uint64_t records_outside_windows_ = 0;
-  // Ranges that opened a window and had not ended when the capture did.
-  uint64_t opening_ranges_unended_ = 0;
   std::unique_ptr<NvtxRecorder> nvtx_recorder_;
-  // Recorded ranges still open when the capture ended.
-  uint64_t recorded_ranges_unended_ = 0;
+  // NVTX ranges the capture wrote itself (a window's opening range, the recorder's) that had not
+  // ended when the capture did.
+  uint64_t own_ranges_unended_ = 0;
   // NVTX ranges whose START was inside a window: their END is kept wherever it falls.
   std::unordered_set<uint32_t> ranges_inside_windows_;
   // The runtime calls switched off and the driver calls switched on (selectApiCalls).
