@@ -164,17 +164,24 @@ size_t PackedColumn::bytes() const {
          wide_.capacity() * sizeof(int64_t);
 }
 
+namespace {
+
+// One field of every row, packed.
+template <typename Row>
+PackedColumn packedField(const std::vector<Row>& rows, int64_t Row::*field) {
+  std::vector<int64_t> column(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) column[i] = rows[i].*field;
+  return PackedColumn(column);
+}
+
+}  // namespace
+
 TimePoints::TimePoints(const std::vector<TimePoint>& points) {
-  std::vector<int64_t> column(points.size());
-  auto pack = [&](PackedColumn& into, int64_t TimePoint::*field) {
-    for (size_t i = 0; i < points.size(); ++i) column[i] = points[i].*field;
-    into = PackedColumn(column);
-  };
-  pack(time, &TimePoint::time);
-  pack(compute, &TimePoint::compute);
-  pack(communication, &TimePoint::communication);
-  pack(host_bound, &TimePoint::host_bound);
-  pack(launch_after, &TimePoint::launch_after);
+  time = packedField(points, &TimePoint::time);
+  compute = packedField(points, &TimePoint::compute);
+  communication = packedField(points, &TimePoint::communication);
+  host_bound = packedField(points, &TimePoint::host_bound);
+  launch_after = packedField(points, &TimePoint::launch_after);
   gap.reserve(points.size());
   std::vector<Gap> distinct;
   for (const TimePoint& p : points) {
@@ -191,16 +198,8 @@ TimePoints::TimePoints(const std::vector<TimePoint>& points) {
   gaps = Gaps(distinct);
 }
 
-TimePoints::Gaps::Gaps(const std::vector<Gap>& gaps) {
-  std::vector<int64_t> column(gaps.size());
-  auto pack = [&](PackedColumn& into, int64_t Gap::*field) {
-    for (size_t i = 0; i < gaps.size(); ++i) column[i] = gaps[i].*field;
-    into = PackedColumn(column);
-  };
-  pack(start, &Gap::start);
-  pack(end, &Gap::end);
-  pack(launch, &Gap::launch);
-}
+TimePoints::Gaps::Gaps(const std::vector<Gap>& gaps)
+    : start(packedField(gaps, &Gap::start)), end(packedField(gaps, &Gap::end)), launch(packedField(gaps, &Gap::launch)) {}
 
 std::vector<TimePoints::Gap> TimePoints::Gaps::values() const {
   std::vector<Gap> all(size());
