@@ -345,6 +345,34 @@ TEST_CASE("analyze: the simulated demo's half-speed NIC is named as a slow link,
 // One 10 ms step holds a 256 MiB AllReduce: each rank sends its ring successor 2(4-1)/4 x 256 MiB =
 // 384 MiB through its own NVLink and receives as much from its predecessor through it, so every NVLink
 // carries 768 MiB, and none of the bytes is left on a "no link records" GPU.
+// Two processes on one GPU (as the H200 check ran NCCL's two ranks on its one device): one GPU, named
+// once, whatever the ranks' local indices.
+TEST_CASE("analyze: two ranks on the same GPU are one GPU of the topology") {
+  TempDir dir;
+  RunBuilder run("one-gpu", 2);
+  for (int r = 0; r < 2; ++r) {
+    auto& rank = run.rank(r, "node-0", r);
+    format::DeviceProperties device;
+    device.device_id = 0;
+    device.uuid = rawUuid(0);
+    rank.header.devices.push_back(device);
+    rank.communicator(kDp, "dp", r, 2, 1);
+    rank.range("ProfilerStep#0", 0, 10'000);
+    rank.kernel("gemm", 0, 4'000);
+    rank.collective(kDp, "AllReduce", 1, 4'000, 9'000, kAllReduceBytes);
+  }
+  run.write(dir.path() / "run");
+  auto a = analyze(dir / "run");
+  auto result = gpuxray::analysis::computeLinkHotspots(a.session->input());
+  REQUIRE(result.hosts.size() == 1);
+  REQUIRE(result.hosts[0].gpus.size() == 2);
+  for (const auto& gpu : result.hosts[0].gpus) {
+    INFO("rank " << gpu.rank);
+    CHECK(gpu.name == "GPU0");
+    CHECK(gpu.id == uuidText(0));
+  }
+}
+
 TEST_CASE("analyze: a tensor-parallel all-reduce loads each GPU's NVLink when the headers list no UUIDs") {
   TempDir dir;
   constexpr uint64_t kTp = 0x7000000000000004ull;

@@ -156,12 +156,14 @@ class Topology {
     // Without UUIDs, ranks that each see their own GPU as device 0 would look like one GPU.
     std::map<std::string, size_t> users;
     for (size_t r : ranks) ++users[gpu_[r]];
+    // Ranks that share one GPU (its UUID) share its name: the first such rank's local index.
+    std::map<std::string, std::string> name_of_gpu;
     for (size_t i = 0; i < ranks.size(); ++i) {
       const model::RankTrace& rank = run_.ranks[ranks[i]];
       std::string& key = gpu_[ranks[i]];
       if (!key.starts_with("GPU-") && users[key] > 1) key = fmt::format("GPU of rank {}", rank.rank);
       int32_t local = rank.header.local_rank >= 0 ? rank.header.local_rank : static_cast<int32_t>(i);
-      gpu_name_[ranks[i]] = fmt::format("GPU{}", local);
+      gpu_name_[ranks[i]] = name_of_gpu.try_emplace(key, fmt::format("GPU{}", local)).first->second;
     }
     std::map<std::pair<std::string, std::string>, bool> seen;
     for (size_t r : ranks) {

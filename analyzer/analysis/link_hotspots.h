@@ -59,7 +59,7 @@ struct LinkLoadResult {
 
 struct HostGpu {
   int32_t rank = -1;
-  std::string name;           // "GPU<local rank>"
+  std::string name;           // "GPU<local rank>" (of the first rank on it, when ranks share the GPU)
   std::string id;             // its UUID text when the header lists it, else the device index ("1:0")
   std::optional<size_t> nic;  // index into links: the NIC its network bytes go through
 };

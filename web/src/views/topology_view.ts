@@ -56,7 +56,7 @@ interface Signature {
 }
 interface Host {
   host: string;
-  gpus: { rank: number; gpu: string; nic: number | null }[];
+  gpus: { rank: number; gpu: string; id?: string | null; nic: number | null }[];
   links: number[];
 }
 interface LinkHotspots {
@@ -205,16 +205,25 @@ export const topologyView: View = {
         groups.get(link.group)!.push(link);
       }
       const ordered = [...groups.entries()].sort((a, b) => Number(a[1][0].kind === 'NIC') - Number(b[1][0].kind === 'NIC'));
-      const width = Math.max(host.gpus.length, ...ordered.map(([, g]) => g.length)) * column;
+      // Ranks that share one GPU (processes on the same device) are one node.
+      const gpus = new Map<string, { gpu: string; ranks: number[]; nics: Set<number> }>();
+      for (const gpu of host.gpus) {
+        const key = gpu.id ? `gpu ${gpu.id}` : `rank ${gpu.rank}`;
+        if (!gpus.has(key)) gpus.set(key, { gpu: gpu.gpu, ranks: [], nics: new Set() });
+        gpus.get(key)!.ranks.push(gpu.rank);
+        if (gpu.nic !== null) gpus.get(key)!.nics.add(gpu.nic);
+      }
+      const width = Math.max(gpus.size, ...ordered.map(([, g]) => g.length)) * column;
       nodes.push({
         name: `host ${host.host}`, x: x0 + width / 2 - column / 2, y: -40, symbol: 'rect', symbolSize: [1, 1],
         itemStyle: { color: 'transparent' }, label: { show: true, color: '#14202e', fontWeight: 'bold', fontSize: 13, formatter: host.host },
       });
-      host.gpus.forEach((gpu, i) => {
+      [...gpus.entries()].forEach(([key, gpu], i) => {
+        const ranks = gpu.ranks.map((r) => (r < 0 ? 'r?' : `r${r}`)).join(' ');
         nodes.push({
-          name: `${host.host} rank ${gpu.rank}`, x: x0 + i * column, y: 0, symbol: 'roundRect', symbolSize: [38, 26],
-          itemStyle: { color: '#14202e' }, label: { show: true, color: '#fff', fontSize: 10, formatter: `${gpu.gpu}\n${gpu.rank < 0 ? 'r?' : `r${gpu.rank}`}` },
-          value: `${gpu.gpu}, ${formatRank(gpu.rank)}`,
+          name: `${host.host} ${key}`, x: x0 + i * column, y: 0, symbol: 'roundRect', symbolSize: [Math.max(38, 8 + 6 * ranks.length), 28],
+          itemStyle: { color: '#14202e' }, label: { show: true, color: '#fff', fontSize: 10, lineHeight: 12, formatter: `${gpu.gpu}\n${ranks}` },
+          value: `${gpu.gpu}, ${gpu.ranks.map(formatRank).join(', ')}${gpu.ranks.length > 1 ? ' (one GPU)' : ''}`,
         });
       });
       ordered.forEach(([name, group], row) => {
@@ -231,17 +240,18 @@ export const topologyView: View = {
             name: `${link.host} ${link.name}`, x: x0 + i * column, y, symbol: 'rect', symbolSize: [w, 22], link: link.id,
             itemStyle: { color: utilizationColour(link), borderColor: link.slow ? slowColour : '#7a8a99', borderWidth: link.slow ? 3 : 1 },
             label: {
-              show: true, position: 'bottom', fontSize: 9, color: link.slow ? slowColour : '#333',
+              show: true, position: 'bottom', fontSize: 9, lineHeight: 11, color: link.slow ? slowColour : '#333',
               formatter: `${shortName(link)}${link.slow ? '\nSLOW' : ''}`,
             },
           });
         });
       });
-      for (const gpu of host.gpus) {
-        if (gpu.nic === null) continue;
-        const nic = links.get(gpu.nic);
-        if (!nic) continue;
-        edges.push({ source: `${host.host} rank ${gpu.rank}`, target: `${nic.host} ${nic.name}`, lineStyle: { color: '#b8c2cc', width: 1, type: 'dotted' } });
+      for (const [key, gpu] of gpus) {
+        for (const id of gpu.nics) {
+          const nic = links.get(id);
+          if (!nic) continue;
+          edges.push({ source: `${host.host} ${key}`, target: `${nic.host} ${nic.name}`, lineStyle: { color: '#b8c2cc', width: 1, type: 'dotted' } });
+        }
       }
       x0 += width + 2 * column;
     }
