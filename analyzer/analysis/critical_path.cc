@@ -943,7 +943,7 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
     if (send && recv) join({*send, *recv}, {*send, *recv}, false, opOf(run, p.send).comm_hash);
   }
   tieGapsToCollectives(g, joined_at);
-  planOf(g.times, g.edges, g.plan);
+  planOf(g.times, g.edges, g.plan, Chains::kMerged);
   g.in_operation.assign(g.edges.size(), 0);
   for (const RunGraph::Operation& op : g.operations) {
     for (uint32_t e : op.edges) g.in_operation[e] = 1;
