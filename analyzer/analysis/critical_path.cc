@@ -165,6 +165,7 @@ class RankGraph {
   RankGraph(const model::RankTrace& rank, const RankTimeIndex& index, Interval window, bool stream_waits = false)
       : rank_(rank), index_(index), window_(window), stream_waits_(stream_waits) {
     collectEvents();
+    edges_.reserve(3 * events_.size());  // a host event's two, a kernel's span and its edge in, a sync's
     addCallStackEdges();
     addGpuEdges();
   }
@@ -838,18 +839,19 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
     g.window.start = std::min(g.window.start, windows[r].start);
     g.window.end = std::max(g.window.end, windows[r].end);
   }
+  size_t all_nodes = 0, all_edges = 0;
+  for (const RankGraph& rg : graphs) all_nodes += rg.nodeCount(), all_edges += rg.edges().size();
+  times.reserve(all_nodes);
+  edges.reserve(all_edges);
+  origin.reserve(all_edges);
   for (uint32_t r = 0; r < graphs.size(); ++r) {
     offset.push_back(static_cast<uint32_t>(times.size()));
     edge_base.push_back(static_cast<uint32_t>(edges.size()));
-    size_t first_node = times.size(), first_edge = edges.size();
     const std::vector<Edge>& own = graphs[r].edges();
-    times.resize(first_node + graphs[r].nodeCount());
-    for (uint32_t n = 0; n < graphs[r].nodeCount(); ++n) times[first_node + n] = graphs[r].timeOf(n);
-    edges.resize(first_edge + own.size());
-    origin.resize(first_edge + own.size());
+    for (uint32_t n = 0; n < graphs[r].nodeCount(); ++n) times.push_back(graphs[r].timeOf(n));
     for (uint32_t i = 0; i < own.size(); ++i) {
-      edges[first_edge + i] = {own[i].from + offset[r], own[i].to + offset[r], own[i].weight, own[i].kind};
-      origin[first_edge + i] = {static_cast<int32_t>(r), i};
+      edges.push_back({own[i].from + offset[r], own[i].to + offset[r], own[i].weight, own[i].kind});
+      origin.emplace_back(static_cast<int32_t>(r), i);
     }
   }
   // Each rank's communication kernels in the step's graph, by start.

@@ -79,14 +79,16 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
   // By node first, where a rank's edges stay among its own nodes; an edge into a merged node stands for
   // its whole chain, at the chain's last edge (so that a node's incoming edges keep their order).
   std::vector<uint32_t>& node_first_in = plan.node_first_in;
+  std::vector<PathPlan::Incoming>& chain_list = plan.chains;
   std::vector<PathPlan::Incoming>& incoming = plan.node_incoming;
   std::vector<uint32_t>& first_out = plan.first_out;
   node_first_in.assign(nodes + 1, 0);
   first_out.assign(nodes + 1, 0);
   plan.edge_weight.resize(edges.size());
   plan.chain_prev.resize(edges.size());
-  incoming.clear();
-  std::vector<uint32_t> chain_last(edges.size());  // per edge, the last edge of its chain
+  chain_list.clear();
+  std::vector<uint32_t>& chain_last = plan.chain_last;
+  chain_last.resize(edges.size());
   for (uint32_t i = 0; i < edges.size(); ++i) {
     plan.edge_weight[i] = edges[i].weight;
     plan.chain_prev[i] = plan.merged[edges[i].from] ? plan.single_in[edges[i].from] : UINT32_MAX;
@@ -100,22 +102,21 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
       first = e;
     }
     chain_last[i] = i;
-    incoming.push_back({i, edges[first].from, weight});
+    chain_list.push_back({i, edges[first].from, weight});
     ++node_first_in[edges[i].to + 1], ++first_out[edges[first].from + 1];
   }
   for (size_t n = 0; n < nodes; ++n) node_first_in[n + 1] += node_first_in[n], first_out[n + 1] += first_out[n];
   std::vector<uint32_t>& outgoing = plan.out_target;  // the targets' nodes
-  outgoing.resize(incoming.size());
+  outgoing.resize(chain_list.size());
+  incoming.resize(chain_list.size());
   {
-    std::vector<PathPlan::Incoming> by_destination(incoming.size());
     std::vector<uint32_t> in_fill(node_first_in.begin(), node_first_in.end() - 1),
         out_fill(first_out.begin(), first_out.end() - 1);
-    for (const PathPlan::Incoming& in : incoming) {
+    for (const PathPlan::Incoming& in : chain_list) {
       uint32_t to = edges[in.edge].to;
-      by_destination[in_fill[to]++] = in;
+      incoming[in_fill[to]++] = in;
       outgoing[out_fill[in.from]++] = to;
     }
-    incoming.swap(by_destination);
   }
   std::vector<uint32_t>& order = plan.node;
   order.clear();

@@ -64,9 +64,11 @@ struct PathPlan {
     uint32_t from;
     int64_t weight;
   };
-  // While planning: by node, its incoming edges (chains merged), and per node its edges in and out.
+  // While planning: the edges (chains merged) in order of their last edges, then by destination;
+  // per node, its edges in and out; per edge, the last edge of its chain.
   std::vector<uint32_t> node_first_in;
-  std::vector<Incoming> node_incoming;
+  std::vector<Incoming> chains, node_incoming;
+  std::vector<uint32_t> chain_last;
   std::vector<uint32_t> in_count, out_count, single_in, single_out;
   std::vector<uint8_t> merged;
 };
