@@ -52,22 +52,21 @@ void timeOrder(const std::vector<int64_t>& times, std::vector<uint32_t>& order) 
   for (size_t k = 0; k < nodes; ++k) order[k] = keyed[k].node;
 }
 
-// Which nodes a plan leaves out (Chains::kMerged): one edge in and one out, both forward.
+// Which nodes a plan leaves out (Chains::kMerged): one edge in and one out, both forward. Per node and
+// side, `in_edges` and `out_edges` count 1 for one forward edge and 2 for anything more.
 void markMergedNodes(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan) {
   size_t nodes = times.size();
-  auto forward = [&](const Edge& e) { return std::pair(times[e.from], e.from) < std::pair(times[e.to], e.to); };
-  plan.in_count.assign(nodes, 0);
-  plan.out_count.assign(nodes, 0);
+  plan.in_edges.assign(nodes, 0);
+  plan.out_edges.assign(nodes, 0);
   plan.single_in.resize(nodes);
-  plan.single_out.resize(nodes);
   for (uint32_t i = 0; i < edges.size(); ++i) {
-    ++plan.in_count[edges[i].to], plan.single_in[edges[i].to] = i;
-    ++plan.out_count[edges[i].from], plan.single_out[edges[i].from] = i;
+    const Edge& e = edges[i];
+    uint8_t one = std::pair(times[e.from], e.from) < std::pair(times[e.to], e.to) ? 1 : 2;
+    plan.in_edges[e.to] = plan.in_edges[e.to] == 0 ? one : 2;
+    plan.out_edges[e.from] = plan.out_edges[e.from] == 0 ? one : 2;
+    plan.single_in[e.to] = i;
   }
-  for (size_t n = 0; n < nodes; ++n) {
-    plan.merged[n] = plan.in_count[n] == 1 && plan.out_count[n] == 1 && forward(edges[plan.single_in[n]]) &&
-                     forward(edges[plan.single_out[n]]);
-  }
+  for (size_t n = 0; n < nodes; ++n) plan.merged[n] = plan.in_edges[n] == 1 && plan.out_edges[n] == 1;
 }
 
 }  // namespace

@@ -69,8 +69,8 @@ struct PathPlan {
   std::vector<uint32_t> node_first_in;
   std::vector<Incoming> chains, node_incoming;
   std::vector<uint32_t> chain_last;
-  std::vector<uint32_t> in_count, out_count, single_in, single_out;
-  std::vector<uint8_t> merged;
+  std::vector<uint8_t> in_edges, out_edges, merged;
+  std::vector<uint32_t> single_in;
 };
 
 // `plan` of the nodes' `times` and `edges` (its buffers are reused).
