@@ -162,18 +162,26 @@ class RankGraph {
  public:
   // `stream_waits`: a kernel that starts after another stream's kernel ended in its stream's gap
   // depends on that kernel (gpuxray's rule across ranks; HTA's graph of one rank has no such edge).
-  RankGraph(const model::RankTrace& rank, const RankTimeIndex& index, Interval window, bool stream_waits = false)
-      : rank_(rank), index_(index), window_(window), stream_waits_(stream_waits) {
+  // `joined`: the step's graph across ranks, whose nodes from `first_node` on are this rank's; its edges
+  // are appended there (else kept in the rank graph).
+  RankGraph(const model::RankTrace& rank, const RankTimeIndex& index, Interval window, bool stream_waits = false,
+            std::vector<Edge>* joined = nullptr, uint32_t first_node = 0)
+      : rank_(rank), index_(index), window_(window), stream_waits_(stream_waits), joined_(joined),
+        first_node_(first_node) {
     collectEvents();
-    edges_.reserve(3 * events_.size());  // a host event's two, a kernel's span and its edge in, a sync's
+    if (joined_ == nullptr) own_edges_.reserve(3 * events_.size());  // a host event's two, a kernel's span and its edge in
+    first_edge_ = static_cast<uint32_t>(edgeList().size());
     addCallStackEdges();
     addGpuEdges();
+    edge_count_ = static_cast<uint32_t>(edgeList().size()) - first_edge_;
   }
 
   RankCriticalPath longestPath(PathEnd end_rule) const;
 
   uint32_t nodeCount() const { return static_cast<uint32_t>(2 * events_.size()); }
-  const std::vector<Edge>& edges() const { return edges_; }
+  // Its edges, numbered from 0 (their nodes numbered as in the joined graph, when built into one).
+  uint32_t edgeCount() const { return edge_count_; }
+  const Edge& edge(uint32_t local) const { return edgeList()[first_edge_ + local]; }
   uint32_t startNode(uint32_t event) const { return 2 * event; }
   uint32_t endNode(uint32_t event) const { return 2 * event + 1; }
   int64_t timeOf(uint32_t node) const {
@@ -191,8 +199,9 @@ class RankGraph {
   int64_t computeNs() const { return compute_ns_; }
   // The kind of GPU work whose span an edge is, if it is one.
   std::optional<ActivityKind> spanActivity(const Edge& edge) const {
-    if (edge.kind != EdgeKind::kSpan || edge.from % 2 != 0 || edge.to != edge.from + 1) return std::nullopt;
-    const GraphEvent& e = events_[edge.from / 2];
+    uint32_t from = edge.from - first_node_;
+    if (edge.kind != EdgeKind::kSpan || from % 2 != 0 || edge.to != edge.from + 1) return std::nullopt;
+    const GraphEvent& e = events_[from / 2];
     if (e.host) return std::nullopt;
     return rank_.activities[e.ref.index].kind;
   }
@@ -202,8 +211,10 @@ class RankGraph {
     int64_t weight = 0;
     if (!zero_weight && kind != EdgeKind::kDependency && kind != EdgeKind::kSync)
       weight = std::max<int64_t>(0, timeOf(to) - timeOf(from));
-    edges_.push_back({from, to, weight, kind});
+    edgeList().push_back({first_node_ + from, first_node_ + to, weight, kind});
   }
+  std::vector<Edge>& edgeList() { return joined_ != nullptr ? *joined_ : own_edges_; }
+  const std::vector<Edge>& edgeList() const { return joined_ != nullptr ? *joined_ : own_edges_; }
   bool inWindow(int64_t start, int64_t end) const {
     return start >= window_.start && start <= window_.end && end > start;
   }
@@ -225,7 +236,9 @@ class RankGraph {
   std::vector<uint32_t> calls_;    // the window's host calls, by index; their events follow call_base_
   uint32_t call_base_ = 0;
   std::vector<uint32_t> launch_event_;  // per event: GPU work's launch call's event
-  std::vector<Edge> edges_;
+  std::vector<Edge>* joined_ = nullptr;
+  std::vector<Edge> own_edges_;
+  uint32_t first_node_ = 0, first_edge_ = 0, edge_count_ = 0;
   std::vector<int64_t> span_edge_;                           // per event: GPU work's span edge, or -1
   std::vector<std::pair<uint32_t, uint32_t>> stream_syncs_;  // (Stream Sync activity, its call's event)
   int64_t compute_ns_ = 0;
@@ -436,9 +449,9 @@ void RankGraph::addGpuEdges() {
       continue;
     }
     uint32_t e = item.event;
-    span_edge_[e] = static_cast<int64_t>(edges_.size());
+    span_edge_[e] = static_cast<int64_t>(edgeList().size() - first_edge_);
     addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
-    if (rank_.activities[events_[e].ref.index].kind == ActivityKind::kCompute) compute_ns_ += edges_.back().weight;
+    if (rank_.activities[events_[e].ref.index].kind == ActivityKind::kCompute) compute_ns_ += edgeList().back().weight;
     uint32_t call = launch_event_[e];
     std::optional<uint32_t> last;
     int64_t& stream_last = last_on_stream[static_cast<size_t>(item.stream)];
@@ -464,7 +477,10 @@ void RankGraph::addGpuEdges() {
       // Its stream waited for those kernels: the gap before their end is the other streams'.
       for (size_t k = others.first; k < others.second; ++k)
         addEdge(endNode(ends[k].second), startNode(e), EdgeKind::kKernelGap);
-      if (last) edges_.push_back({*last, startNode(e), edges_.back().weight, EdgeKind::kKernelGap});
+      if (last) {
+        int64_t weight = edgeList().back().weight;
+        edgeList().push_back({first_node_ + *last, first_node_ + startNode(e), weight, EdgeKind::kKernelGap});
+      }
     } else if (last && events_[e].start_ns - timeOf(*last) < kKernelGapLimitNs) {
       addEdge(*last, startNode(e), EdgeKind::kKernelGap);
     }
@@ -476,7 +492,9 @@ void RankGraph::addGpuEdges() {
 
 // What an edge on the path was spent on. A host edge belongs to the event it lies in: its source's
 // when that is a start, its destination's when that is an end, else the parent of both.
-PathSlice RankGraph::sliceOf(const Edge& edge) const {
+PathSlice RankGraph::sliceOf(const Edge& joined_edge) const {
+  Edge edge = joined_edge;
+  edge.from -= first_node_, edge.to -= first_node_;
   PathSlice s{timeOf(edge.from), timeOf(edge.to), PathCause::kOther, "", rank_.rank};
   switch (edge.kind) {
     case EdgeKind::kDependency:
@@ -573,7 +591,7 @@ RankCriticalPath RankGraph::longestPath(PathEnd end_rule) const {
   out.window = window_;
   std::vector<int64_t> times(nodeCount());
   for (uint32_t n = 0; n < times.size(); ++n) times[n] = timeOf(n);
-  LongestPath path = findLongestPath(times, edges_, end_rule);
+  LongestPath path = findLongestPath(times, own_edges_, end_rule);
   if (path.empty) {
     out.slices.push_back({window_.start, window_.end, PathCause::kOther, "no events", rank_.rank, 0});
     return out;
@@ -589,8 +607,8 @@ RankCriticalPath RankGraph::longestPath(PathEnd end_rule) const {
   SliceCutter cutter(window_, out.slices);
   cutter.cover({window_.start, timeOf(path.first), PathCause::kOther, "before the path", rank_.rank, 0});
   for (uint32_t i : path.edges) {
-    note(edges_[i].to);
-    cutter.cover(sliceOf(edges_[i]));
+    note(own_edges_[i].to);
+    cutter.cover(sliceOf(own_edges_[i]));
   }
   cutter.finish(rank_.rank);
   return out;
@@ -729,9 +747,11 @@ struct RunGraph {
   std::vector<uint32_t> offset, edge_base;  // per rank index: its first node and first edge
   std::vector<int64_t> times;
   std::vector<Edge> edges;
-  // Per edge: (rank index, its local edge); (-1, the member's span edge): a join's edge to a member's end;
-  // (-2, operation): a member's start to its operation's join node.
-  std::vector<std::pair<int32_t, uint32_t>> origin;
+  // Edges [0, rank_edges) are the ranks' own, each rank's from its edge_base. Per edge after them:
+  // (-1, the member's span edge): a join's edge to a member's end; (-2, operation): a member's start to
+  // its operation's join node.
+  uint32_t rank_edges = 0;
+  std::vector<std::pair<int32_t, uint32_t>> join_origin;
   // (rank index, event) -> the rank waited for, and the communicator of the send or receive it waited in
   // (0: a collective).
   std::map<std::pair<uint32_t, uint32_t>, std::pair<int32_t, uint64_t>> waited_for;
@@ -752,6 +772,12 @@ struct RunGraph {
   // Nodes past the ranks' are the operations' join nodes (no rank's).
   uint32_t rankOfNode(uint32_t node) const {
     return static_cast<uint32_t>(std::upper_bound(offset.begin(), offset.end(), node) - offset.begin() - 1);
+  }
+  // (rank index, its local edge), or a join's edge as join_origin has it.
+  std::pair<int32_t, uint32_t> originOf(uint32_t edge) const {
+    if (edge >= rank_edges) return join_origin[edge - rank_edges];
+    auto r = static_cast<uint32_t>(std::upper_bound(edge_base.begin(), edge_base.end(), edge) - edge_base.begin() - 1);
+    return {static_cast<int32_t>(r), edge - edge_base[r]};
   }
 };
 
@@ -776,18 +802,17 @@ void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
                                j.operation, static_cast<uint32_t>(span), g.offset[j.rank] + rg.endNode(j.event));
   }
   for (auto& w : waits) std::sort(w.begin(), w.end());
-  size_t own_edges = g.edges.size();
-  for (size_t i = 0; i < own_edges; ++i) {
-    auto [rank_index, local] = g.origin[i];
-    if (rank_index < 0 || g.edges[i].kind != EdgeKind::kKernelGap) continue;
-    const auto& list = waits[static_cast<size_t>(rank_index)];
+  for (size_t i = 0; i < g.rank_edges; ++i) {
+    if (g.edges[i].kind != EdgeKind::kKernelGap) continue;
+    auto rank_index = static_cast<uint32_t>(g.originOf(static_cast<uint32_t>(i)).first);
+    const auto& list = waits[rank_index];
     if (list.empty()) continue;
     int64_t gap_start = g.times[g.edges[i].from];
     int64_t gap_end = g.times[g.edges[i].to];
     // The kernels the gap waited for on other streams: the edges before it into the same kernel
     // (RankGraph::addGpuEdges adds those first).
     size_t waited = i;
-    while (waited > 0 && i - waited < 4 && g.origin[waited - 1].first == rank_index &&
+    while (waited > g.edge_base[rank_index] && i - waited < 4 &&
            g.edges[waited - 1].kind == EdgeKind::kKernelGap && g.edges[waited - 1].to == g.edges[i].to)
       --waited;
     auto waitedFor = [&](uint32_t node) {
@@ -810,7 +835,7 @@ void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
       g.edges[i].weight = 0;
       g.operations[operation].edges.push_back(static_cast<uint32_t>(g.edges.size()));
       g.edges.push_back({last_start, g.edges[i].to, from_last, EdgeKind::kSpan});
-      g.origin.emplace_back(-1, span);  // told as the operation's communication, as a join's edge is
+      g.join_origin.emplace_back(-1, span);  // told as the operation's communication, as a join's edge is
       break;
     }
   }
@@ -824,7 +849,7 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
   g.edge_base.clear();
   g.times.clear();
   g.edges.clear();
-  g.origin.clear();
+  g.join_origin.clear();
   g.waited_for.clear();
   g.operations.clear();
   auto& graphs = g.graphs;
@@ -832,28 +857,19 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
   auto& edge_base = g.edge_base;
   auto& times = g.times;
   auto& edges = g.edges;
-  auto& origin = g.origin;
+  auto& origin = g.join_origin;
   g.window = windows.empty() ? Interval{} : windows.front();
+  // Each rank's graph built straight into the step's: its nodes numbered after the ranks' before it.
+  graphs.reserve(run.ranks.size());
   for (size_t r = 0; r < run.ranks.size() && r < windows.size(); ++r) {
-    graphs.emplace_back(run.ranks[r], indexes[r], windows[r], true);
+    offset.push_back(static_cast<uint32_t>(times.size()));
+    edge_base.push_back(static_cast<uint32_t>(edges.size()));
+    const RankGraph& rg = graphs.emplace_back(run.ranks[r], indexes[r], windows[r], true, &edges, offset.back());
+    for (uint32_t n = 0; n < rg.nodeCount(); ++n) times.push_back(rg.timeOf(n));
     g.window.start = std::min(g.window.start, windows[r].start);
     g.window.end = std::max(g.window.end, windows[r].end);
   }
-  size_t all_nodes = 0, all_edges = 0;
-  for (const RankGraph& rg : graphs) all_nodes += rg.nodeCount(), all_edges += rg.edges().size();
-  times.reserve(all_nodes);
-  edges.reserve(all_edges);
-  origin.reserve(all_edges);
-  for (uint32_t r = 0; r < graphs.size(); ++r) {
-    offset.push_back(static_cast<uint32_t>(times.size()));
-    edge_base.push_back(static_cast<uint32_t>(edges.size()));
-    const std::vector<Edge>& own = graphs[r].edges();
-    for (uint32_t n = 0; n < graphs[r].nodeCount(); ++n) times.push_back(graphs[r].timeOf(n));
-    for (uint32_t i = 0; i < own.size(); ++i) {
-      edges.push_back({own[i].from + offset[r], own[i].to + offset[r], own[i].weight, own[i].kind});
-      origin.emplace_back(static_cast<int32_t>(r), i);
-    }
-  }
+  g.rank_edges = static_cast<uint32_t>(edges.size());
   // Each rank's communication kernels in the step's graph, by start.
   std::vector<std::vector<std::pair<int64_t, uint32_t>>> kernels;
   for (const RankGraph& rg : graphs) kernels.push_back(rg.communicationEvents());
@@ -973,7 +989,7 @@ RunStepPath runPath(RunGraph& g) {
     const Edge& e = edges[i];
     uint32_t r = g.rankOfNode(e.to);
     const RankGraph& rg = graphs[r];
-    auto [from_rank, local] = g.origin[i];
+    auto [from_rank, local] = g.originOf(i);
     if (from_rank == -2) {  // a member's start to its operation's join: it waited for the last member
       const RunGraph::Operation& op = g.operations[local];
       const RankGraph& member = graphs[g.rankOfNode(e.from)];
@@ -985,10 +1001,10 @@ RunStepPath runPath(RunGraph& g) {
     }
     PathSlice s;
     if (from_rank < 0) {  // a join: the span of the waiting kernel after the last member started
-      s = rg.sliceOf(rg.edges()[local]);
+      s = rg.sliceOf(rg.edge(local));
       s.start_ns = times[e.from];
     } else {
-      s = rg.sliceOf(rg.edges()[local]);
+      s = rg.sliceOf(rg.edge(local));
       auto w = g.waited_for.find({r, (e.from - g.offset[r]) / 2});
       if (e.from % 2 == 0 && e.to == e.from + 1 && w != g.waited_for.end()) {
         // The kernel's own start led here although it waited: its wait is the other rank's doing.
@@ -1104,12 +1120,12 @@ int64_t idealLength(RunGraph& g, const IdealStep& ideal) {
   }
   for (size_t r = 0; r < g.graphs.size(); ++r) {
     if (ideal.compute_scale[r] == 1.0 && ideal.communication_scale[r] == 1.0 && !ideal.close_launches[r]) continue;
-    const std::vector<Edge>& own = g.graphs[r].edges();
-    for (uint32_t local = 0; local < own.size(); ++local) {
+    const RankGraph& rg = g.graphs[r];
+    for (uint32_t local = 0; local < rg.edgeCount(); ++local) {
       uint32_t i = g.edge_base[r] + local;
       int64_t w = weightOf(plan, i);
-      if (own[local].kind == EdgeKind::kLaunch && ideal.close_launches[r]) w = 0;
-      std::optional<ActivityKind> kind = g.graphs[r].spanActivity(own[local]);
+      if (rg.edge(local).kind == EdgeKind::kLaunch && ideal.close_launches[r]) w = 0;
+      std::optional<ActivityKind> kind = rg.spanActivity(rg.edge(local));
       if (kind == ActivityKind::kCompute) w = scaled(w, ideal.compute_scale[r]);
       if (kind == ActivityKind::kCommunication && !g.in_operation[i]) w = scaled(w, ideal.communication_scale[r]);
       retime(plan, g.scratch, i, w);
