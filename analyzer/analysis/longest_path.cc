@@ -59,6 +59,7 @@ void markMergedNodes(const std::vector<int64_t>& times, const std::vector<Edge>&
   plan.in_edges.assign(nodes, 0);
   plan.out_edges.assign(nodes, 0);
   plan.single_in.resize(nodes);
+  plan.merged.resize(nodes);
   for (uint32_t i = 0; i < edges.size(); ++i) {
     const Edge& e = edges[i];
     uint8_t one = std::pair(times[e.from], e.from) < std::pair(times[e.to], e.to) ? 1 : 2;
@@ -73,8 +74,11 @@ void markMergedNodes(const std::vector<int64_t>& times, const std::vector<Edge>&
 
 void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan, Chains chains) {
   size_t nodes = times.size();
-  plan.merged.assign(nodes, 0);
-  if (chains == Chains::kMerged) markMergedNodes(times, edges, plan);
+  if (chains == Chains::kMerged) {
+    markMergedNodes(times, edges, plan);
+  } else {
+    plan.merged.assign(nodes, 0);
+  }
   // By node first, where a rank's edges stay among its own nodes; an edge into a merged node stands for
   // its whole chain, at the chain's last edge (so that a node's incoming edges keep their order).
   std::vector<uint32_t>& node_first_in = plan.node_first_in;
@@ -102,20 +106,18 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
     }
     chain_last[i] = i;
     chain_list.push_back({i, edges[first].from, weight});
-    ++node_first_in[edges[i].to + 1], ++first_out[edges[first].from + 1];
+    ++node_first_in[edges[i].to], ++first_out[edges[first].from];
   }
-  for (size_t n = 0; n < nodes; ++n) node_first_in[n + 1] += node_first_in[n], first_out[n + 1] += first_out[n];
+  // Each node's count becomes where its edges end, then, filled backwards, where they begin.
+  for (size_t n = 1; n < nodes; ++n) node_first_in[n] += node_first_in[n - 1], first_out[n] += first_out[n - 1];
+  if (nodes > 0) node_first_in[nodes] = node_first_in[nodes - 1], first_out[nodes] = first_out[nodes - 1];
   std::vector<uint32_t>& outgoing = plan.out_target;  // the targets' nodes
   outgoing.resize(chain_list.size());
   incoming.resize(chain_list.size());
-  {
-    std::vector<uint32_t> in_fill(node_first_in.begin(), node_first_in.end() - 1),
-        out_fill(first_out.begin(), first_out.end() - 1);
-    for (const PathPlan::Incoming& in : chain_list) {
-      uint32_t to = edges[in.edge].to;
-      incoming[in_fill[to]++] = in;
-      outgoing[out_fill[in.from]++] = to;
-    }
+  for (auto in = chain_list.rbegin(); in != chain_list.rend(); ++in) {
+    uint32_t to = edges[in->edge].to;
+    incoming[--node_first_in[to]] = *in;
+    outgoing[--first_out[in->from]] = to;
   }
   std::vector<uint32_t>& order = plan.node;
   order.clear();
