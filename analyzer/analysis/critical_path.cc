@@ -9,12 +9,14 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <functional>
 #include <map>
 #include <optional>
 #include <queue>
 #include <set>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -841,9 +843,44 @@ void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
   }
 }
 
-// Into `g`, whose buffers keep their memory from the step before.
+// Per matched collective and point-to-point pair, when its members' launch calls started (of those a
+// step's graph can hold: a kernel is there only when its call starts in the rank's window), so that a
+// step skips the operations none of its windows reach. Empty (start > end) with fewer than two.
+struct OperationSpans {
+  std::vector<Interval> collectives, p2p;
+
+  OperationSpans(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
+                 const CollectiveIndex& matched) {
+    for (const MatchedCollective& c : matched.collectives) collectives.push_back(spanOf(run, indexes, matched.membersOf(c)));
+    for (const P2pPair& p : matched.p2p) p2p.push_back(spanOf(run, indexes, std::array{p.send, p.recv}));
+  }
+  static Interval spanOf(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
+                         std::span<const MemberOp> members) {
+    Interval span{INT64_MAX, INT64_MIN};
+    int calls = 0;
+    for (MemberOp m : members) {
+      if (m.rank_index >= indexes.size()) continue;
+      uint32_t activity = indexes[m.rank_index].kernel_of_op[m.op_index];
+      if (activity == UINT32_MAX) continue;
+      const model::RankTrace& rank = run.ranks[m.rank_index];
+      uint32_t correlation = rank.activities[activity].correlation_id;
+      const model::HostCall* call = correlation != 0 ? rank.launchOf(correlation) : nullptr;
+      if (call == nullptr) continue;
+      span.start = std::min(span.start, call->start_ns), span.end = std::max(span.end, call->start_ns);
+      ++calls;
+    }
+    return calls >= 2 ? span : Interval{INT64_MAX, INT64_MIN};
+  }
+  static bool reaches(const Interval& span, const Interval& window) {
+    return span.start <= window.end && span.end >= window.start;
+  }
+};
+
+// Into `g`, whose buffers keep their memory from the step before. `spans` (optional): the operations'
+// spans, to skip those the step's windows do not reach.
 void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
-                   const CollectiveIndex& matched, const std::vector<Interval>& windows, RunGraph& g) {
+                   const CollectiveIndex& matched, const std::vector<Interval>& windows, RunGraph& g,
+                   const OperationSpans* spans = nullptr) {
   g.graphs.clear();
   g.offset.clear();
   g.edge_base.clear();
@@ -948,14 +985,18 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
     }
     g.operations.push_back(std::move(operation));
   };
-  for (const MatchedCollective& c : matched.collectives) {
+  for (size_t o = 0; o < matched.collectives.size(); ++o) {
+    if (spans != nullptr && !OperationSpans::reaches(spans->collectives[o], g.window)) continue;
+    const MatchedCollective& c = matched.collectives[o];
     std::vector<JoinMember> members;
     for (MemberOp m : matched.membersOf(c)) {
       if (auto k = kernelOf(m)) members.push_back(*k);
     }
     if (members.size() >= 2) join(members, members, true, c.comm_hash);
   }
-  for (const P2pPair& p : matched.p2p) {
+  for (size_t o = 0; o < matched.p2p.size(); ++o) {
+    if (spans != nullptr && !OperationSpans::reaches(spans->p2p[o], g.window)) continue;
+    const P2pPair& p = matched.p2p[o];
     auto send = kernelOf(p.send);
     auto recv = kernelOf(p.recv);
     if (send && recv) join({*send, *recv}, {*send, *recv}, false, opOf(run, p.send).comm_hash);
@@ -1279,6 +1320,7 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
     return std::move(result);
   };
   if (input.run.ranks.size() < 2 || common_steps == SIZE_MAX) return finish();
+  OperationSpans spans(input.run, indexes, input.collectives());
   for (size_t i = 0; i < common_steps; ++i) {
     std::vector<Interval> windows;
     int64_t number = -1, longest = 0;
@@ -1288,7 +1330,7 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
       longest = std::max(longest, w.window.length());
       if (input.hasSteps()) number = w.number;
     }
-    buildRunGraph(input.run, indexes, input.collectives(), windows, graph);
+    buildRunGraph(input.run, indexes, input.collectives(), windows, graph, &spans);
     RunStepPath path = runPath(graph);
     if (path.window.length() <= 0) continue;
     what_if.add(graph, input.run, findings, path.length_ns, longest);
