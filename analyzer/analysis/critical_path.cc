@@ -168,10 +168,15 @@ class RankGraph {
   // are appended there (else kept in the rank graph).
   RankGraph(const model::RankTrace& rank, const RankTimeIndex& index, Interval window, bool stream_waits = false,
             std::vector<Edge>* joined = nullptr, uint32_t first_node = 0)
-      : rank_(rank), index_(index), window_(window), stream_waits_(stream_waits), joined_(joined),
+      : rank_(rank),
+        index_(index),
+        window_(window),
+        stream_waits_(stream_waits),
+        joined_(joined),
         first_node_(first_node) {
     collectEvents();
-    if (joined_ == nullptr) own_edges_.reserve(3 * events_.size());  // a host event's two, a kernel's span and its edge in
+    // A host event's two edges, a kernel's span and its edge in.
+    if (joined_ == nullptr) own_edges_.reserve(3 * events_.size());
     first_edge_ = static_cast<uint32_t>(edgeList().size());
     addCallStackEdges();
     addGpuEdges();
@@ -814,8 +819,8 @@ void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
     // The kernels the gap waited for on other streams: the edges before it into the same kernel
     // (RankGraph::addGpuEdges adds those first).
     size_t waited = i;
-    while (waited > g.edge_base[rank_index] && i - waited < 4 &&
-           g.edges[waited - 1].kind == EdgeKind::kKernelGap && g.edges[waited - 1].to == g.edges[i].to)
+    while (waited > g.edge_base[rank_index] && i - waited < 4 && g.edges[waited - 1].kind == EdgeKind::kKernelGap &&
+           g.edges[waited - 1].to == g.edges[i].to)
       --waited;
     auto waitedFor = [&](uint32_t node) {
       for (size_t k = waited; k < i; ++k) {
@@ -851,7 +856,8 @@ struct OperationSpans {
 
   OperationSpans(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
                  const CollectiveIndex& matched) {
-    for (const MatchedCollective& c : matched.collectives) collectives.push_back(spanOf(run, indexes, matched.membersOf(c)));
+    for (const MatchedCollective& c : matched.collectives)
+      collectives.push_back(spanOf(run, indexes, matched.membersOf(c)));
     for (const P2pPair& p : matched.p2p) p2p.push_back(spanOf(run, indexes, std::array{p.send, p.recv}));
   }
   static Interval spanOf(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,

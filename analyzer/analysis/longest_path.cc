@@ -79,14 +79,23 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
   } else {
     plan.merged.assign(nodes, 0);
   }
+  // The nodes left, numbered densely in node order (`kept_node`, and per node its number in `dense`).
+  std::vector<uint32_t>& dense = plan.dense;
+  std::vector<uint32_t>& kept_node = plan.kept_node;
+  dense.resize(nodes);
+  kept_node.clear();
+  for (uint32_t n = 0; n < nodes; ++n) {
+    if (!plan.merged[n]) dense[n] = static_cast<uint32_t>(kept_node.size()), kept_node.push_back(n);
+  }
+  size_t kept = kept_node.size();
   // By node first, where a rank's edges stay among its own nodes; an edge into a merged node stands for
   // its whole chain, at the chain's last edge (so that a node's incoming edges keep their order).
   std::vector<uint32_t>& node_first_in = plan.node_first_in;
   std::vector<PathPlan::Incoming>& chain_list = plan.chains;
   std::vector<PathPlan::Incoming>& incoming = plan.node_incoming;
   std::vector<uint32_t>& first_out = plan.first_out;
-  node_first_in.assign(nodes + 1, 0);
-  first_out.assign(nodes + 1, 0);
+  node_first_in.assign(kept + 1, 0);
+  first_out.assign(kept + 1, 0);
   plan.edge_weight.resize(edges.size());
   plan.chain_prev.resize(edges.size());
   chain_list.clear();
@@ -106,25 +115,21 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
     }
     chain_last[i] = i;
     chain_list.push_back({i, edges[first].from, weight});
-    ++node_first_in[edges[i].to], ++first_out[edges[first].from];
+    ++node_first_in[dense[edges[i].to]], ++first_out[dense[edges[first].from]];
   }
   // Each node's count becomes where its edges end, then, filled backwards, where they begin.
-  for (size_t n = 1; n < nodes; ++n) node_first_in[n] += node_first_in[n - 1], first_out[n] += first_out[n - 1];
-  if (nodes > 0) node_first_in[nodes] = node_first_in[nodes - 1], first_out[nodes] = first_out[nodes - 1];
-  std::vector<uint32_t>& outgoing = plan.out_target;  // the targets' nodes
+  for (size_t d = 1; d < kept; ++d) node_first_in[d] += node_first_in[d - 1], first_out[d] += first_out[d - 1];
+  if (kept > 0) node_first_in[kept] = node_first_in[kept - 1], first_out[kept] = first_out[kept - 1];
+  std::vector<uint32_t>& outgoing = plan.out_target;  // the targets, numbered densely
   outgoing.resize(chain_list.size());
   incoming.resize(chain_list.size());
   for (auto in = chain_list.rbegin(); in != chain_list.rend(); ++in) {
-    uint32_t to = edges[in->edge].to;
+    uint32_t to = dense[edges[in->edge].to];
     incoming[--node_first_in[to]] = *in;
-    outgoing[--first_out[in->from]] = to;
+    outgoing[--first_out[dense[in->from]]] = to;
   }
   std::vector<uint32_t>& order = plan.node;
-  order.clear();
-  for (uint32_t n = 0; n < nodes; ++n) {
-    if (!plan.merged[n]) order.push_back(n);
-  }
-  size_t kept = order.size();
+  order.assign(kept_node.begin(), kept_node.end());
   // When every edge runs forward in (time, node) order, as in most steps, that order is Kahn's: the
   // earliest ready node is always the earliest one left.
   auto forward = [&](const PathPlan::Incoming& in) {
@@ -134,14 +139,14 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
   if (std::all_of(incoming.begin(), incoming.end(), forward)) {
     timeOrder(times, order);
   } else {
-    std::vector<uint32_t> pending(nodes);
+    std::vector<uint32_t> pending(kept);
     using Ready = std::pair<int64_t, uint32_t>;
     std::vector<Ready> heap;
     heap.reserve(kept);
     auto later = std::greater<>();
-    for (uint32_t n : order) {
-      pending[n] = node_first_in[n + 1] - node_first_in[n];
-      if (pending[n] == 0) heap.emplace_back(times[n], n);
+    for (uint32_t d = 0; d < kept; ++d) {
+      pending[d] = node_first_in[d + 1] - node_first_in[d];
+      if (pending[d] == 0) heap.emplace_back(times[kept_node[d]], kept_node[d]);
     }
     std::make_heap(heap.begin(), heap.end(), later);
     order.clear();
@@ -150,10 +155,10 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
       uint32_t n = heap.back().second;
       heap.pop_back();
       order.push_back(n);
-      for (uint32_t k = first_out[n]; k < first_out[n + 1]; ++k) {
+      for (uint32_t k = first_out[dense[n]]; k < first_out[dense[n] + 1]; ++k) {
         uint32_t to = outgoing[k];
         if (--pending[to] == 0) {
-          heap.emplace_back(times[to], to);
+          heap.emplace_back(times[kept_node[to]], kept_node[to]);
           std::push_heap(heap.begin(), heap.end(), later);
         }
       }
@@ -163,11 +168,11 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
   // unreached end: such a graph keeps its chains.
   if (order.size() < kept && chains == Chains::kMerged) return planOf(times, edges, plan, Chains::kKept);
   plan.reached = static_cast<uint32_t>(order.size());
-  plan.position.assign(nodes, UINT32_MAX);
-  for (uint32_t p = 0; p < order.size(); ++p) plan.position[order[p]] = p;
-  for (uint32_t n = 0; n < nodes && order.size() < kept; ++n) {
-    if (plan.position[n] == UINT32_MAX && !plan.merged[n])
-      plan.position[n] = static_cast<uint32_t>(order.size()), order.push_back(n);
+  plan.position.assign(kept, UINT32_MAX);
+  for (uint32_t p = 0; p < order.size(); ++p) plan.position[dense[order[p]]] = p;
+  for (uint32_t d = 0; d < kept && order.size() < kept; ++d) {
+    if (plan.position[d] == UINT32_MAX)
+      plan.position[d] = static_cast<uint32_t>(order.size()), order.push_back(kept_node[d]);
   }
   // Then by position, written in order.
   plan.first_in.resize(kept + 1);
@@ -178,10 +183,10 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
   uint32_t slot = 0;
   for (uint32_t p = 0; p < kept; ++p) {
     plan.first_in[p] = slot;
-    uint32_t n = order[p];
-    for (uint32_t k = node_first_in[n]; k < node_first_in[n + 1]; ++k, ++slot) {
+    uint32_t d = dense[order[p]];
+    for (uint32_t k = node_first_in[d]; k < node_first_in[d + 1]; ++k, ++slot) {
       const PathPlan::Incoming& in = incoming[k];
-      plan.in_source[slot] = plan.position[in.from];
+      plan.in_source[slot] = plan.position[dense[in.from]];
       plan.in_edge[slot] = in.edge;
       plan.in_weight[slot] = in.weight;
       plan.slot_of[in.edge] = slot;
@@ -270,8 +275,8 @@ int64_t retimedLength(PathPlan& plan, PathScratch& scratch) {
       if (best != retimed[p]) {
         scratch.changed_positions.emplace_back(p, retimed[p]);
         retimed[p] = best;
-        uint32_t n = plan.node[p];
-        for (uint32_t k = plan.first_out[n]; k < plan.first_out[n + 1]; ++k)
+        uint32_t d = plan.dense[plan.node[p]];
+        for (uint32_t k = plan.first_out[d]; k < plan.first_out[d + 1]; ++k)
           scratch.dirty[plan.position[plan.out_target[k]]] = 1;
       }
     }

@@ -49,7 +49,9 @@ enum class Chains : uint8_t { kKept, kMerged };
 struct PathPlan {
   uint32_t reached = 0;              // positions [0, reached) are Kahn's order
   std::vector<uint32_t> node;        // per position, its node (merged nodes have none)
-  std::vector<uint32_t> position;    // per node, its position (UINT32_MAX: merged)
+  std::vector<uint32_t> dense;       // per node left (not merged), its number among them, in node order
+  std::vector<uint32_t> kept_node;   // per such number, its node
+  std::vector<uint32_t> position;    // by that number, the node's position
   std::vector<uint32_t> first_in;    // per position, its first incoming slot
   std::vector<uint32_t> in_source;   // per slot (by destination, then last edge's index): the source's position
   std::vector<uint32_t> in_edge;     // per slot, its edge (of a chain, the last)
@@ -57,15 +59,15 @@ struct PathPlan {
   std::vector<uint32_t> slot_of;     // per edge, its slot (its chain's)
   std::vector<int64_t> edge_weight;  // per edge, its own weight
   std::vector<uint32_t> chain_prev;  // per edge, the edge before it in its chain (UINT32_MAX: the first)
-  std::vector<uint32_t> first_out;   // per node, its first outgoing edge's target in `out_target`
-  std::vector<uint32_t> out_target;  // the targets' nodes (a re-timing looks up the positions of the few it reaches)
+  std::vector<uint32_t> first_out;   // by number, its first outgoing edge's target in `out_target`
+  std::vector<uint32_t> out_target;  // the targets' numbers (a re-timing looks up the positions of the few it reaches)
   struct Incoming {
     uint32_t edge;
     uint32_t from;
     int64_t weight;
   };
-  // While planning: the edges (chains merged) in order of their last edges, then by destination;
-  // per node, its edges in and out; per edge, the last edge of its chain.
+  // While planning: the edges (chains merged) in order of their last edges, then by destination (from
+  // node_first_in, by number); per node, its edges in and out; per edge, the last edge of its chain.
   std::vector<uint32_t> node_first_in;
   std::vector<Incoming> chains, node_incoming;
   std::vector<uint32_t> chain_last;
@@ -83,7 +85,8 @@ struct PathScratch {
   std::vector<int64_t> longest_up_to;  // by position, the longest of distance[0..position]
   std::vector<int64_t> retimed;        // distance, as a re-timing changes it (put back after each)
   std::vector<uint8_t> dirty;          // by position: an incoming weight or source's distance changed
-  std::vector<std::pair<uint32_t, int64_t>> changed_edges, changed_slots, changed_positions;  // (where, the value before)
+  // (where, the value before)
+  std::vector<std::pair<uint32_t, int64_t>> changed_edges, changed_slots, changed_positions;
 };
 
 // The longest path with the plan's weights; `scratch` keeps its distances for re-timings.
