@@ -3,6 +3,7 @@
 // the heaviest of its incoming edges in edge order, the path's end the latest (or earliest) longest.
 // Re-timings with some weights changed must give the length a full pass over the changed weights gives.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <random>
@@ -119,5 +120,51 @@ TEST_CASE("longest path: path and length as a straightforward Kahn's pass gives 
     // The plan has its own weights back.
     for (uint32_t e = 0; e < edges.size(); ++e) CHECK(analysis::weightOf(plan, e) == edges[e].weight);
     CHECK(analysis::longestPathOf(plan, end_rule).edges == expected.edges);
+  }
+}
+
+TEST_CASE("longest path: a plan with its chains merged gives the latest-ending path and re-timings unchanged",
+          "[critical_path]") {
+  std::mt19937_64 random(16);
+  analysis::PathPlan plan;
+  for (int graph = 0; graph < 400; ++graph) {
+    std::vector<int64_t> times;
+    std::vector<Edge> edges;
+    randomGraph(random, times, edges);
+    // Mostly chains: a few of the random edges, and runs of consecutive nodes in time order (a stream's
+    // kernels and gaps), some tied in time.
+    edges.resize(std::min<size_t>(edges.size(), times.size() / 4));
+    std::vector<uint32_t> by_time(times.size());
+    for (uint32_t n = 0; n < by_time.size(); ++n) by_time[n] = n;
+    std::stable_sort(by_time.begin(), by_time.end(), [&](uint32_t a, uint32_t b) { return times[a] < times[b]; });
+    for (size_t k = 0; k + 1 < by_time.size(); ++k) {
+      if (random() % 5 != 0)
+        edges.push_back({by_time[k], by_time[k + 1], static_cast<int64_t>(random() % 50), analysis::EdgeKind::kSpan});
+    }
+    std::shuffle(edges.begin(), edges.end(), random);
+    INFO("graph " << graph << ": " << times.size() << " nodes, " << edges.size() << " edges");
+    analysis::planOf(times, edges, plan, analysis::Chains::kMerged);
+    analysis::PathScratch scratch;
+    analysis::LongestPath path = analysis::longestPathOf(plan, PathEnd::kLatest, &scratch);
+    Reference expected = referencePath(times, edges, PathEnd::kLatest);
+    REQUIRE(path.empty == expected.empty);
+    CHECK(path.length == expected.length);
+    CHECK(path.edges == expected.edges);
+    for (int what_if = 0; what_if < 4 && !edges.empty(); ++what_if) {
+      std::vector<Edge> changed = edges;
+      size_t changes = 1 + random() % std::min<size_t>(edges.size(), 6);
+      for (size_t c = 0; c < changes; ++c) {
+        auto e = static_cast<uint32_t>(random() % edges.size());
+        int64_t weight = what_if == 3 ? changed[e].weight + static_cast<int64_t>(random() % 40)
+                                      : changed[e].weight * static_cast<int64_t>(random() % 2) / 2;
+        changed[e].weight = weight;
+        analysis::retime(plan, scratch, e, weight);
+        CHECK(analysis::weightOf(plan, e) == weight);
+      }
+      INFO("what-if " << what_if);
+      CHECK(analysis::retimedLength(plan, scratch) == referencePath(times, changed, PathEnd::kLatest).length);
+    }
+    for (uint32_t e = 0; e < edges.size(); ++e) CHECK(analysis::weightOf(plan, e) == edges[e].weight);
+    CHECK(analysis::longestPathOf(plan, PathEnd::kLatest).edges == expected.edges);
   }
 }

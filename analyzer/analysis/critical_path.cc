@@ -9,12 +9,14 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <functional>
 #include <map>
 #include <optional>
 #include <queue>
 #include <set>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -162,17 +164,31 @@ class RankGraph {
  public:
   // `stream_waits`: a kernel that starts after another stream's kernel ended in its stream's gap
   // depends on that kernel (gpuxray's rule across ranks; HTA's graph of one rank has no such edge).
-  RankGraph(const model::RankTrace& rank, const RankTimeIndex& index, Interval window, bool stream_waits = false)
-      : rank_(rank), index_(index), window_(window), stream_waits_(stream_waits) {
+  // `joined`: the step's graph across ranks, whose nodes from `first_node` on are this rank's; its edges
+  // are appended there (else kept in the rank graph).
+  RankGraph(const model::RankTrace& rank, const RankTimeIndex& index, Interval window, bool stream_waits = false,
+            std::vector<Edge>* joined = nullptr, uint32_t first_node = 0)
+      : rank_(rank),
+        index_(index),
+        window_(window),
+        stream_waits_(stream_waits),
+        joined_(joined),
+        first_node_(first_node) {
     collectEvents();
+    // A host event's two edges, a kernel's span and its edge in.
+    if (joined_ == nullptr) own_edges_.reserve(3 * events_.size());
+    first_edge_ = static_cast<uint32_t>(edgeList().size());
     addCallStackEdges();
     addGpuEdges();
+    edge_count_ = static_cast<uint32_t>(edgeList().size()) - first_edge_;
   }
 
   RankCriticalPath longestPath(PathEnd end_rule) const;
 
   uint32_t nodeCount() const { return static_cast<uint32_t>(2 * events_.size()); }
-  const std::vector<Edge>& edges() const { return edges_; }
+  // Its edges, numbered from 0 (their nodes numbered as in the joined graph, when built into one).
+  uint32_t edgeCount() const { return edge_count_; }
+  const Edge& edge(uint32_t local) const { return edgeList()[first_edge_ + local]; }
   uint32_t startNode(uint32_t event) const { return 2 * event; }
   uint32_t endNode(uint32_t event) const { return 2 * event + 1; }
   int64_t timeOf(uint32_t node) const {
@@ -190,8 +206,9 @@ class RankGraph {
   int64_t computeNs() const { return compute_ns_; }
   // The kind of GPU work whose span an edge is, if it is one.
   std::optional<ActivityKind> spanActivity(const Edge& edge) const {
-    if (edge.kind != EdgeKind::kSpan || edge.from % 2 != 0 || edge.to != edge.from + 1) return std::nullopt;
-    const GraphEvent& e = events_[edge.from / 2];
+    uint32_t from = edge.from - first_node_;
+    if (edge.kind != EdgeKind::kSpan || from % 2 != 0 || edge.to != edge.from + 1) return std::nullopt;
+    const GraphEvent& e = events_[from / 2];
     if (e.host) return std::nullopt;
     return rank_.activities[e.ref.index].kind;
   }
@@ -201,8 +218,10 @@ class RankGraph {
     int64_t weight = 0;
     if (!zero_weight && kind != EdgeKind::kDependency && kind != EdgeKind::kSync)
       weight = std::max<int64_t>(0, timeOf(to) - timeOf(from));
-    edges_.push_back({from, to, weight, kind});
+    edgeList().push_back({first_node_ + from, first_node_ + to, weight, kind});
   }
+  std::vector<Edge>& edgeList() { return joined_ != nullptr ? *joined_ : own_edges_; }
+  const std::vector<Edge>& edgeList() const { return joined_ != nullptr ? *joined_ : own_edges_; }
   bool inWindow(int64_t start, int64_t end) const {
     return start >= window_.start && start <= window_.end && end > start;
   }
@@ -224,7 +243,9 @@ class RankGraph {
   std::vector<uint32_t> calls_;    // the window's host calls, by index; their events follow call_base_
   uint32_t call_base_ = 0;
   std::vector<uint32_t> launch_event_;  // per event: GPU work's launch call's event
-  std::vector<Edge> edges_;
+  std::vector<Edge>* joined_ = nullptr;
+  std::vector<Edge> own_edges_;
+  uint32_t first_node_ = 0, first_edge_ = 0, edge_count_ = 0;
   std::vector<int64_t> span_edge_;                           // per event: GPU work's span edge, or -1
   std::vector<std::pair<uint32_t, uint32_t>> stream_syncs_;  // (Stream Sync activity, its call's event)
   int64_t compute_ns_ = 0;
@@ -435,9 +456,9 @@ void RankGraph::addGpuEdges() {
       continue;
     }
     uint32_t e = item.event;
-    span_edge_[e] = static_cast<int64_t>(edges_.size());
+    span_edge_[e] = static_cast<int64_t>(edgeList().size() - first_edge_);
     addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
-    if (rank_.activities[events_[e].ref.index].kind == ActivityKind::kCompute) compute_ns_ += edges_.back().weight;
+    if (rank_.activities[events_[e].ref.index].kind == ActivityKind::kCompute) compute_ns_ += edgeList().back().weight;
     uint32_t call = launch_event_[e];
     std::optional<uint32_t> last;
     int64_t& stream_last = last_on_stream[static_cast<size_t>(item.stream)];
@@ -463,7 +484,10 @@ void RankGraph::addGpuEdges() {
       // Its stream waited for those kernels: the gap before their end is the other streams'.
       for (size_t k = others.first; k < others.second; ++k)
         addEdge(endNode(ends[k].second), startNode(e), EdgeKind::kKernelGap);
-      if (last) edges_.push_back({*last, startNode(e), edges_.back().weight, EdgeKind::kKernelGap});
+      if (last) {
+        int64_t weight = edgeList().back().weight;
+        edgeList().push_back({first_node_ + *last, first_node_ + startNode(e), weight, EdgeKind::kKernelGap});
+      }
     } else if (last && events_[e].start_ns - timeOf(*last) < kKernelGapLimitNs) {
       addEdge(*last, startNode(e), EdgeKind::kKernelGap);
     }
@@ -475,7 +499,9 @@ void RankGraph::addGpuEdges() {
 
 // What an edge on the path was spent on. A host edge belongs to the event it lies in: its source's
 // when that is a start, its destination's when that is an end, else the parent of both.
-PathSlice RankGraph::sliceOf(const Edge& edge) const {
+PathSlice RankGraph::sliceOf(const Edge& joined_edge) const {
+  Edge edge = joined_edge;
+  edge.from -= first_node_, edge.to -= first_node_;
   PathSlice s{timeOf(edge.from), timeOf(edge.to), PathCause::kOther, "", rank_.rank};
   switch (edge.kind) {
     case EdgeKind::kDependency:
@@ -572,7 +598,7 @@ RankCriticalPath RankGraph::longestPath(PathEnd end_rule) const {
   out.window = window_;
   std::vector<int64_t> times(nodeCount());
   for (uint32_t n = 0; n < times.size(); ++n) times[n] = timeOf(n);
-  LongestPath path = findLongestPath(times, edges_, end_rule);
+  LongestPath path = findLongestPath(times, own_edges_, end_rule);
   if (path.empty) {
     out.slices.push_back({window_.start, window_.end, PathCause::kOther, "no events", rank_.rank, 0});
     return out;
@@ -588,8 +614,8 @@ RankCriticalPath RankGraph::longestPath(PathEnd end_rule) const {
   SliceCutter cutter(window_, out.slices);
   cutter.cover({window_.start, timeOf(path.first), PathCause::kOther, "before the path", rank_.rank, 0});
   for (uint32_t i : path.edges) {
-    note(edges_[i].to);
-    cutter.cover(sliceOf(edges_[i]));
+    note(own_edges_[i].to);
+    cutter.cover(sliceOf(own_edges_[i]));
   }
   cutter.finish(rank_.rank);
   return out;
@@ -728,9 +754,11 @@ struct RunGraph {
   std::vector<uint32_t> offset, edge_base;  // per rank index: its first node and first edge
   std::vector<int64_t> times;
   std::vector<Edge> edges;
-  // Per edge: (rank index, its local edge); (-1, the member's span edge): a join's edge to a member's end;
-  // (-2, operation): a member's start to its operation's join node.
-  std::vector<std::pair<int32_t, uint32_t>> origin;
+  // Edges [0, rank_edges) are the ranks' own, each rank's from its edge_base. Per edge after them:
+  // (-1, the member's span edge): a join's edge to a member's end; (-2, operation): a member's start to
+  // its operation's join node.
+  uint32_t rank_edges = 0;
+  std::vector<std::pair<int32_t, uint32_t>> join_origin;
   // (rank index, event) -> the rank waited for, and the communicator of the send or receive it waited in
   // (0: a collective).
   std::map<std::pair<uint32_t, uint32_t>, std::pair<int32_t, uint64_t>> waited_for;
@@ -751,6 +779,12 @@ struct RunGraph {
   // Nodes past the ranks' are the operations' join nodes (no rank's).
   uint32_t rankOfNode(uint32_t node) const {
     return static_cast<uint32_t>(std::upper_bound(offset.begin(), offset.end(), node) - offset.begin() - 1);
+  }
+  // (rank index, its local edge), or a join's edge as join_origin has it.
+  std::pair<int32_t, uint32_t> originOf(uint32_t edge) const {
+    if (edge >= rank_edges) return join_origin[edge - rank_edges];
+    auto r = static_cast<uint32_t>(std::upper_bound(edge_base.begin(), edge_base.end(), edge) - edge_base.begin() - 1);
+    return {static_cast<int32_t>(r), edge - edge_base[r]};
   }
 };
 
@@ -775,19 +809,18 @@ void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
                                j.operation, static_cast<uint32_t>(span), g.offset[j.rank] + rg.endNode(j.event));
   }
   for (auto& w : waits) std::sort(w.begin(), w.end());
-  size_t own_edges = g.edges.size();
-  for (size_t i = 0; i < own_edges; ++i) {
-    auto [rank_index, local] = g.origin[i];
-    if (rank_index < 0 || g.edges[i].kind != EdgeKind::kKernelGap) continue;
-    const auto& list = waits[static_cast<size_t>(rank_index)];
+  for (size_t i = 0; i < g.rank_edges; ++i) {
+    if (g.edges[i].kind != EdgeKind::kKernelGap) continue;
+    auto rank_index = static_cast<uint32_t>(g.originOf(static_cast<uint32_t>(i)).first);
+    const auto& list = waits[rank_index];
     if (list.empty()) continue;
     int64_t gap_start = g.times[g.edges[i].from];
     int64_t gap_end = g.times[g.edges[i].to];
     // The kernels the gap waited for on other streams: the edges before it into the same kernel
     // (RankGraph::addGpuEdges adds those first).
     size_t waited = i;
-    while (waited > 0 && i - waited < 4 && g.origin[waited - 1].first == rank_index &&
-           g.edges[waited - 1].kind == EdgeKind::kKernelGap && g.edges[waited - 1].to == g.edges[i].to)
+    while (waited > g.edge_base[rank_index] && i - waited < 4 && g.edges[waited - 1].kind == EdgeKind::kKernelGap &&
+           g.edges[waited - 1].to == g.edges[i].to)
       --waited;
     auto waitedFor = [&](uint32_t node) {
       for (size_t k = waited; k < i; ++k) {
@@ -809,21 +842,57 @@ void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
       g.edges[i].weight = 0;
       g.operations[operation].edges.push_back(static_cast<uint32_t>(g.edges.size()));
       g.edges.push_back({last_start, g.edges[i].to, from_last, EdgeKind::kSpan});
-      g.origin.emplace_back(-1, span);  // told as the operation's communication, as a join's edge is
+      g.join_origin.emplace_back(-1, span);  // told as the operation's communication, as a join's edge is
       break;
     }
   }
 }
 
-// Into `g`, whose buffers keep their memory from the step before.
+// Per matched collective and point-to-point pair, when its members' launch calls started (of those a
+// step's graph can hold: a kernel is there only when its call starts in the rank's window), so that a
+// step skips the operations none of its windows reach. Empty (start > end) with fewer than two.
+struct OperationSpans {
+  std::vector<Interval> collectives, p2p;
+
+  OperationSpans(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
+                 const CollectiveIndex& matched) {
+    for (const MatchedCollective& c : matched.collectives)
+      collectives.push_back(spanOf(run, indexes, matched.membersOf(c)));
+    for (const P2pPair& p : matched.p2p) p2p.push_back(spanOf(run, indexes, std::array{p.send, p.recv}));
+  }
+  static Interval spanOf(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
+                         std::span<const MemberOp> members) {
+    Interval span{INT64_MAX, INT64_MIN};
+    int calls = 0;
+    for (MemberOp m : members) {
+      if (m.rank_index >= indexes.size()) continue;
+      uint32_t activity = indexes[m.rank_index].kernel_of_op[m.op_index];
+      if (activity == UINT32_MAX) continue;
+      const model::RankTrace& rank = run.ranks[m.rank_index];
+      uint32_t correlation = rank.activities[activity].correlation_id;
+      const model::HostCall* call = correlation != 0 ? rank.launchOf(correlation) : nullptr;
+      if (call == nullptr) continue;
+      span.start = std::min(span.start, call->start_ns), span.end = std::max(span.end, call->start_ns);
+      ++calls;
+    }
+    return calls >= 2 ? span : Interval{INT64_MAX, INT64_MIN};
+  }
+  static bool reaches(const Interval& span, const Interval& window) {
+    return span.start <= window.end && span.end >= window.start;
+  }
+};
+
+// Into `g`, whose buffers keep their memory from the step before. `spans` (optional): the operations'
+// spans, to skip those the step's windows do not reach.
 void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
-                   const CollectiveIndex& matched, const std::vector<Interval>& windows, RunGraph& g) {
+                   const CollectiveIndex& matched, const std::vector<Interval>& windows, RunGraph& g,
+                   const OperationSpans* spans = nullptr) {
   g.graphs.clear();
   g.offset.clear();
   g.edge_base.clear();
   g.times.clear();
   g.edges.clear();
-  g.origin.clear();
+  g.join_origin.clear();
   g.waited_for.clear();
   g.operations.clear();
   auto& graphs = g.graphs;
@@ -831,27 +900,19 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
   auto& edge_base = g.edge_base;
   auto& times = g.times;
   auto& edges = g.edges;
-  auto& origin = g.origin;
+  auto& origin = g.join_origin;
   g.window = windows.empty() ? Interval{} : windows.front();
+  // Each rank's graph built straight into the step's: its nodes numbered after the ranks' before it.
+  graphs.reserve(run.ranks.size());
   for (size_t r = 0; r < run.ranks.size() && r < windows.size(); ++r) {
-    graphs.emplace_back(run.ranks[r], indexes[r], windows[r], true);
+    offset.push_back(static_cast<uint32_t>(times.size()));
+    edge_base.push_back(static_cast<uint32_t>(edges.size()));
+    const RankGraph& rg = graphs.emplace_back(run.ranks[r], indexes[r], windows[r], true, &edges, offset.back());
+    for (uint32_t n = 0; n < rg.nodeCount(); ++n) times.push_back(rg.timeOf(n));
     g.window.start = std::min(g.window.start, windows[r].start);
     g.window.end = std::max(g.window.end, windows[r].end);
   }
-  for (uint32_t r = 0; r < graphs.size(); ++r) {
-    offset.push_back(static_cast<uint32_t>(times.size()));
-    edge_base.push_back(static_cast<uint32_t>(edges.size()));
-    size_t first_node = times.size(), first_edge = edges.size();
-    const std::vector<Edge>& own = graphs[r].edges();
-    times.resize(first_node + graphs[r].nodeCount());
-    for (uint32_t n = 0; n < graphs[r].nodeCount(); ++n) times[first_node + n] = graphs[r].timeOf(n);
-    edges.resize(first_edge + own.size());
-    origin.resize(first_edge + own.size());
-    for (uint32_t i = 0; i < own.size(); ++i) {
-      edges[first_edge + i] = {own[i].from + offset[r], own[i].to + offset[r], own[i].weight, own[i].kind};
-      origin[first_edge + i] = {static_cast<int32_t>(r), i};
-    }
-  }
+  g.rank_edges = static_cast<uint32_t>(edges.size());
   // Each rank's communication kernels in the step's graph, by start.
   std::vector<std::vector<std::pair<int64_t, uint32_t>>> kernels;
   for (const RankGraph& rg : graphs) kernels.push_back(rg.communicationEvents());
@@ -930,20 +991,24 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
     }
     g.operations.push_back(std::move(operation));
   };
-  for (const MatchedCollective& c : matched.collectives) {
+  for (size_t o = 0; o < matched.collectives.size(); ++o) {
+    if (spans != nullptr && !OperationSpans::reaches(spans->collectives[o], g.window)) continue;
+    const MatchedCollective& c = matched.collectives[o];
     std::vector<JoinMember> members;
     for (MemberOp m : matched.membersOf(c)) {
       if (auto k = kernelOf(m)) members.push_back(*k);
     }
     if (members.size() >= 2) join(members, members, true, c.comm_hash);
   }
-  for (const P2pPair& p : matched.p2p) {
+  for (size_t o = 0; o < matched.p2p.size(); ++o) {
+    if (spans != nullptr && !OperationSpans::reaches(spans->p2p[o], g.window)) continue;
+    const P2pPair& p = matched.p2p[o];
     auto send = kernelOf(p.send);
     auto recv = kernelOf(p.recv);
     if (send && recv) join({*send, *recv}, {*send, *recv}, false, opOf(run, p.send).comm_hash);
   }
   tieGapsToCollectives(g, joined_at);
-  planOf(g.times, g.edges, g.plan);
+  planOf(g.times, g.edges, g.plan, Chains::kMerged);
   g.in_operation.assign(g.edges.size(), 0);
   for (const RunGraph::Operation& op : g.operations) {
     for (uint32_t e : op.edges) g.in_operation[e] = 1;
@@ -971,7 +1036,7 @@ RunStepPath runPath(RunGraph& g) {
     const Edge& e = edges[i];
     uint32_t r = g.rankOfNode(e.to);
     const RankGraph& rg = graphs[r];
-    auto [from_rank, local] = g.origin[i];
+    auto [from_rank, local] = g.originOf(i);
     if (from_rank == -2) {  // a member's start to its operation's join: it waited for the last member
       const RunGraph::Operation& op = g.operations[local];
       const RankGraph& member = graphs[g.rankOfNode(e.from)];
@@ -983,10 +1048,10 @@ RunStepPath runPath(RunGraph& g) {
     }
     PathSlice s;
     if (from_rank < 0) {  // a join: the span of the waiting kernel after the last member started
-      s = rg.sliceOf(rg.edges()[local]);
+      s = rg.sliceOf(rg.edge(local));
       s.start_ns = times[e.from];
     } else {
-      s = rg.sliceOf(rg.edges()[local]);
+      s = rg.sliceOf(rg.edge(local));
       auto w = g.waited_for.find({r, (e.from - g.offset[r]) / 2});
       if (e.from % 2 == 0 && e.to == e.from + 1 && w != g.waited_for.end()) {
         // The kernel's own start led here although it waited: its wait is the other rank's doing.
@@ -1102,12 +1167,12 @@ int64_t idealLength(RunGraph& g, const IdealStep& ideal) {
   }
   for (size_t r = 0; r < g.graphs.size(); ++r) {
     if (ideal.compute_scale[r] == 1.0 && ideal.communication_scale[r] == 1.0 && !ideal.close_launches[r]) continue;
-    const std::vector<Edge>& own = g.graphs[r].edges();
-    for (uint32_t local = 0; local < own.size(); ++local) {
+    const RankGraph& rg = g.graphs[r];
+    for (uint32_t local = 0; local < rg.edgeCount(); ++local) {
       uint32_t i = g.edge_base[r] + local;
       int64_t w = weightOf(plan, i);
-      if (own[local].kind == EdgeKind::kLaunch && ideal.close_launches[r]) w = 0;
-      std::optional<ActivityKind> kind = g.graphs[r].spanActivity(own[local]);
+      if (rg.edge(local).kind == EdgeKind::kLaunch && ideal.close_launches[r]) w = 0;
+      std::optional<ActivityKind> kind = rg.spanActivity(rg.edge(local));
       if (kind == ActivityKind::kCompute) w = scaled(w, ideal.compute_scale[r]);
       if (kind == ActivityKind::kCommunication && !g.in_operation[i]) w = scaled(w, ideal.communication_scale[r]);
       retime(plan, g.scratch, i, w);
@@ -1261,6 +1326,7 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
     return std::move(result);
   };
   if (input.run.ranks.size() < 2 || common_steps == SIZE_MAX) return finish();
+  OperationSpans spans(input.run, indexes, input.collectives());
   for (size_t i = 0; i < common_steps; ++i) {
     std::vector<Interval> windows;
     int64_t number = -1, longest = 0;
@@ -1270,7 +1336,7 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
       longest = std::max(longest, w.window.length());
       if (input.hasSteps()) number = w.number;
     }
-    buildRunGraph(input.run, indexes, input.collectives(), windows, graph);
+    buildRunGraph(input.run, indexes, input.collectives(), windows, graph, &spans);
     RunStepPath path = runPath(graph);
     if (path.window.length() <= 0) continue;
     what_if.add(graph, input.run, findings, path.length_ns, longest);

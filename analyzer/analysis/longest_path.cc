@@ -7,21 +7,22 @@
 namespace gpuxray::analysis {
 namespace {
 
-// The nodes by (time, node): a stable radix sort of their times, 11 bits a pass over the span they cover.
+// `order`'s nodes (ascending) by (time, node): a stable radix sort of their times, 11 bits a pass over
+// the span they cover.
 void timeOrder(const std::vector<int64_t>& times, std::vector<uint32_t>& order) {
-  size_t nodes = times.size();
-  order.resize(nodes);
-  for (uint32_t n = 0; n < nodes; ++n) order[n] = n;
-  if (nodes == 0 || std::is_sorted(times.begin(), times.end())) return;
-  auto [low, high] = std::minmax_element(times.begin(), times.end());
-  uint64_t span = static_cast<uint64_t>(*high) - static_cast<uint64_t>(*low);
+  size_t nodes = order.size();
+  auto earlier = [&](uint32_t a, uint32_t b) { return times[a] < times[b]; };
+  if (nodes == 0 || std::is_sorted(order.begin(), order.end(), earlier)) return;
+  auto [low_at, high_at] = std::minmax_element(order.begin(), order.end(), earlier);
+  int64_t low = times[*low_at];
+  uint64_t span = static_cast<uint64_t>(times[*high_at]) - static_cast<uint64_t>(low);
   constexpr int kBits = 11;
   std::vector<uint32_t> counts(size_t{1} << kBits);
   // Spans under 2^32 ns (most steps) sort (time << 32 | node) words, half the bytes of the general case.
   if (span < (uint64_t{1} << 32)) {
     std::vector<uint64_t> keyed(nodes), sorted(nodes);
-    for (uint32_t n = 0; n < nodes; ++n)
-      keyed[n] = (static_cast<uint64_t>(times[n]) - static_cast<uint64_t>(*low)) << 32 | n;
+    for (size_t k = 0; k < nodes; ++k)
+      keyed[k] = (static_cast<uint64_t>(times[order[k]]) - static_cast<uint64_t>(low)) << 32 | order[k];
     for (int shift = 32; shift < 64 && (span >> (shift - 32)) != 0; shift += kBits) {
       std::fill(counts.begin(), counts.end(), 0);
       for (uint64_t k : keyed) ++counts[(k >> shift) & ((1u << kBits) - 1)];
@@ -30,7 +31,7 @@ void timeOrder(const std::vector<int64_t>& times, std::vector<uint32_t>& order) 
       for (uint64_t k : keyed) sorted[counts[(k >> shift) & ((1u << kBits) - 1)]++] = k;
       keyed.swap(sorted);
     }
-    for (uint32_t n = 0; n < nodes; ++n) order[n] = static_cast<uint32_t>(keyed[n]);
+    for (size_t k = 0; k < nodes; ++k) order[k] = static_cast<uint32_t>(keyed[k]);
     return;
   }
   struct Keyed {
@@ -38,7 +39,8 @@ void timeOrder(const std::vector<int64_t>& times, std::vector<uint32_t>& order) 
     uint32_t node;
   };
   std::vector<Keyed> keyed(nodes), sorted(nodes);
-  for (uint32_t n = 0; n < nodes; ++n) keyed[n] = {static_cast<uint64_t>(times[n]) - static_cast<uint64_t>(*low), n};
+  for (size_t k = 0; k < nodes; ++k)
+    keyed[k] = {static_cast<uint64_t>(times[order[k]]) - static_cast<uint64_t>(low), order[k]};
   for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += kBits) {
     std::fill(counts.begin(), counts.end(), 0);
     for (const Keyed& k : keyed) ++counts[(k.key >> shift) & ((1u << kBits) - 1)];
@@ -47,90 +49,153 @@ void timeOrder(const std::vector<int64_t>& times, std::vector<uint32_t>& order) 
     for (const Keyed& k : keyed) sorted[counts[(k.key >> shift) & ((1u << kBits) - 1)]++] = k;
     keyed.swap(sorted);
   }
-  for (uint32_t n = 0; n < nodes; ++n) order[n] = keyed[n].node;
+  for (size_t k = 0; k < nodes; ++k) order[k] = keyed[k].node;
+}
+
+// Which nodes a plan leaves out (Chains::kMerged): one edge in and one out, both forward. Per node and
+// side, `in_edges` and `out_edges` count 1 for one forward edge and 2 for anything more.
+void markMergedNodes(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan) {
+  size_t nodes = times.size();
+  plan.in_edges.assign(nodes, 0);
+  plan.out_edges.assign(nodes, 0);
+  plan.single_in.resize(nodes);
+  plan.merged.resize(nodes);
+  for (uint32_t i = 0; i < edges.size(); ++i) {
+    const Edge& e = edges[i];
+    uint8_t one = std::pair(times[e.from], e.from) < std::pair(times[e.to], e.to) ? 1 : 2;
+    plan.in_edges[e.to] = plan.in_edges[e.to] == 0 ? one : 2;
+    plan.out_edges[e.from] = plan.out_edges[e.from] == 0 ? one : 2;
+    plan.single_in[e.to] = i;
+  }
+  for (size_t n = 0; n < nodes; ++n) plan.merged[n] = plan.in_edges[n] == 1 && plan.out_edges[n] == 1;
 }
 
 }  // namespace
 
-void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan) {
+void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan, Chains chains) {
   size_t nodes = times.size();
-  // By node first, where a rank's edges stay among its own nodes.
+  if (chains == Chains::kMerged) {
+    markMergedNodes(times, edges, plan);
+  } else {
+    plan.merged.assign(nodes, 0);
+  }
+  // The nodes left, numbered densely in node order (`kept_node`, and per node its number in `dense`).
+  std::vector<uint32_t>& dense = plan.dense;
+  std::vector<uint32_t>& kept_node = plan.kept_node;
+  dense.resize(nodes);
+  kept_node.clear();
+  for (uint32_t n = 0; n < nodes; ++n) {
+    if (!plan.merged[n]) dense[n] = static_cast<uint32_t>(kept_node.size()), kept_node.push_back(n);
+  }
+  size_t kept = kept_node.size();
+  // By node first, where a rank's edges stay among its own nodes; an edge into a merged node stands for
+  // its whole chain, at the chain's last edge (so that a node's incoming edges keep their order).
   std::vector<uint32_t>& node_first_in = plan.node_first_in;
+  std::vector<PathPlan::Incoming>& chain_list = plan.chains;
   std::vector<PathPlan::Incoming>& incoming = plan.node_incoming;
   std::vector<uint32_t>& first_out = plan.first_out;
-  node_first_in.assign(nodes + 1, 0);
-  first_out.assign(nodes + 1, 0);
-  for (const Edge& e : edges) ++node_first_in[e.to + 1], ++first_out[e.from + 1];
-  for (size_t n = 0; n < nodes; ++n) node_first_in[n + 1] += node_first_in[n], first_out[n + 1] += first_out[n];
-  incoming.resize(edges.size());
-  std::vector<uint32_t>& outgoing = plan.out_target;  // the targets' nodes
-  outgoing.resize(edges.size());
-  {
-    std::vector<uint32_t> in_fill(node_first_in.begin(), node_first_in.end() - 1),
-        out_fill(first_out.begin(), first_out.end() - 1);
-    for (uint32_t i = 0; i < edges.size(); ++i) {
-      incoming[in_fill[edges[i].to]++] = {i, edges[i].from, edges[i].weight};
-      outgoing[out_fill[edges[i].from]++] = edges[i].to;
+  node_first_in.assign(kept + 1, 0);
+  first_out.assign(kept + 1, 0);
+  plan.edge_weight.resize(edges.size());
+  plan.chain_prev.resize(edges.size());
+  chain_list.clear();
+  std::vector<uint32_t>& chain_last = plan.chain_last;
+  chain_last.resize(edges.size());
+  for (uint32_t i = 0; i < edges.size(); ++i) {
+    plan.edge_weight[i] = edges[i].weight;
+    plan.chain_prev[i] = plan.merged[edges[i].from] ? plan.single_in[edges[i].from] : UINT32_MAX;
+    if (plan.merged[edges[i].to]) continue;
+    uint32_t first = i;
+    int64_t weight = edges[i].weight;
+    for (uint32_t e = i; plan.merged[edges[e].from];) {
+      e = plan.single_in[edges[e].from];
+      chain_last[e] = i;
+      weight += edges[e].weight;
+      first = e;
     }
+    chain_last[i] = i;
+    chain_list.push_back({i, edges[first].from, weight});
+    ++node_first_in[dense[edges[i].to]], ++first_out[dense[edges[first].from]];
+  }
+  // Each node's count becomes where its edges end, then, filled backwards, where they begin.
+  for (size_t d = 1; d < kept; ++d) node_first_in[d] += node_first_in[d - 1], first_out[d] += first_out[d - 1];
+  if (kept > 0) node_first_in[kept] = node_first_in[kept - 1], first_out[kept] = first_out[kept - 1];
+  std::vector<uint32_t>& outgoing = plan.out_target;  // the targets, numbered densely
+  outgoing.resize(chain_list.size());
+  incoming.resize(chain_list.size());
+  for (auto in = chain_list.rbegin(); in != chain_list.rend(); ++in) {
+    uint32_t to = dense[edges[in->edge].to];
+    incoming[--node_first_in[to]] = *in;
+    outgoing[--first_out[dense[in->from]]] = to;
   }
   std::vector<uint32_t>& order = plan.node;
+  order.assign(kept_node.begin(), kept_node.end());
   // When every edge runs forward in (time, node) order, as in most steps, that order is Kahn's: the
   // earliest ready node is always the earliest one left.
-  auto forward = [&](const Edge& e) { return std::pair(times[e.from], e.from) < std::pair(times[e.to], e.to); };
-  if (std::all_of(edges.begin(), edges.end(), forward)) {
+  auto forward = [&](const PathPlan::Incoming& in) {
+    uint32_t to = edges[in.edge].to;
+    return std::pair(times[in.from], in.from) < std::pair(times[to], to);
+  };
+  if (std::all_of(incoming.begin(), incoming.end(), forward)) {
     timeOrder(times, order);
   } else {
-    std::vector<uint32_t> pending(nodes);
+    std::vector<uint32_t> pending(kept);
     using Ready = std::pair<int64_t, uint32_t>;
     std::vector<Ready> heap;
-    heap.reserve(nodes);
+    heap.reserve(kept);
     auto later = std::greater<>();
-    for (uint32_t n = 0; n < nodes; ++n) {
-      pending[n] = node_first_in[n + 1] - node_first_in[n];
-      if (pending[n] == 0) heap.emplace_back(times[n], n);
+    for (uint32_t d = 0; d < kept; ++d) {
+      pending[d] = node_first_in[d + 1] - node_first_in[d];
+      if (pending[d] == 0) heap.emplace_back(times[kept_node[d]], kept_node[d]);
     }
     std::make_heap(heap.begin(), heap.end(), later);
     order.clear();
-    order.reserve(nodes);
     while (!heap.empty()) {
       std::pop_heap(heap.begin(), heap.end(), later);
       uint32_t n = heap.back().second;
       heap.pop_back();
       order.push_back(n);
-      for (uint32_t k = first_out[n]; k < first_out[n + 1]; ++k) {
+      for (uint32_t k = first_out[dense[n]]; k < first_out[dense[n] + 1]; ++k) {
         uint32_t to = outgoing[k];
         if (--pending[to] == 0) {
-          heap.emplace_back(times[to], to);
+          heap.emplace_back(times[kept_node[to]], kept_node[to]);
           std::push_heap(heap.begin(), heap.end(), later);
         }
       }
     }
   }
+  // A cycle leaves nodes unreached, where a merged node could have ended the path before its chain's
+  // unreached end: such a graph keeps its chains.
+  if (order.size() < kept && chains == Chains::kMerged) return planOf(times, edges, plan, Chains::kKept);
   plan.reached = static_cast<uint32_t>(order.size());
-  plan.position.assign(nodes, UINT32_MAX);
-  for (uint32_t p = 0; p < order.size(); ++p) plan.position[order[p]] = p;
-  for (uint32_t n = 0; n < nodes && order.size() < nodes; ++n) {
-    if (plan.position[n] == UINT32_MAX) plan.position[n] = static_cast<uint32_t>(order.size()), order.push_back(n);
+  plan.position.assign(kept, UINT32_MAX);
+  for (uint32_t p = 0; p < order.size(); ++p) plan.position[dense[order[p]]] = p;
+  for (uint32_t d = 0; d < kept && order.size() < kept; ++d) {
+    if (plan.position[d] == UINT32_MAX)
+      plan.position[d] = static_cast<uint32_t>(order.size()), order.push_back(kept_node[d]);
   }
   // Then by position, written in order.
-  plan.first_in.resize(nodes + 1);
-  plan.in_source.resize(edges.size());
-  plan.in_edge.resize(edges.size());
-  plan.in_weight.resize(edges.size());
+  plan.first_in.resize(kept + 1);
+  plan.in_source.resize(incoming.size());
+  plan.in_edge.resize(incoming.size());
+  plan.in_weight.resize(incoming.size());
   plan.slot_of.resize(edges.size());
   uint32_t slot = 0;
-  for (uint32_t p = 0; p < nodes; ++p) {
+  for (uint32_t p = 0; p < kept; ++p) {
     plan.first_in[p] = slot;
-    uint32_t n = order[p];
-    for (uint32_t k = node_first_in[n]; k < node_first_in[n + 1]; ++k, ++slot) {
+    uint32_t d = dense[order[p]];
+    for (uint32_t k = node_first_in[d]; k < node_first_in[d + 1]; ++k, ++slot) {
       const PathPlan::Incoming& in = incoming[k];
-      plan.in_source[slot] = plan.position[in.from];
+      plan.in_source[slot] = plan.position[dense[in.from]];
       plan.in_edge[slot] = in.edge;
       plan.in_weight[slot] = in.weight;
       plan.slot_of[in.edge] = slot;
     }
   }
-  plan.first_in[nodes] = slot;
+  plan.first_in[kept] = slot;
+  if (kept < nodes) {
+    for (uint32_t i = 0; i < edges.size(); ++i) plan.slot_of[i] = plan.slot_of[chain_last[i]];
+  }
 }
 
 LongestPath longestPathOf(const PathPlan& plan, PathEnd end_rule, PathScratch* scratch) {
@@ -160,7 +225,8 @@ LongestPath longestPathOf(const PathPlan& plan, PathEnd end_rule, PathScratch* s
   out.length = distance[end];
   uint32_t first = end;
   while (via[first] >= 0) {
-    out.edges.push_back(plan.in_edge[static_cast<size_t>(via[first])]);
+    for (uint32_t e = plan.in_edge[static_cast<size_t>(via[first])]; e != UINT32_MAX; e = plan.chain_prev[e])
+      out.edges.push_back(e);
     first = plan.in_source[static_cast<size_t>(via[first])];
   }
   out.first = plan.node[first];
@@ -169,11 +235,22 @@ LongestPath longestPathOf(const PathPlan& plan, PathEnd end_rule, PathScratch* s
   return out;
 }
 
+namespace {
+
+void putWeightsBack(PathPlan& plan, PathScratch& scratch) {
+  for (auto it = scratch.changed_slots.rbegin(); it != scratch.changed_slots.rend(); ++it)
+    plan.in_weight[it->first] = it->second;
+  for (auto it = scratch.changed_edges.rbegin(); it != scratch.changed_edges.rend(); ++it)
+    plan.edge_weight[it->first] = it->second;
+  scratch.changed_slots.clear();
+  scratch.changed_edges.clear();
+}
+
+}  // namespace
+
 int64_t retimedLength(PathPlan& plan, PathScratch& scratch) {
   if (plan.reached == 0) {
-    for (auto it = scratch.changed_slots.rbegin(); it != scratch.changed_slots.rend(); ++it)
-      plan.in_weight[it->first] = it->second;
-    scratch.changed_slots.clear();
+    putWeightsBack(plan, scratch);
     return 0;
   }
   std::vector<int64_t>& retimed = scratch.retimed;
@@ -198,8 +275,8 @@ int64_t retimedLength(PathPlan& plan, PathScratch& scratch) {
       if (best != retimed[p]) {
         scratch.changed_positions.emplace_back(p, retimed[p]);
         retimed[p] = best;
-        uint32_t n = plan.node[p];
-        for (uint32_t k = plan.first_out[n]; k < plan.first_out[n + 1]; ++k)
+        uint32_t d = plan.dense[plan.node[p]];
+        for (uint32_t k = plan.first_out[d]; k < plan.first_out[d + 1]; ++k)
           scratch.dirty[plan.position[plan.out_target[k]]] = 1;
       }
     }
@@ -207,21 +284,22 @@ int64_t retimedLength(PathPlan& plan, PathScratch& scratch) {
   }
   for (uint32_t p = plan.reached; p < scratch.dirty.size(); ++p) scratch.dirty[p] = 0;
   for (const auto& [p, before] : scratch.changed_positions) retimed[p] = before;
-  for (auto it = scratch.changed_slots.rbegin(); it != scratch.changed_slots.rend(); ++it)
-    plan.in_weight[it->first] = it->second;
   scratch.changed_positions.clear();
-  scratch.changed_slots.clear();
+  putWeightsBack(plan, scratch);
   return length;
 }
 
 int64_t weightOf(const PathPlan& plan, uint32_t edge) {
-  return plan.in_weight[plan.slot_of[edge]];
+  return plan.edge_weight[edge];
 }
 void retime(PathPlan& plan, PathScratch& scratch, uint32_t edge, int64_t weight) {
+  int64_t& own = plan.edge_weight[edge];
+  if (own == weight) return;
   uint32_t slot = plan.slot_of[edge];
-  if (plan.in_weight[slot] == weight) return;
+  scratch.changed_edges.emplace_back(edge, own);
   scratch.changed_slots.emplace_back(slot, plan.in_weight[slot]);
-  plan.in_weight[slot] = weight;
+  plan.in_weight[slot] += weight - own;
+  own = weight;
 }
 
 }  // namespace gpuxray::analysis

@@ -33,6 +33,14 @@ struct LongestPath {
   bool empty = true;
 };
 
+// Whether a plan merges chains: a node with one edge in and one out, both forward in (time, node), is
+// left out of the order and its two edges become one, of their summed weight, that keeps the original
+// edges (to give the path back edge by edge) and their own weights (a re-timing changes them one by
+// one). Kahn's order of the other nodes, their distances and the path stay the same; only the end the
+// earliest rule takes can differ (a merged node can tie the longest path's length before its chain's
+// end does), so a merged plan serves PathEnd::kLatest only.
+enum class Chains : uint8_t { kKept, kMerged };
+
 // What the longest path needs of a graph whatever its weights, numbered by position in Kahn's order
 // (earliest first; the nodes it never reaches after those it does): each position's incoming edges,
 // their sources' positions and weights side by side, so that a pass reads them in order. A what-if
@@ -40,26 +48,36 @@ struct LongestPath {
 // their memory from one step to the next.
 struct PathPlan {
   uint32_t reached = 0;              // positions [0, reached) are Kahn's order
-  std::vector<uint32_t> node;        // per position, its node
-  std::vector<uint32_t> position;    // per node, its position
+  std::vector<uint32_t> node;        // per position, its node (merged nodes have none)
+  std::vector<uint32_t> dense;       // per node left (not merged), its number among them, in node order
+  std::vector<uint32_t> kept_node;   // per such number, its node
+  std::vector<uint32_t> position;    // by that number, the node's position
   std::vector<uint32_t> first_in;    // per position, its first incoming slot
-  std::vector<uint32_t> in_source;   // per slot (by destination, then edge index): the source's position
-  std::vector<uint32_t> in_edge;     // per slot, the edge
-  std::vector<int64_t> in_weight;    // per slot, the edge's weight
-  std::vector<uint32_t> slot_of;     // per edge, its slot
-  std::vector<uint32_t> first_out;   // per node, its first outgoing edge's target in `out_target`
-  std::vector<uint32_t> out_target;  // the targets' nodes (a re-timing looks up the positions of the few it reaches)
+  std::vector<uint32_t> in_source;   // per slot (by destination, then last edge's index): the source's position
+  std::vector<uint32_t> in_edge;     // per slot, its edge (of a chain, the last)
+  std::vector<int64_t> in_weight;    // per slot, its edge's weight (of a chain, the sum)
+  std::vector<uint32_t> slot_of;     // per edge, its slot (its chain's)
+  std::vector<int64_t> edge_weight;  // per edge, its own weight
+  std::vector<uint32_t> chain_prev;  // per edge, the edge before it in its chain (UINT32_MAX: the first)
+  std::vector<uint32_t> first_out;   // by number, its first outgoing edge's target in `out_target`
+  std::vector<uint32_t> out_target;  // the targets' numbers (a re-timing looks up the positions of the few it reaches)
   struct Incoming {
     uint32_t edge;
     uint32_t from;
     int64_t weight;
   };
-  std::vector<uint32_t> node_first_in;  // by node: its incoming edges (while planning)
-  std::vector<Incoming> node_incoming;
+  // While planning: the edges (chains merged) in order of their last edges, then by destination (from
+  // node_first_in, by number); per node, its edges in and out; per edge, the last edge of its chain.
+  std::vector<uint32_t> node_first_in;
+  std::vector<Incoming> chains, node_incoming;
+  std::vector<uint32_t> chain_last;
+  std::vector<uint8_t> in_edges, out_edges, merged;
+  std::vector<uint32_t> single_in;
 };
 
 // `plan` of the nodes' `times` and `edges` (its buffers are reused).
-void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan);
+void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan,
+            Chains chains = Chains::kKept);
 
 // A pass's distances, by position, and the edges' weights a re-timing changed (to put them back).
 struct PathScratch {
@@ -67,7 +85,8 @@ struct PathScratch {
   std::vector<int64_t> longest_up_to;  // by position, the longest of distance[0..position]
   std::vector<int64_t> retimed;        // distance, as a re-timing changes it (put back after each)
   std::vector<uint8_t> dirty;          // by position: an incoming weight or source's distance changed
-  std::vector<std::pair<uint32_t, int64_t>> changed_slots, changed_positions;  // (where, the value before)
+  // (where, the value before)
+  std::vector<std::pair<uint32_t, int64_t>> changed_edges, changed_slots, changed_positions;
 };
 
 // The longest path with the plan's weights; `scratch` keeps its distances for re-timings.
