@@ -193,7 +193,8 @@ class Encoder {
       header(v);
     } else if constexpr (std::is_same_v<T, report::Stats>) {
       stats(v);
-    } else if constexpr (std::is_same_v<T, PackedColumn> || std::is_same_v<T, TimePoints::Gaps>) {
+    } else if constexpr (std::is_same_v<T, PackedColumn> || std::is_same_v<T, TimePoints::Gaps> ||
+                         std::is_same_v<T, model::NcclOps>) {
       auto values = v.values();  // as a vector: packing is the memory's business, not the file's
       value(values);
     } else {
@@ -308,6 +309,11 @@ class Decoder {
       decltype(v.values()) values;
       value(values);
       v = T(values);
+    } else if constexpr (std::is_same_v<T, model::NcclOps>) {
+      std::vector<model::NcclOp> values;
+      value(values);
+      v = model::NcclOps(std::move(values));
+      v.pack();  // a skeleton's
     } else {
       Fields<T>::visit(*this, v);
     }

@@ -585,7 +585,9 @@ class KinetoRankBuilder {
       op.operation_id = rank_.nccl_ops.size() + 1;
       rank_.nccl_ops.push_back(op);
     }
-    std::stable_sort(rank_.nccl_ops.begin(), rank_.nccl_ops.end(), [](const auto& a, const auto& b) { return a.enqueue_ns < b.enqueue_ns; });
+    rank_.nccl_ops.change([](std::vector<model::NcclOp>& ops) {
+      std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.enqueue_ns < b.enqueue_ns; });
+    });
     collectives_ = {};
     param_comms_ = {};
     param_comms_in_time_ = {};

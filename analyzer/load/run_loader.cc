@@ -214,7 +214,9 @@ class RankBuilder {
     sortIfNeeded(rank_.host_calls, [](const auto& a, const auto& b) { return a.correlation_id < b.correlation_id; });
     trimExcess(rank_.host_calls);
     rank_.indexLaunches();
-    sortIfNeeded(rank_.nccl_ops, [](const auto& a, const auto& b) { return a.enqueue_ns < b.enqueue_ns; });
+    rank_.nccl_ops.change([](std::vector<model::NcclOp>& ops) {
+      sortIfNeeded(ops, [](const auto& a, const auto& b) { return a.enqueue_ns < b.enqueue_ns; });
+    });
     sortIfNeeded(rank_.metric_samples, [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
   }
 

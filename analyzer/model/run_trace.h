@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analyzer/model/nccl_ops.h"
 #include "analyzer/report/stats.h"
 #include "proto/records.h"
 
@@ -149,28 +150,6 @@ struct Communicator {
   uint32_t device = 0;
 };
 
-struct NcclOp {
-  format::NcclOperationKind kind = format::NcclOperationKind::kUnknown;
-  uint64_t comm_hash = 0;
-  uint64_t seq = 0;
-  uint32_t func_id = 0;
-  uint32_t algorithm_id = 0;
-  uint32_t protocol_id = 0;
-  uint32_t datatype_id = 0;
-  int64_t enqueue_ns = 0;
-  int64_t gpu_start_ns = 0;  // 0: no GPU times
-  int64_t gpu_end_ns = 0;
-  uint64_t bytes = 0;
-  uint64_t count = 0;
-  int32_t root = 0;
-  int32_t peer = 0;
-  uint32_t channels = 0;
-  uint32_t device = 0;
-  uint64_t operation_id = 0;
-  uint64_t gpu_clock_error_ns = 0;
-  bool hasGpuTimes() const { return gpu_start_ns != 0 && gpu_end_ns >= gpu_start_ns; }
-};
-
 struct NetTransfer {
   uint64_t operation_id = 0;
   uint64_t comm_hash = 0;
@@ -218,7 +197,7 @@ struct RankTrace {
   std::vector<HostOp> host_ops;         // by start time
   std::vector<MemoryChange> memory;     // by time
   std::vector<Communicator> communicators;
-  std::vector<NcclOp> nccl_ops;  // by enqueue time
+  NcclOps nccl_ops;  // by enqueue time; packed in a skeleton
   std::vector<NetTransfer> transfers;
   // The header's links and those written during capture (CUPTI reports NVLink and PCIe links as
   // activity records), each once.
