@@ -141,6 +141,10 @@ struct IsArray : std::false_type {};
 template <typename T, size_t N>
 struct IsArray<std::array<T, N>> : std::true_type {};
 template <typename T>
+struct IsPackableRecords : std::false_type {};
+template <typename Record, typename Packing>
+struct IsPackableRecords<model::PackableRecords<Record, Packing>> : std::true_type {};
+template <typename T>
 struct IsPair : std::false_type {};
 template <typename A, typename B>
 struct IsPair<std::pair<A, B>> : std::true_type {};
@@ -194,7 +198,7 @@ class Encoder {
     } else if constexpr (std::is_same_v<T, report::Stats>) {
       stats(v);
     } else if constexpr (std::is_same_v<T, PackedColumn> || std::is_same_v<T, TimePoints::Gaps> ||
-                         std::is_same_v<T, model::NcclOps>) {
+                         IsPackableRecords<T>::value || std::is_same_v<T, model::RankStrings>) {
       auto values = v.values();  // as a vector: packing is the memory's business, not the file's
       value(values);
     } else {
@@ -309,11 +313,16 @@ class Decoder {
       decltype(v.values()) values;
       value(values);
       v = T(values);
-    } else if constexpr (std::is_same_v<T, model::NcclOps>) {
-      std::vector<model::NcclOp> values;
+    } else if constexpr (IsPackableRecords<T>::value) {
+      decltype(v.values()) values;
       value(values);
-      v = model::NcclOps(std::move(values));
+      v = T(std::move(values));
       v.pack();  // a skeleton's
+    } else if constexpr (std::is_same_v<T, model::RankStrings>) {
+      std::vector<std::string> values;
+      value(values);
+      if (values.empty() || !values.front().empty()) throw Damage{"its strings do not begin with the empty one"};
+      v = model::RankStrings(values);
     } else {
       Fields<T>::visit(*this, v);
     }

@@ -94,18 +94,6 @@ TimePoints timePoints(const model::RankTrace& rank, const GpuTimeSets& sets) {
 
 }  // namespace
 
-namespace {
-
-// One field of every row, packed.
-template <typename Row>
-PackedColumn packedField(const std::vector<Row>& rows, int64_t Row::*field) {
-  std::vector<int64_t> column(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) column[i] = rows[i].*field;
-  return PackedColumn(column);
-}
-
-}  // namespace
-
 TimePoints::TimePoints(const std::vector<TimePoint>& points) {
   time = packedField(points, &TimePoint::time);
   compute = packedField(points, &TimePoint::compute);
@@ -331,7 +319,7 @@ void reduceToSkeleton(model::RankTrace& rank) {
   rank.streams.shrink_to_fit();
   rank.threads.shrink_to_fit();
   rank.api_functions.shrink_to_fit();
-  rank.nvtx.shrink_to_fit();
+  rank.nvtx.pack();
   rank.host_ops.shrink_to_fit();
   rank.communicators.shrink_to_fit();
   rank.nccl_ops.pack();

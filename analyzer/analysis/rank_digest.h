@@ -90,6 +90,7 @@ struct TimePoint {
 };
 
 using model::PackedColumn;
+using model::packedField;
 
 // A rank's time points, by time, kept column by column (two a NCCL operation, 10^4-10^5 a rank):
 // a gap is held once however many points lie in it, and the columns are packed, so a point takes

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace gpuxray::model {
@@ -32,5 +33,13 @@ class PackedColumn {
   std::vector<uint32_t> offsets_;  // per value: from its block's base, or kMinimum, kMaximum
   std::vector<int64_t> wide_;      // every value, when one did not fit
 };
+
+// One field of every row, packed: `field` is a member pointer or a function of a row giving an int64_t.
+template <typename Row, typename Field>
+PackedColumn packedField(const std::vector<Row>& rows, Field field) {
+  std::vector<int64_t> column(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) column[i] = std::invoke(field, rows[i]);
+  return PackedColumn(column);
+}
 
 }  // namespace gpuxray::model

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "analyzer/model/nccl_ops.h"
+#include "analyzer/model/nvtx_ranges.h"
+#include "analyzer/model/rank_strings.h"
 #include "analyzer/report/stats.h"
 #include "proto/records.h"
 
@@ -104,15 +106,6 @@ inline constexpr std::string_view kKinetoWholeMicrosecondsTimeBase = "PyTorch pr
 // HostOp.
 inline bool isStepCpuOp(std::string_view name) { return name.find("ProfilerStep") != std::string_view::npos; }
 
-struct NvtxRange {
-  int64_t start_ns = 0;
-  int64_t end_ns = 0;
-  uint32_t name_id = 0;
-  uint32_t domain_id = 0;
-  uint64_t thread_id = 0;
-  uint32_t depth = 0;
-};
-
 // A PyTorch-profiler cpu_op (an aten op, an autograd node, a module's record_function of older
 // PyTorch): the op tree's nodes in traces that have no NVTX ranges for them (32 bytes).
 struct HostOp {
@@ -186,14 +179,14 @@ struct RankTrace {
   bool whole_microsecond_times = false;
   // The file's header, with the links, devices and clock anchors its later batches added appended.
   format::FileHeader header;
-  std::vector<std::string> strings{""};  // id 0 is ""
+  RankStrings strings;  // id 0 is ""
   std::vector<LaunchConfig> launch_configs;
   std::vector<StreamKey> streams;
   std::vector<GpuActivity> activities;  // by start time
   std::vector<HostCall> host_calls;     // by correlation id
   std::vector<uint64_t> threads;        // the OS thread ids HostCall::thread indexes
   std::vector<uint32_t> api_functions{0};  // HostCall::function -> string id of its name; 0: unknown
-  std::vector<NvtxRange> nvtx;          // by start time
+  NvtxRanges nvtx;                      // by start time; packed in a skeleton
   std::vector<HostOp> host_ops;         // by start time
   std::vector<MemoryChange> memory;     // by time
   std::vector<Communicator> communicators;
