@@ -231,6 +231,24 @@ TEST_CASE("two phases: a digest's packed time column gives back every value", "[
     CHECK(times.lowerBound(t) == static_cast<size_t>(expected));
   }
   CHECK(PackedColumn(std::vector<int64_t>{}).lowerBound(5) == 0);
+
+  // Offsets take the bytes the widest needs: sequence numbers one, a constant none.
+  std::vector<int64_t> sequence, constant(100, 42), narrow_with_sentinels;
+  for (int64_t i = 0; i < 100; ++i) sequence.push_back(1'000'000 + i);
+  for (int64_t i = 0; i < 100; ++i)
+    narrow_with_sentinels.push_back(i % 7 == 3 ? INT64_MIN : i % 11 == 4 ? INT64_MAX : i);
+  for (const auto* column : {&sequence, &constant, &narrow_with_sentinels}) {
+    PackedColumn narrow(*column);
+    CHECK(narrow.values() == *column);
+    CHECK(narrow.bytes() < column->size() * 2);
+  }
+  CHECK(PackedColumn(constant).bytes() < 40);
+  // The two largest codes of a width stand for the sentinels: offsets that reach them take more bytes.
+  for (int64_t top :
+       std::vector<int64_t>{253, 254, 255, 256, 65'533, 65'534, 65'535, 4'294'967'293, 4'294'967'294, 4'294'967'295}) {
+    std::vector<int64_t> edge{kEpoch, kEpoch + top, kEpoch + 1};
+    CHECK(PackedColumn(edge).values() == edge);
+  }
 }
 
 TEST_CASE("two phases: a skeleton's packed NCCL operations, NVTX ranges and strings give back every value",
@@ -293,6 +311,11 @@ TEST_CASE("two phases: a skeleton's packed NCCL operations, NVTX ranges and stri
   strings.push_back("AllReduce");
   CHECK(strings.values() == std::vector<std::string>{"", "ProfilerStep#123", "", "AllReduce"});
   CHECK(gpuxray::model::RankStrings(strings.values()).values() == strings.values());
+  strings.pack();
+  CHECK(strings[1] == "ProfilerStep#123");
+  CHECK(strings[3] == "AllReduce");
+  strings.push_back("Broadcast");  // unpacks
+  CHECK(strings.values() == std::vector<std::string>{"", "ProfilerStep#123", "", "AllReduce", "Broadcast"});
 }
 
 TEST_CASE("two phases: a digest whose windows are forgotten still tells the windows it was made over", "[digest]") {

@@ -323,6 +323,7 @@ class Decoder {
       value(values);
       if (values.empty() || !values.front().empty()) throw Damage{"its strings do not begin with the empty one"};
       v = model::RankStrings(values);
+      v.pack();  // a skeleton's
     } else {
       Fields<T>::visit(*this, v);
     }

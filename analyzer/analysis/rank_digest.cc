@@ -314,7 +314,7 @@ void reduceToSkeleton(model::RankTrace& rank) {
   release(rank.metric_samples);
   // What stays is held until the end: no room for growth (the loader's vectors doubled, so up to
   // half of each is spare: 30 kB a rank of string slots alone at 500 steps).
-  rank.strings.shrink_to_fit();
+  rank.strings.pack();
   rank.launch_configs.shrink_to_fit();
   rank.streams.shrink_to_fit();
   rank.threads.shrink_to_fit();

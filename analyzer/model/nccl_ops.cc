@@ -16,15 +16,17 @@ uint64_t asUnsigned(int64_t v) {
 
 PackedNcclOps::PackedNcclOps(const std::vector<NcclOp>& ops) {
   std::map<Description, uint32_t> known;
-  description_of_.reserve(ops.size());
+  std::vector<int64_t> description_of;
+  description_of.reserve(ops.size());
   for (const NcclOp& op : ops) {
     Description d{op.kind,  op.comm_hash, op.func_id, op.algorithm_id, op.protocol_id, op.datatype_id,
                   op.bytes, op.count,     op.root,    op.peer,         op.channels,    op.device};
     auto [it, added] = known.emplace(d, static_cast<uint32_t>(descriptions_.size()));
     if (added) descriptions_.push_back(d);
-    description_of_.push_back(it->second);
+    description_of.push_back(it->second);
   }
   descriptions_.shrink_to_fit();
+  description_of_ = PackedColumn(description_of);
   seq_ = packedField(ops, [](const NcclOp& op) { return asSigned(op.seq); });
   enqueue_ns_ = packedField(ops, [](const NcclOp& op) { return op.enqueue_ns; });
   gpu_start_ns_ = packedField(ops, [](const NcclOp& op) { return op.gpu_start_ns; });
@@ -34,7 +36,7 @@ PackedNcclOps::PackedNcclOps(const std::vector<NcclOp>& ops) {
 }
 
 NcclOp PackedNcclOps::operator[](size_t i) const {
-  const Description& d = descriptions_[description_of_[i]];
+  const Description& d = descriptions_[static_cast<size_t>(description_of_[i])];
   NcclOp op;
   op.kind = d.kind;
   op.comm_hash = d.comm_hash;
@@ -51,9 +53,8 @@ NcclOp PackedNcclOps::operator[](size_t i) const {
 }
 
 size_t PackedNcclOps::bytes() const {
-  return descriptions_.capacity() * sizeof(Description) + description_of_.capacity() * sizeof(uint32_t) + seq_.bytes() +
-         enqueue_ns_.bytes() + gpu_start_ns_.bytes() + gpu_end_ns_.bytes() + operation_id_.bytes() +
-         gpu_clock_error_ns_.bytes();
+  return descriptions_.capacity() * sizeof(Description) + description_of_.bytes() + seq_.bytes() + enqueue_ns_.bytes() +
+         gpu_start_ns_.bytes() + gpu_end_ns_.bytes() + operation_id_.bytes() + gpu_clock_error_ns_.bytes();
 }
 
 }  // namespace gpuxray::model

@@ -186,7 +186,7 @@ struct RankTrace {
   std::vector<HostCall> host_calls;     // by correlation id
   std::vector<uint64_t> threads;        // the OS thread ids HostCall::thread indexes
   std::vector<uint32_t> api_functions{0};  // HostCall::function -> string id of its name; 0: unknown
-  NvtxRanges nvtx;                      // by start time; packed in a skeleton
+  NvtxRanges nvtx;                         // by start time; packed in a skeleton
   std::vector<HostOp> host_ops;         // by start time
   std::vector<MemoryChange> memory;     // by time
   std::vector<Communicator> communicators;
