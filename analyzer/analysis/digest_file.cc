@@ -198,7 +198,8 @@ class Encoder {
     } else if constexpr (std::is_same_v<T, report::Stats>) {
       stats(v);
     } else if constexpr (std::is_same_v<T, PackedColumn> || std::is_same_v<T, TimePoints::Gaps> ||
-                         IsPackableRecords<T>::value || std::is_same_v<T, model::RankStrings>) {
+                         std::is_same_v<T, TimePoints::GapIndexes> || IsPackableRecords<T>::value ||
+                         std::is_same_v<T, model::RankStrings>) {
       auto values = v.values();  // as a vector: packing is the memory's business, not the file's
       value(values);
     } else {
@@ -309,7 +310,8 @@ class Decoder {
       header(v);
     } else if constexpr (std::is_same_v<T, report::Stats>) {
       stats(v);
-    } else if constexpr (std::is_same_v<T, PackedColumn> || std::is_same_v<T, TimePoints::Gaps>) {
+    } else if constexpr (std::is_same_v<T, PackedColumn> || std::is_same_v<T, TimePoints::Gaps> ||
+                         std::is_same_v<T, TimePoints::GapIndexes>) {
       decltype(v.values()) values;
       value(values);
       v = T(values);
@@ -455,7 +457,7 @@ void checkReferences(const RankDigest& digest) {
   for (size_t size : {points.compute.size(), points.communication.size(), points.host_bound.size(),
                       points.launch_after.size(), points.gap.size()})
     if (size != n) throw Damage{"its time points' columns differ in length"};
-  for (uint32_t gap : points.gap)
+  for (uint32_t gap : points.gap.values())
     if (gap != TimePoints::kNoGap && gap >= points.gaps.size()) throw Damage{"a time point names no gap"};
   if (digest.compute_launch.size() != digest.compute.size())
     throw Damage{"its compute intervals and their launches differ in number"};

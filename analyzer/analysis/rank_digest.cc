@@ -100,20 +100,39 @@ TimePoints::TimePoints(const std::vector<TimePoint>& points) {
   communication = packedField(points, &TimePoint::communication);
   host_bound = packedField(points, &TimePoint::host_bound);
   launch_after = packedField(points, &TimePoint::launch_after);
-  gap.reserve(points.size());
+  std::vector<uint32_t> gap_of;
+  gap_of.reserve(points.size());
   std::vector<Gap> distinct;
   for (const TimePoint& p : points) {
     if (!p.in_gap) {
-      gap.push_back(kNoGap);
+      gap_of.push_back(kNoGap);
       continue;
     }
     // Points come by time, so those in one gap follow each other.
     if (distinct.empty() || distinct.back().start != p.gap_start || distinct.back().end != p.gap_end ||
         distinct.back().launch != p.gap_launch)
       distinct.push_back({p.gap_start, p.gap_end, p.gap_launch});
-    gap.push_back(static_cast<uint32_t>(distinct.size() - 1));
+    gap_of.push_back(static_cast<uint32_t>(distinct.size() - 1));
   }
+  gap = GapIndexes(gap_of);
   gaps = Gaps(distinct);
+}
+
+TimePoints::GapIndexes::GapIndexes(const std::vector<uint32_t>& indexes) {
+  std::vector<int64_t> column(indexes.size());
+  for (size_t i = 0; i < indexes.size(); ++i) column[i] = indexes[i] == kNoGap ? INT64_MAX : int64_t{indexes[i]};
+  packed_ = PackedColumn(column);
+}
+
+uint32_t TimePoints::GapIndexes::operator[](size_t i) const {
+  int64_t index = packed_[i];
+  return index == INT64_MAX ? kNoGap : static_cast<uint32_t>(index);
+}
+
+std::vector<uint32_t> TimePoints::GapIndexes::values() const {
+  std::vector<uint32_t> all(size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = (*this)[i];
+  return all;
 }
 
 TimePoints::Gaps::Gaps(const std::vector<Gap>& gaps)
@@ -139,7 +158,7 @@ TimePoint TimePoints::operator[](size_t i) const {
 
 size_t TimePoints::bytes() const {
   return time.bytes() + compute.bytes() + communication.bytes() + host_bound.bytes() + launch_after.bytes() +
-         gap.capacity() * sizeof(uint32_t) + gaps.bytes();
+         gap.bytes() + gaps.bytes();
 }
 
 TimePoint RankDigest::at(int64_t t) const {

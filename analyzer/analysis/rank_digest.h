@@ -94,7 +94,7 @@ using model::packedField;
 
 // A rank's time points, by time, kept column by column (two a NCCL operation, 10^4-10^5 a rank):
 // a gap is held once however many points lie in it, and the columns are packed, so a point takes
-// about 25 bytes, not a TimePoint's 72.
+// about 29 bytes, not a TimePoint's 72.
 struct TimePoints {
   struct Gap {
     int64_t start = 0, end = 0, launch = 0;
@@ -110,8 +110,21 @@ struct TimePoints {
     size_t bytes() const { return start.bytes() + end.bytes() + launch.bytes(); }
   };
   static constexpr uint32_t kNoGap = UINT32_MAX;
+  // Per point: its index into gaps, or kNoGap, packed (kNoGap held as INT64_MAX).
+  class GapIndexes {
+   public:
+    GapIndexes() = default;
+    explicit GapIndexes(const std::vector<uint32_t>& indexes);
+    size_t size() const { return packed_.size(); }
+    uint32_t operator[](size_t i) const;
+    std::vector<uint32_t> values() const;
+    size_t bytes() const { return packed_.bytes(); }
+
+   private:
+    PackedColumn packed_;
+  };
   PackedColumn time, compute, communication, host_bound, launch_after;
-  std::vector<uint32_t> gap;  // per point: its index into gaps, or kNoGap
+  GapIndexes gap;
   Gaps gaps;
 
   TimePoints() = default;
