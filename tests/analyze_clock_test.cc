@@ -3,6 +3,7 @@
 // and a receive recorded before its send, which the clock conditions must move.
 
 #include <catch2/catch.hpp>
+#include <optional>
 #include <string>
 
 #include "tests/support/analyzed_run.h"
@@ -152,12 +153,13 @@ TEST_CASE("analyze: clock alignment shifts a host so that no receive ends before
   // The collectives put node-b at -3.2 ms; the receive needs it 10 µs later still.
   CHECK(b.condition_shift_ns == 10'000);
   CHECK(std::abs(b.offset_ns - (-3'200'000 + 10'000)) <= 1'000);
-  const gpuxray::model::NcclOp* send = nullptr;
-  const gpuxray::model::NcclOp* receive = nullptr;
-  for (const auto& op : a.run.ranks[1].nccl_ops) send = op.comm_hash == kPp ? &op : send;
-  for (const auto& op : a.run.ranks[2].nccl_ops) receive = op.comm_hash == kPp ? &op : receive;
-  REQUIRE(send != nullptr);
-  REQUIRE(receive != nullptr);
+  std::optional<gpuxray::model::NcclOp> send, receive;
+  for (const auto& op : a.run.ranks[1].nccl_ops)
+    if (op.comm_hash == kPp) send = op;
+  for (const auto& op : a.run.ranks[2].nccl_ops)
+    if (op.comm_hash == kPp) receive = op;
+  REQUIRE(send);
+  REQUIRE(receive);
   CHECK(receive->gpu_end_ns == send->gpu_start_ns);
   // Which leaves node-b's collective ends 10 µs after node-a's.
   CHECK(b.residual_median_ns == 10'000);

@@ -231,6 +231,91 @@ TEST_CASE("two phases: a digest's packed time column gives back every value", "[
     CHECK(times.lowerBound(t) == static_cast<size_t>(expected));
   }
   CHECK(PackedColumn(std::vector<int64_t>{}).lowerBound(5) == 0);
+
+  // Offsets take the bytes the widest needs: sequence numbers one, a constant none.
+  std::vector<int64_t> sequence, constant(100, 42), narrow_with_sentinels;
+  for (int64_t i = 0; i < 100; ++i) sequence.push_back(1'000'000 + i);
+  for (int64_t i = 0; i < 100; ++i)
+    narrow_with_sentinels.push_back(i % 7 == 3 ? INT64_MIN : i % 11 == 4 ? INT64_MAX : i);
+  for (const auto* column : {&sequence, &constant, &narrow_with_sentinels}) {
+    PackedColumn narrow(*column);
+    CHECK(narrow.values() == *column);
+    CHECK(narrow.bytes() < column->size() * 2);
+  }
+  CHECK(PackedColumn(constant).bytes() < 40);
+  // The two largest codes of a width stand for the sentinels: offsets that reach them take more bytes.
+  for (int64_t top :
+       std::vector<int64_t>{253, 254, 255, 256, 65'533, 65'534, 65'535, 4'294'967'293, 4'294'967'294, 4'294'967'295}) {
+    std::vector<int64_t> edge{kEpoch, kEpoch + top, kEpoch + 1};
+    CHECK(PackedColumn(edge).values() == edge);
+  }
+}
+
+TEST_CASE("two phases: a skeleton's packed NCCL operations, NVTX ranges and strings give back every value",
+          "[digest]") {
+  constexpr int64_t kEpoch = 1'764'410'400'000'000'000;
+  std::vector<gpuxray::model::NcclOp> ops;
+  for (int64_t i = 0; i < 100; ++i) {
+    gpuxray::model::NcclOp op;
+    op.kind = i % 3 == 0 ? gpuxray::format::NcclOperationKind::kSend : gpuxray::format::NcclOperationKind::kCollective;
+    op.comm_hash = 0xbe7c0000ull + static_cast<uint64_t>(i % 2);
+    op.seq = static_cast<uint64_t>(i / 2);
+    op.func_id = 3, op.datatype_id = 4, op.bytes = 1u << 20, op.count = 1u << 19, op.peer = static_cast<int32_t>(i % 3);
+    op.enqueue_ns = kEpoch + i * 20'000'000;
+    op.gpu_start_ns = i == 7 ? 0 : op.enqueue_ns + 5'000;  // one without GPU times: its column stays whole
+    op.gpu_end_ns = i == 7 ? 0 : op.gpu_start_ns + 1'000'000;
+    op.operation_id = i == 50 ? UINT64_MAX : static_cast<uint64_t>(i + 1);
+    ops.push_back(op);
+  }
+  gpuxray::model::NcclOps packed(ops);
+  packed.pack();
+  REQUIRE(packed.packed());
+  REQUIRE(packed.size() == ops.size());
+  auto same = [](const gpuxray::model::NcclOp& a, const gpuxray::model::NcclOp& b) {
+    return a.kind == b.kind && a.comm_hash == b.comm_hash && a.seq == b.seq && a.func_id == b.func_id &&
+           a.algorithm_id == b.algorithm_id && a.protocol_id == b.protocol_id && a.datatype_id == b.datatype_id &&
+           a.enqueue_ns == b.enqueue_ns && a.gpu_start_ns == b.gpu_start_ns && a.gpu_end_ns == b.gpu_end_ns &&
+           a.bytes == b.bytes && a.count == b.count && a.root == b.root && a.peer == b.peer &&
+           a.channels == b.channels && a.device == b.device && a.operation_id == b.operation_id &&
+           a.gpu_clock_error_ns == b.gpu_clock_error_ns;
+  };
+  for (size_t i = 0; i < ops.size(); ++i) CHECK(same(packed[i], ops[i]));
+  size_t n = 0;
+  for (const gpuxray::model::NcclOp& op : packed) CHECK(same(op, ops[n++]));
+  CHECK(n == ops.size());
+  // Changed as a vector, and packed again.
+  packed.change([](std::vector<gpuxray::model::NcclOp>& all) {
+    for (auto& op : all) op.enqueue_ns += 10;
+  });
+  CHECK(packed.packed());
+  CHECK(packed[99].enqueue_ns == ops[99].enqueue_ns + 10);
+
+  std::vector<gpuxray::model::NvtxRange> ranges;
+  for (int64_t i = 0; i < 70; ++i)
+    ranges.push_back({kEpoch + i * 30'000'000, kEpoch + i * 30'000'000 + 29'000'000, static_cast<uint32_t>(i + 1),
+                      i % 2 == 0 ? 5u : 6u, 77, static_cast<uint32_t>(i % 2)});
+  gpuxray::model::NvtxRanges packed_ranges(ranges);
+  packed_ranges.pack();
+  CHECK(packed_ranges.bytes() < ranges.size() * sizeof(gpuxray::model::NvtxRange) / 2);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const gpuxray::model::NvtxRange r = packed_ranges[i];
+    CHECK((r.start_ns == ranges[i].start_ns && r.end_ns == ranges[i].end_ns && r.name_id == ranges[i].name_id &&
+           r.domain_id == ranges[i].domain_id && r.thread_id == ranges[i].thread_id && r.depth == ranges[i].depth));
+  }
+
+  gpuxray::model::RankStrings strings;
+  CHECK(strings.size() == 1);
+  CHECK(strings[0].empty());
+  strings.push_back("ProfilerStep#123");
+  strings.push_back("");
+  strings.push_back("AllReduce");
+  CHECK(strings.values() == std::vector<std::string>{"", "ProfilerStep#123", "", "AllReduce"});
+  CHECK(gpuxray::model::RankStrings(strings.values()).values() == strings.values());
+  strings.pack();
+  CHECK(strings[1] == "ProfilerStep#123");
+  CHECK(strings[3] == "AllReduce");
+  strings.push_back("Broadcast");  // unpacks
+  CHECK(strings.values() == std::vector<std::string>{"", "ProfilerStep#123", "", "AllReduce", "Broadcast"});
 }
 
 TEST_CASE("two phases: a digest whose windows are forgotten still tells the windows it was made over", "[digest]") {

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "analyzer/errors.h"
 #include "analyzer/load/run_loader.h"
@@ -870,7 +871,7 @@ TEST_CASE("simulate: each phase's host range holds its kernels' launch calls, ne
     const model::RankTrace& rank = run.ranks[r];
     const int stage = layout.place(static_cast<int>(r)).stage;
     // Ranges nest: each block's inside a step, recompute inside a backward, blocks apart.
-    std::vector<const model::NvtxRange*> blocks;
+    std::vector<model::NvtxRange> blocks;
     for (const auto& range : rank.nvtx) {
       if (range.depth == 0) continue;
       int containers = 0;
@@ -879,22 +880,22 @@ TEST_CASE("simulate: each phase's host range holds its kernels' launch calls, ne
             (range.depth == 1 || rank.name(outer.name_id).starts_with("backward")))
           ++containers;
       CHECK(containers == 1);
-      if (range.depth == 1) blocks.push_back(&range);
+      if (range.depth == 1) blocks.push_back(range);
     }
-    for (size_t b = 1; b < blocks.size(); ++b) CHECK(blocks[b - 1]->end_ns <= blocks[b]->start_ns);
+    for (size_t b = 1; b < blocks.size(); ++b) CHECK(blocks[b - 1].end_ns <= blocks[b].start_ns);
     // Each compute kernel's launch call is in the innermost range of its phase.
     std::map<std::string, int> kernels;  // per range name without its "#N"
     for (const auto& a : rank.activities) {
       if (a.kind != model::ActivityKind::kCompute) continue;
       const model::HostCall* call = rank.launchOf(a.correlation_id);
       REQUIRE(call != nullptr);
-      const model::NvtxRange* innermost = nullptr;
+      std::optional<model::NvtxRange> innermost;
       for (const auto& range : rank.nvtx)
         if (range.start_ns <= call->start_ns && call->start_ns <= range.end_ns &&
-            (innermost == nullptr || range.depth > innermost->depth ||
+            (!innermost || range.depth > innermost->depth ||
              (range.depth == innermost->depth && range.start_ns > innermost->start_ns)))
-          innermost = &range;
-      REQUIRE(innermost != nullptr);
+          innermost = range;
+      REQUIRE(innermost);
       std::string name(rank.name(innermost->name_id));
       ++kernels[name.substr(0, name.find('#'))];
     }

@@ -365,10 +365,14 @@ void shiftTimes(model::RankTrace& rank, Shift shift) {
   };
   for (auto& a : rank.activities) a.start_ns = shift(a.start_ns), a.end_ns = shift(a.end_ns);
   for (auto& c : rank.host_calls) c.start_ns = shift(c.start_ns), c.end_ns = shift(c.end_ns);
-  for (auto& n : rank.nvtx) n.start_ns = shift(n.start_ns), nonzero(n.end_ns);
+  rank.nvtx.change([&](std::vector<model::NvtxRange>& nvtx) {
+    for (auto& n : nvtx) n.start_ns = shift(n.start_ns), nonzero(n.end_ns);
+  });
   for (auto& o : rank.host_ops) o.start_ns = shift(o.start_ns), o.end_ns = shift(o.end_ns);
   for (auto& m : rank.memory) m.time_ns = shift(m.time_ns);
-  for (auto& op : rank.nccl_ops) nonzero(op.enqueue_ns), nonzero(op.gpu_start_ns), nonzero(op.gpu_end_ns);
+  rank.nccl_ops.change([&](std::vector<model::NcclOp>& ops) {
+    for (auto& op : ops) nonzero(op.enqueue_ns), nonzero(op.gpu_start_ns), nonzero(op.gpu_end_ns);
+  });
   for (auto& t : rank.transfers) nonzero(t.start_ns), nonzero(t.end_ns);
   for (auto& m : rank.metric_samples) m.time_ns = shift(m.time_ns);
   for (auto& p : rank.profiled_kernels) {

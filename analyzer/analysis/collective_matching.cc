@@ -84,7 +84,7 @@ class FuncIds {
   uint32_t idOf(uint32_t local) {
     if (local >= local_.size()) return global(std::string());
     uint32_t& id = local_[local];
-    if (id == kNone) id = global(rank_->strings[local]);
+    if (id == kNone) id = global(std::string(rank_->strings[local]));
     return id;
   }
 

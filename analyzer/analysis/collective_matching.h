@@ -51,7 +51,7 @@ struct CollectiveIndex {
 
 CollectiveIndex matchOperations(const model::RunTrace& run);
 
-inline const model::NcclOp& opOf(const model::RunTrace& run, MemberOp m) {
+inline model::NcclOp opOf(const model::RunTrace& run, MemberOp m) {
   return run.ranks[m.rank_index].nccl_ops[m.op_index];
 }
 

@@ -141,6 +141,10 @@ struct IsArray : std::false_type {};
 template <typename T, size_t N>
 struct IsArray<std::array<T, N>> : std::true_type {};
 template <typename T>
+struct IsPackableRecords : std::false_type {};
+template <typename Record, typename Packing>
+struct IsPackableRecords<model::PackableRecords<Record, Packing>> : std::true_type {};
+template <typename T>
 struct IsPair : std::false_type {};
 template <typename A, typename B>
 struct IsPair<std::pair<A, B>> : std::true_type {};
@@ -193,7 +197,9 @@ class Encoder {
       header(v);
     } else if constexpr (std::is_same_v<T, report::Stats>) {
       stats(v);
-    } else if constexpr (std::is_same_v<T, PackedColumn> || std::is_same_v<T, TimePoints::Gaps>) {
+    } else if constexpr (std::is_same_v<T, PackedColumn> || std::is_same_v<T, TimePoints::Gaps> ||
+                         std::is_same_v<T, TimePoints::GapIndexes> || IsPackableRecords<T>::value ||
+                         std::is_same_v<T, model::RankStrings>) {
       auto values = v.values();  // as a vector: packing is the memory's business, not the file's
       value(values);
     } else {
@@ -304,10 +310,22 @@ class Decoder {
       header(v);
     } else if constexpr (std::is_same_v<T, report::Stats>) {
       stats(v);
-    } else if constexpr (std::is_same_v<T, PackedColumn> || std::is_same_v<T, TimePoints::Gaps>) {
+    } else if constexpr (std::is_same_v<T, PackedColumn> || std::is_same_v<T, TimePoints::Gaps> ||
+                         std::is_same_v<T, TimePoints::GapIndexes>) {
       decltype(v.values()) values;
       value(values);
       v = T(values);
+    } else if constexpr (IsPackableRecords<T>::value) {
+      decltype(v.values()) values;
+      value(values);
+      v = T(std::move(values));
+      v.pack();  // a skeleton's
+    } else if constexpr (std::is_same_v<T, model::RankStrings>) {
+      std::vector<std::string> values;
+      value(values);
+      if (values.empty() || !values.front().empty()) throw Damage{"its strings do not begin with the empty one"};
+      v = model::RankStrings(values);
+      v.pack();  // a skeleton's
     } else {
       Fields<T>::visit(*this, v);
     }
@@ -439,7 +457,7 @@ void checkReferences(const RankDigest& digest) {
   for (size_t size : {points.compute.size(), points.communication.size(), points.host_bound.size(),
                       points.launch_after.size(), points.gap.size()})
     if (size != n) throw Damage{"its time points' columns differ in length"};
-  for (uint32_t gap : points.gap)
+  for (uint32_t gap : points.gap.values())
     if (gap != TimePoints::kNoGap && gap >= points.gaps.size()) throw Damage{"a time point names no gap"};
   if (digest.compute_launch.size() != digest.compute.size())
     throw Damage{"its compute intervals and their launches differ in number"};

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/range_names.h"
@@ -23,12 +24,12 @@ namespace {
 using report::Cell;
 using report::Unit;
 
-// The innermost NVTX range open at `t` on any thread, or nullptr.
-const model::NvtxRange* phaseAt(const model::RankTrace& rank, int64_t t) {
-  const model::NvtxRange* innermost = nullptr;
-  for (const auto& range : rank.nvtx) {
+// The innermost NVTX range open at `t` on any thread, if any.
+std::optional<model::NvtxRange> phaseAt(const model::RankTrace& rank, int64_t t) {
+  std::optional<model::NvtxRange> innermost;
+  for (const model::NvtxRange& range : rank.nvtx) {
     if (range.start_ns > t) break;
-    if (range.end_ns >= t && (innermost == nullptr || range.depth >= innermost->depth)) innermost = &range;
+    if (range.end_ns >= t && (!innermost || range.depth >= innermost->depth)) innermost = range;
   }
   return innermost;
 }
@@ -100,7 +101,7 @@ MemoryPart memoryOfRank(const model::RankTrace& rank) {
       int64_t highest = first == level.begin() ? 0 : std::prev(first)->second;
       for (auto it = first; it != level.end() && it->first <= range.end_ns; ++it)
         highest = std::max(highest, it->second);
-      int64_t& best = phase_peak[foldedRangeName(rank.strings[range.name_id])];
+      int64_t& best = phase_peak[foldedRangeName(rank.name(range.name_id))];
       best = std::max(best, highest);
     }
   }
@@ -109,9 +110,8 @@ MemoryPart memoryOfRank(const model::RankTrace& rank) {
     memory.device = device;
     memory.peak_bytes = bytes;
     memory.peak_at_ns = peak_at[device];
-    const model::NvtxRange* phase = phaseAt(rank, peak_at[device]);
-    memory.peak_phase =
-        phase != nullptr ? std::string(splitRangeName(rank.strings[phase->name_id]).op) : "before any NVTX range";
+    std::optional<model::NvtxRange> phase = phaseAt(rank, peak_at[device]);
+    memory.peak_phase = phase ? std::string(splitRangeName(rank.name(phase->name_id)).op) : "before any NVTX range";
     memory.allocations = allocations[device];
     memory.end_bytes = in_use[device];
     for (const MemoryPoint& point : keepHighest(std::move(curves[device]), DeviceMemory::kMaxCurvePoints,

@@ -94,108 +94,45 @@ TimePoints timePoints(const model::RankTrace& rank, const GpuTimeSets& sets) {
 
 }  // namespace
 
-PackedColumn::PackedColumn(const std::vector<int64_t>& values) : size_(values.size()) {
-  bases_.reserve((values.size() + kBlock - 1) / kBlock);
-  offsets_.reserve(values.size());
-  for (size_t first = 0; first < values.size(); first += kBlock) {
-    size_t last = std::min(values.size(), first + kBlock);
-    int64_t base = 0;
-    bool any = false;
-    for (size_t i = first; i < last; ++i) {
-      if (values[i] == INT64_MIN || values[i] == INT64_MAX) continue;
-      base = any ? std::min(base, values[i]) : values[i];
-      any = true;
-    }
-    bases_.push_back(base);
-    for (size_t i = first; i < last; ++i) {
-      int64_t v = values[i];
-      uint64_t offset = static_cast<uint64_t>(v) - static_cast<uint64_t>(base);  // v >= base: exact
-      if (v == INT64_MIN) {
-        offsets_.push_back(kMinimum);
-      } else if (v == INT64_MAX) {
-        offsets_.push_back(kMaximum);
-      } else if (offset <= kLargestOffset) {
-        offsets_.push_back(static_cast<uint32_t>(offset));
-      } else {
-        std::vector<int64_t>().swap(bases_);
-        std::vector<uint32_t>().swap(offsets_);
-        wide_ = values;
-        return;
-      }
-    }
-  }
-}
-
-int64_t PackedColumn::operator[](size_t i) const {
-  if (!wide_.empty()) return wide_[i];
-  uint32_t offset = offsets_[i];
-  if (offset == kMinimum) return INT64_MIN;
-  if (offset == kMaximum) return INT64_MAX;
-  return static_cast<int64_t>(static_cast<uint64_t>(bases_[i / kBlock]) + offset);
-}
-
-std::vector<int64_t> PackedColumn::values() const {
-  std::vector<int64_t> all(size_);
-  for (size_t i = 0; i < size_; ++i) all[i] = (*this)[i];
-  return all;
-}
-
-size_t PackedColumn::lowerBound(int64_t t) const {
-  size_t low = 0, high = size_;
-  while (low < high) {
-    size_t middle = low + (high - low) / 2;
-    if ((*this)[middle] < t) {
-      low = middle + 1;
-    } else {
-      high = middle;
-    }
-  }
-  return low;
-}
-
-void PackedColumn::shift(int64_t offset) {
-  for (auto& v : wide_)
-    if (v != INT64_MIN && v != INT64_MAX) v += offset;
-  for (auto& base : bases_) base += offset;
-}
-
-size_t PackedColumn::bytes() const {
-  return bases_.capacity() * sizeof(int64_t) + offsets_.capacity() * sizeof(uint32_t) +
-         wide_.capacity() * sizeof(int64_t);
-}
-
-namespace {
-
-// One field of every row, packed.
-template <typename Row>
-PackedColumn packedField(const std::vector<Row>& rows, int64_t Row::*field) {
-  std::vector<int64_t> column(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) column[i] = rows[i].*field;
-  return PackedColumn(column);
-}
-
-}  // namespace
-
 TimePoints::TimePoints(const std::vector<TimePoint>& points) {
   time = packedField(points, &TimePoint::time);
   compute = packedField(points, &TimePoint::compute);
   communication = packedField(points, &TimePoint::communication);
   host_bound = packedField(points, &TimePoint::host_bound);
   launch_after = packedField(points, &TimePoint::launch_after);
-  gap.reserve(points.size());
+  std::vector<uint32_t> gap_of;
+  gap_of.reserve(points.size());
   std::vector<Gap> distinct;
   for (const TimePoint& p : points) {
     if (!p.in_gap) {
-      gap.push_back(kNoGap);
+      gap_of.push_back(kNoGap);
       continue;
     }
     // Points come by time, so those in one gap follow each other.
     if (distinct.empty() || distinct.back().start != p.gap_start || distinct.back().end != p.gap_end ||
         distinct.back().launch != p.gap_launch)
       distinct.push_back({p.gap_start, p.gap_end, p.gap_launch});
-    gap.push_back(static_cast<uint32_t>(distinct.size() - 1));
+    gap_of.push_back(static_cast<uint32_t>(distinct.size() - 1));
   }
+  gap = GapIndexes(gap_of);
   gaps = Gaps(distinct);
+}
+
+TimePoints::GapIndexes::GapIndexes(const std::vector<uint32_t>& indexes) {
+  std::vector<int64_t> column(indexes.size());
+  for (size_t i = 0; i < indexes.size(); ++i) column[i] = indexes[i] == kNoGap ? INT64_MAX : int64_t{indexes[i]};
+  packed_ = PackedColumn(column);
+}
+
+uint32_t TimePoints::GapIndexes::operator[](size_t i) const {
+  int64_t index = packed_[i];
+  return index == INT64_MAX ? kNoGap : static_cast<uint32_t>(index);
+}
+
+std::vector<uint32_t> TimePoints::GapIndexes::values() const {
+  std::vector<uint32_t> all(size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = (*this)[i];
+  return all;
 }
 
 TimePoints::Gaps::Gaps(const std::vector<Gap>& gaps)
@@ -221,7 +158,7 @@ TimePoint TimePoints::operator[](size_t i) const {
 
 size_t TimePoints::bytes() const {
   return time.bytes() + compute.bytes() + communication.bytes() + host_bound.bytes() + launch_after.bytes() +
-         gap.capacity() * sizeof(uint32_t) + gaps.bytes();
+         gap.bytes() + gaps.bytes();
 }
 
 TimePoint RankDigest::at(int64_t t) const {
@@ -396,15 +333,15 @@ void reduceToSkeleton(model::RankTrace& rank) {
   release(rank.metric_samples);
   // What stays is held until the end: no room for growth (the loader's vectors doubled, so up to
   // half of each is spare: 30 kB a rank of string slots alone at 500 steps).
-  rank.strings.shrink_to_fit();
+  rank.strings.pack();
   rank.launch_configs.shrink_to_fit();
   rank.streams.shrink_to_fit();
   rank.threads.shrink_to_fit();
   rank.api_functions.shrink_to_fit();
-  rank.nvtx.shrink_to_fit();
+  rank.nvtx.pack();
   rank.host_ops.shrink_to_fit();
   rank.communicators.shrink_to_fit();
-  rank.nccl_ops.shrink_to_fit();
+  rank.nccl_ops.pack();
   rank.transfers.shrink_to_fit();
   rank.links.shrink_to_fit();
 }

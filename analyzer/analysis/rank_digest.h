@@ -25,6 +25,7 @@
 #include "analyzer/analysis/pipeline_bubbles.h"
 #include "analyzer/analysis/step_overview.h"
 #include "analyzer/analysis/time_breakdown.h"
+#include "analyzer/model/packed_column.h"
 
 namespace gpuxray::analysis {
 
@@ -88,35 +89,12 @@ struct TimePoint {
   static constexpr int64_t kNoLaunch = INT64_MIN;
 };
 
-// A column of nanosecond values (times, or sums of time) held as 32-bit offsets from one 64-bit base
-// per block of kBlock values: 4.25 bytes a value instead of 8. INT64_MIN and INT64_MAX (no launch,
-// the open ends of the first and last gap) are kept as themselves. A column with a block whose
-// values spread over more than 4.29 s keeps every value whole.
-class PackedColumn {
- public:
-  static constexpr size_t kBlock = 32;
-  PackedColumn() = default;
-  explicit PackedColumn(const std::vector<int64_t>& values);
-  size_t size() const { return size_; }
-  int64_t operator[](size_t i) const;
-  std::vector<int64_t> values() const;
-  // The index of the first value not less than t, in a column sorted ascending (size() if none).
-  size_t lowerBound(int64_t t) const;
-  // Adds `offset` to every value but INT64_MIN and INT64_MAX.
-  void shift(int64_t offset);
-  size_t bytes() const;
-
- private:
-  static constexpr uint32_t kMinimum = UINT32_MAX, kMaximum = UINT32_MAX - 1, kLargestOffset = UINT32_MAX - 2;
-  size_t size_ = 0;
-  std::vector<int64_t> bases_;     // per block: its least value but INT64_MIN and INT64_MAX
-  std::vector<uint32_t> offsets_;  // per value: from its block's base, or kMinimum, kMaximum
-  std::vector<int64_t> wide_;      // every value, when one did not fit
-};
+using model::PackedColumn;
+using model::packedField;
 
 // A rank's time points, by time, kept column by column (two a NCCL operation, 10^4-10^5 a rank):
 // a gap is held once however many points lie in it, and the columns are packed, so a point takes
-// about 25 bytes, not a TimePoint's 72.
+// about 29 bytes, not a TimePoint's 72.
 struct TimePoints {
   struct Gap {
     int64_t start = 0, end = 0, launch = 0;
@@ -132,8 +110,21 @@ struct TimePoints {
     size_t bytes() const { return start.bytes() + end.bytes() + launch.bytes(); }
   };
   static constexpr uint32_t kNoGap = UINT32_MAX;
+  // Per point: its index into gaps, or kNoGap, packed (kNoGap held as INT64_MAX).
+  class GapIndexes {
+   public:
+    GapIndexes() = default;
+    explicit GapIndexes(const std::vector<uint32_t>& indexes);
+    size_t size() const { return packed_.size(); }
+    uint32_t operator[](size_t i) const;
+    std::vector<uint32_t> values() const;
+    size_t bytes() const { return packed_.bytes(); }
+
+   private:
+    PackedColumn packed_;
+  };
   PackedColumn time, compute, communication, host_bound, launch_after;
-  std::vector<uint32_t> gap;  // per point: its index into gaps, or kNoGap
+  GapIndexes gap;
   Gaps gaps;
 
   TimePoints() = default;

@@ -79,16 +79,16 @@ void nameExposed(const model::RankTrace& trace, const RankStepLanes& lanes,
   rank.exposed_ns = lanes.exposed_ns;
   rank.exposed_left_out = lanes.exposed_left_out;
   const std::vector<Interval>& pieces = lanes.exposed;
-  std::vector<const model::NcclOp*> ops;
+  std::vector<model::NcclOp> ops;
   for (const auto& op : trace.nccl_ops) {
-    if (op.hasGpuTimes() && op.gpu_start_ns < rank.window.end && op.gpu_end_ns > rank.window.start) ops.push_back(&op);
+    if (op.hasGpuTimes() && op.gpu_start_ns < rank.window.end && op.gpu_end_ns > rank.window.start) ops.push_back(op);
   }
   for (const Interval& piece : pieces) {
     const model::NcclOp* cause = nullptr;
     int64_t most = 0;
-    for (const model::NcclOp* op : ops) {
-      int64_t shared = std::min(op->gpu_end_ns, piece.end) - std::max(op->gpu_start_ns, piece.start);
-      if (shared > most) most = shared, cause = op;
+    for (const model::NcclOp& op : ops) {
+      int64_t shared = std::min(op.gpu_end_ns, piece.end) - std::max(op.gpu_start_ns, piece.start);
+      if (shared > most) most = shared, cause = &op;
     }
     std::string text = "communication outside NCCL's recorded operations";
     if (cause != nullptr) {

@@ -22,9 +22,9 @@ std::vector<StepWindow> stepsFromNvtx(const model::RankTrace& rank, const std::v
     // The PyTorch profiler repeats ProfilerStep#N on the GPU's timeline: the host's range is the step.
     if (rank.name(range.domain_id) == model::kGpuUserAnnotationDomain) continue;
     uint8_t& match = matches[range.name_id];
-    std::smatch found;
-    const std::string& name = rank.strings[range.name_id];
     if (match == 0) continue;
+    std::smatch found;
+    const std::string name(rank.name(range.name_id));
     bool matched = false;
     for (const auto& pattern : patterns) {
       if (std::regex_search(name, found, pattern)) {

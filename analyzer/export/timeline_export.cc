@@ -332,7 +332,7 @@ class Exporter {
     uint32_t op;
   };
 
-  const model::NcclOp& opOf(OpRef ref) const { return run_.ranks[ref.rank].nccl_ops[ref.op]; }
+  model::NcclOp opOf(OpRef ref) const { return run_.ranks[ref.rank].nccl_ops[ref.op]; }
   bool opInWindow(OpRef ref) const {
     const auto& op = opOf(ref);
     return window_.covers(op.gpu_start_ns, op.gpu_end_ns);

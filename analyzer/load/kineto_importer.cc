@@ -436,7 +436,7 @@ class KinetoRankBuilder {
 
   // Nesting depth per thread and domain, then everything by start time.
   void finishRanges() {
-    auto& ranges = rank_.nvtx;
+    std::vector<model::NvtxRange> ranges = rank_.nvtx.values();
     std::stable_sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) {
       return std::tie(a.domain_id, a.thread_id, a.start_ns) < std::tie(b.domain_id, b.thread_id, b.start_ns) ||
              (std::tie(a.domain_id, a.thread_id, a.start_ns) == std::tie(b.domain_id, b.thread_id, b.start_ns) && a.end_ns > b.end_ns);
@@ -449,7 +449,7 @@ class KinetoRankBuilder {
       open_ends.push_back(ranges[i].end_ns);
     }
     std::stable_sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
-    ranges.shrink_to_fit();
+    rank_.nvtx = model::NvtxRanges(std::move(ranges));
   }
 
   uint32_t mainDevice() const {
@@ -585,7 +585,10 @@ class KinetoRankBuilder {
       op.operation_id = rank_.nccl_ops.size() + 1;
       rank_.nccl_ops.push_back(op);
     }
-    std::stable_sort(rank_.nccl_ops.begin(), rank_.nccl_ops.end(), [](const auto& a, const auto& b) { return a.enqueue_ns < b.enqueue_ns; });
+    rank_.nccl_ops.change([](std::vector<model::NcclOp>& ops) {
+      std::stable_sort(ops.begin(), ops.end(),
+                       [](const auto& a, const auto& b) { return a.enqueue_ns < b.enqueue_ns; });
+    });
     collectives_ = {};
     param_comms_ = {};
     param_comms_in_time_ = {};

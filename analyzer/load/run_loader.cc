@@ -208,13 +208,15 @@ class RankBuilder {
     std::vector<model::GpuActivity>().swap(copies_);
     std::inplace_merge(rank_.activities.begin(), rank_.activities.begin() + middle, rank_.activities.end(), by_start);
     trimExcess(rank_.activities);
-    sortIfNeeded(rank_.nvtx, by_start);
+    rank_.nvtx.change([&](std::vector<model::NvtxRange>& nvtx) { sortIfNeeded(nvtx, by_start); });
     sortIfNeeded(rank_.host_ops, by_start);
     sortIfNeeded(rank_.memory, [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
     sortIfNeeded(rank_.host_calls, [](const auto& a, const auto& b) { return a.correlation_id < b.correlation_id; });
     trimExcess(rank_.host_calls);
     rank_.indexLaunches();
-    sortIfNeeded(rank_.nccl_ops, [](const auto& a, const auto& b) { return a.enqueue_ns < b.enqueue_ns; });
+    rank_.nccl_ops.change([](std::vector<model::NcclOp>& ops) {
+      sortIfNeeded(ops, [](const auto& a, const auto& b) { return a.enqueue_ns < b.enqueue_ns; });
+    });
     sortIfNeeded(rank_.metric_samples, [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
   }
 

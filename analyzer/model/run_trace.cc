@@ -124,10 +124,16 @@ uint64_t RunTrace::keepWindow(int64_t start_ns, int64_t end_ns) {
     drop(rank.activities, [](const auto& a) { return a.start_ns; }, [](const auto& a) { return a.end_ns; });
     drop(rank.host_calls, [](const auto& c) { return c.start_ns; }, [](const auto& c) { return c.end_ns; });
     rank.indexLaunches();
-    drop(rank.nvtx, [](const auto& n) { return n.start_ns; }, [](const auto& n) { return n.end_ns; });
+    rank.nvtx.change([&](std::vector<NvtxRange>& nvtx) {
+      drop(
+          nvtx, [](const auto& n) { return n.start_ns; }, [](const auto& n) { return n.end_ns; });
+    });
     drop(rank.host_ops, [](const auto& o) { return o.start_ns; }, [](const auto& o) { return o.end_ns; });
-    drop(rank.nccl_ops, [](const auto& o) { return o.enqueue_ns; },
-         [](const auto& o) { return std::max(o.enqueue_ns, o.gpu_end_ns); });
+    rank.nccl_ops.change([&](std::vector<NcclOp>& ops) {
+      drop(
+          ops, [](const auto& o) { return o.enqueue_ns; },
+          [](const auto& o) { return std::max(o.enqueue_ns, o.gpu_end_ns); });
+    });
     drop(rank.transfers, [](const auto& t) { return t.start_ns; }, [](const auto& t) { return t.end_ns; });
     drop(rank.metric_samples, [](const auto& m) { return m.time_ns; }, [](const auto& m) { return m.time_ns; });
     // Memory changes before the window still set the level inside it: only later ones go.

@@ -11,6 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "analyzer/model/nccl_ops.h"
+#include "analyzer/model/nvtx_ranges.h"
+#include "analyzer/model/rank_strings.h"
 #include "analyzer/report/stats.h"
 #include "proto/records.h"
 
@@ -103,15 +106,6 @@ inline constexpr std::string_view kKinetoWholeMicrosecondsTimeBase = "PyTorch pr
 // HostOp.
 inline bool isStepCpuOp(std::string_view name) { return name.find("ProfilerStep") != std::string_view::npos; }
 
-struct NvtxRange {
-  int64_t start_ns = 0;
-  int64_t end_ns = 0;
-  uint32_t name_id = 0;
-  uint32_t domain_id = 0;
-  uint64_t thread_id = 0;
-  uint32_t depth = 0;
-};
-
 // A PyTorch-profiler cpu_op (an aten op, an autograd node, a module's record_function of older
 // PyTorch): the op tree's nodes in traces that have no NVTX ranges for them (32 bytes).
 struct HostOp {
@@ -147,28 +141,6 @@ struct Communicator {
   int32_t nnodes = 0;
   int32_t global_rank = 0;
   uint32_t device = 0;
-};
-
-struct NcclOp {
-  format::NcclOperationKind kind = format::NcclOperationKind::kUnknown;
-  uint64_t comm_hash = 0;
-  uint64_t seq = 0;
-  uint32_t func_id = 0;
-  uint32_t algorithm_id = 0;
-  uint32_t protocol_id = 0;
-  uint32_t datatype_id = 0;
-  int64_t enqueue_ns = 0;
-  int64_t gpu_start_ns = 0;  // 0: no GPU times
-  int64_t gpu_end_ns = 0;
-  uint64_t bytes = 0;
-  uint64_t count = 0;
-  int32_t root = 0;
-  int32_t peer = 0;
-  uint32_t channels = 0;
-  uint32_t device = 0;
-  uint64_t operation_id = 0;
-  uint64_t gpu_clock_error_ns = 0;
-  bool hasGpuTimes() const { return gpu_start_ns != 0 && gpu_end_ns >= gpu_start_ns; }
 };
 
 struct NetTransfer {
@@ -207,18 +179,18 @@ struct RankTrace {
   bool whole_microsecond_times = false;
   // The file's header, with the links, devices and clock anchors its later batches added appended.
   format::FileHeader header;
-  std::vector<std::string> strings{""};  // id 0 is ""
+  RankStrings strings;  // id 0 is ""
   std::vector<LaunchConfig> launch_configs;
   std::vector<StreamKey> streams;
   std::vector<GpuActivity> activities;  // by start time
   std::vector<HostCall> host_calls;     // by correlation id
   std::vector<uint64_t> threads;        // the OS thread ids HostCall::thread indexes
   std::vector<uint32_t> api_functions{0};  // HostCall::function -> string id of its name; 0: unknown
-  std::vector<NvtxRange> nvtx;          // by start time
+  NvtxRanges nvtx;                         // by start time; packed in a skeleton
   std::vector<HostOp> host_ops;         // by start time
   std::vector<MemoryChange> memory;     // by time
   std::vector<Communicator> communicators;
-  std::vector<NcclOp> nccl_ops;  // by enqueue time
+  NcclOps nccl_ops;  // by enqueue time; packed in a skeleton
   std::vector<NetTransfer> transfers;
   // The header's links and those written during capture (CUPTI reports NVLink and PCIe links as
   // activity records), each once.

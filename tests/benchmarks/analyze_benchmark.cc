@@ -4,7 +4,7 @@
 // the analyses on the digests).
 //
 //   analyze_benchmark [--ranks N] [--events N] [--dir DIR] [--keep] [--no-phases] [--jobs N,N]
-//                     [--generate-only]
+//                     [--generate-only] [--help]
 //
 // --generate-only writes the run into --dir (kept) and stops, for measuring other commands on it.
 // Each measurement of the command runs the real gpuxray binary as a child process (its report goes
@@ -205,6 +205,17 @@ Measurement runAnalyze(const std::string& binary, const std::filesystem::path& d
 
 }  // namespace
 
+constexpr const char* kUsage = R"(usage: analyze_benchmark [options]
+  --ranks N        ranks to generate (default 64)
+  --events N       records per rank, about (default 1000000; ~2000 make a step)
+  --dir DIR        where the run is written (default $TMPDIR/gpuxray-analyze-benchmark; emptied first)
+  --keep           keep the run after measuring
+  --generate-only  write the run into --dir, keep it and stop (to measure other commands on it)
+  --jobs N,N       the worker counts to measure `gpuxray analyze -j N --format json` with (default 1,2)
+  --no-phases      leave out the in-process split of one worker's time between the two phases
+  --help           this text
+)";
+
 int main(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
@@ -219,7 +230,10 @@ int main(int argc, char** argv) {
     else if (arg == "--keep") options.keep = true;
     else if (arg == "--no-phases") options.phases = false;
     else if (arg == "--generate-only") options.generate_only = true;
-    else if (arg == "--jobs") {
+    else if (arg == "--help") {
+      fmt::print("{}", kUsage);
+      return 0;
+    } else if (arg == "--jobs") {
       options.jobs.clear();
       std::string list = value();
       for (size_t at = 0; at <= list.size();) {
@@ -227,9 +241,8 @@ int main(int argc, char** argv) {
         options.jobs.push_back(static_cast<unsigned>(std::stoul(list.substr(at, comma - at))));
         at = comma + 1;
       }
-    }
-    else {
-      fmt::print(stderr, "analyze_benchmark: unknown option '{}'\n", arg);
+    } else {
+      fmt::print(stderr, "analyze_benchmark: unknown option '{}'\n{}", arg, kUsage);
       return 2;
     }
   }

@@ -1,0 +1,60 @@
+#include "analyzer/model/nccl_ops.h"
+
+#include <map>
+
+namespace gpuxray::model {
+namespace {
+
+int64_t asSigned(uint64_t v) {
+  return static_cast<int64_t>(v);
+}
+uint64_t asUnsigned(int64_t v) {
+  return static_cast<uint64_t>(v);
+}
+
+}  // namespace
+
+PackedNcclOps::PackedNcclOps(const std::vector<NcclOp>& ops) {
+  std::map<Description, uint32_t> known;
+  std::vector<int64_t> description_of;
+  description_of.reserve(ops.size());
+  for (const NcclOp& op : ops) {
+    Description d{op.kind,  op.comm_hash, op.func_id, op.algorithm_id, op.protocol_id, op.datatype_id,
+                  op.bytes, op.count,     op.root,    op.peer,         op.channels,    op.device};
+    auto [it, added] = known.emplace(d, static_cast<uint32_t>(descriptions_.size()));
+    if (added) descriptions_.push_back(d);
+    description_of.push_back(it->second);
+  }
+  descriptions_.shrink_to_fit();
+  description_of_ = PackedColumn(description_of);
+  seq_ = packedField(ops, [](const NcclOp& op) { return asSigned(op.seq); });
+  enqueue_ns_ = packedField(ops, [](const NcclOp& op) { return op.enqueue_ns; });
+  gpu_start_ns_ = packedField(ops, [](const NcclOp& op) { return op.gpu_start_ns; });
+  gpu_end_ns_ = packedField(ops, [](const NcclOp& op) { return op.gpu_end_ns; });
+  operation_id_ = packedField(ops, [](const NcclOp& op) { return asSigned(op.operation_id); });
+  gpu_clock_error_ns_ = packedField(ops, [](const NcclOp& op) { return asSigned(op.gpu_clock_error_ns); });
+}
+
+NcclOp PackedNcclOps::operator[](size_t i) const {
+  const Description& d = descriptions_[static_cast<size_t>(description_of_[i])];
+  NcclOp op;
+  op.kind = d.kind;
+  op.comm_hash = d.comm_hash;
+  op.seq = asUnsigned(seq_[i]);
+  op.func_id = d.func_id, op.algorithm_id = d.algorithm_id, op.protocol_id = d.protocol_id;
+  op.datatype_id = d.datatype_id;
+  op.enqueue_ns = enqueue_ns_[i], op.gpu_start_ns = gpu_start_ns_[i], op.gpu_end_ns = gpu_end_ns_[i];
+  op.bytes = d.bytes, op.count = d.count;
+  op.root = d.root, op.peer = d.peer;
+  op.channels = d.channels, op.device = d.device;
+  op.operation_id = asUnsigned(operation_id_[i]);
+  op.gpu_clock_error_ns = asUnsigned(gpu_clock_error_ns_[i]);
+  return op;
+}
+
+size_t PackedNcclOps::bytes() const {
+  return descriptions_.capacity() * sizeof(Description) + description_of_.bytes() + seq_.bytes() + enqueue_ns_.bytes() +
+         gpu_start_ns_.bytes() + gpu_end_ns_.bytes() + operation_id_.bytes() + gpu_clock_error_ns_.bytes();
+}
+
+}  // namespace gpuxray::model
