@@ -81,6 +81,28 @@ void randomGraph(std::mt19937_64& random, std::vector<int64_t>& times, std::vect
   if (below(8) == 0 && nodes > 2) edges.push_back({static_cast<uint32_t>(nodes - 1), 0, 1, analysis::EdgeKind::kSpan});
 }
 
+// Re-timings one after another on the same pass, as a step's what-ifs: some weights lowered (to
+// zero, or scaled), some raised; each against a full pass over the changed weights. The plan has its
+// own weights back afterwards.
+void checkRetimings(std::mt19937_64& random, const std::vector<int64_t>& times, const std::vector<Edge>& edges,
+                    analysis::PathPlan& plan, analysis::PathScratch& scratch) {
+  for (int what_if = 0; what_if < 4 && !edges.empty(); ++what_if) {
+    std::vector<Edge> changed = edges;
+    size_t changes = 1 + random() % std::min<size_t>(edges.size(), 6);
+    for (size_t c = 0; c < changes; ++c) {
+      auto e = static_cast<uint32_t>(random() % edges.size());
+      int64_t weight = what_if == 3 ? changed[e].weight + static_cast<int64_t>(random() % 40)
+                                    : changed[e].weight * static_cast<int64_t>(random() % 2) / 2;
+      changed[e].weight = weight;
+      analysis::retime(plan, scratch, e, weight);
+      CHECK(analysis::weightOf(plan, e) == weight);
+    }
+    INFO("what-if " << what_if);
+    CHECK(analysis::retimedLength(plan, scratch) == referencePath(times, changed, PathEnd::kLatest).length);
+  }
+  for (uint32_t e = 0; e < edges.size(); ++e) CHECK(analysis::weightOf(plan, e) == edges[e].weight);
+}
+
 }  // namespace
 
 TEST_CASE("longest path: path and length as a straightforward Kahn's pass gives them, on random graphs",
@@ -101,24 +123,7 @@ TEST_CASE("longest path: path and length as a straightforward Kahn's pass gives 
     CHECK(path.length == expected.length);
     CHECK(path.edges == expected.edges);
 
-    // Re-timings one after another on the same pass, as a step's what-ifs: some weights lowered (to
-    // zero, or scaled), some raised; each against a full pass over the changed weights.
-    for (int what_if = 0; what_if < 4 && !edges.empty(); ++what_if) {
-      std::vector<Edge> changed = edges;
-      size_t changes = 1 + random() % std::min<size_t>(edges.size(), 6);
-      for (size_t c = 0; c < changes; ++c) {
-        auto e = static_cast<uint32_t>(random() % edges.size());
-        int64_t weight = what_if == 3 ? changed[e].weight + static_cast<int64_t>(random() % 40)
-                                      : changed[e].weight * static_cast<int64_t>(random() % 2) / 2;
-        changed[e].weight = weight;
-        analysis::retime(plan, scratch, e, weight);
-        CHECK(analysis::weightOf(plan, e) == weight);
-      }
-      INFO("what-if " << what_if);
-      CHECK(analysis::retimedLength(plan, scratch) == referencePath(times, changed, PathEnd::kLatest).length);
-    }
-    // The plan has its own weights back.
-    for (uint32_t e = 0; e < edges.size(); ++e) CHECK(analysis::weightOf(plan, e) == edges[e].weight);
+    checkRetimings(random, times, edges, plan, scratch);
     CHECK(analysis::longestPathOf(plan, end_rule).edges == expected.edges);
   }
 }
@@ -150,21 +155,7 @@ TEST_CASE("longest path: a plan with its chains merged gives the latest-ending p
     REQUIRE(path.empty == expected.empty);
     CHECK(path.length == expected.length);
     CHECK(path.edges == expected.edges);
-    for (int what_if = 0; what_if < 4 && !edges.empty(); ++what_if) {
-      std::vector<Edge> changed = edges;
-      size_t changes = 1 + random() % std::min<size_t>(edges.size(), 6);
-      for (size_t c = 0; c < changes; ++c) {
-        auto e = static_cast<uint32_t>(random() % edges.size());
-        int64_t weight = what_if == 3 ? changed[e].weight + static_cast<int64_t>(random() % 40)
-                                      : changed[e].weight * static_cast<int64_t>(random() % 2) / 2;
-        changed[e].weight = weight;
-        analysis::retime(plan, scratch, e, weight);
-        CHECK(analysis::weightOf(plan, e) == weight);
-      }
-      INFO("what-if " << what_if);
-      CHECK(analysis::retimedLength(plan, scratch) == referencePath(times, changed, PathEnd::kLatest).length);
-    }
-    for (uint32_t e = 0; e < edges.size(); ++e) CHECK(analysis::weightOf(plan, e) == edges[e].weight);
+    checkRetimings(random, times, edges, plan, scratch);
     CHECK(analysis::longestPathOf(plan, PathEnd::kLatest).edges == expected.edges);
   }
 }
