@@ -50,7 +50,8 @@ void writeSkewedRun(const std::filesystem::path& dir, bool late_receive = false)
   run.write(dir);
 }
 
-const gpuxray::model::NcclOp& allReduce(const gpuxray::model::RankTrace& rank, uint64_t seq) {
+// By value: a skeleton's operations are packed, so the loop's `op` is a temporary.
+gpuxray::model::NcclOp allReduce(const gpuxray::model::RankTrace& rank, uint64_t seq) {
   for (const auto& op : rank.nccl_ops) {
     if (op.comm_hash == kDp && op.seq == seq) return op;
   }
