@@ -1,7 +1,5 @@
 #include "analyzer/model/nccl_ops.h"
 
-#include <map>
-
 namespace gpuxray::model {
 namespace {
 
@@ -15,18 +13,10 @@ uint64_t asUnsigned(int64_t v) {
 }  // namespace
 
 PackedNcclOps::PackedNcclOps(const std::vector<NcclOp>& ops) {
-  std::map<Description, uint32_t> known;
-  std::vector<int64_t> description_of;
-  description_of.reserve(ops.size());
-  for (const NcclOp& op : ops) {
-    Description d{op.kind,  op.comm_hash, op.func_id, op.algorithm_id, op.protocol_id, op.datatype_id,
-                  op.bytes, op.count,     op.root,    op.peer,         op.channels,    op.device};
-    auto [it, added] = known.emplace(d, static_cast<uint32_t>(descriptions_.size()));
-    if (added) descriptions_.push_back(d);
-    description_of.push_back(it->second);
-  }
-  descriptions_.shrink_to_fit();
-  description_of_ = PackedColumn(description_of);
+  description_of_ = internedField(ops, [](const NcclOp& op) {
+    return Description{op.kind,  op.comm_hash, op.func_id, op.algorithm_id, op.protocol_id, op.datatype_id,
+                       op.bytes, op.count,     op.root,    op.peer,         op.channels,    op.device};
+  }, descriptions_);
   seq_ = packedField(ops, [](const NcclOp& op) { return asSigned(op.seq); });
   enqueue_ns_ = packedField(ops, [](const NcclOp& op) { return op.enqueue_ns; });
   gpu_start_ns_ = packedField(ops, [](const NcclOp& op) { return op.gpu_start_ns; });

@@ -1,25 +1,13 @@
 #include "analyzer/model/nvtx_ranges.h"
 
-#include <map>
-
 namespace gpuxray::model {
 
 PackedNvtxRanges::PackedNvtxRanges(const std::vector<NvtxRange>& ranges)
     : start_ns_(packedField(ranges, &NvtxRange::start_ns)),
       end_ns_(packedField(ranges, &NvtxRange::end_ns)),
-      name_id_(packedField(ranges, [](const NvtxRange& r) { return int64_t{r.name_id}; })) {
-  std::map<Place, uint32_t> known;
-  std::vector<int64_t> place_of;
-  place_of.reserve(ranges.size());
-  for (const NvtxRange& range : ranges) {
-    Place place{range.domain_id, range.thread_id, range.depth};
-    auto [it, added] = known.emplace(place, static_cast<uint32_t>(places_.size()));
-    if (added) places_.push_back(place);
-    place_of.push_back(it->second);
-  }
-  places_.shrink_to_fit();
-  place_of_ = PackedColumn(place_of);
-}
+      name_id_(packedField(ranges, [](const NvtxRange& r) { return int64_t{r.name_id}; })),
+      place_of_(internedField(ranges, [](const NvtxRange& r) { return Place{r.domain_id, r.thread_id, r.depth}; },
+                              places_)) {}
 
 NvtxRange PackedNvtxRanges::operator[](size_t i) const {
   const Place& place = places_[static_cast<size_t>(place_of_[i])];

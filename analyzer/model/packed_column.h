@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <vector>
 
 namespace gpuxray::model {
@@ -42,6 +43,23 @@ template <typename Row, typename Field>
 PackedColumn packedField(const std::vector<Row>& rows, Field field) {
   std::vector<int64_t> column(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) column[i] = std::invoke(field, rows[i]);
+  return PackedColumn(column);
+}
+
+// What `key` gives for every row, each distinct value once in `distinct` (in the order first seen),
+// and per row its index into `distinct`, packed.
+template <typename Row, typename Key, typename KeyOf>
+PackedColumn internedField(const std::vector<Row>& rows, KeyOf key, std::vector<Key>& distinct) {
+  std::map<Key, int64_t> index_of;
+  std::vector<int64_t> column;
+  column.reserve(rows.size());
+  for (const Row& row : rows) {
+    Key k = key(row);
+    auto [it, added] = index_of.emplace(k, static_cast<int64_t>(distinct.size()));
+    if (added) distinct.push_back(k);
+    column.push_back(it->second);
+  }
+  distinct.shrink_to_fit();
   return PackedColumn(column);
 }
 
