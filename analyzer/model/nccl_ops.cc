@@ -13,10 +13,11 @@ uint64_t asUnsigned(int64_t v) {
 }  // namespace
 
 PackedNcclOps::PackedNcclOps(const std::vector<NcclOp>& ops) {
-  description_of_ = internedField(ops, [](const NcclOp& op) {
+  auto description = [](const NcclOp& op) {
     return Description{op.kind,  op.comm_hash, op.func_id, op.algorithm_id, op.protocol_id, op.datatype_id,
                        op.bytes, op.count,     op.root,    op.peer,         op.channels,    op.device};
-  }, descriptions_);
+  };
+  description_of_ = internedField(ops, description, descriptions_);
   seq_ = packedField(ops, [](const NcclOp& op) { return asSigned(op.seq); });
   enqueue_ns_ = packedField(ops, [](const NcclOp& op) { return op.enqueue_ns; });
   gpu_start_ns_ = packedField(ops, [](const NcclOp& op) { return op.gpu_start_ns; });

@@ -6,8 +6,7 @@ PackedNvtxRanges::PackedNvtxRanges(const std::vector<NvtxRange>& ranges)
     : start_ns_(packedField(ranges, &NvtxRange::start_ns)),
       end_ns_(packedField(ranges, &NvtxRange::end_ns)),
       name_id_(packedField(ranges, [](const NvtxRange& r) { return int64_t{r.name_id}; })),
-      place_of_(internedField(ranges, [](const NvtxRange& r) { return Place{r.domain_id, r.thread_id, r.depth}; },
-                              places_)) {}
+      place_of_(internedField(ranges, &PackedNvtxRanges::placeOf, places_)) {}
 
 NvtxRange PackedNvtxRanges::operator[](size_t i) const {
   const Place& place = places_[static_cast<size_t>(place_of_[i])];

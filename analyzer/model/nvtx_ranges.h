@@ -37,6 +37,7 @@ class PackedNvtxRanges {
     uint32_t depth = 0;
     auto operator<=>(const Place&) const = default;
   };
+  static Place placeOf(const NvtxRange& r) { return {r.domain_id, r.thread_id, r.depth}; }
   PackedColumn start_ns_, end_ns_, name_id_;
   std::vector<Place> places_;
   PackedColumn place_of_;  // per range: its index into places_
