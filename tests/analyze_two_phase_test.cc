@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/analysis/digest_file.h"
 #include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/session.h"
 #include "tests/support/run_builder.h"
@@ -316,6 +317,60 @@ TEST_CASE("two phases: a skeleton's packed NCCL operations, NVTX ranges and stri
   CHECK(strings[3] == "AllReduce");
   strings.push_back("Broadcast");  // unpacks
   CHECK(strings.values() == std::vector<std::string>{"", "ProfilerStep#123", "", "AllReduce", "Broadcast"});
+}
+
+TEST_CASE("two phases: a digest's time points give back each point's gap and launch, in memory and in a file",
+          "[digest]") {
+  constexpr int64_t kEpoch = 1'764'410'400'000'000'000;
+  constexpr int64_t kNoLaunch = analysis::TimePoint::kNoLaunch;
+  // Points every 10 ms; every other one in a gap, whose launch the point shares but for every
+  // seventh in a gap (work of no length starts in the gap after it) and the last gap (no launch).
+  std::vector<analysis::TimePoint> points;
+  for (int64_t i = 0; i < 3 * static_cast<int64_t>(gpuxray::model::PackedColumn::kBlock) + 5; ++i) {
+    analysis::TimePoint p;
+    p.time = kEpoch + i * 10'000'000;
+    p.compute = i * 6'000'000, p.communication = i * 3'000'000, p.host_bound = i * 1'000;
+    if (i % 2 == 1) {
+      p.in_gap = true;
+      p.gap_start = i == 1 ? INT64_MIN : p.time - 2'000;
+      p.gap_end = p.time + 5'000;
+      p.gap_launch = i > 90 ? kNoLaunch : p.time - 40'000;
+      p.launch_after = i % 7 == 0 ? p.time - 1'000 : i == 95 ? p.time + 1 : p.gap_launch;
+    }
+    points.push_back(p);
+  }
+  analysis::RankDigest digest;
+  digest.points = analysis::TimePoints(points);
+  CHECK(digest.points.other_launches.size() == 8);
+  auto same = [](const analysis::TimePoint& a, const analysis::TimePoint& b) {
+    return a.time == b.time && a.compute == b.compute && a.communication == b.communication &&
+           a.host_bound == b.host_bound && a.launch_after == b.launch_after && a.in_gap == b.in_gap &&
+           a.gap_start == b.gap_start && a.gap_end == b.gap_end && a.gap_launch == b.gap_launch;
+  };
+  auto check = [&](const analysis::TimePoints& kept, int64_t moved) {
+    REQUIRE(kept.size() == points.size());
+    for (size_t i = 0; i < points.size(); ++i) {
+      analysis::TimePoint expected = points[i];
+      auto move = [moved](int64_t& t) {
+        if (t != INT64_MIN && t != INT64_MAX) t += moved;
+      };
+      move(expected.time), move(expected.launch_after);
+      if (expected.in_gap) move(expected.gap_start), move(expected.gap_end), move(expected.gap_launch);
+      INFO("point " << i);
+      CHECK(same(kept[i], expected));
+    }
+  };
+  check(digest.points, 0);
+  digest.shift(-7'000);
+  check(digest.points, -7'000);
+
+  TempDir dir;
+  gpuxray::model::RankTrace skeleton;
+  skeleton.path = (dir.path() / "rank-00000.gpuxray").string();
+  skeleton.rank = 0;
+  std::string file = (dir.path() / "rank-00000.gpuxray.gxdigest").string();
+  analysis::writeDigestFile(file, skeleton, digest, "");
+  check(analysis::readDigestFile(file).digest.points, -7'000);
 }
 
 TEST_CASE("two phases: a digest whose windows are forgotten still tells the windows it was made over", "[digest]") {

@@ -187,11 +187,17 @@ TEST_CASE("digest: a digest of another digest format version is refused naming i
   Digested run;
   std::string one = run.digestOf(2);
   std::vector<uint8_t> bytes = bytesOf(one);
+  // Version 3 held every time point's launch, where version 4 holds only those unlike their gap's.
+  bytes[8] = 3;
+  writeBytes(one, bytes);
+  CHECK_THROWS_WITH(gpuxray::analysis::readDigestFile(one),
+                    one + ": a digest of format version 3, and this gpuxray (" + gpuxray::kToolVersion +
+                        ") reads version 4: make the digests again with this gpuxray");
   bytes[8] = 99;
   writeBytes(one, bytes);
   CHECK_THROWS_WITH(gpuxray::analysis::readDigestFile(one),
                     one + ": a digest of format version 99, and this gpuxray (" + gpuxray::kToolVersion +
-                        ") reads version 3: make the digests again with this gpuxray");
+                        ") reads version 4: make the digests again with this gpuxray");
   auto result = succeeded(binary() + " analyze " + run.digests);
   CHECK(result.out.find(one + ": a digest of format version 99") != std::string::npos);
   CHECK(result.out.find("1 of 8 ranks have no file (rank 2)") != std::string::npos);

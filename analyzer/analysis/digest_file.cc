@@ -121,7 +121,8 @@ GPUXRAY_DIGEST_FIELDS(hta::HtaRank, v.rank, v.span_ns, v.idle_ns, v.compute_ns, 
 GPUXRAY_DIGEST_FIELDS(HtaPart, v.filter_applied, v.figures);
 GPUXRAY_DIGEST_FIELDS(PipelineComputeBlock, v.span, v.forward, v.micro_batch);
 GPUXRAY_DIGEST_FIELDS(TimePoints::Gap, v.start, v.end, v.launch);
-GPUXRAY_DIGEST_FIELDS(TimePoints, v.time, v.compute, v.communication, v.host_bound, v.launch_after, v.gap, v.gaps);
+GPUXRAY_DIGEST_FIELDS(TimePoints::OtherLaunch, v.point, v.launch);
+GPUXRAY_DIGEST_FIELDS(TimePoints, v.time, v.compute, v.communication, v.host_bound, v.gap, v.gaps, v.other_launches);
 GPUXRAY_DIGEST_FIELDS(RankDigest, v.windows, v.gpu_span, v.first_activity_ns, v.first_activity_device, v.breakdown,
                       v.overlap, v.kernels, v.kernel_metrics, v.memory, v.memory_categories, v.ops, v.activity_totals,
                       v.step_lanes, v.hta, v.points, v.compute, v.compute_launch, v.pipeline_blocks);
@@ -454,11 +455,17 @@ void checkReferences(const model::RankTrace& rank) {
 void checkReferences(const RankDigest& digest) {
   const TimePoints& points = digest.points;
   size_t n = points.size();
-  for (size_t size : {points.compute.size(), points.communication.size(), points.host_bound.size(),
-                      points.launch_after.size(), points.gap.size()})
+  for (size_t size : {points.compute.size(), points.communication.size(), points.host_bound.size(), points.gap.size()})
     if (size != n) throw Damage{"its time points' columns differ in length"};
-  for (uint32_t gap : points.gap.values())
+  std::vector<uint32_t> gap_of = points.gap.values();
+  for (uint32_t gap : gap_of)
     if (gap != TimePoints::kNoGap && gap >= points.gaps.size()) throw Damage{"a time point names no gap"};
+  const auto& others = points.other_launches;
+  for (size_t i = 0; i < others.size(); ++i) {
+    if (others[i].point >= n || gap_of[others[i].point] == TimePoints::kNoGap ||
+        (i > 0 && others[i - 1].point >= others[i].point))
+      throw Damage{"a launch of its time points names no point in a gap, or comes out of order"};
+  }
   if (digest.compute_launch.size() != digest.compute.size())
     throw Damage{"its compute intervals and their launches differ in number"};
 }

@@ -26,7 +26,7 @@ namespace gpuxray::analysis {
 
 using load::kDigestFileExtension;  // ".gxdigest"
 // Raised with every change to what a digest holds or how it is laid out.
-inline constexpr uint32_t kDigestFormatVersion = 3;
+inline constexpr uint32_t kDigestFormatVersion = 4;
 
 struct DigestFileHeader {
   uint32_t format_version = kDigestFormatVersion;

@@ -80,9 +80,9 @@ TimePoints timePoints(const model::RankTrace& rank, const GpuTimeSets& sets) {
     while (next_busy < busy.size() && busy[next_busy].end <= t) ++next_busy;
     TimePoint p;
     p.time = t, p.compute = compute[k], p.communication = communication[k], p.host_bound = host_bound;
-    p.launch_after = launchAfter(rank, t);
     if (next_busy >= busy.size() || busy[next_busy].start > t) {  // not inside busy time
       Interval gap = gapBefore(next_busy);
+      p.launch_after = launchAfter(rank, t);
       p.in_gap = true;
       p.gap_start = gap.start, p.gap_end = gap.end;
       p.gap_launch = next_busy < busy.size() ? launchAfter(rank, gap.end) : TimePoint::kNoLaunch;
@@ -99,7 +99,6 @@ TimePoints::TimePoints(const std::vector<TimePoint>& points) {
   compute = packedField(points, &TimePoint::compute);
   communication = packedField(points, &TimePoint::communication);
   host_bound = packedField(points, &TimePoint::host_bound);
-  launch_after = packedField(points, &TimePoint::launch_after);
   std::vector<uint32_t> gap_of;
   gap_of.reserve(points.size());
   std::vector<Gap> distinct;
@@ -113,7 +112,10 @@ TimePoints::TimePoints(const std::vector<TimePoint>& points) {
         distinct.back().launch != p.gap_launch)
       distinct.push_back({p.gap_start, p.gap_end, p.gap_launch});
     gap_of.push_back(static_cast<uint32_t>(distinct.size() - 1));
+    if (p.launch_after != p.gap_launch)
+      other_launches.push_back({static_cast<uint32_t>(gap_of.size() - 1), p.launch_after});
   }
+  other_launches.shrink_to_fit();
   gap = GapIndexes(gap_of);
   gaps = Gaps(distinct);
 }
@@ -147,18 +149,20 @@ std::vector<TimePoints::Gap> TimePoints::Gaps::values() const {
 TimePoint TimePoints::operator[](size_t i) const {
   TimePoint p;
   p.time = time[i], p.compute = compute[i], p.communication = communication[i], p.host_bound = host_bound[i];
-  p.launch_after = launch_after[i];
   if (gap[i] != kNoGap) {
     const Gap g = gaps[gap[i]];
     p.in_gap = true;
     p.gap_start = g.start, p.gap_end = g.end, p.gap_launch = g.launch;
+    auto other = std::lower_bound(other_launches.begin(), other_launches.end(), i,
+                                  [](const OtherLaunch& o, size_t point) { return o.point < point; });
+    p.launch_after = other != other_launches.end() && other->point == i ? other->launch : g.launch;
   }
   return p;
 }
 
 size_t TimePoints::bytes() const {
-  return time.bytes() + compute.bytes() + communication.bytes() + host_bound.bytes() + launch_after.bytes() +
-         gap.bytes() + gaps.bytes();
+  return time.bytes() + compute.bytes() + communication.bytes() + host_bound.bytes() + gap.bytes() + gaps.bytes() +
+         other_launches.capacity() * sizeof(OtherLaunch);
 }
 
 TimePoint RankDigest::at(int64_t t) const {
@@ -266,7 +270,7 @@ void RankDigest::shift(int64_t offset_ns) {
     for (auto& i : lanes.exposed) move(i.start), move(i.end);
   }
   points.time.shift(offset_ns);
-  points.launch_after.shift(offset_ns);  // kNoLaunch is INT64_MIN, which stays
+  for (auto& other : points.other_launches) move(other.launch);
   // Gaps' open ends (INT64_MIN, INT64_MAX) and kNoLaunch stay.
   for (PackedColumn* column : {&points.gaps.start, &points.gaps.end, &points.gaps.launch}) column->shift(offset_ns);
   for (auto& i : compute) move(i.start), move(i.end);

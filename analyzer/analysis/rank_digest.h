@@ -79,9 +79,9 @@ struct TimePoint {
   int64_t compute = 0;        // compute time before `time`
   int64_t communication = 0;  // communication kernel time before `time`
   int64_t host_bound = 0;     // host-bound idle of the gaps of GPU activity that end by `time`
-  // When the first GPU work starting at or after `time` was launched (kNoLaunch: no launch record,
-  // or no work after it).
-  int64_t launch_after = 0;
+  // For a point in a gap: when the first GPU work starting at or after `time` was launched
+  // (kNoLaunch: no launch record, or no work after it). Outside gaps nothing reads it: kNoLaunch.
+  int64_t launch_after = kNoLaunch;
   // The gap of GPU activity `time` lies in, if any: where it starts and ends (INT64_MIN, INT64_MAX
   // before the first and after the last activity), and when the work after it was launched.
   bool in_gap = false;
@@ -93,8 +93,9 @@ using model::PackedColumn;
 using model::packedField;
 
 // A rank's time points, by time, kept column by column (two a NCCL operation, 10^4-10^5 a rank):
-// a gap is held once however many points lie in it, and the columns are packed, so a point takes
-// about 29 bytes, not a TimePoint's 72.
+// a gap is held once however many points lie in it, a point in a gap takes its gap's launch as
+// its own unless listed otherwise, and the columns are packed, so a point takes about 25 bytes, not
+// a TimePoint's 72.
 struct TimePoints {
   struct Gap {
     int64_t start = 0, end = 0, launch = 0;
@@ -123,9 +124,16 @@ struct TimePoints {
    private:
     PackedColumn packed_;
   };
-  PackedColumn time, compute, communication, host_bound, launch_after;
+  // A point in a gap whose launch_after is not its gap's launch: GPU work of no length (which busy
+  // time leaves out) starts in the gap after the point.
+  struct OtherLaunch {
+    uint32_t point = 0;
+    int64_t launch = 0;
+  };
+  PackedColumn time, compute, communication, host_bound;
   GapIndexes gap;
   Gaps gaps;
+  std::vector<OtherLaunch> other_launches;  // by point
 
   TimePoints() = default;
   // The columns of `points`, given by time.
