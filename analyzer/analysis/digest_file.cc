@@ -87,8 +87,8 @@ GPUXRAY_DIGEST_FIELDS(BreakdownTimes, v.time, v.compute, v.communication, v.memo
 GPUXRAY_DIGEST_FIELDS(StepBreakdown, v.step, v.window, v.times);
 GPUXRAY_DIGEST_FIELDS(StreamBreakdown, v.device, v.stream, v.busy, v.idle);
 GPUXRAY_DIGEST_FIELDS(RankBreakdown, v.rank, v.host, v.recorded, v.totals, v.steps, v.streams, v.replayed_kernels);
-GPUXRAY_DIGEST_FIELDS(RankOverlap, v.rank, v.communication_ns, v.exposed_ns, v.time_ns, v.exposed_per_step_ns, v.steps,
-                      v.exposed_marks);
+GPUXRAY_DIGEST_FIELDS(RankOverlap, v.rank, v.communication_ns, v.exposed_ns, v.time_ns, v.exposed_per_step_ns,
+                      v.exposed_step_median_ns, v.exposed_step_worst_ns, v.steps, v.exposed_marks);
 GPUXRAY_DIGEST_FIELDS(OtherCommunication, v.library, v.operation, v.kernels, v.time_ns);
 GPUXRAY_DIGEST_FIELDS(OverlapPart, v.rank, v.other_communication);
 GPUXRAY_DIGEST_FIELDS(KernelsPart::Launch, v.name_id, v.config_id, v.device, v.count, v.time);

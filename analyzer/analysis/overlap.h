@@ -21,6 +21,8 @@ struct RankOverlap {
   int64_t exposed_ns = 0;                    // of which no compute ran beside it
   int64_t time_ns = 0;                       // the windows' length
   std::vector<int64_t> exposed_per_step_ns;  // per window, in order
+  // Its median and largest, which the table shows, kept when a report without typed results frees it.
+  int64_t exposed_step_median_ns = 0, exposed_step_worst_ns = 0;
   std::vector<int64_t> steps;                // the windows' step numbers (-1: the whole span)
   std::vector<Interval> exposed_marks;       // exposed stretches of at least kShortestMarkNs
   double overlapPct() const;

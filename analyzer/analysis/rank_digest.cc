@@ -280,7 +280,7 @@ void RankDigest::shift(int64_t offset_ns) {
 
 void RankDigest::dropTypedResultsOnly() {
   release(breakdown.steps);
-  if (overlap.rank) release(overlap.rank->steps);
+  if (overlap.rank) release(overlap.rank->steps), release(overlap.rank->exposed_per_step_ns);
   for (auto& device : memory.devices) release(device.curve);
   for (auto& device : memory_categories.devices) release(device.curve);
 }

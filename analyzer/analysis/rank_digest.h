@@ -187,8 +187,8 @@ struct RankDigest {
   // back by the shifts since.
   bool madeOver(const std::vector<StepWindow>& run_windows) const;
   // Frees what only the typed results show (the memory curves, the time breakdown's per-step
-  // figures, overlap's step numbers), for a report without them (text, Markdown): 0.12 MB a rank
-  // at 500 steps.
+  // figures, overlap's per-step figures), for a report without them (text, Markdown): 0.12 MB a
+  // rank at 500 steps.
   void dropTypedResultsOnly();
   // Frees what only a timeline shows (overlap's exposed stretches, which become the report's timeline
   // marks): a session that does not keep events writes no timeline (16 kB a rank at 500 steps, and
