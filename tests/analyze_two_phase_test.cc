@@ -244,9 +244,14 @@ TEST_CASE("two phases: a digest's packed time column gives back every value", "[
     CHECK(narrow.bytes() < column->size() * 2);
   }
   CHECK(PackedColumn(constant).bytes() < 40);
+  // Offsets past 65,533 and under 16,777,213 take three bytes.
+  std::vector<int64_t> three_bytes;
+  for (int64_t i = 0; i < 320; ++i) three_bytes.push_back(kEpoch + (i % 2) * 16'000'000 + i);
+  CHECK(PackedColumn(three_bytes).values() == three_bytes);
+  CHECK(PackedColumn(three_bytes).bytes() == 320 * 3 + 10 * 8);
   // The two largest codes of a width stand for the sentinels: offsets that reach them take more bytes.
-  for (int64_t top :
-       std::vector<int64_t>{253, 254, 255, 256, 65'533, 65'534, 65'535, 4'294'967'293, 4'294'967'294, 4'294'967'295}) {
+  for (int64_t top : std::vector<int64_t>{253, 254, 255, 256, 65'533, 65'534, 65'535, 16'777'213, 16'777'214,
+                                          16'777'215, 4'294'967'293, 4'294'967'294, 4'294'967'295}) {
     std::vector<int64_t> edge{kEpoch, kEpoch + top, kEpoch + 1};
     CHECK(PackedColumn(edge).values() == edge);
   }

@@ -36,7 +36,7 @@ PackedColumn::PackedColumn(const std::vector<int64_t>& values) : size_(values.si
   }
   auto fits = [&](size_t width) { return width == 0 ? widest == 0 && !sentinels : widest <= largestCode(width) - 2; };
   width_ = 0;
-  while (width_ <= 4 && !fits(width_)) width_ = width_ == 0 ? 1 : width_ * 2;
+  while (width_ <= 4 && !fits(width_)) ++width_;
   if (width_ > 4) {
     std::vector<int64_t>().swap(bases_);
     wide_ = values;

@@ -1,6 +1,7 @@
 // A column of 64-bit values held as offsets from one 64-bit base per block of kBlock values, each
-// offset as few bytes as the column's widest needs (0, 1, 2 or 4): 4.25 bytes a value instead of 8
-// for times on one clock and sums of time, 1.25 for sequence numbers and ids, 0.25 for a constant.
+// offset as few bytes as the column's widest needs (0 to 4): 4.25 bytes a value instead of 8 for
+// times on one clock and sums of time (3.25 where a block spans under 16.7 ms), 1.25 for sequence
+// numbers and ids, 0.25 for a constant.
 // Exact for every value: INT64_MIN and INT64_MAX (the open ends and "none" of the columns that use
 // them) are kept as themselves, and a column with a block whose values spread over more than
 // 4.29 * 10^9 keeps every value whole.
