@@ -20,8 +20,9 @@ PackedNcclOps::PackedNcclOps(const std::vector<NcclOp>& ops) {
   description_of_ = internedField(ops, description, descriptions_);
   seq_ = packedField(ops, [](const NcclOp& op) { return asSigned(op.seq); });
   enqueue_ns_ = packedField(ops, [](const NcclOp& op) { return op.enqueue_ns; });
-  gpu_start_ns_ = packedField(ops, [](const NcclOp& op) { return op.gpu_start_ns; });
-  gpu_end_ns_ = packedField(ops, [](const NcclOp& op) { return op.gpu_end_ns; });
+  gpu_start_after_enqueue_ns_ =
+      packedField(ops, [](const NcclOp& op) { return differenceOf(op.gpu_start_ns, op.enqueue_ns); });
+  gpu_duration_ns_ = packedField(ops, [](const NcclOp& op) { return differenceOf(op.gpu_end_ns, op.gpu_start_ns); });
   operation_id_ = packedField(ops, [](const NcclOp& op) { return asSigned(op.operation_id); });
   gpu_clock_error_ns_ = packedField(ops, [](const NcclOp& op) { return asSigned(op.gpu_clock_error_ns); });
 }
@@ -34,7 +35,9 @@ NcclOp PackedNcclOps::operator[](size_t i) const {
   op.seq = asUnsigned(seq_[i]);
   op.func_id = d.func_id, op.algorithm_id = d.algorithm_id, op.protocol_id = d.protocol_id;
   op.datatype_id = d.datatype_id;
-  op.enqueue_ns = enqueue_ns_[i], op.gpu_start_ns = gpu_start_ns_[i], op.gpu_end_ns = gpu_end_ns_[i];
+  op.enqueue_ns = enqueue_ns_[i];
+  op.gpu_start_ns = plusDifference(op.enqueue_ns, gpu_start_after_enqueue_ns_[i]);
+  op.gpu_end_ns = plusDifference(op.gpu_start_ns, gpu_duration_ns_[i]);
   op.bytes = d.bytes, op.count = d.count;
   op.root = d.root, op.peer = d.peer;
   op.channels = d.channels, op.device = d.device;
@@ -45,7 +48,8 @@ NcclOp PackedNcclOps::operator[](size_t i) const {
 
 size_t PackedNcclOps::bytes() const {
   return descriptions_.capacity() * sizeof(Description) + description_of_.bytes() + seq_.bytes() + enqueue_ns_.bytes() +
-         gpu_start_ns_.bytes() + gpu_end_ns_.bytes() + operation_id_.bytes() + gpu_clock_error_ns_.bytes();
+         gpu_start_after_enqueue_ns_.bytes() + gpu_duration_ns_.bytes() + operation_id_.bytes() +
+         gpu_clock_error_ns_.bytes();
 }
 
 }  // namespace gpuxray::model

@@ -1,4 +1,4 @@
-// A rank's NCCL operations (model::NcclOp), packed in a skeleton to about 16 bytes an operation
+// A rank's NCCL operations (model::NcclOp), packed in a skeleton to about 10 bytes an operation
 // instead of 112: what describes an operation (kind, communicator, function, algorithm, protocol,
 // data type, sizes, root, peer, channels, device) is held once however many operations share it,
 // and what differs from one to the next (sequence number, times, operation id, clock error) as
@@ -58,7 +58,8 @@ class PackedNcclOps {
   };
   std::vector<Description> descriptions_;
   PackedColumn description_of_;  // per operation: its index into descriptions_
-  PackedColumn seq_, enqueue_ns_, gpu_start_ns_, gpu_end_ns_, operation_id_, gpu_clock_error_ns_;
+  // The GPU times as differences (from the enqueue, from the GPU start): a few microseconds, about a millisecond.
+  PackedColumn seq_, enqueue_ns_, gpu_start_after_enqueue_ns_, gpu_duration_ns_, operation_id_, gpu_clock_error_ns_;
 };
 
 using NcclOps = PackableRecords<NcclOp, PackedNcclOps>;

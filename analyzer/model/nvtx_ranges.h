@@ -1,5 +1,5 @@
-// A rank's NVTX ranges (model::NvtxRange), packed in a skeleton to about 10 bytes a range instead of
-// 40: the range's times and name id as packed columns, and where it was recorded (domain, thread,
+// A rank's NVTX ranges (model::NvtxRange), packed in a skeleton to about 8 bytes a range instead of
+// 40: the range's start, length and name id as packed columns, and where it was recorded (domain, thread,
 // depth) held once however many ranges share it.
 #pragma once
 
@@ -38,7 +38,7 @@ class PackedNvtxRanges {
     auto operator<=>(const Place&) const = default;
   };
   static Place placeOf(const NvtxRange& r) { return {r.domain_id, r.thread_id, r.depth}; }
-  PackedColumn start_ns_, end_ns_, name_id_;
+  PackedColumn start_ns_, duration_ns_, name_id_;  // the end as its difference from the start
   std::vector<Place> places_;
   PackedColumn place_of_;  // per range: its index into places_
 };

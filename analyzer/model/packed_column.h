@@ -47,6 +47,15 @@ PackedColumn packedField(const std::vector<Row>& rows, Field field) {
   return PackedColumn(column);
 }
 
+// A value held as its difference from another of its row (a range's end from its start: short where
+// the times themselves are far apart), and back; wrapping, so exact for any two values.
+inline int64_t differenceOf(int64_t value, int64_t from) {
+  return static_cast<int64_t>(static_cast<uint64_t>(value) - static_cast<uint64_t>(from));
+}
+inline int64_t plusDifference(int64_t from, int64_t difference) {
+  return static_cast<int64_t>(static_cast<uint64_t>(from) + static_cast<uint64_t>(difference));
+}
+
 // What `key` gives for every row, each distinct value once in `distinct` (in the order first seen),
 // and per row its index into `distinct`, packed.
 template <typename Row, typename Key, typename KeyOf>
