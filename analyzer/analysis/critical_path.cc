@@ -379,6 +379,7 @@ void RankGraph::addGpuEdges() {
     bool sync;
   };
   std::vector<Item> items;
+  items.reserve(events_.size() - call_base_ - calls_.size() + stream_syncs_.size());
   for (uint32_t e = 0; e < events_.size(); ++e) {
     const GraphEvent& ev = events_[e];
     if (!ev.host) {
@@ -393,26 +394,41 @@ void RankGraph::addGpuEdges() {
   }
   stableSortIfNeeded(items, [](const Item& a, const Item& b) { return a.sort_ns < b.sort_ns; });
 
-  // HTA's queue length per stream: +1 at each launch call, -1 as each kernel starts.
-  // Per stream, in (time, start after launch, event) order.
-  std::vector<std::tuple<int32_t, int64_t, int, uint32_t>> queue_changes;
+  // HTA's queue length per stream: +1 at each launch call, -1 as each kernel starts; per stream, in
+  // (time, launch before start, event) order. The launches and the starts are each in that order
+  // already (mostly, for the launches): one merge per stream, not a sort of both.
   int32_t streams = 0;
+  for (const Item& item : items) streams = std::max(streams, item.stream + 1);
+  std::vector<uint32_t> stream_begin(static_cast<size_t>(streams) + 1, 0);
   for (const Item& item : items) {
-    streams = std::max(streams, item.stream + 1);
-    if (item.sync) continue;
-    const model::GpuActivity& a = rank_.activities[events_[item.event].ref.index];
-    uint32_t call_event = launch_event_[item.event];
-    queue_changes.emplace_back(item.stream, events_[call_event].start_ns, 0, item.event);
-    queue_changes.emplace_back(item.stream, a.start_ns, 1, item.event);
+    if (!item.sync) ++stream_begin[static_cast<size_t>(item.stream) + 1];
   }
-  sortIfNeeded(queue_changes);
+  for (size_t s = 1; s < stream_begin.size(); ++s) stream_begin[s] += stream_begin[s - 1];
+  std::vector<std::pair<int64_t, uint32_t>> launches(stream_begin.back()), starts(stream_begin.back());
+  {
+    std::vector<uint32_t> next(stream_begin.begin(), stream_begin.end() - 1);
+    for (const Item& item : items) {
+      if (item.sync) continue;
+      uint32_t k = next[static_cast<size_t>(item.stream)]++;
+      launches[k] = {events_[launch_event_[item.event]].start_ns, item.event};
+      starts[k] = {events_[item.event].start_ns, item.event};
+    }
+  }
   std::vector<std::pair<int, int>> queue_at(events_.size());  // per event: (after its launch, after its start)
-  int length = 0;
-  for (size_t k = 0; k < queue_changes.size(); ++k) {
-    const auto& [stream, ts, is_start, event] = queue_changes[k];
-    if (k == 0 || stream != std::get<0>(queue_changes[k - 1])) length = 0;
-    length += is_start ? -1 : 1;
-    (is_start ? queue_at[event].second : queue_at[event].first) = length;
+  for (size_t s = 0; s + 1 < stream_begin.size(); ++s) {
+    auto begin = static_cast<ptrdiff_t>(stream_begin[s]), end = static_cast<ptrdiff_t>(stream_begin[s + 1]);
+    std::span<std::pair<int64_t, uint32_t>> launched(launches.begin() + begin, launches.begin() + end);
+    std::span<std::pair<int64_t, uint32_t>> started(starts.begin() + begin, starts.begin() + end);
+    sortIfNeeded(launched);
+    sortIfNeeded(started);
+    int length = 0;
+    for (size_t l = 0, k = 0; l < launched.size() || k < started.size();) {
+      if (k == started.size() || (l < launched.size() && launched[l].first <= started[k].first)) {
+        queue_at[launched[l++].second].first = ++length;
+      } else {
+        queue_at[started[k++].second].second = --length;
+      }
+    }
   }
 
   // GPU work by end, for the latest end on another stream inside a kernel's gap.
