@@ -66,26 +66,31 @@ bool blocksOnGpu(std::string_view call) {
 
 // Per rank, built once for all its windows: its host calls by start, and its GPU work and stream
 // synchronizations by their call's start, so that a window's events are two binary searches away.
+// Every rank's index is held at once, beside its events: the calls' start order is held only where it
+// is not theirs already, and work's call start is read from its call.
 struct RankTimeIndex {
   explicit RankTimeIndex(const model::RankTrace& rank) {
-    calls_by_start.resize(rank.host_calls.size());
-    for (uint32_t i = 0; i < calls_by_start.size(); ++i) calls_by_start[i] = i;
     // Both come mostly in order already (calls by correlation, work by its launch): sorted only if not.
-    auto by_start = [&](uint32_t a, uint32_t b) {
-      return std::pair(rank.host_calls[a].start_ns, a) < std::pair(rank.host_calls[b].start_ns, b);
-    };
-    if (!std::is_sorted(calls_by_start.begin(), calls_by_start.end(), by_start))
-      std::sort(calls_by_start.begin(), calls_by_start.end(), by_start);
+    calls_in_start_order = std::is_sorted(rank.host_calls.begin(), rank.host_calls.end(),
+                                          [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+    if (!calls_in_start_order) {
+      calls_by_start.resize(rank.host_calls.size());
+      for (uint32_t i = 0; i < calls_by_start.size(); ++i) calls_by_start[i] = i;
+      std::sort(calls_by_start.begin(), calls_by_start.end(), [&](uint32_t a, uint32_t b) {
+        return std::pair(rank.host_calls[a].start_ns, a) < std::pair(rank.host_calls[b].start_ns, b);
+      });
+    }
     for (uint32_t i = 0; i < rank.activities.size(); ++i) {
       const model::GpuActivity& a = rank.activities[i];
       bool stream_sync = a.kind == ActivityKind::kSync && rank.name(a.name_id) == "Stream Sync";
       if ((!model::isGpuWork(a.kind) && !stream_sync) || a.correlation_id == 0) continue;
       const model::HostCall* call = rank.launchOf(a.correlation_id);
       if (call != nullptr)
-        work_by_launch.push_back({call->start_ns, i, static_cast<uint32_t>(call - rank.host_calls.data())});
+        work_by_launch.push_back({i, static_cast<uint32_t>(call - rank.host_calls.data())});
     }
-    auto by_launch = [](const Work& a, const Work& b) {
-      return std::pair(a.call_start_ns, a.activity) < std::pair(b.call_start_ns, b.activity);
+    auto by_launch = [&](const Work& a, const Work& b) {
+      return std::pair(rank.host_calls[a.call].start_ns, a.activity) <
+             std::pair(rank.host_calls[b.call].start_ns, b.activity);
     };
     if (!std::is_sorted(work_by_launch.begin(), work_by_launch.end(), by_launch))
       std::sort(work_by_launch.begin(), work_by_launch.end(), by_launch);
@@ -148,12 +153,26 @@ struct RankTimeIndex {
     if (it == comm_by_start.end() || it->first != start_ns) return std::nullopt;
     return it->second;
   }
+  // The host calls that start in [start, end], in start order, each to `visit`.
+  template <typename Visit>
+  void forCallsStartingIn(const model::RankTrace& rank, int64_t start, int64_t end, Visit visit) const {
+    const std::vector<model::HostCall>& calls = rank.host_calls;
+    if (calls_in_start_order) {
+      auto it = std::lower_bound(calls.begin(), calls.end(), start,
+                                 [](const model::HostCall& c, int64_t t) { return c.start_ns < t; });
+      for (; it != calls.end() && it->start_ns <= end; ++it) visit(static_cast<uint32_t>(it - calls.begin()));
+      return;
+    }
+    auto it = std::lower_bound(calls_by_start.begin(), calls_by_start.end(), start,
+                               [&](uint32_t c, int64_t t) { return calls[c].start_ns < t; });
+    for (; it != calls_by_start.end() && calls[*it].start_ns <= end; ++it) visit(*it);
+  }
   struct Work {
-    int64_t call_start_ns;
     uint32_t activity;
     uint32_t call;
   };
-  std::vector<uint32_t> calls_by_start;
+  bool calls_in_start_order = true;
+  std::vector<uint32_t> calls_by_start;  // empty when calls_in_start_order
   std::vector<Work> work_by_launch;
   std::vector<uint32_t> kernel_of_op;  // per NCCL operation: its kernel's activity (UINT32_MAX: none)
   std::vector<std::pair<int64_t, uint32_t>> ops_by_start, ranges_by_start;  // (start, index into host_ops / nvtx)
@@ -280,12 +299,10 @@ void RankGraph::collectEvents() {
   }
   // Calls in correlation order and work in start order, as the whole rank's lists have them.
   std::vector<uint32_t> calls;
-  auto first_call = std::lower_bound(index_.calls_by_start.begin(), index_.calls_by_start.end(), window_.start,
-                                     [&](uint32_t c, int64_t t) { return rank_.host_calls[c].start_ns < t; });
-  for (auto it = first_call; it != index_.calls_by_start.end() && rank_.host_calls[*it].start_ns <= window_.end; ++it) {
-    const model::HostCall& c = rank_.host_calls[*it];
-    if (inWindow(c.start_ns, c.end_ns)) calls.push_back(*it);
-  }
+  index_.forCallsStartingIn(rank_, window_.start, window_.end, [&](uint32_t i) {
+    const model::HostCall& c = rank_.host_calls[i];
+    if (inWindow(c.start_ns, c.end_ns)) calls.push_back(i);
+  });
   sortIfNeeded(calls);
   call_base_ = static_cast<uint32_t>(events_.size());
   for (uint32_t i : calls) {
@@ -306,9 +323,10 @@ void RankGraph::collectEvents() {
     return call_base_ + static_cast<uint32_t>(at);
   };
   std::vector<std::pair<uint32_t, uint32_t>> work;  // (activity, its launch call's event)
+  auto callStart = [&](const RankTimeIndex::Work& w) { return rank_.host_calls[w.call].start_ns; };
   auto first_work = std::lower_bound(index_.work_by_launch.begin(), index_.work_by_launch.end(), window_.start,
-                                     [](const RankTimeIndex::Work& w, int64_t t) { return w.call_start_ns < t; });
-  for (auto it = first_work; it != index_.work_by_launch.end() && it->call_start_ns <= window_.end; ++it) {
+                                     [&](const RankTimeIndex::Work& w, int64_t t) { return callStart(w) < t; });
+  for (auto it = first_work; it != index_.work_by_launch.end() && callStart(*it) <= window_.end; ++it) {
     std::optional<uint32_t> call_event = eventOfCall(it->call);
     if (!call_event) continue;
     if (model::isGpuWork(rank_.activities[it->activity].kind)) {
