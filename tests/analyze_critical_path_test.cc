@@ -119,6 +119,37 @@ TEST_CASE("critical path: a hand-built step, its path and attribution worked out
                   analysis::PathEvent{analysis::PathEventSource::kHostCall, 1}) == path.events.end());
 }
 
+// HTA's queue length is counted per stream: kB, launched while kA was still queued on another
+// stream, waited for its launch (a launch delay) and not for kA.
+TEST_CASE("critical path: launch queues are per stream", "[critical_path]") {
+  model::RankTrace r;
+  r.rank = 0;
+  r.threads = {7};
+  r.api_functions = {0, intern(r, "cudaLaunchKernel")};
+  r.host_ops.push_back({0, 100, intern(r, "aten::mm"), 0, 7});
+  r.host_calls.push_back({10, 20, 1, 0, 1});
+  r.host_calls.push_back({30, 40, 2, 0, 1});
+  uint16_t hint = 0;
+  uint16_t stream_a = r.streamIndex(0, 7, hint);
+  uint16_t stream_b = r.streamIndex(0, 8, hint);
+  r.activities = {{50, 300, intern(r, "gemm_a"), 0, 1, stream_a, 0, model::ActivityKind::kCompute},
+                  {60, 500, intern(r, "gemm_b"), 0, 2, stream_b, 0, model::ActivityKind::kCompute}};
+  analysis::RankCriticalPath path = analysis::rankCriticalPath(r, {0, 500});
+  REQUIRE(path.length_ns == 500);
+  std::vector<std::tuple<int64_t, int64_t, PathCause, std::string>> expected = {
+      {0, 10, PathCause::kHost, "cpu op"},   {10, 20, PathCause::kHost, "cudaLaunchKernel"},
+      {20, 30, PathCause::kHost, "cpu op"},  {30, 60, PathCause::kLaunch, ""},
+      {60, 500, PathCause::kCompute, "gemm_b"}};
+  REQUIRE(path.slices.size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    CAPTURE(i);
+    CHECK(path.slices[i].start_ns == std::get<0>(expected[i]));
+    CHECK(path.slices[i].end_ns == std::get<1>(expected[i]));
+    CHECK(path.slices[i].cause == std::get<2>(expected[i]));
+    CHECK(path.slices[i].detail == std::get<3>(expected[i]));
+  }
+}
+
 TEST_CASE("critical path: an empty window is all 'other', and parts sum to it", "[critical_path]") {
   model::RankTrace rank = handBuiltRank();
   analysis::RankCriticalPath path = analysis::rankCriticalPath(rank, {1000, 2000});

@@ -66,26 +66,31 @@ bool blocksOnGpu(std::string_view call) {
 
 // Per rank, built once for all its windows: its host calls by start, and its GPU work and stream
 // synchronizations by their call's start, so that a window's events are two binary searches away.
+// Every rank's index is held at once, beside its events: the calls' start order is held only where it
+// is not theirs already, and work's call start is read from its call.
 struct RankTimeIndex {
   explicit RankTimeIndex(const model::RankTrace& rank) {
-    calls_by_start.resize(rank.host_calls.size());
-    for (uint32_t i = 0; i < calls_by_start.size(); ++i) calls_by_start[i] = i;
     // Both come mostly in order already (calls by correlation, work by its launch): sorted only if not.
-    auto by_start = [&](uint32_t a, uint32_t b) {
-      return std::pair(rank.host_calls[a].start_ns, a) < std::pair(rank.host_calls[b].start_ns, b);
-    };
-    if (!std::is_sorted(calls_by_start.begin(), calls_by_start.end(), by_start))
-      std::sort(calls_by_start.begin(), calls_by_start.end(), by_start);
+    calls_in_start_order = std::is_sorted(rank.host_calls.begin(), rank.host_calls.end(),
+                                          [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+    if (!calls_in_start_order) {
+      calls_by_start.resize(rank.host_calls.size());
+      for (uint32_t i = 0; i < calls_by_start.size(); ++i) calls_by_start[i] = i;
+      std::sort(calls_by_start.begin(), calls_by_start.end(), [&](uint32_t a, uint32_t b) {
+        return std::pair(rank.host_calls[a].start_ns, a) < std::pair(rank.host_calls[b].start_ns, b);
+      });
+    }
     for (uint32_t i = 0; i < rank.activities.size(); ++i) {
       const model::GpuActivity& a = rank.activities[i];
       bool stream_sync = a.kind == ActivityKind::kSync && rank.name(a.name_id) == "Stream Sync";
       if ((!model::isGpuWork(a.kind) && !stream_sync) || a.correlation_id == 0) continue;
       const model::HostCall* call = rank.launchOf(a.correlation_id);
       if (call != nullptr)
-        work_by_launch.push_back({call->start_ns, i, static_cast<uint32_t>(call - rank.host_calls.data())});
+        work_by_launch.push_back({i, static_cast<uint32_t>(call - rank.host_calls.data())});
     }
-    auto by_launch = [](const Work& a, const Work& b) {
-      return std::pair(a.call_start_ns, a.activity) < std::pair(b.call_start_ns, b.activity);
+    auto by_launch = [&](const Work& a, const Work& b) {
+      return std::pair(rank.host_calls[a.call].start_ns, a.activity) <
+             std::pair(rank.host_calls[b.call].start_ns, b.activity);
     };
     if (!std::is_sorted(work_by_launch.begin(), work_by_launch.end(), by_launch))
       std::sort(work_by_launch.begin(), work_by_launch.end(), by_launch);
@@ -148,12 +153,26 @@ struct RankTimeIndex {
     if (it == comm_by_start.end() || it->first != start_ns) return std::nullopt;
     return it->second;
   }
+  // The host calls that start in [start, end], in start order, each to `visit`.
+  template <typename Visit>
+  void forCallsStartingIn(const model::RankTrace& rank, int64_t start, int64_t end, Visit visit) const {
+    const std::vector<model::HostCall>& calls = rank.host_calls;
+    if (calls_in_start_order) {
+      auto it = std::lower_bound(calls.begin(), calls.end(), start,
+                                 [](const model::HostCall& c, int64_t t) { return c.start_ns < t; });
+      for (; it != calls.end() && it->start_ns <= end; ++it) visit(static_cast<uint32_t>(it - calls.begin()));
+      return;
+    }
+    auto it = std::lower_bound(calls_by_start.begin(), calls_by_start.end(), start,
+                               [&](uint32_t c, int64_t t) { return calls[c].start_ns < t; });
+    for (; it != calls_by_start.end() && calls[*it].start_ns <= end; ++it) visit(*it);
+  }
   struct Work {
-    int64_t call_start_ns;
     uint32_t activity;
     uint32_t call;
   };
-  std::vector<uint32_t> calls_by_start;
+  bool calls_in_start_order = true;
+  std::vector<uint32_t> calls_by_start;  // empty when calls_in_start_order
   std::vector<Work> work_by_launch;
   std::vector<uint32_t> kernel_of_op;  // per NCCL operation: its kernel's activity (UINT32_MAX: none)
   std::vector<std::pair<int64_t, uint32_t>> ops_by_start, ranges_by_start;  // (start, index into host_ops / nvtx)
@@ -280,12 +299,10 @@ void RankGraph::collectEvents() {
   }
   // Calls in correlation order and work in start order, as the whole rank's lists have them.
   std::vector<uint32_t> calls;
-  auto first_call = std::lower_bound(index_.calls_by_start.begin(), index_.calls_by_start.end(), window_.start,
-                                     [&](uint32_t c, int64_t t) { return rank_.host_calls[c].start_ns < t; });
-  for (auto it = first_call; it != index_.calls_by_start.end() && rank_.host_calls[*it].start_ns <= window_.end; ++it) {
-    const model::HostCall& c = rank_.host_calls[*it];
-    if (inWindow(c.start_ns, c.end_ns)) calls.push_back(*it);
-  }
+  index_.forCallsStartingIn(rank_, window_.start, window_.end, [&](uint32_t i) {
+    const model::HostCall& c = rank_.host_calls[i];
+    if (inWindow(c.start_ns, c.end_ns)) calls.push_back(i);
+  });
   sortIfNeeded(calls);
   call_base_ = static_cast<uint32_t>(events_.size());
   for (uint32_t i : calls) {
@@ -306,9 +323,10 @@ void RankGraph::collectEvents() {
     return call_base_ + static_cast<uint32_t>(at);
   };
   std::vector<std::pair<uint32_t, uint32_t>> work;  // (activity, its launch call's event)
+  auto callStart = [&](const RankTimeIndex::Work& w) { return rank_.host_calls[w.call].start_ns; };
   auto first_work = std::lower_bound(index_.work_by_launch.begin(), index_.work_by_launch.end(), window_.start,
-                                     [](const RankTimeIndex::Work& w, int64_t t) { return w.call_start_ns < t; });
-  for (auto it = first_work; it != index_.work_by_launch.end() && it->call_start_ns <= window_.end; ++it) {
+                                     [&](const RankTimeIndex::Work& w, int64_t t) { return callStart(w) < t; });
+  for (auto it = first_work; it != index_.work_by_launch.end() && callStart(*it) <= window_.end; ++it) {
     std::optional<uint32_t> call_event = eventOfCall(it->call);
     if (!call_event) continue;
     if (model::isGpuWork(rank_.activities[it->activity].kind)) {
@@ -379,6 +397,7 @@ void RankGraph::addGpuEdges() {
     bool sync;
   };
   std::vector<Item> items;
+  items.reserve(events_.size() - call_base_ - calls_.size() + stream_syncs_.size());
   for (uint32_t e = 0; e < events_.size(); ++e) {
     const GraphEvent& ev = events_[e];
     if (!ev.host) {
@@ -393,26 +412,41 @@ void RankGraph::addGpuEdges() {
   }
   stableSortIfNeeded(items, [](const Item& a, const Item& b) { return a.sort_ns < b.sort_ns; });
 
-  // HTA's queue length per stream: +1 at each launch call, -1 as each kernel starts.
-  // Per stream, in (time, start after launch, event) order.
-  std::vector<std::tuple<int32_t, int64_t, int, uint32_t>> queue_changes;
+  // HTA's queue length per stream: +1 at each launch call, -1 as each kernel starts; per stream, in
+  // (time, launch before start, event) order. The launches and the starts are each in that order
+  // already (mostly, for the launches): one merge per stream, not a sort of both.
   int32_t streams = 0;
+  for (const Item& item : items) streams = std::max(streams, item.stream + 1);
+  std::vector<uint32_t> stream_begin(static_cast<size_t>(streams) + 1, 0);
   for (const Item& item : items) {
-    streams = std::max(streams, item.stream + 1);
-    if (item.sync) continue;
-    const model::GpuActivity& a = rank_.activities[events_[item.event].ref.index];
-    uint32_t call_event = launch_event_[item.event];
-    queue_changes.emplace_back(item.stream, events_[call_event].start_ns, 0, item.event);
-    queue_changes.emplace_back(item.stream, a.start_ns, 1, item.event);
+    if (!item.sync) ++stream_begin[static_cast<size_t>(item.stream) + 1];
   }
-  sortIfNeeded(queue_changes);
+  for (size_t s = 1; s < stream_begin.size(); ++s) stream_begin[s] += stream_begin[s - 1];
+  std::vector<std::pair<int64_t, uint32_t>> launches(stream_begin.back()), starts(stream_begin.back());
+  {
+    std::vector<uint32_t> next(stream_begin.begin(), stream_begin.end() - 1);
+    for (const Item& item : items) {
+      if (item.sync) continue;
+      uint32_t k = next[static_cast<size_t>(item.stream)]++;
+      launches[k] = {events_[launch_event_[item.event]].start_ns, item.event};
+      starts[k] = {events_[item.event].start_ns, item.event};
+    }
+  }
   std::vector<std::pair<int, int>> queue_at(events_.size());  // per event: (after its launch, after its start)
-  int length = 0;
-  for (size_t k = 0; k < queue_changes.size(); ++k) {
-    const auto& [stream, ts, is_start, event] = queue_changes[k];
-    if (k == 0 || stream != std::get<0>(queue_changes[k - 1])) length = 0;
-    length += is_start ? -1 : 1;
-    (is_start ? queue_at[event].second : queue_at[event].first) = length;
+  for (size_t s = 0; s + 1 < stream_begin.size(); ++s) {
+    auto begin = static_cast<ptrdiff_t>(stream_begin[s]), end = static_cast<ptrdiff_t>(stream_begin[s + 1]);
+    std::span<std::pair<int64_t, uint32_t>> launched(launches.begin() + begin, launches.begin() + end);
+    std::span<std::pair<int64_t, uint32_t>> started(starts.begin() + begin, starts.begin() + end);
+    sortIfNeeded(launched);
+    sortIfNeeded(started);
+    int length = 0;
+    for (size_t l = 0, k = 0; l < launched.size() || k < started.size();) {
+      if (k == started.size() || (l < launched.size() && launched[l].first <= started[k].first)) {
+        queue_at[launched[l++].second].first = ++length;
+      } else {
+        queue_at[started[k++].second].second = --length;
+      }
+    }
   }
 
   // GPU work by end, for the latest end on another stream inside a kernel's gap.

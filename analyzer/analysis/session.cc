@@ -358,11 +358,14 @@ void Session::prepare() {
   if (!run_.ranks.empty() && !input_.steps[0].empty()) overview_step = overviewWindowOf(input_.steps[0])->number;
   auto shown = [overview_step](int64_t step) { return step == overview_step; };
   if (!digested_) {
-    input_.time_sets.reserve(run_.ranks.size());
-    for (const auto& rank : run_.ranks) input_.time_sets.push_back(gpuTimeSetsOf(rank));
+    // A rank's interval sets serve its digest only: each is freed once its rank is digested, so that
+    // what comes after (the critical path's graphs) reuses their pages rather than fresh ones.
+    input_.time_sets.resize(run_.ranks.size());
     digests_.reserve(run_.ranks.size());
     for (size_t r = 0; r < run_.ranks.size(); ++r) {
+      input_.time_sets[r] = gpuTimeSetsOf(run_.ranks[r]);
       digests_.push_back(digestRank(input_, r, std::nullopt, shown));
+      input_.time_sets[r] = GpuTimeSets();
       if (!options_.typed_results) digests_.back().dropTypedResultsOnly();
     }
   } else {
