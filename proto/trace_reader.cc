@@ -721,11 +721,10 @@ bool TraceReader::withinRecordBudget(uint64_t at, std::span<const uint8_t> paylo
 }
 
 bool TraceReader::next(EventBatch& batch) {
-  // Kernels and API calls are most of a batch: their vectors keep their memory.
+  // Kernels and API calls are most of a batch: their vectors keep their memory, and their records,
+  // which decodeBatch overwrites field by field rather than zeroing them first.
   std::vector<KernelRecord> kernels = std::move(batch.kernels);
   std::vector<ApiCallRecord> api_calls = std::move(batch.api_calls);
-  kernels.clear();
-  api_calls.clear();
   batch = EventBatch{};
   batch.kernels = std::move(kernels);
   batch.api_calls = std::move(api_calls);
@@ -737,6 +736,8 @@ bool TraceReader::next(EventBatch& batch) {
     ChunkRead result = readChunk(payload);
     if (result == ChunkRead::kEnd) {
       finishWarnings();
+      batch.kernels.clear();
+      batch.api_calls.clear();
       return false;
     }
     if (result == ChunkRead::kDamaged) continue;
@@ -782,6 +783,7 @@ bool TraceReader::decodeBatch(const void* message, EventBatch& batch) {
         columnFits(k.config_id(), kernel_count) && columnFits(k.context(), kernel_count) &&
         columnFits(k.graph_id(), kernel_count) && columnFits(k.graph_node_id(), kernel_count))) {
     warn("a batch's kernel columns have different lengths; its " + std::to_string(kernel_count) + " kernels skipped");
+    batch.kernels.clear();
   } else {
     batch.kernels.resize(static_cast<size_t>(kernel_count));
     uint64_t start = 0;
@@ -800,11 +802,8 @@ bool TraceReader::decodeBatch(const void* message, EventBatch& batch) {
       r.graph_node_id = columnValue(k.graph_node_id(), i);
       uint32_t config_id = columnValue(k.config_id(), i);
       const pb::KernelConfig* config = kernel_configs_->by_id.find(config_id);
-      if (config == nullptr) {
-        ++stats_.unresolved_references;
-        continue;
-      }
-      const pb::KernelConfig& c = *config;
+      if (config == nullptr) ++stats_.unresolved_references;
+      const pb::KernelConfig& c = config != nullptr ? *config : pb::KernelConfig::default_instance();
       r.name_id = c.name_iid();
       r.grid_x = c.grid_x();
       r.grid_y = c.grid_y();
@@ -834,6 +833,7 @@ bool TraceReader::decodeBatch(const void* message, EventBatch& batch) {
         columnFits(a.correlation_delta(), call_count) && columnFits(a.return_code(), call_count) &&
         columnFits(a.process_id(), call_count))) {
     warn("a batch's API call columns have different lengths; its " + std::to_string(call_count) + " calls skipped");
+    batch.api_calls.clear();
   } else {
     batch.api_calls.resize(static_cast<size_t>(call_count));
     uint64_t start = 0;

@@ -41,10 +41,19 @@ RankActivityTotals activityTotalsOfRank(const AnalysisInput& input, size_t r) {
   std::vector<StepWindow> sorted = input.windowsOf(r);
   std::sort(sorted.begin(), sorted.end(),
             [](const StepWindow& a, const StepWindow& b) { return a.window.start < b.window.start; });
-  auto inWindows = [&sorted](int64_t t) {
-    auto after = std::upper_bound(sorted.begin(), sorted.end(), t,
-                                  [](int64_t time, const StepWindow& w) { return time < w.window.start; });
-    return after != sorted.begin() && t < std::prev(after)->window.end;
+  // The window with the last start at or before t (found by search, or the one the previous time
+  // fell in, as times mostly come in order) decides.
+  size_t last = 0;
+  auto inWindows = [&sorted, &last](int64_t t) {
+    bool same_as_last = last < sorted.size() && sorted[last].window.start <= t &&
+                        (last + 1 == sorted.size() || t < sorted[last + 1].window.start);
+    if (!same_as_last) {
+      auto after = std::upper_bound(sorted.begin(), sorted.end(), t,
+                                    [](int64_t time, const StepWindow& w) { return time < w.window.start; });
+      if (after == sorted.begin()) return false;
+      last = static_cast<size_t>(std::prev(after) - sorted.begin());
+    }
+    return t < sorted[last].window.end;
   };
   // Summed by ids first (a rank's names are ids; several ids may hold one text), then by text.
   struct Sum {
@@ -54,14 +63,29 @@ RankActivityTotals activityTotalsOfRank(const AnalysisInput& input, size_t r) {
   auto key = [](uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; };
   std::unordered_map<uint64_t, Sum> gpu_sums, range_sums;
   const auto& rank = input.run.ranks[r];
+  // Activities by (name id, kind) through a table: a slot per pair seen, in gpu_slots' order.
+  constexpr uint32_t kNoSlot = 0;
+  std::vector<uint32_t> slot_of(rank.strings.size() * model::kActivityKindCount, kNoSlot);
+  std::vector<std::pair<uint64_t, Sum>> gpu_slots;
   for (const auto& a : rank.activities) {
     if (a.kind == model::ActivityKind::kHostOp) continue;
     const model::HostCall* launch = a.correlation_id != 0 ? rank.launchOf(a.correlation_id) : nullptr;
     if (!inWindows(launch != nullptr ? launch->start_ns : a.start_ns)) continue;
-    Sum& sum = gpu_sums[key(a.name_id, static_cast<uint32_t>(a.kind))];
-    ++sum.count;
-    sum.time_ns += a.duration();
+    size_t at = size_t{a.name_id} * model::kActivityKindCount + static_cast<size_t>(a.kind);
+    Sum* sum = nullptr;
+    if (at >= slot_of.size()) {
+      sum = &gpu_sums[key(a.name_id, static_cast<uint32_t>(a.kind))];
+    } else {
+      if (slot_of[at] == kNoSlot) {
+        gpu_slots.push_back({key(a.name_id, static_cast<uint32_t>(a.kind)), {}});
+        slot_of[at] = static_cast<uint32_t>(gpu_slots.size());
+      }
+      sum = &gpu_slots[slot_of[at] - 1].second;
+    }
+    ++sum->count;
+    sum->time_ns += a.duration();
   }
+  for (const auto& [ids, sum] : gpu_slots) gpu_sums[ids] = sum;
   for (const auto& range : rank.nvtx) {
     if (rank.name(range.name_id).starts_with("ProfilerStep#") || !inWindows(range.start_ns)) continue;
     Sum& sum = range_sums[key(range.name_id, range.domain_id)];

@@ -31,25 +31,29 @@ GpuTimeSets gpuTimeSetsOf(const model::RankTrace& rank) {
   auto setOf = [](model::ActivityKind kind) -> size_t {
     return kind == model::ActivityKind::kCompute ? 1 : kind == model::ActivityKind::kCommunication ? 2 : 3;
   };
-  for (bool fill : {false, true}) {
+  auto walk = [&]<bool kFill>() {
     int64_t last_end[4] = {0, 0, 0, 0};
     size_t counts[4] = {0, 0, 0, 0};
+    auto add = [&](size_t s, const model::GpuActivity& a) {
+      if (counts[s] > 0 && a.start_ns <= last_end[s]) {
+        last_end[s] = std::max(last_end[s], a.end_ns);
+        if constexpr (kFill) all[s]->back().end = last_end[s];
+        return;
+      }
+      ++counts[s];
+      last_end[s] = a.end_ns;
+      if constexpr (kFill) all[s]->push_back({a.start_ns, a.end_ns});
+    };
     for (const auto& a : activities) {
       if (!model::isGpuWork(a.kind) || a.end_ns <= a.start_ns) continue;
-      for (size_t s : {size_t{0}, setOf(a.kind)}) {
-        if (counts[s] > 0 && a.start_ns <= last_end[s]) {
-          last_end[s] = std::max(last_end[s], a.end_ns);
-          if (fill) all[s]->back().end = last_end[s];
-          continue;
-        }
-        ++counts[s];
-        last_end[s] = a.end_ns;
-        if (fill) all[s]->push_back({a.start_ns, a.end_ns});
-      }
+      add(0, a);
+      add(setOf(a.kind), a);
     }
-    if (!fill)
+    if constexpr (!kFill)
       for (size_t s = 0; s < 4; ++s) all[s]->reserve(counts[s]);
-  }
+  };
+  walk.template operator()<false>();
+  walk.template operator()<true>();
   return sets;
 }
 

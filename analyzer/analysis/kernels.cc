@@ -135,12 +135,18 @@ KernelsPart kernelsOfRank(const AnalysisInput& input, size_t r) {
   const auto& rank = input.run.ranks[r];
   // (name id, launch config, device) -> time; configs beyond 2^24 per rank share a slot.
   std::unordered_map<uint64_t, LaunchTime> per_launch;
+  // A rank has few distinct keys: the last ones found are asked first (entries never move).
+  constexpr size_t kRecent = 64;
+  std::pair<uint64_t, LaunchTime*> recent[kRecent] = {};
   for (const StepWindow& step : input.windowsOf(r)) {
     auto it = std::lower_bound(rank.activities.begin(), rank.activities.end(), step.window.start,
                                [](const model::GpuActivity& a, int64_t t) { return a.start_ns < t; });
     for (; it != rank.activities.end() && it->start_ns < step.window.end; ++it) {
       if (it->kind != model::ActivityKind::kCompute) continue;
-      auto& launch = per_launch[(uint64_t{it->name_id} << 32) | (uint64_t{it->detail & 0xffffffu} << 8) | it->device];
+      uint64_t key = (uint64_t{it->name_id} << 32) | (uint64_t{it->detail & 0xffffffu} << 8) | it->device;
+      auto& slot = recent[(key ^ (key >> 29) ^ (key >> 8)) % kRecent];
+      if (slot.second == nullptr || slot.first != key) slot = {key, &per_launch[key]};
+      LaunchTime& launch = *slot.second;
       ++launch.count;
       launch.time += it->duration();
     }

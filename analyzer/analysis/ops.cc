@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -249,6 +250,8 @@ RankOps opsOfRank(const model::RankTrace& rank) {
     auto [it, added] = threads.try_emplace(ranges[i].thread_id, i, i + 1);
     if (!added) it->second.second = i + 1;
   }
+  // Kernels come mostly from one launching thread: its entry is looked up once per change.
+  std::optional<std::pair<uint64_t, decltype(threads)::const_iterator>> last_thread;
   for (const auto& a : rank.activities) {
     if (!isKernel(a.kind)) continue;
     ++out.kernels;
@@ -262,7 +265,8 @@ RankOps opsOfRank(const model::RankTrace& rank) {
     ++out.correlated_kernels;
     out.correlated_time_ns += a.duration();
     uint64_t thread = launch->thread < rank.threads.size() ? rank.threads[launch->thread] : 0;
-    auto it = threads.find(thread);
+    if (!last_thread || last_thread->first != thread) last_thread = {thread, threads.find(thread)};
+    auto it = last_thread->second;
     int32_t range =
         it == threads.end() ? -1 : innermostAt(ranges, it->second.first, it->second.second, launch->start_ns);
     if (range < 0) {

@@ -58,17 +58,8 @@ void RankTrace::clearLaunchIndex() {
   launch_index_calls_ = 0;
 }
 
-const HostCall* RankTrace::launchOf(uint32_t correlation_id) const {
+const HostCall* RankTrace::searchLaunch(uint32_t correlation_id) const {
   if (host_calls.empty()) return nullptr;
-  if (launch_index_calls_ == host_calls.size() && host_calls.front().correlation_id == launch_index_first_) {
-    uint32_t offset = correlation_id - launch_index_first_;
-    if (correlation_id < launch_index_first_ || offset >= launch_index_.size()) return nullptr;
-    uint32_t slot = launch_index_[offset];
-    if (slot == 0) return nullptr;
-    const HostCall& call = host_calls[slot - 1];
-    if (call.correlation_id == correlation_id) return &call;
-    // The calls changed since they were indexed: search.
-  }
   auto id_less = [](const HostCall& call, uint32_t id) { return call.correlation_id < id; };
   // Correlation ids are handed out densely, so the id says about where its call is (later ids
   // may be missing: copies without a call, calls not recorded). Search outwards from there.

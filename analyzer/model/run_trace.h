@@ -209,7 +209,20 @@ struct RankTrace {
   uint16_t streamIndex(uint32_t device, uint32_t stream, uint16_t& hint);
   // The host call that launched the work with this correlation id, or nullptr. Direct through the
   // index when indexLaunches() made one for the current host_calls, else searched.
-  const HostCall* launchOf(uint32_t correlation_id) const;
+  const HostCall* launchOf(uint32_t correlation_id) const {
+    // Several analyses ask once per activity or gap: the indexed case stays inline.
+    if (launch_index_calls_ == host_calls.size() && !host_calls.empty() &&
+        host_calls.front().correlation_id == launch_index_first_) {
+      uint32_t offset = correlation_id - launch_index_first_;
+      if (correlation_id < launch_index_first_ || offset >= launch_index_.size()) return nullptr;
+      uint32_t slot = launch_index_[offset];
+      if (slot == 0) return nullptr;
+      const HostCall& call = host_calls[slot - 1];
+      if (call.correlation_id == correlation_id) return &call;
+      // The calls changed since they were indexed: search.
+    }
+    return searchLaunch(correlation_id);
+  }
   // Indexes host_calls (sorted by correlation id) by correlation id, when the ids are dense enough
   // (4 bytes an id: at most 4 ids a call); the loaders call it once host_calls are final. Changing
   // host_calls' ids or order afterwards needs it called again (or clearLaunchIndex()).
@@ -217,6 +230,8 @@ struct RankTrace {
   void clearLaunchIndex();
 
  private:
+  const HostCall* searchLaunch(uint32_t correlation_id) const;
+
   // launch_index_[id - launch_index_first_]: index into host_calls + 1; 0: no call of that id.
   std::vector<uint32_t> launch_index_;
   uint32_t launch_index_first_ = 0;
