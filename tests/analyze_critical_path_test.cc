@@ -60,6 +60,19 @@ int64_t sum(const std::vector<analysis::PathSlice>& slices) {
   return total;
 }
 
+// start, end, cause, detail
+using ExpectedSlice = std::tuple<int64_t, int64_t, PathCause, std::string>;
+void checkSlices(const analysis::RankCriticalPath& path, const std::vector<ExpectedSlice>& expected) {
+  REQUIRE(path.slices.size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    CAPTURE(i);
+    CHECK(path.slices[i].start_ns == std::get<0>(expected[i]));
+    CHECK(path.slices[i].end_ns == std::get<1>(expected[i]));
+    CHECK(path.slices[i].cause == std::get<2>(expected[i]));
+    CHECK(path.slices[i].detail == std::get<3>(expected[i]));
+  }
+}
+
 using Key = std::pair<std::string, int64_t>;  // name, start in ns
 
 std::set<Key> keysOf(const model::RankTrace& rank, const analysis::RankCriticalPath& path) {
@@ -100,18 +113,11 @@ TEST_CASE("critical path: a hand-built step, its path and attribution worked out
   // The path: op start -> launch k1 [0, 10) -> launch delay [10, 25) -> k1 [25, 150) -> gap [150, 160)
   // -> k2 [160, 360) -> sync edge to the call's end (no weight) -> [360, 400) waiting in the call.
   REQUIRE(path.length_ns == 10 + 15 + 125 + 10 + 200);
-  std::vector<std::tuple<int64_t, int64_t, PathCause, std::string>> expected = {
+  std::vector<ExpectedSlice> expected = {
       {0, 10, PathCause::kHost, "cpu op"},        {10, 25, PathCause::kLaunch, ""},
       {25, 150, PathCause::kCompute, "gemm"},     {150, 160, PathCause::kKernelGap, ""},
       {160, 360, PathCause::kCompute, "softmax"}, {360, 400, PathCause::kSynchronization, ""}};
-  REQUIRE(path.slices.size() == expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    CAPTURE(i);
-    CHECK(path.slices[i].start_ns == std::get<0>(expected[i]));
-    CHECK(path.slices[i].end_ns == std::get<1>(expected[i]));
-    CHECK(path.slices[i].cause == std::get<2>(expected[i]));
-    CHECK(path.slices[i].detail == std::get<3>(expected[i]));
-  }
+  checkSlices(path, expected);
   CHECK(sum(path.slices) == 400);
   // On the path: the op, k1's launch call, k1, k2, the synchronizing call; not k2's launch call.
   CHECK(path.events.size() == 5);
@@ -136,18 +142,11 @@ TEST_CASE("critical path: launch queues are per stream", "[critical_path]") {
                   {60, 500, intern(r, "gemm_b"), 0, 2, stream_b, 0, model::ActivityKind::kCompute}};
   analysis::RankCriticalPath path = analysis::rankCriticalPath(r, {0, 500});
   REQUIRE(path.length_ns == 500);
-  std::vector<std::tuple<int64_t, int64_t, PathCause, std::string>> expected = {
+  std::vector<ExpectedSlice> expected = {
       {0, 10, PathCause::kHost, "cpu op"},   {10, 20, PathCause::kHost, "cudaLaunchKernel"},
       {20, 30, PathCause::kHost, "cpu op"},  {30, 60, PathCause::kLaunch, ""},
       {60, 500, PathCause::kCompute, "gemm_b"}};
-  REQUIRE(path.slices.size() == expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    CAPTURE(i);
-    CHECK(path.slices[i].start_ns == std::get<0>(expected[i]));
-    CHECK(path.slices[i].end_ns == std::get<1>(expected[i]));
-    CHECK(path.slices[i].cause == std::get<2>(expected[i]));
-    CHECK(path.slices[i].detail == std::get<3>(expected[i]));
-  }
+  checkSlices(path, expected);
 }
 
 TEST_CASE("critical path: an empty window is all 'other', and parts sum to it", "[critical_path]") {
