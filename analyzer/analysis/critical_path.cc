@@ -179,26 +179,55 @@ struct RankTimeIndex {
   std::vector<std::pair<int64_t, uint64_t>> comm_by_start;  // NCCL operations' GPU start, communicator
 };
 
+// What building a rank's graph needs only while it builds (one for all of a step's ranks, so that its
+// memory stays warm from one rank and step to the next).
+struct RankGraphScratch {
+  struct Item {
+    int64_t sort_ns;
+    uint32_t event;  // GPU work; or the host call's event for a synchronization
+    int32_t stream;  // -1: the whole device
+    bool sync;
+  };
+  std::vector<uint32_t> starting, host, stack, stream_begin, next;
+  std::vector<std::pair<uint32_t, uint32_t>> work;  // (GPU work's activity, its launch call's event)
+  std::vector<Item> items;
+  std::vector<std::pair<int64_t, uint32_t>> launches, starts, ends;
+  std::vector<std::pair<int, int>> queue_at;
+  std::vector<int64_t> last_on_stream;
+  std::vector<std::vector<uint32_t>> ends_on_stream;
+};
+
 class RankGraph {
  public:
+  RankGraph() = default;
+  RankGraph(const model::RankTrace& rank, const RankTimeIndex& index, Interval window) {
+    RankGraphScratch scratch;
+    build(rank, index, window, scratch);
+  }
   // `stream_waits`: a kernel that starts after another stream's kernel ended in its stream's gap
   // depends on that kernel (gpuxray's rule across ranks; HTA's graph of one rank has no such edge).
   // `joined`: the step's graph across ranks, whose nodes from `first_node` on are this rank's; its edges
-  // are appended there (else kept in the rank graph).
-  RankGraph(const model::RankTrace& rank, const RankTimeIndex& index, Interval window, bool stream_waits = false,
-            std::vector<Edge>* joined = nullptr, uint32_t first_node = 0)
-      : rank_(rank),
-        index_(index),
-        window_(window),
-        stream_waits_(stream_waits),
-        joined_(joined),
-        first_node_(first_node) {
-    collectEvents();
+  // are appended there (else kept in the rank graph). Its buffers keep their memory from the last build.
+  void build(const model::RankTrace& rank, const RankTimeIndex& index, Interval window, RankGraphScratch& scratch,
+             bool stream_waits = false, std::vector<Edge>* joined = nullptr, uint32_t first_node = 0) {
+    rank_ = &rank;
+    index_ = &index;
+    window_ = window;
+    stream_waits_ = stream_waits;
+    joined_ = joined;
+    first_node_ = first_node;
+    events_.clear();
+    threads_.clear();
+    stream_syncs_.clear();
+    communication_.clear();
+    own_edges_.clear();
+    compute_ns_ = 0;
+    collectEvents(scratch);
     // A host event's two edges, a kernel's span and its edge in.
     if (joined_ == nullptr) own_edges_.reserve(3 * events_.size());
     first_edge_ = static_cast<uint32_t>(edgeList().size());
-    addCallStackEdges();
-    addGpuEdges();
+    addCallStackEdges(scratch);
+    addGpuEdges(scratch);
     edge_count_ = static_cast<uint32_t>(edgeList().size()) - first_edge_;
   }
 
@@ -215,11 +244,11 @@ class RankGraph {
     return node % 2 == 0 ? e.start_ns : e.end_ns;
   }
   // The events of communication kernels, by start time.
-  std::vector<std::pair<int64_t, uint32_t>> communicationEvents() const;
+  const std::vector<std::pair<int64_t, uint32_t>>& communicationEvents() const { return communication_; }
   // The edge of an event's own span (GPU work only), or -1.
   int64_t spanEdge(uint32_t event) const { return span_edge_[event]; }
   PathSlice sliceOf(const Edge& edge) const;
-  int32_t rank() const { return rank_.rank; }
+  int32_t rank() const { return rank_->rank; }
   uint32_t activityOf(uint32_t event) const { return events_[event].ref.index; }
   // Its compute kernels' time (their span edges' weights).
   int64_t computeNs() const { return compute_ns_; }
@@ -229,7 +258,7 @@ class RankGraph {
     if (edge.kind != EdgeKind::kSpan || from % 2 != 0 || edge.to != edge.from + 1) return std::nullopt;
     const GraphEvent& e = events_[from / 2];
     if (e.host) return std::nullopt;
-    return rank_.activities[e.ref.index].kind;
+    return rank_->activities[e.ref.index].kind;
   }
 
  private:
@@ -245,16 +274,16 @@ class RankGraph {
     return start >= window_.start && start <= window_.end && end > start;
   }
   std::string_view callName(uint32_t host_call) const {
-    uint16_t f = rank_.host_calls[host_call].function;
-    return f < rank_.api_functions.size() ? rank_.name(rank_.api_functions[f]) : std::string_view();
+    uint16_t f = rank_->host_calls[host_call].function;
+    return f < rank_->api_functions.size() ? rank_->name(rank_->api_functions[f]) : std::string_view();
   }
 
-  void collectEvents();
-  void addCallStackEdges();
-  void addGpuEdges();
+  void collectEvents(RankGraphScratch& scratch);
+  void addCallStackEdges(RankGraphScratch& scratch);
+  void addGpuEdges(RankGraphScratch& scratch);
 
-  const model::RankTrace& rank_;
-  const RankTimeIndex& index_;
+  const model::RankTrace* rank_ = nullptr;
+  const RankTimeIndex* index_ = nullptr;
   Interval window_;
   bool stream_waits_ = false;
   std::vector<GraphEvent> events_;
@@ -267,50 +296,41 @@ class RankGraph {
   uint32_t first_node_ = 0, first_edge_ = 0, edge_count_ = 0;
   std::vector<int64_t> span_edge_;                           // per event: GPU work's span edge, or -1
   std::vector<std::pair<uint32_t, uint32_t>> stream_syncs_;  // (Stream Sync activity, its call's event)
+  std::vector<std::pair<int64_t, uint32_t>> communication_;  // (start, event) of communication kernels, in order
   int64_t compute_ns_ = 0;
 };
 
-std::vector<std::pair<int64_t, uint32_t>> RankGraph::communicationEvents() const {
-  std::vector<std::pair<int64_t, uint32_t>> out;
-  for (uint32_t e = 0; e < events_.size(); ++e) {
-    if (!events_[e].host && rank_.activities[events_[e].ref.index].kind == ActivityKind::kCommunication)
-      out.emplace_back(events_[e].start_ns, e);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-void RankGraph::collectEvents() {
+void RankGraph::collectEvents(RankGraphScratch& scratch) {
   auto addHost = [&](PathEventSource source, uint32_t index, int64_t start, int64_t end, uint64_t thread) {
     events_.push_back({{source, index}, start, end, -1, true});
     threads_.push_back(thread);
   };
   // Those that start in the window, in the rank's order (by index).
-  std::vector<uint32_t> starting;
-  RankTimeIndex::startingIn(index_.ops_by_start, window_.start, window_.end, starting);
+  std::vector<uint32_t>& starting = scratch.starting;
+  RankTimeIndex::startingIn(index_->ops_by_start, window_.start, window_.end, starting);
   for (uint32_t i : starting) {
-    const model::HostOp& op = rank_.host_ops[i];
+    const model::HostOp& op = rank_->host_ops[i];
     if (inWindow(op.start_ns, op.end_ns)) addHost(PathEventSource::kHostOp, i, op.start_ns, op.end_ns, op.thread_id);
   }
-  RankTimeIndex::startingIn(index_.ranges_by_start, window_.start, window_.end, starting);
+  RankTimeIndex::startingIn(index_->ranges_by_start, window_.start, window_.end, starting);
   for (uint32_t i : starting) {
-    const model::NvtxRange& r = rank_.nvtx[i];
+    const model::NvtxRange& r = rank_->nvtx[i];
     if (inWindow(r.start_ns, r.end_ns)) addHost(PathEventSource::kStepRange, i, r.start_ns, r.end_ns, r.thread_id);
   }
   // Calls in correlation order and work in start order, as the whole rank's lists have them.
-  std::vector<uint32_t> calls;
-  index_.forCallsStartingIn(rank_, window_.start, window_.end, [&](uint32_t i) {
-    const model::HostCall& c = rank_.host_calls[i];
+  std::vector<uint32_t>& calls = calls_;
+  calls.clear();
+  index_->forCallsStartingIn(*rank_, window_.start, window_.end, [&](uint32_t i) {
+    const model::HostCall& c = rank_->host_calls[i];
     if (inWindow(c.start_ns, c.end_ns)) calls.push_back(i);
   });
   sortIfNeeded(calls);
   call_base_ = static_cast<uint32_t>(events_.size());
   for (uint32_t i : calls) {
-    const model::HostCall& c = rank_.host_calls[i];
+    const model::HostCall& c = rank_->host_calls[i];
     addHost(PathEventSource::kHostCall, i, c.start_ns, c.end_ns,
-            c.thread < rank_.threads.size() ? rank_.threads[c.thread] : 0);
+            c.thread < rank_->threads.size() ? rank_->threads[c.thread] : 0);
   }
-  calls_ = std::move(calls);
   // Work comes by its call's start, which mostly follows the calls' order: the call after the last one
   // found is tried first.
   size_t next_call = 0;
@@ -322,14 +342,15 @@ void RankGraph::collectEvents() {
     next_call = at + 1;
     return call_base_ + static_cast<uint32_t>(at);
   };
-  std::vector<std::pair<uint32_t, uint32_t>> work;  // (activity, its launch call's event)
-  auto callStart = [&](const RankTimeIndex::Work& w) { return rank_.host_calls[w.call].start_ns; };
-  auto first_work = std::lower_bound(index_.work_by_launch.begin(), index_.work_by_launch.end(), window_.start,
+  std::vector<std::pair<uint32_t, uint32_t>>& work = scratch.work;
+  work.clear();
+  auto callStart = [&](const RankTimeIndex::Work& w) { return rank_->host_calls[w.call].start_ns; };
+  auto first_work = std::lower_bound(index_->work_by_launch.begin(), index_->work_by_launch.end(), window_.start,
                                      [&](const RankTimeIndex::Work& w, int64_t t) { return callStart(w) < t; });
-  for (auto it = first_work; it != index_.work_by_launch.end() && callStart(*it) <= window_.end; ++it) {
+  for (auto it = first_work; it != index_->work_by_launch.end() && callStart(*it) <= window_.end; ++it) {
     std::optional<uint32_t> call_event = eventOfCall(it->call);
     if (!call_event) continue;
-    if (model::isGpuWork(rank_.activities[it->activity].kind)) {
+    if (model::isGpuWork(rank_->activities[it->activity].kind)) {
       work.emplace_back(it->activity, *call_event);
     } else {
       stream_syncs_.emplace_back(it->activity, *call_event);
@@ -338,7 +359,7 @@ void RankGraph::collectEvents() {
   sortIfNeeded(work);
   launch_event_.assign(events_.size() + work.size(), 0);
   for (const auto& [i, call_event] : work) {
-    const model::GpuActivity& a = rank_.activities[i];
+    const model::GpuActivity& a = rank_->activities[i];
     launch_event_[events_.size()] = call_event;
     events_.push_back({{PathEventSource::kActivity, i}, a.start_ns, std::max(a.start_ns, a.end_ns), -1, false});
   }
@@ -348,8 +369,9 @@ void RankGraph::collectEvents() {
 
 // Per CPU thread, events nested as their times say; consecutive top-level events are ordered
 // without weight, nested ones with the time between them.
-void RankGraph::addCallStackEdges() {
-  std::vector<uint32_t> host;
+void RankGraph::addCallStackEdges(RankGraphScratch& scratch) {
+  std::vector<uint32_t>& host = scratch.host;
+  host.clear();
   for (uint32_t e = 0; e < events_.size(); ++e) {
     if (events_[e].host) host.push_back(e);
   }
@@ -360,7 +382,8 @@ void RankGraph::addCallStackEdges() {
   size_t i = 0;
   while (i < host.size()) {
     uint64_t thread = threads_[host[i]];
-    std::vector<uint32_t> stack;
+    std::vector<uint32_t>& stack = scratch.stack;
+    stack.clear();
     int64_t last = -1;
     auto exitTop = [&] {
       uint32_t e = stack.back();
@@ -389,25 +412,21 @@ void RankGraph::addCallStackEdges() {
 // its stream when it was launched, nor launched behind it before it started) or its gap to the
 // stream's previous kernel. Stream and device synchronizations tie the stream's last kernel to the
 // end of the call that waited for it.
-void RankGraph::addGpuEdges() {
-  struct Item {
-    int64_t sort_ns;
-    uint32_t event;  // GPU work; or the host call's event for a synchronization
-    int32_t stream;  // -1: the whole device
-    bool sync;
-  };
-  std::vector<Item> items;
+void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
+  using Item = RankGraphScratch::Item;
+  std::vector<Item>& items = scratch.items;
+  items.clear();
   items.reserve(events_.size() - call_base_ - calls_.size() + stream_syncs_.size());
   for (uint32_t e = 0; e < events_.size(); ++e) {
     const GraphEvent& ev = events_[e];
     if (!ev.host) {
-      items.push_back({ev.start_ns, e, rank_.activities[ev.ref.index].stream, false});
+      items.push_back({ev.start_ns, e, rank_->activities[ev.ref.index].stream, false});
     } else if (ev.ref.source == PathEventSource::kHostCall && callName(ev.ref.index) == "cudaDeviceSynchronize") {
       items.push_back({ev.end_ns, e, -1, true});
     }
   }
   for (const auto& [activity, call_event] : stream_syncs_) {
-    const model::GpuActivity& a = rank_.activities[activity];
+    const model::GpuActivity& a = rank_->activities[activity];
     items.push_back({a.end_ns, call_event, a.stream, true});
   }
   stableSortIfNeeded(items, [](const Item& a, const Item& b) { return a.sort_ns < b.sort_ns; });
@@ -417,14 +436,19 @@ void RankGraph::addGpuEdges() {
   // already (mostly, for the launches): one merge per stream, not a sort of both.
   int32_t streams = 0;
   for (const Item& item : items) streams = std::max(streams, item.stream + 1);
-  std::vector<uint32_t> stream_begin(static_cast<size_t>(streams) + 1, 0);
+  std::vector<uint32_t>& stream_begin = scratch.stream_begin;
+  stream_begin.assign(static_cast<size_t>(streams) + 1, 0);
   for (const Item& item : items) {
     if (!item.sync) ++stream_begin[static_cast<size_t>(item.stream) + 1];
   }
   for (size_t s = 1; s < stream_begin.size(); ++s) stream_begin[s] += stream_begin[s - 1];
-  std::vector<std::pair<int64_t, uint32_t>> launches(stream_begin.back()), starts(stream_begin.back());
+  std::vector<std::pair<int64_t, uint32_t>>& launches = scratch.launches;
+  std::vector<std::pair<int64_t, uint32_t>>& starts = scratch.starts;
+  launches.resize(stream_begin.back());
+  starts.resize(stream_begin.back());
   {
-    std::vector<uint32_t> next(stream_begin.begin(), stream_begin.end() - 1);
+    std::vector<uint32_t>& next = scratch.next;
+    next.assign(stream_begin.begin(), stream_begin.end() - 1);
     for (const Item& item : items) {
       if (item.sync) continue;
       uint32_t k = next[static_cast<size_t>(item.stream)]++;
@@ -432,7 +456,8 @@ void RankGraph::addGpuEdges() {
       starts[k] = {events_[item.event].start_ns, item.event};
     }
   }
-  std::vector<std::pair<int, int>> queue_at(events_.size());  // per event: (after its launch, after its start)
+  std::vector<std::pair<int, int>>& queue_at = scratch.queue_at;  // per event: (after its launch, after its start)
+  queue_at.assign(events_.size(), {0, 0});
   for (size_t s = 0; s + 1 < stream_begin.size(); ++s) {
     auto begin = static_cast<ptrdiff_t>(stream_begin[s]), end = static_cast<ptrdiff_t>(stream_begin[s + 1]);
     std::span<std::pair<int64_t, uint32_t>> launched(launches.begin() + begin, launches.begin() + end);
@@ -450,7 +475,8 @@ void RankGraph::addGpuEdges() {
   }
 
   // GPU work by end, for the latest end on another stream inside a kernel's gap.
-  std::vector<std::pair<int64_t, uint32_t>> ends;
+  std::vector<std::pair<int64_t, uint32_t>>& ends = scratch.ends;
+  ends.clear();
   if (stream_waits_) {
     for (const Item& item : items) {
       if (!item.sync) ends.emplace_back(events_[item.event].end_ns, item.event);
@@ -466,11 +492,14 @@ void RankGraph::addGpuEdges() {
     while (first != ends.begin() && std::prev(first)->first == first->first && it - first < 4) --first;
     return {static_cast<size_t>(first - ends.begin()), static_cast<size_t>(it - ends.begin())};
   };
-  std::vector<int64_t> last_on_stream(static_cast<size_t>(streams), -1);  // per stream: its last kernel's end node
+  std::vector<int64_t>& last_on_stream = scratch.last_on_stream;  // per stream: its last kernel's end node
+  last_on_stream.assign(static_cast<size_t>(streams), -1);
   // Across ranks, a kernel that started before its stream's previous one ended ran beside it (the
   // kernels of one NCCL group, or a trace's overlap): it follows the latest of the stream's kernels
   // that ended before it started, if any.
-  std::vector<std::vector<uint32_t>> ends_on_stream(static_cast<size_t>(streams));
+  std::vector<std::vector<uint32_t>>& ends_on_stream = scratch.ends_on_stream;
+  if (ends_on_stream.size() < static_cast<size_t>(streams)) ends_on_stream.resize(static_cast<size_t>(streams));
+  for (std::vector<uint32_t>& stream_ends : ends_on_stream) stream_ends.clear();
   auto endedBefore = [&](int32_t stream, int64_t start) -> std::optional<uint32_t> {
     const std::vector<uint32_t>& stream_ends = ends_on_stream[static_cast<size_t>(stream)];
     std::optional<uint32_t> best;
@@ -492,7 +521,9 @@ void RankGraph::addGpuEdges() {
     uint32_t e = item.event;
     span_edge_[e] = static_cast<int64_t>(edgeList().size() - first_edge_);
     addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
-    if (rank_.activities[events_[e].ref.index].kind == ActivityKind::kCompute) compute_ns_ += edgeList().back().weight;
+    ActivityKind kind = rank_->activities[events_[e].ref.index].kind;
+    if (kind == ActivityKind::kCompute) compute_ns_ += edgeList().back().weight;
+    if (kind == ActivityKind::kCommunication) communication_.emplace_back(events_[e].start_ns, e);
     uint32_t call = launch_event_[e];
     std::optional<uint32_t> last;
     int64_t& stream_last = last_on_stream[static_cast<size_t>(item.stream)];
@@ -529,6 +560,7 @@ void RankGraph::addGpuEdges() {
       stream_last = endNode(e);
     if (stream_waits_) ends_on_stream[static_cast<size_t>(item.stream)].push_back(endNode(e));
   }
+  sortIfNeeded(communication_);
 }
 
 // What an edge on the path was spent on. A host edge belongs to the event it lies in: its source's
@@ -536,7 +568,7 @@ void RankGraph::addGpuEdges() {
 PathSlice RankGraph::sliceOf(const Edge& joined_edge) const {
   Edge edge = joined_edge;
   edge.from -= first_node_, edge.to -= first_node_;
-  PathSlice s{timeOf(edge.from), timeOf(edge.to), PathCause::kOther, "", rank_.rank};
+  PathSlice s{timeOf(edge.from), timeOf(edge.to), PathCause::kOther, "", rank_->rank};
   switch (edge.kind) {
     case EdgeKind::kDependency:
       s.detail = "between top-level host ops";
@@ -563,16 +595,16 @@ PathSlice RankGraph::sliceOf(const Edge& joined_edge) const {
   const GraphEvent& ev = events_[static_cast<size_t>(owner)];
   switch (ev.ref.source) {
     case PathEventSource::kActivity: {
-      const model::GpuActivity& a = rank_.activities[ev.ref.index];
+      const model::GpuActivity& a = rank_->activities[ev.ref.index];
       if (a.kind == ActivityKind::kCommunication) {
         s.cause = PathCause::kCommunication;
-        if (std::optional<uint64_t> comm = index_.communicatorAt(a.start_ns)) s.comm_hash = *comm;
+        if (std::optional<uint64_t> comm = index_->communicatorAt(a.start_ns)) s.comm_hash = *comm;
       } else if (a.kind == ActivityKind::kMemcpy || a.kind == ActivityKind::kMemset) {
         s.cause = PathCause::kMemcpy;
         s.detail = a.kind == ActivityKind::kMemcpy ? "copy" : "memset";
       } else {
         s.cause = PathCause::kCompute;
-        s.detail = rank_.name(a.name_id);
+        s.detail = rank_->name(a.name_id);
       }
       return s;
     }
@@ -628,13 +660,13 @@ class SliceCutter {
 
 RankCriticalPath RankGraph::longestPath(PathEnd end_rule) const {
   RankCriticalPath out;
-  out.rank = rank_.rank;
+  out.rank = rank_->rank;
   out.window = window_;
   std::vector<int64_t> times(nodeCount());
   for (uint32_t n = 0; n < times.size(); ++n) times[n] = timeOf(n);
   LongestPath path = findLongestPath(times, own_edges_, end_rule);
   if (path.empty) {
-    out.slices.push_back({window_.start, window_.end, PathCause::kOther, "no events", rank_.rank, 0});
+    out.slices.push_back({window_.start, window_.end, PathCause::kOther, "no events", rank_->rank, 0});
     return out;
   }
   out.length_ns = path.length;
@@ -646,12 +678,12 @@ RankCriticalPath RankGraph::longestPath(PathEnd end_rule) const {
   };
   note(path.first);
   SliceCutter cutter(window_, out.slices);
-  cutter.cover({window_.start, timeOf(path.first), PathCause::kOther, "before the path", rank_.rank, 0});
+  cutter.cover({window_.start, timeOf(path.first), PathCause::kOther, "before the path", rank_->rank, 0});
   for (uint32_t i : path.edges) {
     note(own_edges_[i].to);
     cutter.cover(sliceOf(own_edges_[i]));
   }
-  cutter.finish(rank_.rank);
+  cutter.finish(rank_->rank);
   return out;
 }
 
@@ -785,6 +817,7 @@ namespace {
 // collective's members joined and each receive tied to its send.
 struct RunGraph {
   std::vector<RankGraph> graphs;
+  RankGraphScratch rank_scratch;
   std::vector<uint32_t> offset, edge_base;  // per rank index: its first node and first edge
   std::vector<int64_t> times;
   std::vector<Edge> edges;
@@ -921,7 +954,6 @@ struct OperationSpans {
 void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
                    const CollectiveIndex& matched, const std::vector<Interval>& windows, RunGraph& g,
                    const OperationSpans* spans = nullptr) {
-  g.graphs.clear();
   g.offset.clear();
   g.edge_base.clear();
   g.times.clear();
@@ -937,19 +969,18 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
   auto& origin = g.join_origin;
   g.window = windows.empty() ? Interval{} : windows.front();
   // Each rank's graph built straight into the step's: its nodes numbered after the ranks' before it.
-  graphs.reserve(run.ranks.size());
-  for (size_t r = 0; r < run.ranks.size() && r < windows.size(); ++r) {
+  // The ranks' graphs keep their buffers from the step before.
+  graphs.resize(std::min(run.ranks.size(), windows.size()));
+  for (size_t r = 0; r < graphs.size(); ++r) {
     offset.push_back(static_cast<uint32_t>(times.size()));
     edge_base.push_back(static_cast<uint32_t>(edges.size()));
-    const RankGraph& rg = graphs.emplace_back(run.ranks[r], indexes[r], windows[r], true, &edges, offset.back());
+    RankGraph& rg = graphs[r];
+    rg.build(run.ranks[r], indexes[r], windows[r], g.rank_scratch, true, &edges, offset.back());
     for (uint32_t n = 0; n < rg.nodeCount(); ++n) times.push_back(rg.timeOf(n));
     g.window.start = std::min(g.window.start, windows[r].start);
     g.window.end = std::max(g.window.end, windows[r].end);
   }
   g.rank_edges = static_cast<uint32_t>(edges.size());
-  // Each rank's communication kernels in the step's graph, by start.
-  std::vector<std::vector<std::pair<int64_t, uint32_t>>> kernels;
-  for (const RankGraph& rg : graphs) kernels.push_back(rg.communicationEvents());
   struct Joined {
     uint32_t rank, event, last_start;
     size_t operation;
@@ -960,7 +991,7 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
     if (m.rank_index >= graphs.size()) return std::nullopt;
     uint32_t activity = indexes[m.rank_index].kernel_of_op[m.op_index];
     if (activity == UINT32_MAX) return std::nullopt;
-    const auto& list = kernels[m.rank_index];
+    const auto& list = graphs[m.rank_index].communicationEvents();  // by start
     int64_t start = run.ranks[m.rank_index].activities[activity].start_ns;
     for (auto it = std::lower_bound(list.begin(), list.end(), std::pair<int64_t, uint32_t>{start, 0});
          it != list.end() && it->first == start; ++it) {
