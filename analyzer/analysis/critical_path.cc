@@ -243,6 +243,10 @@ class RankGraph {
     const GraphEvent& e = events_[node / 2];
     return node % 2 == 0 ? e.start_ns : e.end_ns;
   }
+  // Its nodes' times, in node order.
+  void appendTimes(std::vector<int64_t>& times) const {
+    for (const GraphEvent& e : events_) times.insert(times.end(), {e.start_ns, e.end_ns});
+  }
   // The events of communication kernels, by start time.
   const std::vector<std::pair<int64_t, uint32_t>>& communicationEvents() const { return communication_; }
   // The edge of an event's own span (GPU work only), or -1.
@@ -485,8 +489,14 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
   }
   // The kernels that ended last in (previous_end, start]: [first, last) of `ends`, those that ended
   // together (a send and a receive posted at once), up to four.
+  // Kernels come by start: the first end after `start` is looked for from the last one found.
+  size_t ended_by = 0;
+  int64_t ended_by_start = INT64_MIN;
   auto waitedOn = [&](int64_t previous_end, int64_t start) -> std::pair<size_t, size_t> {
-    auto it = std::upper_bound(ends.begin(), ends.end(), std::pair<int64_t, uint32_t>{start, UINT32_MAX});
+    if (start < ended_by_start) ended_by = 0;
+    ended_by_start = start;
+    while (ended_by < ends.size() && ends[ended_by].first <= start) ++ended_by;
+    auto it = ends.begin() + static_cast<ptrdiff_t>(ended_by);
     if (it == ends.begin() || std::prev(it)->first <= previous_end) return {0, 0};
     auto first = std::prev(it);
     while (first != ends.begin() && std::prev(first)->first == first->first && it - first < 4) --first;
@@ -876,41 +886,44 @@ void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
                                j.operation, static_cast<uint32_t>(span), g.offset[j.rank] + rg.endNode(j.event));
   }
   for (auto& w : waits) std::sort(w.begin(), w.end());
-  for (size_t i = 0; i < g.rank_edges; ++i) {
-    if (g.edges[i].kind != EdgeKind::kKernelGap) continue;
-    auto rank_index = static_cast<uint32_t>(g.originOf(static_cast<uint32_t>(i)).first);
+  // Rank by rank, only the ranks with operations.
+  for (uint32_t rank_index = 0; rank_index < g.graphs.size(); ++rank_index) {
     const auto& list = waits[rank_index];
     if (list.empty()) continue;
-    int64_t gap_start = g.times[g.edges[i].from];
-    int64_t gap_end = g.times[g.edges[i].to];
-    // The kernels the gap waited for on other streams: the edges before it into the same kernel
-    // (RankGraph::addGpuEdges adds those first).
-    size_t waited = i;
-    while (waited > g.edge_base[rank_index] && i - waited < 4 && g.edges[waited - 1].kind == EdgeKind::kKernelGap &&
-           g.edges[waited - 1].to == g.edges[i].to)
-      --waited;
-    auto waitedFor = [&](uint32_t node) {
-      for (size_t k = waited; k < i; ++k) {
-        if (g.edges[k].from == node) return true;
+    uint32_t rank_end = rank_index + 1 < g.edge_base.size() ? g.edge_base[rank_index + 1] : g.rank_edges;
+    for (size_t i = g.edge_base[rank_index]; i < rank_end; ++i) {
+      if (g.edges[i].kind != EdgeKind::kKernelGap) continue;
+      int64_t gap_start = g.times[g.edges[i].from];
+      int64_t gap_end = g.times[g.edges[i].to];
+      // The kernels the gap waited for on other streams: the edges before it into the same kernel
+      // (RankGraph::addGpuEdges adds those first).
+      size_t waited = i;
+      while (waited > g.edge_base[rank_index] && i - waited < 4 && g.edges[waited - 1].kind == EdgeKind::kKernelGap &&
+             g.edges[waited - 1].to == g.edges[i].to)
+        --waited;
+      auto waitedFor = [&](uint32_t node) {
+        for (size_t k = waited; k < i; ++k) {
+          if (g.edges[k].from == node) return true;
+        }
+        return false;
+      };
+      // The latest-starting operations that began before the gap's end.
+      auto it = std::lower_bound(list.begin(), list.end(), Running{gap_end, 0, 0, 0, 0, 0});
+      for (int scanned = 0; it != list.begin() && scanned < 4; ++scanned) {
+        --it;
+        const auto& [start, end, last_start, operation, span, end_node] = *it;
+        // It ended the gap, or started in a gap that no other stream's kernel ended and ran past it (an
+        // overlapped collective: its stream goes on once the collective's exposed part is done).
+        bool ended_it = waitedFor(end_node);
+        bool ran_through = waited == i && start >= gap_start && end > gap_end;
+        if (g.times[last_start] > gap_end || !(ended_it || ran_through)) continue;
+        int64_t from_last = std::max<int64_t>(0, gap_end - g.times[last_start]);
+        g.edges[i].weight = 0;
+        g.operations[operation].edges.push_back(static_cast<uint32_t>(g.edges.size()));
+        g.edges.push_back({last_start, g.edges[i].to, from_last, EdgeKind::kSpan});
+        g.join_origin.emplace_back(-1, span);  // told as the operation's communication, as a join's edge is
+        break;
       }
-      return false;
-    };
-    // The latest-starting operations that began before the gap's end.
-    auto it = std::lower_bound(list.begin(), list.end(), Running{gap_end, 0, 0, 0, 0, 0});
-    for (int scanned = 0; it != list.begin() && scanned < 4; ++scanned) {
-      --it;
-      const auto& [start, end, last_start, operation, span, end_node] = *it;
-      // It ended the gap, or started in a gap that no other stream's kernel ended and ran past it (an
-      // overlapped collective: its stream goes on once the collective's exposed part is done).
-      bool ended_it = waitedFor(end_node);
-      bool ran_through = waited == i && start >= gap_start && end > gap_end;
-      if (g.times[last_start] > gap_end || !(ended_it || ran_through)) continue;
-      int64_t from_last = std::max<int64_t>(0, gap_end - g.times[last_start]);
-      g.edges[i].weight = 0;
-      g.operations[operation].edges.push_back(static_cast<uint32_t>(g.edges.size()));
-      g.edges.push_back({last_start, g.edges[i].to, from_last, EdgeKind::kSpan});
-      g.join_origin.emplace_back(-1, span);  // told as the operation's communication, as a join's edge is
-      break;
     }
   }
 }
@@ -976,7 +989,7 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
     edge_base.push_back(static_cast<uint32_t>(edges.size()));
     RankGraph& rg = graphs[r];
     rg.build(run.ranks[r], indexes[r], windows[r], g.rank_scratch, true, &edges, offset.back());
-    for (uint32_t n = 0; n < rg.nodeCount(); ++n) times.push_back(rg.timeOf(n));
+    rg.appendTimes(times);
     g.window.start = std::min(g.window.start, windows[r].start);
     g.window.end = std::max(g.window.end, windows[r].end);
   }
