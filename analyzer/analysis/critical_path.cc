@@ -529,11 +529,6 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
       continue;
     }
     uint32_t e = item.event;
-    span_edge_[e] = static_cast<int64_t>(edgeList().size() - first_edge_);
-    addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
-    ActivityKind kind = rank_->activities[events_[e].ref.index].kind;
-    if (kind == ActivityKind::kCompute) compute_ns_ += edgeList().back().weight;
-    if (kind == ActivityKind::kCommunication) communication_.emplace_back(events_[e].start_ns, e);
     uint32_t call = launch_event_[e];
     std::optional<uint32_t> last;
     int64_t& stream_last = last_on_stream[static_cast<size_t>(item.stream)];
@@ -566,6 +561,13 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
     } else if (last && events_[e].start_ns - timeOf(*last) < kKernelGapLimitNs) {
       addEdge(*last, startNode(e), EdgeKind::kKernelGap);
     }
+    // Its span after the edges into its start, so that a stream's chain runs forward in the edges' order
+    // (planOf sums chains in one pass then).
+    span_edge_[e] = static_cast<int64_t>(edgeList().size() - first_edge_);
+    addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
+    ActivityKind kind = rank_->activities[events_[e].ref.index].kind;
+    if (kind == ActivityKind::kCompute) compute_ns_ += edgeList().back().weight;
+    if (kind == ActivityKind::kCommunication) communication_.emplace_back(events_[e].start_ns, e);
     if (stream_last < 0 || !stream_waits_ || timeOf(endNode(e)) >= timeOf(static_cast<uint32_t>(stream_last)))
       stream_last = endNode(e);
     if (stream_waits_) ends_on_stream[static_cast<size_t>(item.stream)].push_back(endNode(e));

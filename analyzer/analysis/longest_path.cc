@@ -99,22 +99,36 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
   plan.edge_weight.resize(edges.size());
   plan.chain_prev.resize(edges.size());
   chain_list.clear();
-  std::vector<uint32_t>& chain_last = plan.chain_last;
-  chain_last.resize(edges.size());
+  // Per edge, its chain's first edge and the chain's weight up to it, in one pass when each edge comes
+  // after the one before it in its chain (as a step's graph is built); an edge whose chain runs back to
+  // later edges has them summed first.
+  std::vector<uint32_t>& chain_first = plan.chain_first;
+  std::vector<int64_t>& chain_weight = plan.chain_weight;
+  chain_first.assign(edges.size(), UINT32_MAX);
+  chain_weight.resize(edges.size());
+  auto previousOf = [&](uint32_t e) { return plan.merged[edges[e].from] ? plan.single_in[edges[e].from] : UINT32_MAX; };
+  auto sumUpTo = [&](uint32_t e) {
+    uint32_t previous = previousOf(e);
+    chain_first[e] = previous == UINT32_MAX ? e : chain_first[previous];
+    chain_weight[e] = (previous == UINT32_MAX ? 0 : chain_weight[previous]) + edges[e].weight;
+  };
+  std::vector<uint32_t>& unsummed = plan.unsummed;  // a chain's edges back to the last one summed
   for (uint32_t i = 0; i < edges.size(); ++i) {
     plan.edge_weight[i] = edges[i].weight;
-    plan.chain_prev[i] = plan.merged[edges[i].from] ? plan.single_in[edges[i].from] : UINT32_MAX;
-    if (plan.merged[edges[i].to]) continue;
-    uint32_t first = i;
-    int64_t weight = edges[i].weight;
-    for (uint32_t e = i; plan.merged[edges[e].from];) {
-      e = plan.single_in[edges[e].from];
-      chain_last[e] = i;
-      weight += edges[e].weight;
-      first = e;
+    uint32_t previous = previousOf(i);
+    plan.chain_prev[i] = previous;
+    if (chain_first[i] == UINT32_MAX) {
+      if (previous != UINT32_MAX && chain_first[previous] == UINT32_MAX) {
+        unsummed.clear();
+        for (uint32_t e = i; e != UINT32_MAX && chain_first[e] == UINT32_MAX; e = previousOf(e)) unsummed.push_back(e);
+        for (auto e = unsummed.rbegin(); e != unsummed.rend(); ++e) sumUpTo(*e);
+      } else {
+        sumUpTo(i);
+      }
     }
-    chain_last[i] = i;
-    chain_list.push_back({i, edges[first].from, weight});
+    if (plan.merged[edges[i].to]) continue;
+    uint32_t first = chain_first[i];
+    chain_list.push_back({i, edges[first].from, chain_weight[i]});
     ++node_first_in[dense[edges[i].to]], ++first_out[dense[edges[first].from]];
   }
   // Each node's count becomes where its edges end, then, filled backwards, where they begin.
@@ -189,13 +203,10 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
       plan.in_source[slot] = plan.position[dense[in.from]];
       plan.in_edge[slot] = in.edge;
       plan.in_weight[slot] = in.weight;
-      plan.slot_of[in.edge] = slot;
+      plan.slot_of[chain_first[in.edge]] = slot;
     }
   }
   plan.first_in[kept] = slot;
-  if (kept < nodes) {
-    for (uint32_t i = 0; i < edges.size(); ++i) plan.slot_of[i] = plan.slot_of[chain_last[i]];
-  }
 }
 
 LongestPath longestPathOf(const PathPlan& plan, PathEnd end_rule, PathScratch* scratch) {
@@ -295,7 +306,7 @@ int64_t weightOf(const PathPlan& plan, uint32_t edge) {
 void retime(PathPlan& plan, PathScratch& scratch, uint32_t edge, int64_t weight) {
   int64_t& own = plan.edge_weight[edge];
   if (own == weight) return;
-  uint32_t slot = plan.slot_of[edge];
+  uint32_t slot = plan.slot_of[plan.chain_first[edge]];
   scratch.changed_edges.emplace_back(edge, own);
   scratch.changed_slots.emplace_back(slot, plan.in_weight[slot]);
   plan.in_weight[slot] += weight - own;
