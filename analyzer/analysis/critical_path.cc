@@ -45,6 +45,25 @@ struct GraphEvent {
   bool host = false;
 };
 
+// Appended field by field in place: a record built aside and copied whole is read back by wider loads than
+// the stores that built it, which stall (store forwarding fails), once for each of the step's events and edges.
+void appendEvent(std::vector<GraphEvent>& events, PathEventSource source, uint32_t index, int64_t start, int64_t end,
+                 bool host) {
+  GraphEvent& e = events.emplace_back();
+  e.ref.source = source;
+  e.ref.index = index;
+  e.start_ns = start;
+  e.end_ns = end;
+  e.host = host;
+}
+void appendEdge(std::vector<Edge>& edges, uint32_t from, uint32_t to, int64_t weight, EdgeKind kind) {
+  Edge& e = edges.emplace_back();
+  e.from = from;
+  e.to = to;
+  e.weight = weight;
+  e.kind = kind;
+}
+
 // A rank's lists mostly come in order already: sorted only when not. With `std::sort`, for lists whose
 // elements are all distinct (so that a sorted list is the only sorted order).
 template <typename List, typename Less = std::less<>>
@@ -270,7 +289,7 @@ class RankGraph {
     int64_t weight = 0;
     if (!zero_weight && kind != EdgeKind::kDependency && kind != EdgeKind::kSync)
       weight = std::max<int64_t>(0, timeOf(to) - timeOf(from));
-    edgeList().push_back({first_node_ + from, first_node_ + to, weight, kind});
+    appendEdge(edgeList(), first_node_ + from, first_node_ + to, weight, kind);
   }
   std::vector<Edge>& edgeList() { return joined_ != nullptr ? *joined_ : own_edges_; }
   const std::vector<Edge>& edgeList() const { return joined_ != nullptr ? *joined_ : own_edges_; }
@@ -306,7 +325,7 @@ class RankGraph {
 
 void RankGraph::collectEvents(RankGraphScratch& scratch) {
   auto addHost = [&](PathEventSource source, uint32_t index, int64_t start, int64_t end, uint64_t thread) {
-    events_.push_back({{source, index}, start, end, -1, true});
+    appendEvent(events_, source, index, start, end, true);
     threads_.push_back(thread);
   };
   // Those that start in the window, in the rank's order (by index).
@@ -365,7 +384,7 @@ void RankGraph::collectEvents(RankGraphScratch& scratch) {
   for (const auto& [i, call_event] : work) {
     const model::GpuActivity& a = rank_->activities[i];
     launch_event_[events_.size()] = call_event;
-    events_.push_back({{PathEventSource::kActivity, i}, a.start_ns, std::max(a.start_ns, a.end_ns), -1, false});
+    appendEvent(events_, PathEventSource::kActivity, i, a.start_ns, std::max(a.start_ns, a.end_ns), false);
   }
   sortIfNeeded(stream_syncs_);
   span_edge_.assign(events_.size(), -1);
@@ -556,7 +575,7 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
         addEdge(endNode(ends[k].second), startNode(e), EdgeKind::kKernelGap);
       if (last) {
         int64_t weight = edgeList().back().weight;
-        edgeList().push_back({first_node_ + *last, first_node_ + startNode(e), weight, EdgeKind::kKernelGap});
+        appendEdge(edgeList(), first_node_ + *last, first_node_ + startNode(e), weight, EdgeKind::kKernelGap);
       }
     } else if (last && events_[e].start_ns - timeOf(*last) < kKernelGapLimitNs) {
       addEdge(*last, startNode(e), EdgeKind::kKernelGap);
@@ -922,7 +941,7 @@ void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
         int64_t from_last = std::max<int64_t>(0, gap_end - g.times[last_start]);
         g.edges[i].weight = 0;
         g.operations[operation].edges.push_back(static_cast<uint32_t>(g.edges.size()));
-        g.edges.push_back({last_start, g.edges[i].to, from_last, EdgeKind::kSpan});
+        appendEdge(g.edges, last_start, g.edges[i].to, from_last, EdgeKind::kSpan);
         g.join_origin.emplace_back(-1, span);  // told as the operation's communication, as a join's edge is
         break;
       }
@@ -1042,7 +1061,7 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
     auto join_node = static_cast<uint32_t>(times.size());
     times.push_back(times[last_start]);
     for (const JoinMember& m : members) {
-      edges.push_back({offset[m.rank] + graphs[m.rank].startNode(m.event), join_node, 0, EdgeKind::kDependency});
+      appendEdge(edges, offset[m.rank] + graphs[m.rank].startNode(m.event), join_node, 0, EdgeKind::kDependency);
       origin.emplace_back(-2, static_cast<uint32_t>(g.operations.size()));
     }
     for (const JoinMember& m : members) {
@@ -1051,7 +1070,7 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
       uint32_t end = offset[m.rank] + graphs[m.rank].endNode(m.event);
       if (times[end] < times[join_node]) continue;  // it did not wait for the last member
       operation.edges.push_back(static_cast<uint32_t>(edges.size()));
-      edges.push_back({join_node, end, std::max<int64_t>(0, times[end] - times[join_node]), EdgeKind::kSpan});
+      appendEdge(edges, join_node, end, std::max<int64_t>(0, times[end] - times[join_node]), EdgeKind::kSpan);
       origin.emplace_back(-1, static_cast<uint32_t>(span));
     }
     for (const JoinMember& m : members) joined_at.push_back({m.rank, m.event, join_node, g.operations.size()});
@@ -1065,7 +1084,7 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
       edges[edge_base[w.rank] + static_cast<size_t>(span)].weight =
           std::max<int64_t>(0, times[end] - times[last_start]);
       operation.edges.push_back(static_cast<uint32_t>(edges.size()));
-      edges.push_back({last_start, end, std::max<int64_t>(0, times[end] - times[last_start]), EdgeKind::kSpan});
+      appendEdge(edges, last_start, end, std::max<int64_t>(0, times[end] - times[last_start]), EdgeKind::kSpan);
       origin.emplace_back(-1, static_cast<uint32_t>(span));
       g.waited_for[{w.rank, w.event}] = {graphs[last->rank].rank(), collective ? 0 : comm_hash};
     }
