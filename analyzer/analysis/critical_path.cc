@@ -99,8 +99,10 @@ struct RankTimeIndex {
         return std::pair(rank.host_calls[a].start_ns, a) < std::pair(rank.host_calls[b].start_ns, b);
       });
     }
+    std::vector<std::pair<int64_t, uint32_t>> communication;  // (start, activity)
     for (uint32_t i = 0; i < rank.activities.size(); ++i) {
       const model::GpuActivity& a = rank.activities[i];
+      if (a.kind == ActivityKind::kCommunication) communication.emplace_back(a.start_ns, i);
       bool stream_sync = a.kind == ActivityKind::kSync && rank.name(a.name_id) == "Stream Sync";
       if ((!model::isGpuWork(a.kind) && !stream_sync) || a.correlation_id == 0) continue;
       const model::HostCall* call = rank.launchOf(a.correlation_id);
@@ -118,7 +120,7 @@ struct RankTimeIndex {
     }
     std::stable_sort(comm_by_start.begin(), comm_by_start.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
-    matchKernelsToOperations(rank);
+    matchKernelsToOperations(rank, std::move(communication));
     // Host ops and the cpu_op domain's ranges by start (most come in that order already).
     for (uint32_t i = 0; i < rank.host_ops.size(); ++i) ops_by_start.emplace_back(rank.host_ops[i].start_ns, i);
     sortIfNeeded(ops_by_start);
@@ -140,11 +142,8 @@ struct RankTimeIndex {
   // several that start together (a send and a receive posted at once), the one that ends with it and
   // that no operation before it has, so that operations indistinguishable by their times take their
   // kernels in the order both were issued.
-  void matchKernelsToOperations(const model::RankTrace& rank) {
-    std::vector<std::pair<int64_t, uint32_t>> kernels;  // (start, activity)
-    for (uint32_t i = 0; i < rank.activities.size(); ++i) {
-      if (rank.activities[i].kind == ActivityKind::kCommunication) kernels.emplace_back(rank.activities[i].start_ns, i);
-    }
+  // `kernels`: the rank's communication kernels, (start, activity).
+  void matchKernelsToOperations(const model::RankTrace& rank, std::vector<std::pair<int64_t, uint32_t>> kernels) {
     sortIfNeeded(kernels);
     std::vector<bool> taken(kernels.size(), false);
     kernel_of_op.assign(rank.nccl_ops.size(), UINT32_MAX);
@@ -215,6 +214,15 @@ struct RankGraphScratch {
   std::vector<int64_t> last_on_stream;
   std::vector<std::vector<uint32_t>> ends_on_stream;
 };
+
+void appendItem(std::vector<RankGraphScratch::Item>& items, int64_t sort_ns, uint32_t event, int32_t stream,
+                bool sync) {
+  RankGraphScratch::Item& item = items.emplace_back();
+  item.sort_ns = sort_ns;
+  item.event = event;
+  item.stream = stream;
+  item.sync = sync;
+}
 
 class RankGraph {
  public:
@@ -443,14 +451,14 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
   for (uint32_t e = 0; e < events_.size(); ++e) {
     const GraphEvent& ev = events_[e];
     if (!ev.host) {
-      items.push_back({ev.start_ns, e, rank_->activities[ev.ref.index].stream, false});
+      appendItem(items, ev.start_ns, e, rank_->activities[ev.ref.index].stream, false);
     } else if (ev.ref.source == PathEventSource::kHostCall && callName(ev.ref.index) == "cudaDeviceSynchronize") {
-      items.push_back({ev.end_ns, e, -1, true});
+      appendItem(items, ev.end_ns, e, -1, true);
     }
   }
   for (const auto& [activity, call_event] : stream_syncs_) {
     const model::GpuActivity& a = rank_->activities[activity];
-    items.push_back({a.end_ns, call_event, a.stream, true});
+    appendItem(items, a.end_ns, call_event, a.stream, true);
   }
   stableSortIfNeeded(items, [](const Item& a, const Item& b) { return a.sort_ns < b.sort_ns; });
 

@@ -52,39 +52,38 @@ void timeOrder(const std::vector<int64_t>& times, std::vector<uint32_t>& order) 
   for (size_t k = 0; k < nodes; ++k) order[k] = keyed[k].node;
 }
 
-// Which nodes a plan leaves out (Chains::kMerged): one edge in and one out, both forward. Per node and
-// side, `in_edges` and `out_edges` count 1 for one forward edge and 2 for anything more.
-void markMergedNodes(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan) {
-  size_t nodes = times.size();
-  plan.in_edges.assign(nodes, 0);
-  plan.out_edges.assign(nodes, 0);
-  plan.single_in.resize(nodes);
-  plan.merged.resize(nodes);
+// What tells the nodes a plan leaves out (Chains::kMerged): one edge in and one out, both forward. Per
+// node, `links` counts its edges in (the low two bits) and out (the next two), 1 for one forward edge
+// and 2 for anything more: a node to leave out has kOneInOneOut.
+constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
+void countLinks(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan) {
+  plan.links.assign(times.size(), 0);
+  plan.single_in.resize(times.size());
   for (uint32_t i = 0; i < edges.size(); ++i) {
     const Edge& e = edges[i];
     uint8_t one = std::pair(times[e.from], e.from) < std::pair(times[e.to], e.to) ? 1 : 2;
-    plan.in_edges[e.to] = plan.in_edges[e.to] == 0 ? one : 2;
-    plan.out_edges[e.from] = plan.out_edges[e.from] == 0 ? one : 2;
+    uint8_t& in = plan.links[e.to];
+    in = static_cast<uint8_t>((in & 3) == 0 ? in | one : (in & 0xfc) | 2);
+    uint8_t& out = plan.links[e.from];
+    out = static_cast<uint8_t>((out & 12) == 0 ? out | one << 2 : (out & 0xf3) | 8);
     plan.single_in[e.to] = i;
   }
-  for (size_t n = 0; n < nodes; ++n) plan.merged[n] = plan.in_edges[n] == 1 && plan.out_edges[n] == 1;
 }
 
 }  // namespace
 
 void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan, Chains chains) {
   size_t nodes = times.size();
-  if (chains == Chains::kMerged) {
-    markMergedNodes(times, edges, plan);
-  } else {
-    plan.merged.assign(nodes, 0);
-  }
+  bool merging = chains == Chains::kMerged;
+  if (merging) countLinks(times, edges, plan);
   // The nodes left, numbered densely in node order (`kept_node`, and per node its number in `dense`).
   std::vector<uint32_t>& dense = plan.dense;
   std::vector<uint32_t>& kept_node = plan.kept_node;
   dense.resize(nodes);
+  plan.merged.resize(nodes);
   kept_node.clear();
   for (uint32_t n = 0; n < nodes; ++n) {
+    plan.merged[n] = merging && plan.links[n] == kOneInOneOut;
     if (!plan.merged[n]) dense[n] = static_cast<uint32_t>(kept_node.size()), kept_node.push_back(n);
   }
   size_t kept = kept_node.size();

@@ -72,7 +72,7 @@ struct PathPlan {
   std::vector<uint32_t> node_first_in;
   std::vector<Incoming> chains, node_incoming;
   std::vector<int64_t> chain_weight;
-  std::vector<uint8_t> in_edges, out_edges, merged;
+  std::vector<uint8_t> links, merged;
   std::vector<uint32_t> single_in, unsummed;
 };
 
