@@ -121,6 +121,11 @@ struct RankTimeIndex {
     std::stable_sort(comm_by_start.begin(), comm_by_start.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     matchKernelsToOperations(rank, std::move(communication));
+    for (uint32_t name_id : rank.api_functions) {
+      std::string_view name = rank.name(name_id);
+      function_waits.push_back(static_cast<uint8_t>((blocksOnGpu(name) ? kBlocksOnGpu : 0) |
+                                                    (name == "cudaDeviceSynchronize" ? kDeviceSync : 0)));
+    }
     // Host ops and the cpu_op domain's ranges by start (most come in that order already).
     for (uint32_t i = 0; i < rank.host_ops.size(); ++i) ops_by_start.emplace_back(rank.host_ops[i].start_ns, i);
     sortIfNeeded(ops_by_start);
@@ -189,6 +194,13 @@ struct RankTimeIndex {
     uint32_t activity;
     uint32_t call;
   };
+  // Per runtime function (RankTrace::api_functions), what its calls wait for, as kBlocksOnGpu and kDeviceSync
+  // bits (asked of every call of every step: by name, it was a string comparison each time).
+  static constexpr uint8_t kBlocksOnGpu = 1, kDeviceSync = 2;
+  std::vector<uint8_t> function_waits;
+  uint8_t waitsOf(const model::HostCall& call) const {
+    return call.function < function_waits.size() ? function_waits[call.function] : 0;
+  }
   bool calls_in_start_order = true;
   std::vector<uint32_t> calls_by_start;  // empty when calls_in_start_order
   std::vector<Work> work_by_launch;
@@ -247,6 +259,7 @@ class RankGraph {
     threads_.clear();
     stream_syncs_.clear();
     communication_.clear();
+    kernel_gaps_.clear();
     own_edges_.clear();
     compute_ns_ = 0;
     collectEvents(scratch);
@@ -274,6 +287,8 @@ class RankGraph {
   void appendTimes(std::vector<int64_t>& times) const {
     for (const GraphEvent& e : events_) times.insert(times.end(), {e.start_ns, e.end_ns});
   }
+  // Its kernel-to-kernel edges, in order.
+  const std::vector<uint32_t>& kernelGaps() const { return kernel_gaps_; }
   // The events of communication kernels, by start time.
   const std::vector<std::pair<int64_t, uint32_t>>& communicationEvents() const { return communication_; }
   // The edge of an event's own span (GPU work only), or -1.
@@ -300,6 +315,7 @@ class RankGraph {
     appendEdge(edgeList(), first_node_ + from, first_node_ + to, weight, kind);
   }
   std::vector<Edge>& edgeList() { return joined_ != nullptr ? *joined_ : own_edges_; }
+  void noteKernelGap() { kernel_gaps_.push_back(static_cast<uint32_t>(edgeList().size()) - 1 - first_edge_); }
   const std::vector<Edge>& edgeList() const { return joined_ != nullptr ? *joined_ : own_edges_; }
   bool inWindow(int64_t start, int64_t end) const {
     return start >= window_.start && start <= window_.end && end > start;
@@ -328,6 +344,7 @@ class RankGraph {
   std::vector<int64_t> span_edge_;                           // per event: GPU work's span edge, or -1
   std::vector<std::pair<uint32_t, uint32_t>> stream_syncs_;  // (Stream Sync activity, its call's event)
   std::vector<std::pair<int64_t, uint32_t>> communication_;  // (start, event) of communication kernels, in order
+  std::vector<uint32_t> kernel_gaps_;                        // its kernel-to-kernel edges
   int64_t compute_ns_ = 0;
 };
 
@@ -420,7 +437,8 @@ void RankGraph::addCallStackEdges(RankGraphScratch& scratch) {
       uint32_t e = stack.back();
       stack.pop_back();
       const GraphEvent& ev = events_[e];
-      bool zero = ev.ref.source == PathEventSource::kHostCall && blocksOnGpu(callName(ev.ref.index));
+      bool zero = ev.ref.source == PathEventSource::kHostCall &&
+                  (index_->waitsOf(rank_->host_calls[ev.ref.index]) & RankTimeIndex::kBlocksOnGpu) != 0;
       if (last >= 0) addEdge(static_cast<uint32_t>(last), endNode(e), EdgeKind::kSpan, zero);
       last = endNode(e);
     };
@@ -452,7 +470,8 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
     const GraphEvent& ev = events_[e];
     if (!ev.host) {
       appendItem(items, ev.start_ns, e, rank_->activities[ev.ref.index].stream, false);
-    } else if (ev.ref.source == PathEventSource::kHostCall && callName(ev.ref.index) == "cudaDeviceSynchronize") {
+    } else if (ev.ref.source == PathEventSource::kHostCall &&
+               (index_->waitsOf(rank_->host_calls[ev.ref.index]) & RankTimeIndex::kDeviceSync) != 0) {
       appendItem(items, ev.end_ns, e, -1, true);
     }
   }
@@ -579,14 +598,18 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
       addEdge(startNode(call), startNode(e), EdgeKind::kLaunch);
     } else if (other) {
       // Its stream waited for those kernels: the gap before their end is the other streams'.
-      for (size_t k = others.first; k < others.second; ++k)
+      for (size_t k = others.first; k < others.second; ++k) {
         addEdge(endNode(ends[k].second), startNode(e), EdgeKind::kKernelGap);
+        noteKernelGap();
+      }
       if (last) {
         int64_t weight = edgeList().back().weight;
         appendEdge(edgeList(), first_node_ + *last, first_node_ + startNode(e), weight, EdgeKind::kKernelGap);
+        noteKernelGap();
       }
     } else if (last && events_[e].start_ns - timeOf(*last) < kKernelGapLimitNs) {
       addEdge(*last, startNode(e), EdgeKind::kKernelGap);
+      noteKernelGap();
     }
     // Its span after the edges into its start, so that a stream's chain runs forward in the edges' order
     // (planOf sums chains in one pass then).
@@ -919,9 +942,8 @@ void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
   for (uint32_t rank_index = 0; rank_index < g.graphs.size(); ++rank_index) {
     const auto& list = waits[rank_index];
     if (list.empty()) continue;
-    uint32_t rank_end = rank_index + 1 < g.edge_base.size() ? g.edge_base[rank_index + 1] : g.rank_edges;
-    for (size_t i = g.edge_base[rank_index]; i < rank_end; ++i) {
-      if (g.edges[i].kind != EdgeKind::kKernelGap) continue;
+    for (uint32_t local : g.graphs[rank_index].kernelGaps()) {
+      size_t i = g.edge_base[rank_index] + local;
       int64_t gap_start = g.times[g.edges[i].from];
       int64_t gap_end = g.times[g.edges[i].to];
       // The kernels the gap waited for on other streams: the edges before it into the same kernel
