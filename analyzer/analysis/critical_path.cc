@@ -303,7 +303,7 @@ class RankGraph {
   // The events of communication kernels, by start time.
   const std::vector<std::pair<int64_t, uint32_t>>& communicationEvents() const { return communication_; }
   // The edge of an event's own span (GPU work only), or -1.
-  int64_t spanEdge(uint32_t event) const { return span_edge_[event]; }
+  int64_t spanEdge(uint32_t event) const { return event < work_base_ ? -1 : span_edge_[event - work_base_]; }
   PathSlice sliceOf(const Edge& edge) const;
   int32_t rank() const { return rank_->rank; }
   uint32_t activityOf(uint32_t event) const { return events_[event].ref.index; }
@@ -348,11 +348,12 @@ class RankGraph {
   std::vector<uint64_t> threads_;  // per host event: its OS thread
   std::vector<uint32_t> calls_;    // the window's host calls, by index; their events follow call_base_
   uint32_t call_base_ = 0;
-  std::vector<uint32_t> launch_event_;  // per event: GPU work's launch call's event
+  uint32_t work_base_ = 0;               // GPU work's first event (its events follow the host's)
+  std::vector<uint32_t> launch_event_;  // per GPU work (from work_base_): its launch call's event
   std::vector<Edge>* joined_ = nullptr;
   std::vector<Edge> own_edges_;
   uint32_t first_node_ = 0, first_edge_ = 0, edge_count_ = 0;
-  std::vector<int64_t> span_edge_;                           // per event: GPU work's span edge, or -1
+  std::vector<int64_t> span_edge_;                           // per GPU work (from work_base_): its span edge, or -1
   std::vector<std::pair<uint32_t, uint32_t>> stream_syncs_;  // (Stream Sync activity, its call's event)
   std::vector<std::pair<int64_t, uint32_t>> communication_;  // (start, event) of communication kernels, in order
   std::vector<uint32_t> kernel_gaps_;                        // its kernel-to-kernel edges
@@ -416,14 +417,16 @@ void RankGraph::collectEvents(RankGraphScratch& scratch) {
     }
   }
   sortIfNeeded(work);
-  launch_event_.assign(events_.size() + work.size(), 0);
+  // GPU work's events come last: what only they have is kept for them alone (each step wrote it for all).
+  work_base_ = static_cast<uint32_t>(events_.size());
+  launch_event_.clear();
   for (const auto& [i, call_event] : work) {
     const model::GpuActivity& a = rank_->activities[i];
-    launch_event_[events_.size()] = call_event;
+    launch_event_.push_back(call_event);
     appendEvent(events_, PathEventSource::kActivity, i, a.start_ns, std::max(a.start_ns, a.end_ns), false);
   }
   sortIfNeeded(stream_syncs_);
-  span_edge_.assign(events_.size(), -1);
+  span_edge_.assign(work.size(), -1);
 }
 
 // Per CPU thread, events nested as their times say; consecutive top-level events are ordered
@@ -513,12 +516,13 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
     for (const Item& item : items) {
       if (item.sync) continue;
       uint32_t k = next[static_cast<size_t>(item.stream)]++;
-      launches[k] = {events_[launch_event_[item.event]].start_ns, item.event};
+      launches[k] = {events_[launch_event_[item.event - work_base_]].start_ns, item.event};
       starts[k] = {events_[item.event].start_ns, item.event};
     }
   }
-  std::vector<std::pair<int, int>>& queue_at = scratch.queue_at;  // per event: (after its launch, after its start)
-  queue_at.assign(events_.size(), {0, 0});
+  // Per GPU work (from work_base_): (after its launch, after its start).
+  std::vector<std::pair<int, int>>& queue_at = scratch.queue_at;
+  queue_at.assign(events_.size() - work_base_, {0, 0});
   for (size_t s = 0; s + 1 < stream_begin.size(); ++s) {
     auto begin = static_cast<ptrdiff_t>(stream_begin[s]), end = static_cast<ptrdiff_t>(stream_begin[s + 1]);
     std::span<std::pair<int64_t, uint32_t>> launched(launches.begin() + begin, launches.begin() + end);
@@ -528,9 +532,9 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
     int length = 0;
     for (size_t l = 0, k = 0; l < launched.size() || k < started.size();) {
       if (k == started.size() || (l < launched.size() && launched[l].first <= started[k].first)) {
-        queue_at[launched[l++].second].first = ++length;
+        queue_at[launched[l++].second - work_base_].first = ++length;
       } else {
-        queue_at[started[k++].second].second = --length;
+        queue_at[started[k++].second - work_base_].second = --length;
       }
     }
   }
@@ -586,14 +590,14 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
       continue;
     }
     uint32_t e = item.event;
-    uint32_t call = launch_event_[e];
+    uint32_t call = launch_event_[e - work_base_];
     std::optional<uint32_t> last;
     int64_t& stream_last = last_on_stream[static_cast<size_t>(item.stream)];
     if (stream_last >= 0) {
       last = static_cast<uint32_t>(stream_last);
       if (stream_waits_ && timeOf(*last) > events_[e].start_ns) last = endedBefore(item.stream, events_[e].start_ns);
     }
-    auto [after_launch, after_start] = queue_at[e];
+    auto [after_launch, after_start] = queue_at[e - work_base_];
     bool launch_delay = after_launch == 1 && after_start == 0 && (!last || timeOf(*last) < events_[call].start_ns);
     // Across ranks, a kernel that starts after another stream's kernel ended in its stream's gap (or,
     // alone on its stream, after its launch call) waited for that kernel rather than for its launch.
@@ -624,7 +628,7 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
     }
     // Its span after the edges into its start, so that a stream's chain runs forward in the edges' order
     // (planOf sums chains in one pass then).
-    span_edge_[e] = static_cast<int64_t>(edgeList().size() - first_edge_);
+    span_edge_[e - work_base_] = static_cast<int64_t>(edgeList().size() - first_edge_);
     addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
     ActivityKind kind = rank_->activities[events_[e].ref.index].kind;
     if (kind == ActivityKind::kCompute) compute_ns_ += edgeList().back().weight;

@@ -84,7 +84,10 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
   kept_node.clear();
   for (uint32_t n = 0; n < nodes; ++n) {
     plan.merged[n] = merging && plan.links[n] == kOneInOneOut;
-    if (!plan.merged[n]) dense[n] = static_cast<uint32_t>(kept_node.size()), kept_node.push_back(n);
+    if (!plan.merged[n]) {
+      dense[n] = static_cast<uint32_t>(kept_node.size()), kept_node.push_back(n);
+      if (merging) plan.single_in[n] = UINT32_MAX;  // no chain runs through it
+    }
   }
   size_t kept = kept_node.size();
   // By node first, where a rank's edges stay among its own nodes; an edge into a merged node stands for
@@ -105,7 +108,8 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
   std::vector<int64_t>& chain_weight = plan.chain_weight;
   chain_first.assign(edges.size(), UINT32_MAX);
   chain_weight.resize(edges.size());
-  auto previousOf = [&](uint32_t e) { return plan.merged[edges[e].from] ? plan.single_in[edges[e].from] : UINT32_MAX; };
+  // A merged node's one edge in, read in one look (a node left holds UINT32_MAX there).
+  auto previousOf = [&](uint32_t e) { return merging ? plan.single_in[edges[e].from] : UINT32_MAX; };
   auto sumUpTo = [&](uint32_t e) {
     uint32_t previous = previousOf(e);
     chain_first[e] = previous == UINT32_MAX ? e : chain_first[previous];
