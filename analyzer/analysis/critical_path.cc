@@ -107,18 +107,16 @@ struct RankTimeIndex {
       bool stream_sync = a.kind == ActivityKind::kSync && rank.name(a.name_id) == "Stream Sync";
       if ((!model::isGpuWork(a.kind) && !stream_sync) || a.correlation_id == 0) continue;
       const model::HostCall* call = rank.launchOf(a.correlation_id);
-      if (call != nullptr)
-        work_by_launch.push_back({i, static_cast<uint32_t>(call - rank.host_calls.data())});
+      if (call != nullptr) work_by_launch.push_back(i);
     }
-    auto by_launch = [&](const Work& a, const Work& b) {
-      return std::pair(rank.host_calls[a.call].start_ns, a.activity) <
-             std::pair(rank.host_calls[b.call].start_ns, b.activity);
+    auto by_launch = [&](uint32_t a, uint32_t b) {
+      return std::pair(callOf(rank, a).start_ns, a) < std::pair(callOf(rank, b).start_ns, b);
     };
     // In order already, mostly: checked with one look at each call.
     bool in_order = true;
     std::pair<int64_t, uint32_t> previous{INT64_MIN, 0};
-    for (const Work& w : work_by_launch) {
-      std::pair<int64_t, uint32_t> key{rank.host_calls[w.call].start_ns, w.activity};
+    for (uint32_t w : work_by_launch) {
+      std::pair<int64_t, uint32_t> key{callOf(rank, w).start_ns, w};
       if (key < previous) {
         in_order = false;
         break;
@@ -201,10 +199,10 @@ struct RankTimeIndex {
                                [&](uint32_t c, int64_t t) { return calls[c].start_ns < t; });
     for (; it != calls_by_start.end() && calls[*it].start_ns <= end; ++it) visit(*it);
   }
-  struct Work {
-    uint32_t activity;
-    uint32_t call;
-  };
+  // The launch call of an activity in work_by_launch (it has one).
+  static const model::HostCall& callOf(const model::RankTrace& rank, uint32_t activity) {
+    return *rank.launchOf(rank.activities[activity].correlation_id);
+  }
   // Per runtime function (RankTrace::api_functions), what its calls wait for, as kBlocksOnGpu and kDeviceSync
   // bits (asked of every call of every step: by name, it was a string comparison each time).
   static constexpr uint8_t kBlocksOnGpu = 1, kDeviceSync = 2;
@@ -214,7 +212,9 @@ struct RankTimeIndex {
   }
   bool calls_in_start_order = true;
   std::vector<uint32_t> calls_by_start;  // empty when calls_in_start_order
-  std::vector<Work> work_by_launch;
+  // GPU work and stream synchronizations with a launch call, by the call's start: the activities alone (the
+  // call is found again by its correlation), every rank's index being held at once.
+  std::vector<uint32_t> work_by_launch;
   std::vector<uint32_t> kernel_of_op;  // per NCCL operation: its kernel's activity (UINT32_MAX: none)
   std::vector<std::pair<int64_t, uint32_t>> ops_by_start, ranges_by_start;  // (start, index into host_ops / nvtx)
   std::vector<std::pair<int64_t, uint64_t>> comm_by_start;  // NCCL operations' GPU start, communicator
@@ -404,16 +404,18 @@ void RankGraph::collectEvents(RankGraphScratch& scratch) {
   };
   std::vector<std::pair<uint32_t, uint32_t>>& work = scratch.work;
   work.clear();
-  auto callStart = [&](const RankTimeIndex::Work& w) { return rank_->host_calls[w.call].start_ns; };
-  auto first_work = std::lower_bound(index_->work_by_launch.begin(), index_->work_by_launch.end(), window_.start,
-                                     [&](const RankTimeIndex::Work& w, int64_t t) { return callStart(w) < t; });
-  for (auto it = first_work; it != index_->work_by_launch.end() && callStart(*it) <= window_.end; ++it) {
-    std::optional<uint32_t> call_event = eventOfCall(it->call);
+  auto first_work = std::lower_bound(
+      index_->work_by_launch.begin(), index_->work_by_launch.end(), window_.start,
+      [&](uint32_t w, int64_t t) { return RankTimeIndex::callOf(*rank_, w).start_ns < t; });
+  for (auto it = first_work; it != index_->work_by_launch.end(); ++it) {
+    const model::HostCall& call = RankTimeIndex::callOf(*rank_, *it);
+    if (call.start_ns > window_.end) break;
+    std::optional<uint32_t> call_event = eventOfCall(static_cast<uint32_t>(&call - rank_->host_calls.data()));
     if (!call_event) continue;
-    if (model::isGpuWork(rank_->activities[it->activity].kind)) {
-      work.emplace_back(it->activity, *call_event);
+    if (model::isGpuWork(rank_->activities[*it].kind)) {
+      work.emplace_back(*it, *call_event);
     } else {
-      stream_syncs_.emplace_back(it->activity, *call_event);
+      stream_syncs_.emplace_back(*it, *call_event);
     }
   }
   sortIfNeeded(work);
