@@ -101,29 +101,27 @@ struct RankTimeIndex {
     }
     std::vector<std::pair<int64_t, uint32_t>> communication;  // (start, activity)
     work_by_launch.reserve(rank.activities.size());           // nearly all of them, in a run's traces
+    // In order already, mostly: checked as they are listed, with the look at each call that lists it.
+    bool in_order = true;
+    std::pair<int64_t, uint32_t> previous{INT64_MIN, 0};
     for (uint32_t i = 0; i < rank.activities.size(); ++i) {
       const model::GpuActivity& a = rank.activities[i];
       if (a.kind == ActivityKind::kCommunication) communication.emplace_back(a.start_ns, i);
       bool stream_sync = a.kind == ActivityKind::kSync && rank.name(a.name_id) == "Stream Sync";
       if ((!model::isGpuWork(a.kind) && !stream_sync) || a.correlation_id == 0) continue;
       const model::HostCall* call = rank.launchOf(a.correlation_id);
-      if (call != nullptr) work_by_launch.push_back(i);
-    }
-    auto by_launch = [&](uint32_t a, uint32_t b) {
-      return std::pair(callOf(rank, a).start_ns, a) < std::pair(callOf(rank, b).start_ns, b);
-    };
-    // In order already, mostly: checked with one look at each call.
-    bool in_order = true;
-    std::pair<int64_t, uint32_t> previous{INT64_MIN, 0};
-    for (uint32_t w : work_by_launch) {
-      std::pair<int64_t, uint32_t> key{callOf(rank, w).start_ns, w};
-      if (key < previous) {
-        in_order = false;
-        break;
-      }
+      if (call == nullptr) continue;
+      work_by_launch.push_back(i);
+      std::pair<int64_t, uint32_t> key{call->start_ns, i};
+      in_order = in_order && !(key < previous);
       previous = key;
     }
-    if (!in_order) std::sort(work_by_launch.begin(), work_by_launch.end(), by_launch);
+    if (!in_order) {  // sorted by (call start, activity), each call's start read once
+      std::vector<std::pair<int64_t, uint32_t>> keyed(work_by_launch.size());
+      for (size_t k = 0; k < keyed.size(); ++k) keyed[k] = {callOf(rank, work_by_launch[k]).start_ns, work_by_launch[k]};
+      std::sort(keyed.begin(), keyed.end());
+      for (size_t k = 0; k < keyed.size(); ++k) work_by_launch[k] = keyed[k].second;
+    }
     for (const model::NcclOp& op : rank.nccl_ops) {
       if (op.hasGpuTimes()) comm_by_start.emplace_back(op.gpu_start_ns, op.comm_hash);
     }
