@@ -146,7 +146,9 @@ TEST_CASE("longest path: a plan with its chains merged gives the latest-ending p
       if (random() % 5 != 0)
         edges.push_back({by_time[k], by_time[k + 1], static_cast<int64_t>(random() % 50), analysis::EdgeKind::kSpan});
     }
-    std::shuffle(edges.begin(), edges.end(), random);
+    // Shuffled, a chain's edges come in any order (the plan sums the later ones first); in a quarter of
+    // the graphs each chain's edges come in its order, as a step's graph has them (summed in one pass).
+    if (graph % 4 != 0) std::shuffle(edges.begin(), edges.end(), random);
     INFO("graph " << graph << ": " << times.size() << " nodes, " << edges.size() << " edges");
     analysis::planOf(times, edges, plan, analysis::Chains::kMerged);
     analysis::PathScratch scratch;

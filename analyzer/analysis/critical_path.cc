@@ -45,6 +45,25 @@ struct GraphEvent {
   bool host = false;
 };
 
+// Appended field by field in place: a record built aside and copied whole is read back by wider loads than
+// the stores that built it, which stall (store forwarding fails), once for each of the step's events and edges.
+void appendEvent(std::vector<GraphEvent>& events, PathEventSource source, uint32_t index, int64_t start, int64_t end,
+                 bool host) {
+  GraphEvent& e = events.emplace_back();
+  e.ref.source = source;
+  e.ref.index = index;
+  e.start_ns = start;
+  e.end_ns = end;
+  e.host = host;
+}
+void appendEdge(std::vector<Edge>& edges, uint32_t from, uint32_t to, int64_t weight, EdgeKind kind) {
+  Edge& e = edges.emplace_back();
+  e.from = from;
+  e.to = to;
+  e.weight = weight;
+  e.kind = kind;
+}
+
 // A rank's lists mostly come in order already: sorted only when not. With `std::sort`, for lists whose
 // elements are all distinct (so that a sorted list is the only sorted order).
 template <typename List, typename Less = std::less<>>
@@ -80,26 +99,40 @@ struct RankTimeIndex {
         return std::pair(rank.host_calls[a].start_ns, a) < std::pair(rank.host_calls[b].start_ns, b);
       });
     }
+    std::vector<std::pair<int64_t, uint32_t>> communication;  // (start, activity)
+    work_by_launch.reserve(rank.activities.size());           // nearly all of them, in a run's traces
+    // In order already, mostly: checked as they are listed, with the look at each call that lists it.
+    bool in_order = true;
+    std::pair<int64_t, uint32_t> previous{INT64_MIN, 0};
     for (uint32_t i = 0; i < rank.activities.size(); ++i) {
       const model::GpuActivity& a = rank.activities[i];
+      if (a.kind == ActivityKind::kCommunication) communication.emplace_back(a.start_ns, i);
       bool stream_sync = a.kind == ActivityKind::kSync && rank.name(a.name_id) == "Stream Sync";
       if ((!model::isGpuWork(a.kind) && !stream_sync) || a.correlation_id == 0) continue;
       const model::HostCall* call = rank.launchOf(a.correlation_id);
-      if (call != nullptr)
-        work_by_launch.push_back({i, static_cast<uint32_t>(call - rank.host_calls.data())});
+      if (call == nullptr) continue;
+      work_by_launch.push_back(i);
+      std::pair<int64_t, uint32_t> key{call->start_ns, i};
+      in_order = in_order && !(key < previous);
+      previous = key;
     }
-    auto by_launch = [&](const Work& a, const Work& b) {
-      return std::pair(rank.host_calls[a.call].start_ns, a.activity) <
-             std::pair(rank.host_calls[b.call].start_ns, b.activity);
-    };
-    if (!std::is_sorted(work_by_launch.begin(), work_by_launch.end(), by_launch))
-      std::sort(work_by_launch.begin(), work_by_launch.end(), by_launch);
+    if (!in_order) {  // sorted by (call start, activity), each call's start read once
+      std::vector<std::pair<int64_t, uint32_t>> keyed(work_by_launch.size());
+      for (size_t k = 0; k < keyed.size(); ++k) keyed[k] = {callOf(rank, work_by_launch[k]).start_ns, work_by_launch[k]};
+      std::sort(keyed.begin(), keyed.end());
+      for (size_t k = 0; k < keyed.size(); ++k) work_by_launch[k] = keyed[k].second;
+    }
     for (const model::NcclOp& op : rank.nccl_ops) {
       if (op.hasGpuTimes()) comm_by_start.emplace_back(op.gpu_start_ns, op.comm_hash);
     }
     std::stable_sort(comm_by_start.begin(), comm_by_start.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
-    matchKernelsToOperations(rank);
+    matchKernelsToOperations(rank, std::move(communication));
+    for (uint32_t name_id : rank.api_functions) {
+      std::string_view name = rank.name(name_id);
+      function_waits.push_back(static_cast<uint8_t>((blocksOnGpu(name) ? kBlocksOnGpu : 0) |
+                                                    (name == "cudaDeviceSynchronize" ? kDeviceSync : 0)));
+    }
     // Host ops and the cpu_op domain's ranges by start (most come in that order already).
     for (uint32_t i = 0; i < rank.host_ops.size(); ++i) ops_by_start.emplace_back(rank.host_ops[i].start_ns, i);
     sortIfNeeded(ops_by_start);
@@ -121,11 +154,8 @@ struct RankTimeIndex {
   // several that start together (a send and a receive posted at once), the one that ends with it and
   // that no operation before it has, so that operations indistinguishable by their times take their
   // kernels in the order both were issued.
-  void matchKernelsToOperations(const model::RankTrace& rank) {
-    std::vector<std::pair<int64_t, uint32_t>> kernels;  // (start, activity)
-    for (uint32_t i = 0; i < rank.activities.size(); ++i) {
-      if (rank.activities[i].kind == ActivityKind::kCommunication) kernels.emplace_back(rank.activities[i].start_ns, i);
-    }
+  // `kernels`: the rank's communication kernels, (start, activity).
+  void matchKernelsToOperations(const model::RankTrace& rank, std::vector<std::pair<int64_t, uint32_t>> kernels) {
     sortIfNeeded(kernels);
     std::vector<bool> taken(kernels.size(), false);
     kernel_of_op.assign(rank.nccl_ops.size(), UINT32_MAX);
@@ -167,38 +197,86 @@ struct RankTimeIndex {
                                [&](uint32_t c, int64_t t) { return calls[c].start_ns < t; });
     for (; it != calls_by_start.end() && calls[*it].start_ns <= end; ++it) visit(*it);
   }
-  struct Work {
-    uint32_t activity;
-    uint32_t call;
-  };
+  // The launch call of an activity in work_by_launch (it has one).
+  static const model::HostCall& callOf(const model::RankTrace& rank, uint32_t activity) {
+    return *rank.launchOf(rank.activities[activity].correlation_id);
+  }
+  // Per runtime function (RankTrace::api_functions), what its calls wait for, as kBlocksOnGpu and kDeviceSync
+  // bits (asked of every call of every step: by name, it was a string comparison each time).
+  static constexpr uint8_t kBlocksOnGpu = 1, kDeviceSync = 2;
+  std::vector<uint8_t> function_waits;
+  uint8_t waitsOf(const model::HostCall& call) const {
+    return call.function < function_waits.size() ? function_waits[call.function] : 0;
+  }
   bool calls_in_start_order = true;
   std::vector<uint32_t> calls_by_start;  // empty when calls_in_start_order
-  std::vector<Work> work_by_launch;
+  // GPU work and stream synchronizations with a launch call, by the call's start: the activities alone (the
+  // call is found again by its correlation), every rank's index being held at once.
+  std::vector<uint32_t> work_by_launch;
   std::vector<uint32_t> kernel_of_op;  // per NCCL operation: its kernel's activity (UINT32_MAX: none)
   std::vector<std::pair<int64_t, uint32_t>> ops_by_start, ranges_by_start;  // (start, index into host_ops / nvtx)
   std::vector<std::pair<int64_t, uint64_t>> comm_by_start;  // NCCL operations' GPU start, communicator
 };
 
+// What building a rank's graph needs only while it builds (one for all of a step's ranks, so that its
+// memory stays warm from one rank and step to the next).
+struct RankGraphScratch {
+  struct Item {
+    int64_t sort_ns;
+    uint32_t event;  // GPU work; or the host call's event for a synchronization
+    int32_t stream;  // -1: the whole device
+    bool sync;
+  };
+  std::vector<uint32_t> starting, host, stack, stream_begin, next;
+  std::vector<std::pair<uint32_t, uint32_t>> work;  // (GPU work's activity, its launch call's event)
+  std::vector<Item> items;
+  std::vector<std::pair<int64_t, uint32_t>> launches, starts, ends;
+  std::vector<std::pair<int, int>> queue_at;
+  std::vector<int64_t> last_on_stream;
+  std::vector<std::vector<uint32_t>> ends_on_stream;
+};
+
+void appendItem(std::vector<RankGraphScratch::Item>& items, int64_t sort_ns, uint32_t event, int32_t stream,
+                bool sync) {
+  RankGraphScratch::Item& item = items.emplace_back();
+  item.sort_ns = sort_ns;
+  item.event = event;
+  item.stream = stream;
+  item.sync = sync;
+}
+
 class RankGraph {
  public:
+  RankGraph() = default;
+  RankGraph(const model::RankTrace& rank, const RankTimeIndex& index, Interval window) {
+    RankGraphScratch scratch;
+    build(rank, index, window, scratch);
+  }
   // `stream_waits`: a kernel that starts after another stream's kernel ended in its stream's gap
   // depends on that kernel (gpuxray's rule across ranks; HTA's graph of one rank has no such edge).
   // `joined`: the step's graph across ranks, whose nodes from `first_node` on are this rank's; its edges
-  // are appended there (else kept in the rank graph).
-  RankGraph(const model::RankTrace& rank, const RankTimeIndex& index, Interval window, bool stream_waits = false,
-            std::vector<Edge>* joined = nullptr, uint32_t first_node = 0)
-      : rank_(rank),
-        index_(index),
-        window_(window),
-        stream_waits_(stream_waits),
-        joined_(joined),
-        first_node_(first_node) {
-    collectEvents();
+  // are appended there (else kept in the rank graph). Its buffers keep their memory from the last build.
+  void build(const model::RankTrace& rank, const RankTimeIndex& index, Interval window, RankGraphScratch& scratch,
+             bool stream_waits = false, std::vector<Edge>* joined = nullptr, uint32_t first_node = 0) {
+    rank_ = &rank;
+    index_ = &index;
+    window_ = window;
+    stream_waits_ = stream_waits;
+    joined_ = joined;
+    first_node_ = first_node;
+    events_.clear();
+    threads_.clear();
+    stream_syncs_.clear();
+    communication_.clear();
+    kernel_gaps_.clear();
+    own_edges_.clear();
+    compute_ns_ = 0;
+    collectEvents(scratch);
     // A host event's two edges, a kernel's span and its edge in.
     if (joined_ == nullptr) own_edges_.reserve(3 * events_.size());
     first_edge_ = static_cast<uint32_t>(edgeList().size());
-    addCallStackEdges();
-    addGpuEdges();
+    addCallStackEdges(scratch);
+    addGpuEdges(scratch);
     edge_count_ = static_cast<uint32_t>(edgeList().size()) - first_edge_;
   }
 
@@ -214,12 +292,18 @@ class RankGraph {
     const GraphEvent& e = events_[node / 2];
     return node % 2 == 0 ? e.start_ns : e.end_ns;
   }
+  // Its nodes' times, in node order.
+  void appendTimes(std::vector<int64_t>& times) const {
+    for (const GraphEvent& e : events_) times.insert(times.end(), {e.start_ns, e.end_ns});
+  }
+  // Its kernel-to-kernel edges, in order.
+  const std::vector<uint32_t>& kernelGaps() const { return kernel_gaps_; }
   // The events of communication kernels, by start time.
-  std::vector<std::pair<int64_t, uint32_t>> communicationEvents() const;
+  const std::vector<std::pair<int64_t, uint32_t>>& communicationEvents() const { return communication_; }
   // The edge of an event's own span (GPU work only), or -1.
-  int64_t spanEdge(uint32_t event) const { return span_edge_[event]; }
+  int64_t spanEdge(uint32_t event) const { return event < work_base_ ? -1 : span_edge_[event - work_base_]; }
   PathSlice sliceOf(const Edge& edge) const;
-  int32_t rank() const { return rank_.rank; }
+  int32_t rank() const { return rank_->rank; }
   uint32_t activityOf(uint32_t event) const { return events_[event].ref.index; }
   // Its compute kernels' time (their span edges' weights).
   int64_t computeNs() const { return compute_ns_; }
@@ -229,7 +313,7 @@ class RankGraph {
     if (edge.kind != EdgeKind::kSpan || from % 2 != 0 || edge.to != edge.from + 1) return std::nullopt;
     const GraphEvent& e = events_[from / 2];
     if (e.host) return std::nullopt;
-    return rank_.activities[e.ref.index].kind;
+    return rank_->activities[e.ref.index].kind;
   }
 
  private:
@@ -237,80 +321,74 @@ class RankGraph {
     int64_t weight = 0;
     if (!zero_weight && kind != EdgeKind::kDependency && kind != EdgeKind::kSync)
       weight = std::max<int64_t>(0, timeOf(to) - timeOf(from));
-    edgeList().push_back({first_node_ + from, first_node_ + to, weight, kind});
+    appendEdge(edgeList(), first_node_ + from, first_node_ + to, weight, kind);
   }
   std::vector<Edge>& edgeList() { return joined_ != nullptr ? *joined_ : own_edges_; }
+  void noteKernelGap() { kernel_gaps_.push_back(static_cast<uint32_t>(edgeList().size()) - 1 - first_edge_); }
   const std::vector<Edge>& edgeList() const { return joined_ != nullptr ? *joined_ : own_edges_; }
   bool inWindow(int64_t start, int64_t end) const {
     return start >= window_.start && start <= window_.end && end > start;
   }
   std::string_view callName(uint32_t host_call) const {
-    uint16_t f = rank_.host_calls[host_call].function;
-    return f < rank_.api_functions.size() ? rank_.name(rank_.api_functions[f]) : std::string_view();
+    uint16_t f = rank_->host_calls[host_call].function;
+    return f < rank_->api_functions.size() ? rank_->name(rank_->api_functions[f]) : std::string_view();
   }
 
-  void collectEvents();
-  void addCallStackEdges();
-  void addGpuEdges();
+  void collectEvents(RankGraphScratch& scratch);
+  void addCallStackEdges(RankGraphScratch& scratch);
+  void addGpuEdges(RankGraphScratch& scratch);
 
-  const model::RankTrace& rank_;
-  const RankTimeIndex& index_;
+  const model::RankTrace* rank_ = nullptr;
+  const RankTimeIndex* index_ = nullptr;
   Interval window_;
   bool stream_waits_ = false;
   std::vector<GraphEvent> events_;
   std::vector<uint64_t> threads_;  // per host event: its OS thread
   std::vector<uint32_t> calls_;    // the window's host calls, by index; their events follow call_base_
   uint32_t call_base_ = 0;
-  std::vector<uint32_t> launch_event_;  // per event: GPU work's launch call's event
+  uint32_t work_base_ = 0;               // GPU work's first event (its events follow the host's)
+  std::vector<uint32_t> launch_event_;  // per GPU work (from work_base_): its launch call's event
   std::vector<Edge>* joined_ = nullptr;
   std::vector<Edge> own_edges_;
   uint32_t first_node_ = 0, first_edge_ = 0, edge_count_ = 0;
-  std::vector<int64_t> span_edge_;                           // per event: GPU work's span edge, or -1
+  std::vector<int64_t> span_edge_;                           // per GPU work (from work_base_): its span edge, or -1
   std::vector<std::pair<uint32_t, uint32_t>> stream_syncs_;  // (Stream Sync activity, its call's event)
+  std::vector<std::pair<int64_t, uint32_t>> communication_;  // (start, event) of communication kernels, in order
+  std::vector<uint32_t> kernel_gaps_;                        // its kernel-to-kernel edges
   int64_t compute_ns_ = 0;
 };
 
-std::vector<std::pair<int64_t, uint32_t>> RankGraph::communicationEvents() const {
-  std::vector<std::pair<int64_t, uint32_t>> out;
-  for (uint32_t e = 0; e < events_.size(); ++e) {
-    if (!events_[e].host && rank_.activities[events_[e].ref.index].kind == ActivityKind::kCommunication)
-      out.emplace_back(events_[e].start_ns, e);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-void RankGraph::collectEvents() {
+void RankGraph::collectEvents(RankGraphScratch& scratch) {
   auto addHost = [&](PathEventSource source, uint32_t index, int64_t start, int64_t end, uint64_t thread) {
-    events_.push_back({{source, index}, start, end, -1, true});
+    appendEvent(events_, source, index, start, end, true);
     threads_.push_back(thread);
   };
   // Those that start in the window, in the rank's order (by index).
-  std::vector<uint32_t> starting;
-  RankTimeIndex::startingIn(index_.ops_by_start, window_.start, window_.end, starting);
+  std::vector<uint32_t>& starting = scratch.starting;
+  RankTimeIndex::startingIn(index_->ops_by_start, window_.start, window_.end, starting);
   for (uint32_t i : starting) {
-    const model::HostOp& op = rank_.host_ops[i];
+    const model::HostOp& op = rank_->host_ops[i];
     if (inWindow(op.start_ns, op.end_ns)) addHost(PathEventSource::kHostOp, i, op.start_ns, op.end_ns, op.thread_id);
   }
-  RankTimeIndex::startingIn(index_.ranges_by_start, window_.start, window_.end, starting);
+  RankTimeIndex::startingIn(index_->ranges_by_start, window_.start, window_.end, starting);
   for (uint32_t i : starting) {
-    const model::NvtxRange& r = rank_.nvtx[i];
+    const model::NvtxRange& r = rank_->nvtx[i];
     if (inWindow(r.start_ns, r.end_ns)) addHost(PathEventSource::kStepRange, i, r.start_ns, r.end_ns, r.thread_id);
   }
   // Calls in correlation order and work in start order, as the whole rank's lists have them.
-  std::vector<uint32_t> calls;
-  index_.forCallsStartingIn(rank_, window_.start, window_.end, [&](uint32_t i) {
-    const model::HostCall& c = rank_.host_calls[i];
+  std::vector<uint32_t>& calls = calls_;
+  calls.clear();
+  index_->forCallsStartingIn(*rank_, window_.start, window_.end, [&](uint32_t i) {
+    const model::HostCall& c = rank_->host_calls[i];
     if (inWindow(c.start_ns, c.end_ns)) calls.push_back(i);
   });
   sortIfNeeded(calls);
   call_base_ = static_cast<uint32_t>(events_.size());
   for (uint32_t i : calls) {
-    const model::HostCall& c = rank_.host_calls[i];
+    const model::HostCall& c = rank_->host_calls[i];
     addHost(PathEventSource::kHostCall, i, c.start_ns, c.end_ns,
-            c.thread < rank_.threads.size() ? rank_.threads[c.thread] : 0);
+            c.thread < rank_->threads.size() ? rank_->threads[c.thread] : 0);
   }
-  calls_ = std::move(calls);
   // Work comes by its call's start, which mostly follows the calls' order: the call after the last one
   // found is tried first.
   size_t next_call = 0;
@@ -322,34 +400,40 @@ void RankGraph::collectEvents() {
     next_call = at + 1;
     return call_base_ + static_cast<uint32_t>(at);
   };
-  std::vector<std::pair<uint32_t, uint32_t>> work;  // (activity, its launch call's event)
-  auto callStart = [&](const RankTimeIndex::Work& w) { return rank_.host_calls[w.call].start_ns; };
-  auto first_work = std::lower_bound(index_.work_by_launch.begin(), index_.work_by_launch.end(), window_.start,
-                                     [&](const RankTimeIndex::Work& w, int64_t t) { return callStart(w) < t; });
-  for (auto it = first_work; it != index_.work_by_launch.end() && callStart(*it) <= window_.end; ++it) {
-    std::optional<uint32_t> call_event = eventOfCall(it->call);
+  std::vector<std::pair<uint32_t, uint32_t>>& work = scratch.work;
+  work.clear();
+  auto first_work = std::lower_bound(
+      index_->work_by_launch.begin(), index_->work_by_launch.end(), window_.start,
+      [&](uint32_t w, int64_t t) { return RankTimeIndex::callOf(*rank_, w).start_ns < t; });
+  for (auto it = first_work; it != index_->work_by_launch.end(); ++it) {
+    const model::HostCall& call = RankTimeIndex::callOf(*rank_, *it);
+    if (call.start_ns > window_.end) break;
+    std::optional<uint32_t> call_event = eventOfCall(static_cast<uint32_t>(&call - rank_->host_calls.data()));
     if (!call_event) continue;
-    if (model::isGpuWork(rank_.activities[it->activity].kind)) {
-      work.emplace_back(it->activity, *call_event);
+    if (model::isGpuWork(rank_->activities[*it].kind)) {
+      work.emplace_back(*it, *call_event);
     } else {
-      stream_syncs_.emplace_back(it->activity, *call_event);
+      stream_syncs_.emplace_back(*it, *call_event);
     }
   }
   sortIfNeeded(work);
-  launch_event_.assign(events_.size() + work.size(), 0);
+  // GPU work's events come last: what only they have is kept for them alone (each step wrote it for all).
+  work_base_ = static_cast<uint32_t>(events_.size());
+  launch_event_.clear();
   for (const auto& [i, call_event] : work) {
-    const model::GpuActivity& a = rank_.activities[i];
-    launch_event_[events_.size()] = call_event;
-    events_.push_back({{PathEventSource::kActivity, i}, a.start_ns, std::max(a.start_ns, a.end_ns), -1, false});
+    const model::GpuActivity& a = rank_->activities[i];
+    launch_event_.push_back(call_event);
+    appendEvent(events_, PathEventSource::kActivity, i, a.start_ns, std::max(a.start_ns, a.end_ns), false);
   }
   sortIfNeeded(stream_syncs_);
-  span_edge_.assign(events_.size(), -1);
+  span_edge_.assign(work.size(), -1);
 }
 
 // Per CPU thread, events nested as their times say; consecutive top-level events are ordered
 // without weight, nested ones with the time between them.
-void RankGraph::addCallStackEdges() {
-  std::vector<uint32_t> host;
+void RankGraph::addCallStackEdges(RankGraphScratch& scratch) {
+  std::vector<uint32_t>& host = scratch.host;
+  host.clear();
   for (uint32_t e = 0; e < events_.size(); ++e) {
     if (events_[e].host) host.push_back(e);
   }
@@ -360,13 +444,15 @@ void RankGraph::addCallStackEdges() {
   size_t i = 0;
   while (i < host.size()) {
     uint64_t thread = threads_[host[i]];
-    std::vector<uint32_t> stack;
+    std::vector<uint32_t>& stack = scratch.stack;
+    stack.clear();
     int64_t last = -1;
     auto exitTop = [&] {
       uint32_t e = stack.back();
       stack.pop_back();
       const GraphEvent& ev = events_[e];
-      bool zero = ev.ref.source == PathEventSource::kHostCall && blocksOnGpu(callName(ev.ref.index));
+      bool zero = ev.ref.source == PathEventSource::kHostCall &&
+                  (index_->waitsOf(rank_->host_calls[ev.ref.index]) & RankTimeIndex::kBlocksOnGpu) != 0;
       if (last >= 0) addEdge(static_cast<uint32_t>(last), endNode(e), EdgeKind::kSpan, zero);
       last = endNode(e);
     };
@@ -389,26 +475,23 @@ void RankGraph::addCallStackEdges() {
 // its stream when it was launched, nor launched behind it before it started) or its gap to the
 // stream's previous kernel. Stream and device synchronizations tie the stream's last kernel to the
 // end of the call that waited for it.
-void RankGraph::addGpuEdges() {
-  struct Item {
-    int64_t sort_ns;
-    uint32_t event;  // GPU work; or the host call's event for a synchronization
-    int32_t stream;  // -1: the whole device
-    bool sync;
-  };
-  std::vector<Item> items;
+void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
+  using Item = RankGraphScratch::Item;
+  std::vector<Item>& items = scratch.items;
+  items.clear();
   items.reserve(events_.size() - call_base_ - calls_.size() + stream_syncs_.size());
   for (uint32_t e = 0; e < events_.size(); ++e) {
     const GraphEvent& ev = events_[e];
     if (!ev.host) {
-      items.push_back({ev.start_ns, e, rank_.activities[ev.ref.index].stream, false});
-    } else if (ev.ref.source == PathEventSource::kHostCall && callName(ev.ref.index) == "cudaDeviceSynchronize") {
-      items.push_back({ev.end_ns, e, -1, true});
+      appendItem(items, ev.start_ns, e, rank_->activities[ev.ref.index].stream, false);
+    } else if (ev.ref.source == PathEventSource::kHostCall &&
+               (index_->waitsOf(rank_->host_calls[ev.ref.index]) & RankTimeIndex::kDeviceSync) != 0) {
+      appendItem(items, ev.end_ns, e, -1, true);
     }
   }
   for (const auto& [activity, call_event] : stream_syncs_) {
-    const model::GpuActivity& a = rank_.activities[activity];
-    items.push_back({a.end_ns, call_event, a.stream, true});
+    const model::GpuActivity& a = rank_->activities[activity];
+    appendItem(items, a.end_ns, call_event, a.stream, true);
   }
   stableSortIfNeeded(items, [](const Item& a, const Item& b) { return a.sort_ns < b.sort_ns; });
 
@@ -417,22 +500,29 @@ void RankGraph::addGpuEdges() {
   // already (mostly, for the launches): one merge per stream, not a sort of both.
   int32_t streams = 0;
   for (const Item& item : items) streams = std::max(streams, item.stream + 1);
-  std::vector<uint32_t> stream_begin(static_cast<size_t>(streams) + 1, 0);
+  std::vector<uint32_t>& stream_begin = scratch.stream_begin;
+  stream_begin.assign(static_cast<size_t>(streams) + 1, 0);
   for (const Item& item : items) {
     if (!item.sync) ++stream_begin[static_cast<size_t>(item.stream) + 1];
   }
   for (size_t s = 1; s < stream_begin.size(); ++s) stream_begin[s] += stream_begin[s - 1];
-  std::vector<std::pair<int64_t, uint32_t>> launches(stream_begin.back()), starts(stream_begin.back());
+  std::vector<std::pair<int64_t, uint32_t>>& launches = scratch.launches;
+  std::vector<std::pair<int64_t, uint32_t>>& starts = scratch.starts;
+  launches.resize(stream_begin.back());
+  starts.resize(stream_begin.back());
   {
-    std::vector<uint32_t> next(stream_begin.begin(), stream_begin.end() - 1);
+    std::vector<uint32_t>& next = scratch.next;
+    next.assign(stream_begin.begin(), stream_begin.end() - 1);
     for (const Item& item : items) {
       if (item.sync) continue;
       uint32_t k = next[static_cast<size_t>(item.stream)]++;
-      launches[k] = {events_[launch_event_[item.event]].start_ns, item.event};
+      launches[k] = {events_[launch_event_[item.event - work_base_]].start_ns, item.event};
       starts[k] = {events_[item.event].start_ns, item.event};
     }
   }
-  std::vector<std::pair<int, int>> queue_at(events_.size());  // per event: (after its launch, after its start)
+  // Per GPU work (from work_base_): (after its launch, after its start).
+  std::vector<std::pair<int, int>>& queue_at = scratch.queue_at;
+  queue_at.assign(events_.size() - work_base_, {0, 0});
   for (size_t s = 0; s + 1 < stream_begin.size(); ++s) {
     auto begin = static_cast<ptrdiff_t>(stream_begin[s]), end = static_cast<ptrdiff_t>(stream_begin[s + 1]);
     std::span<std::pair<int64_t, uint32_t>> launched(launches.begin() + begin, launches.begin() + end);
@@ -442,15 +532,16 @@ void RankGraph::addGpuEdges() {
     int length = 0;
     for (size_t l = 0, k = 0; l < launched.size() || k < started.size();) {
       if (k == started.size() || (l < launched.size() && launched[l].first <= started[k].first)) {
-        queue_at[launched[l++].second].first = ++length;
+        queue_at[launched[l++].second - work_base_].first = ++length;
       } else {
-        queue_at[started[k++].second].second = --length;
+        queue_at[started[k++].second - work_base_].second = --length;
       }
     }
   }
 
   // GPU work by end, for the latest end on another stream inside a kernel's gap.
-  std::vector<std::pair<int64_t, uint32_t>> ends;
+  std::vector<std::pair<int64_t, uint32_t>>& ends = scratch.ends;
+  ends.clear();
   if (stream_waits_) {
     for (const Item& item : items) {
       if (!item.sync) ends.emplace_back(events_[item.event].end_ns, item.event);
@@ -459,18 +550,27 @@ void RankGraph::addGpuEdges() {
   }
   // The kernels that ended last in (previous_end, start]: [first, last) of `ends`, those that ended
   // together (a send and a receive posted at once), up to four.
+  // Kernels come by start: the first end after `start` is looked for from the last one found.
+  size_t ended_by = 0;
+  int64_t ended_by_start = INT64_MIN;
   auto waitedOn = [&](int64_t previous_end, int64_t start) -> std::pair<size_t, size_t> {
-    auto it = std::upper_bound(ends.begin(), ends.end(), std::pair<int64_t, uint32_t>{start, UINT32_MAX});
+    if (start < ended_by_start) ended_by = 0;
+    ended_by_start = start;
+    while (ended_by < ends.size() && ends[ended_by].first <= start) ++ended_by;
+    auto it = ends.begin() + static_cast<ptrdiff_t>(ended_by);
     if (it == ends.begin() || std::prev(it)->first <= previous_end) return {0, 0};
     auto first = std::prev(it);
     while (first != ends.begin() && std::prev(first)->first == first->first && it - first < 4) --first;
     return {static_cast<size_t>(first - ends.begin()), static_cast<size_t>(it - ends.begin())};
   };
-  std::vector<int64_t> last_on_stream(static_cast<size_t>(streams), -1);  // per stream: its last kernel's end node
+  std::vector<int64_t>& last_on_stream = scratch.last_on_stream;  // per stream: its last kernel's end node
+  last_on_stream.assign(static_cast<size_t>(streams), -1);
   // Across ranks, a kernel that started before its stream's previous one ended ran beside it (the
   // kernels of one NCCL group, or a trace's overlap): it follows the latest of the stream's kernels
   // that ended before it started, if any.
-  std::vector<std::vector<uint32_t>> ends_on_stream(static_cast<size_t>(streams));
+  std::vector<std::vector<uint32_t>>& ends_on_stream = scratch.ends_on_stream;
+  if (ends_on_stream.size() < static_cast<size_t>(streams)) ends_on_stream.resize(static_cast<size_t>(streams));
+  for (std::vector<uint32_t>& stream_ends : ends_on_stream) stream_ends.clear();
   auto endedBefore = [&](int32_t stream, int64_t start) -> std::optional<uint32_t> {
     const std::vector<uint32_t>& stream_ends = ends_on_stream[static_cast<size_t>(stream)];
     std::optional<uint32_t> best;
@@ -490,17 +590,14 @@ void RankGraph::addGpuEdges() {
       continue;
     }
     uint32_t e = item.event;
-    span_edge_[e] = static_cast<int64_t>(edgeList().size() - first_edge_);
-    addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
-    if (rank_.activities[events_[e].ref.index].kind == ActivityKind::kCompute) compute_ns_ += edgeList().back().weight;
-    uint32_t call = launch_event_[e];
+    uint32_t call = launch_event_[e - work_base_];
     std::optional<uint32_t> last;
     int64_t& stream_last = last_on_stream[static_cast<size_t>(item.stream)];
     if (stream_last >= 0) {
       last = static_cast<uint32_t>(stream_last);
       if (stream_waits_ && timeOf(*last) > events_[e].start_ns) last = endedBefore(item.stream, events_[e].start_ns);
     }
-    auto [after_launch, after_start] = queue_at[e];
+    auto [after_launch, after_start] = queue_at[e - work_base_];
     bool launch_delay = after_launch == 1 && after_start == 0 && (!last || timeOf(*last) < events_[call].start_ns);
     // Across ranks, a kernel that starts after another stream's kernel ended in its stream's gap (or,
     // alone on its stream, after its launch call) waited for that kernel rather than for its launch.
@@ -516,19 +613,31 @@ void RankGraph::addGpuEdges() {
       addEdge(startNode(call), startNode(e), EdgeKind::kLaunch);
     } else if (other) {
       // Its stream waited for those kernels: the gap before their end is the other streams'.
-      for (size_t k = others.first; k < others.second; ++k)
+      for (size_t k = others.first; k < others.second; ++k) {
         addEdge(endNode(ends[k].second), startNode(e), EdgeKind::kKernelGap);
+        noteKernelGap();
+      }
       if (last) {
         int64_t weight = edgeList().back().weight;
-        edgeList().push_back({first_node_ + *last, first_node_ + startNode(e), weight, EdgeKind::kKernelGap});
+        appendEdge(edgeList(), first_node_ + *last, first_node_ + startNode(e), weight, EdgeKind::kKernelGap);
+        noteKernelGap();
       }
     } else if (last && events_[e].start_ns - timeOf(*last) < kKernelGapLimitNs) {
       addEdge(*last, startNode(e), EdgeKind::kKernelGap);
+      noteKernelGap();
     }
+    // Its span after the edges into its start, so that a stream's chain runs forward in the edges' order
+    // (planOf sums chains in one pass then).
+    span_edge_[e - work_base_] = static_cast<int64_t>(edgeList().size() - first_edge_);
+    addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
+    ActivityKind kind = rank_->activities[events_[e].ref.index].kind;
+    if (kind == ActivityKind::kCompute) compute_ns_ += edgeList().back().weight;
+    if (kind == ActivityKind::kCommunication) communication_.emplace_back(events_[e].start_ns, e);
     if (stream_last < 0 || !stream_waits_ || timeOf(endNode(e)) >= timeOf(static_cast<uint32_t>(stream_last)))
       stream_last = endNode(e);
     if (stream_waits_) ends_on_stream[static_cast<size_t>(item.stream)].push_back(endNode(e));
   }
+  sortIfNeeded(communication_);
 }
 
 // What an edge on the path was spent on. A host edge belongs to the event it lies in: its source's
@@ -536,7 +645,7 @@ void RankGraph::addGpuEdges() {
 PathSlice RankGraph::sliceOf(const Edge& joined_edge) const {
   Edge edge = joined_edge;
   edge.from -= first_node_, edge.to -= first_node_;
-  PathSlice s{timeOf(edge.from), timeOf(edge.to), PathCause::kOther, "", rank_.rank};
+  PathSlice s{timeOf(edge.from), timeOf(edge.to), PathCause::kOther, "", rank_->rank};
   switch (edge.kind) {
     case EdgeKind::kDependency:
       s.detail = "between top-level host ops";
@@ -563,16 +672,16 @@ PathSlice RankGraph::sliceOf(const Edge& joined_edge) const {
   const GraphEvent& ev = events_[static_cast<size_t>(owner)];
   switch (ev.ref.source) {
     case PathEventSource::kActivity: {
-      const model::GpuActivity& a = rank_.activities[ev.ref.index];
+      const model::GpuActivity& a = rank_->activities[ev.ref.index];
       if (a.kind == ActivityKind::kCommunication) {
         s.cause = PathCause::kCommunication;
-        if (std::optional<uint64_t> comm = index_.communicatorAt(a.start_ns)) s.comm_hash = *comm;
+        if (std::optional<uint64_t> comm = index_->communicatorAt(a.start_ns)) s.comm_hash = *comm;
       } else if (a.kind == ActivityKind::kMemcpy || a.kind == ActivityKind::kMemset) {
         s.cause = PathCause::kMemcpy;
         s.detail = a.kind == ActivityKind::kMemcpy ? "copy" : "memset";
       } else {
         s.cause = PathCause::kCompute;
-        s.detail = rank_.name(a.name_id);
+        s.detail = rank_->name(a.name_id);
       }
       return s;
     }
@@ -628,13 +737,13 @@ class SliceCutter {
 
 RankCriticalPath RankGraph::longestPath(PathEnd end_rule) const {
   RankCriticalPath out;
-  out.rank = rank_.rank;
+  out.rank = rank_->rank;
   out.window = window_;
   std::vector<int64_t> times(nodeCount());
   for (uint32_t n = 0; n < times.size(); ++n) times[n] = timeOf(n);
   LongestPath path = findLongestPath(times, own_edges_, end_rule);
   if (path.empty) {
-    out.slices.push_back({window_.start, window_.end, PathCause::kOther, "no events", rank_.rank, 0});
+    out.slices.push_back({window_.start, window_.end, PathCause::kOther, "no events", rank_->rank, 0});
     return out;
   }
   out.length_ns = path.length;
@@ -646,12 +755,12 @@ RankCriticalPath RankGraph::longestPath(PathEnd end_rule) const {
   };
   note(path.first);
   SliceCutter cutter(window_, out.slices);
-  cutter.cover({window_.start, timeOf(path.first), PathCause::kOther, "before the path", rank_.rank, 0});
+  cutter.cover({window_.start, timeOf(path.first), PathCause::kOther, "before the path", rank_->rank, 0});
   for (uint32_t i : path.edges) {
     note(own_edges_[i].to);
     cutter.cover(sliceOf(own_edges_[i]));
   }
-  cutter.finish(rank_.rank);
+  cutter.finish(rank_->rank);
   return out;
 }
 
@@ -785,6 +894,7 @@ namespace {
 // collective's members joined and each receive tied to its send.
 struct RunGraph {
   std::vector<RankGraph> graphs;
+  RankGraphScratch rank_scratch;
   std::vector<uint32_t> offset, edge_base;  // per rank index: its first node and first edge
   std::vector<int64_t> times;
   std::vector<Edge> edges;
@@ -843,41 +953,43 @@ void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
                                j.operation, static_cast<uint32_t>(span), g.offset[j.rank] + rg.endNode(j.event));
   }
   for (auto& w : waits) std::sort(w.begin(), w.end());
-  for (size_t i = 0; i < g.rank_edges; ++i) {
-    if (g.edges[i].kind != EdgeKind::kKernelGap) continue;
-    auto rank_index = static_cast<uint32_t>(g.originOf(static_cast<uint32_t>(i)).first);
+  // Rank by rank, only the ranks with operations.
+  for (uint32_t rank_index = 0; rank_index < g.graphs.size(); ++rank_index) {
     const auto& list = waits[rank_index];
     if (list.empty()) continue;
-    int64_t gap_start = g.times[g.edges[i].from];
-    int64_t gap_end = g.times[g.edges[i].to];
-    // The kernels the gap waited for on other streams: the edges before it into the same kernel
-    // (RankGraph::addGpuEdges adds those first).
-    size_t waited = i;
-    while (waited > g.edge_base[rank_index] && i - waited < 4 && g.edges[waited - 1].kind == EdgeKind::kKernelGap &&
-           g.edges[waited - 1].to == g.edges[i].to)
-      --waited;
-    auto waitedFor = [&](uint32_t node) {
-      for (size_t k = waited; k < i; ++k) {
-        if (g.edges[k].from == node) return true;
+    for (uint32_t local : g.graphs[rank_index].kernelGaps()) {
+      size_t i = g.edge_base[rank_index] + local;
+      int64_t gap_start = g.times[g.edges[i].from];
+      int64_t gap_end = g.times[g.edges[i].to];
+      // The kernels the gap waited for on other streams: the edges before it into the same kernel
+      // (RankGraph::addGpuEdges adds those first).
+      size_t waited = i;
+      while (waited > g.edge_base[rank_index] && i - waited < 4 && g.edges[waited - 1].kind == EdgeKind::kKernelGap &&
+             g.edges[waited - 1].to == g.edges[i].to)
+        --waited;
+      auto waitedFor = [&](uint32_t node) {
+        for (size_t k = waited; k < i; ++k) {
+          if (g.edges[k].from == node) return true;
+        }
+        return false;
+      };
+      // The latest-starting operations that began before the gap's end.
+      auto it = std::lower_bound(list.begin(), list.end(), Running{gap_end, 0, 0, 0, 0, 0});
+      for (int scanned = 0; it != list.begin() && scanned < 4; ++scanned) {
+        --it;
+        const auto& [start, end, last_start, operation, span, end_node] = *it;
+        // It ended the gap, or started in a gap that no other stream's kernel ended and ran past it (an
+        // overlapped collective: its stream goes on once the collective's exposed part is done).
+        bool ended_it = waitedFor(end_node);
+        bool ran_through = waited == i && start >= gap_start && end > gap_end;
+        if (g.times[last_start] > gap_end || !(ended_it || ran_through)) continue;
+        int64_t from_last = std::max<int64_t>(0, gap_end - g.times[last_start]);
+        g.edges[i].weight = 0;
+        g.operations[operation].edges.push_back(static_cast<uint32_t>(g.edges.size()));
+        appendEdge(g.edges, last_start, g.edges[i].to, from_last, EdgeKind::kSpan);
+        g.join_origin.emplace_back(-1, span);  // told as the operation's communication, as a join's edge is
+        break;
       }
-      return false;
-    };
-    // The latest-starting operations that began before the gap's end.
-    auto it = std::lower_bound(list.begin(), list.end(), Running{gap_end, 0, 0, 0, 0, 0});
-    for (int scanned = 0; it != list.begin() && scanned < 4; ++scanned) {
-      --it;
-      const auto& [start, end, last_start, operation, span, end_node] = *it;
-      // It ended the gap, or started in a gap that no other stream's kernel ended and ran past it (an
-      // overlapped collective: its stream goes on once the collective's exposed part is done).
-      bool ended_it = waitedFor(end_node);
-      bool ran_through = waited == i && start >= gap_start && end > gap_end;
-      if (g.times[last_start] > gap_end || !(ended_it || ran_through)) continue;
-      int64_t from_last = std::max<int64_t>(0, gap_end - g.times[last_start]);
-      g.edges[i].weight = 0;
-      g.operations[operation].edges.push_back(static_cast<uint32_t>(g.edges.size()));
-      g.edges.push_back({last_start, g.edges[i].to, from_last, EdgeKind::kSpan});
-      g.join_origin.emplace_back(-1, span);  // told as the operation's communication, as a join's edge is
-      break;
     }
   }
 }
@@ -921,7 +1033,6 @@ struct OperationSpans {
 void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
                    const CollectiveIndex& matched, const std::vector<Interval>& windows, RunGraph& g,
                    const OperationSpans* spans = nullptr) {
-  g.graphs.clear();
   g.offset.clear();
   g.edge_base.clear();
   g.times.clear();
@@ -937,19 +1048,18 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
   auto& origin = g.join_origin;
   g.window = windows.empty() ? Interval{} : windows.front();
   // Each rank's graph built straight into the step's: its nodes numbered after the ranks' before it.
-  graphs.reserve(run.ranks.size());
-  for (size_t r = 0; r < run.ranks.size() && r < windows.size(); ++r) {
+  // The ranks' graphs keep their buffers from the step before.
+  graphs.resize(std::min(run.ranks.size(), windows.size()));
+  for (size_t r = 0; r < graphs.size(); ++r) {
     offset.push_back(static_cast<uint32_t>(times.size()));
     edge_base.push_back(static_cast<uint32_t>(edges.size()));
-    const RankGraph& rg = graphs.emplace_back(run.ranks[r], indexes[r], windows[r], true, &edges, offset.back());
-    for (uint32_t n = 0; n < rg.nodeCount(); ++n) times.push_back(rg.timeOf(n));
+    RankGraph& rg = graphs[r];
+    rg.build(run.ranks[r], indexes[r], windows[r], g.rank_scratch, true, &edges, offset.back());
+    rg.appendTimes(times);
     g.window.start = std::min(g.window.start, windows[r].start);
     g.window.end = std::max(g.window.end, windows[r].end);
   }
   g.rank_edges = static_cast<uint32_t>(edges.size());
-  // Each rank's communication kernels in the step's graph, by start.
-  std::vector<std::vector<std::pair<int64_t, uint32_t>>> kernels;
-  for (const RankGraph& rg : graphs) kernels.push_back(rg.communicationEvents());
   struct Joined {
     uint32_t rank, event, last_start;
     size_t operation;
@@ -960,7 +1070,7 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
     if (m.rank_index >= graphs.size()) return std::nullopt;
     uint32_t activity = indexes[m.rank_index].kernel_of_op[m.op_index];
     if (activity == UINT32_MAX) return std::nullopt;
-    const auto& list = kernels[m.rank_index];
+    const auto& list = graphs[m.rank_index].communicationEvents();  // by start
     int64_t start = run.ranks[m.rank_index].activities[activity].start_ns;
     for (auto it = std::lower_bound(list.begin(), list.end(), std::pair<int64_t, uint32_t>{start, 0});
          it != list.end() && it->first == start; ++it) {
@@ -996,7 +1106,7 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
     auto join_node = static_cast<uint32_t>(times.size());
     times.push_back(times[last_start]);
     for (const JoinMember& m : members) {
-      edges.push_back({offset[m.rank] + graphs[m.rank].startNode(m.event), join_node, 0, EdgeKind::kDependency});
+      appendEdge(edges, offset[m.rank] + graphs[m.rank].startNode(m.event), join_node, 0, EdgeKind::kDependency);
       origin.emplace_back(-2, static_cast<uint32_t>(g.operations.size()));
     }
     for (const JoinMember& m : members) {
@@ -1005,7 +1115,7 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
       uint32_t end = offset[m.rank] + graphs[m.rank].endNode(m.event);
       if (times[end] < times[join_node]) continue;  // it did not wait for the last member
       operation.edges.push_back(static_cast<uint32_t>(edges.size()));
-      edges.push_back({join_node, end, std::max<int64_t>(0, times[end] - times[join_node]), EdgeKind::kSpan});
+      appendEdge(edges, join_node, end, std::max<int64_t>(0, times[end] - times[join_node]), EdgeKind::kSpan);
       origin.emplace_back(-1, static_cast<uint32_t>(span));
     }
     for (const JoinMember& m : members) joined_at.push_back({m.rank, m.event, join_node, g.operations.size()});
@@ -1019,7 +1129,7 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
       edges[edge_base[w.rank] + static_cast<size_t>(span)].weight =
           std::max<int64_t>(0, times[end] - times[last_start]);
       operation.edges.push_back(static_cast<uint32_t>(edges.size()));
-      edges.push_back({last_start, end, std::max<int64_t>(0, times[end] - times[last_start]), EdgeKind::kSpan});
+      appendEdge(edges, last_start, end, std::max<int64_t>(0, times[end] - times[last_start]), EdgeKind::kSpan);
       origin.emplace_back(-1, static_cast<uint32_t>(span));
       g.waited_for[{w.rank, w.event}] = {graphs[last->rank].rank(), collective ? 0 : comm_hash};
     }

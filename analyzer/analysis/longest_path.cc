@@ -52,40 +52,42 @@ void timeOrder(const std::vector<int64_t>& times, std::vector<uint32_t>& order) 
   for (size_t k = 0; k < nodes; ++k) order[k] = keyed[k].node;
 }
 
-// Which nodes a plan leaves out (Chains::kMerged): one edge in and one out, both forward. Per node and
-// side, `in_edges` and `out_edges` count 1 for one forward edge and 2 for anything more.
-void markMergedNodes(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan) {
-  size_t nodes = times.size();
-  plan.in_edges.assign(nodes, 0);
-  plan.out_edges.assign(nodes, 0);
-  plan.single_in.resize(nodes);
-  plan.merged.resize(nodes);
+// What tells the nodes a plan leaves out (Chains::kMerged): one edge in and one out, both forward. Per
+// node, `links` counts its edges in (the low two bits) and out (the next two), 1 for one forward edge
+// and 2 for anything more: a node to leave out has kOneInOneOut.
+constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
+void countLinks(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan) {
+  plan.links.assign(times.size(), 0);
+  plan.single_in.resize(times.size());
   for (uint32_t i = 0; i < edges.size(); ++i) {
     const Edge& e = edges[i];
     uint8_t one = std::pair(times[e.from], e.from) < std::pair(times[e.to], e.to) ? 1 : 2;
-    plan.in_edges[e.to] = plan.in_edges[e.to] == 0 ? one : 2;
-    plan.out_edges[e.from] = plan.out_edges[e.from] == 0 ? one : 2;
+    uint8_t& in = plan.links[e.to];
+    in = static_cast<uint8_t>((in & 3) == 0 ? in | one : (in & 0xfc) | 2);
+    uint8_t& out = plan.links[e.from];
+    out = static_cast<uint8_t>((out & 12) == 0 ? out | one << 2 : (out & 0xf3) | 8);
     plan.single_in[e.to] = i;
   }
-  for (size_t n = 0; n < nodes; ++n) plan.merged[n] = plan.in_edges[n] == 1 && plan.out_edges[n] == 1;
 }
 
 }  // namespace
 
 void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan, Chains chains) {
   size_t nodes = times.size();
-  if (chains == Chains::kMerged) {
-    markMergedNodes(times, edges, plan);
-  } else {
-    plan.merged.assign(nodes, 0);
-  }
+  bool merging = chains == Chains::kMerged;
+  if (merging) countLinks(times, edges, plan);
   // The nodes left, numbered densely in node order (`kept_node`, and per node its number in `dense`).
   std::vector<uint32_t>& dense = plan.dense;
   std::vector<uint32_t>& kept_node = plan.kept_node;
   dense.resize(nodes);
+  plan.merged.resize(nodes);
   kept_node.clear();
   for (uint32_t n = 0; n < nodes; ++n) {
-    if (!plan.merged[n]) dense[n] = static_cast<uint32_t>(kept_node.size()), kept_node.push_back(n);
+    plan.merged[n] = merging && plan.links[n] == kOneInOneOut;
+    if (!plan.merged[n]) {
+      dense[n] = static_cast<uint32_t>(kept_node.size()), kept_node.push_back(n);
+      if (merging) plan.single_in[n] = UINT32_MAX;  // no chain runs through it
+    }
   }
   size_t kept = kept_node.size();
   // By node first, where a rank's edges stay among its own nodes; an edge into a merged node stands for
@@ -99,22 +101,37 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
   plan.edge_weight.resize(edges.size());
   plan.chain_prev.resize(edges.size());
   chain_list.clear();
-  std::vector<uint32_t>& chain_last = plan.chain_last;
-  chain_last.resize(edges.size());
+  // Per edge, its chain's first edge and the chain's weight up to it, in one pass when each edge comes
+  // after the one before it in its chain (as a step's graph is built); an edge whose chain runs back to
+  // later edges has them summed first.
+  std::vector<uint32_t>& chain_first = plan.chain_first;
+  std::vector<int64_t>& chain_weight = plan.chain_weight;
+  chain_first.assign(edges.size(), UINT32_MAX);
+  chain_weight.resize(edges.size());
+  // A merged node's one edge in, read in one look (a node left holds UINT32_MAX there).
+  auto previousOf = [&](uint32_t e) { return merging ? plan.single_in[edges[e].from] : UINT32_MAX; };
+  auto sumUpTo = [&](uint32_t e) {
+    uint32_t previous = previousOf(e);
+    chain_first[e] = previous == UINT32_MAX ? e : chain_first[previous];
+    chain_weight[e] = (previous == UINT32_MAX ? 0 : chain_weight[previous]) + edges[e].weight;
+  };
+  std::vector<uint32_t>& unsummed = plan.unsummed;  // a chain's edges back to the last one summed
   for (uint32_t i = 0; i < edges.size(); ++i) {
     plan.edge_weight[i] = edges[i].weight;
-    plan.chain_prev[i] = plan.merged[edges[i].from] ? plan.single_in[edges[i].from] : UINT32_MAX;
-    if (plan.merged[edges[i].to]) continue;
-    uint32_t first = i;
-    int64_t weight = edges[i].weight;
-    for (uint32_t e = i; plan.merged[edges[e].from];) {
-      e = plan.single_in[edges[e].from];
-      chain_last[e] = i;
-      weight += edges[e].weight;
-      first = e;
+    uint32_t previous = previousOf(i);
+    plan.chain_prev[i] = previous;
+    if (chain_first[i] == UINT32_MAX) {
+      if (previous != UINT32_MAX && chain_first[previous] == UINT32_MAX) {
+        unsummed.clear();
+        for (uint32_t e = i; e != UINT32_MAX && chain_first[e] == UINT32_MAX; e = previousOf(e)) unsummed.push_back(e);
+        for (auto e = unsummed.rbegin(); e != unsummed.rend(); ++e) sumUpTo(*e);
+      } else {
+        sumUpTo(i);
+      }
     }
-    chain_last[i] = i;
-    chain_list.push_back({i, edges[first].from, weight});
+    if (plan.merged[edges[i].to]) continue;
+    uint32_t first = chain_first[i];
+    chain_list.push_back({i, edges[first].from, chain_weight[i]});
     ++node_first_in[dense[edges[i].to]], ++first_out[dense[edges[first].from]];
   }
   // Each node's count becomes where its edges end, then, filled backwards, where they begin.
@@ -189,13 +206,10 @@ void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, P
       plan.in_source[slot] = plan.position[dense[in.from]];
       plan.in_edge[slot] = in.edge;
       plan.in_weight[slot] = in.weight;
-      plan.slot_of[in.edge] = slot;
+      plan.slot_of[chain_first[in.edge]] = slot;
     }
   }
   plan.first_in[kept] = slot;
-  if (kept < nodes) {
-    for (uint32_t i = 0; i < edges.size(); ++i) plan.slot_of[i] = plan.slot_of[chain_last[i]];
-  }
 }
 
 LongestPath longestPathOf(const PathPlan& plan, PathEnd end_rule, PathScratch* scratch) {
@@ -295,7 +309,7 @@ int64_t weightOf(const PathPlan& plan, uint32_t edge) {
 void retime(PathPlan& plan, PathScratch& scratch, uint32_t edge, int64_t weight) {
   int64_t& own = plan.edge_weight[edge];
   if (own == weight) return;
-  uint32_t slot = plan.slot_of[edge];
+  uint32_t slot = plan.slot_of[plan.chain_first[edge]];
   scratch.changed_edges.emplace_back(edge, own);
   scratch.changed_slots.emplace_back(slot, plan.in_weight[slot]);
   plan.in_weight[slot] += weight - own;

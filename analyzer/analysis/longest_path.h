@@ -56,7 +56,8 @@ struct PathPlan {
   std::vector<uint32_t> in_source;   // per slot (by destination, then last edge's index): the source's position
   std::vector<uint32_t> in_edge;     // per slot, its edge (of a chain, the last)
   std::vector<int64_t> in_weight;    // per slot, its edge's weight (of a chain, the sum)
-  std::vector<uint32_t> slot_of;     // per edge, its slot (its chain's)
+  std::vector<uint32_t> chain_first;  // per edge, its chain's first edge (itself when not merged)
+  std::vector<uint32_t> slot_of;      // per chain's first edge, the chain's slot
   std::vector<int64_t> edge_weight;  // per edge, its own weight
   std::vector<uint32_t> chain_prev;  // per edge, the edge before it in its chain (UINT32_MAX: the first)
   std::vector<uint32_t> first_out;   // by number, its first outgoing edge's target in `out_target`
@@ -67,12 +68,12 @@ struct PathPlan {
     int64_t weight;
   };
   // While planning: the edges (chains merged) in order of their last edges, then by destination (from
-  // node_first_in, by number); per node, its edges in and out; per edge, the last edge of its chain.
+  // node_first_in, by number); per node, its edges in and out; per edge, its chain's weight up to it.
   std::vector<uint32_t> node_first_in;
   std::vector<Incoming> chains, node_incoming;
-  std::vector<uint32_t> chain_last;
-  std::vector<uint8_t> in_edges, out_edges, merged;
-  std::vector<uint32_t> single_in;
+  std::vector<int64_t> chain_weight;
+  std::vector<uint8_t> links, merged;
+  std::vector<uint32_t> single_in, unsummed;
 };
 
 // `plan` of the nodes' `times` and `edges` (its buffers are reused).
