@@ -325,6 +325,30 @@ TEST_CASE("two phases: a skeleton's packed NCCL operations, NVTX ranges and stri
   CHECK(strings[3] == "AllReduce");
   strings.push_back("Broadcast");  // unpacks
   CHECK(strings.values() == std::vector<std::string>{"", "ProfilerStep#123", "", "AllReduce", "Broadcast"});
+
+  // Two ranks' packed tables share the blocks they have alike; a block that differs by one string
+  // stays each rank's own, and every string reads back as it was added.
+  std::vector<std::string> names{""};
+  for (int step = 0; step < 3 * static_cast<int>(gpuxray::model::RankStrings::kBlock) + 7; ++step)
+    names.push_back(step % 5 == 0 ? "" : "ProfilerStep#" + std::to_string(step));
+  std::vector<std::string> other_names = names;
+  other_names[gpuxray::model::RankStrings::kBlock + 3] = "ProfilerStep#x";
+  gpuxray::model::RankStrings rank0(names), rank1(names), rank2(other_names);
+  const size_t unpacked_bytes = rank0.bytes();
+  rank0.pack(), rank1.pack(), rank2.pack();
+  CHECK(rank0.values() == names);
+  CHECK(rank1.values() == names);
+  CHECK(rank2.values() == other_names);
+  CHECK(rank0[1].data() == rank1[1].data());
+  CHECK(rank0[names.size() - 1].data() == rank1[names.size() - 1].data());
+  CHECK(rank0[1].data() == rank2[1].data());
+  CHECK(rank0[gpuxray::model::RankStrings::kBlock + 1].data() != rank2[gpuxray::model::RankStrings::kBlock + 1].data());
+  CHECK(rank0.bytes() < unpacked_bytes);
+  rank1 = gpuxray::model::RankStrings();  // lets its blocks go; rank0's still read
+  CHECK(rank0.values() == names);
+  gpuxray::model::RankStrings again(names);
+  again.pack();
+  CHECK(again[1].data() == rank0[1].data());
 }
 
 TEST_CASE("two phases: a digest's time points give back each point's gap and launch, in memory and in a file",
