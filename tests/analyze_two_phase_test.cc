@@ -365,7 +365,7 @@ TEST_CASE("two phases: a digest's time points give back each point's gap and lau
     if (i % 2 == 1) {
       p.in_gap = true;
       p.gap_start = i == 1 ? INT64_MIN : p.time - 2'000;
-      p.gap_end = p.time + 5'000;
+      p.gap_end = i == 3 * static_cast<int64_t>(gpuxray::model::PackedColumn::kBlock) + 3 ? INT64_MAX : p.time + 5'000;
       p.gap_launch = i > 90 ? kNoLaunch : p.time - 40'000;
       p.launch_after = i % 7 == 0 ? p.time - 1'000 : i == 95 ? p.time + 1 : p.gap_launch;
     }
@@ -393,6 +393,8 @@ TEST_CASE("two phases: a digest's time points give back each point's gap and lau
     }
   };
   check(digest.points, 0);
+  // The gaps' ends and launches as differences from their starts: two bytes each, not four.
+  CHECK(digest.points.gaps.bytes() < digest.points.gaps.size() * 10);
   digest.shift(-7'000);
   check(digest.points, -7'000);
 
@@ -403,6 +405,24 @@ TEST_CASE("two phases: a digest's time points give back each point's gap and lau
   std::string file = (dir.path() / "rank-00000.gpuxray.gxdigest").string();
   analysis::writeDigestFile(file, skeleton, digest, "");
   check(analysis::readDigestFile(file).digest.points, -7'000);
+}
+
+TEST_CASE("two phases: a digest's gaps whose end or launch lies at no difference a column can hold are kept whole",
+          "[digest]") {
+  using Gap = analysis::TimePoints::Gap;
+  // -1 to INT64_MAX - 1 is a difference of INT64_MAX, which stands for an open end.
+  const std::vector<Gap> gaps{{-1, INT64_MAX - 1, -5}, {INT64_MIN, 3, INT64_MIN}, {10, INT64_MAX, 2}, {20, 30, 19}};
+  analysis::TimePoints::Gaps packed(gaps);
+  auto same = [](const std::vector<Gap>& a, const std::vector<Gap>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Gap& x, const Gap& y) {
+      return x.start == y.start && x.end == y.end && x.launch == y.launch;
+    });
+  };
+  CHECK(same(packed.values(), gaps));
+  packed.shift(-4);
+  CHECK(same(packed.values(), {{-5, INT64_MAX - 5, -9}, {INT64_MIN, -1, INT64_MIN}, {6, INT64_MAX, -2}, {16, 26, 15}}));
+  const std::vector<Gap> usual{{-1, 4, -5}, {INT64_MIN, 3, INT64_MIN}, {10, INT64_MAX, 2}, {20, 30, 19}};
+  CHECK(same(analysis::TimePoints::Gaps(usual).values(), usual));
 }
 
 TEST_CASE("two phases: a digest whose windows are forgotten still tells the windows it was made over", "[digest]") {
