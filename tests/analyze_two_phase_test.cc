@@ -301,8 +301,8 @@ TEST_CASE("two phases: a skeleton's packed NCCL operations, NVTX ranges and stri
     ranges.push_back({kEpoch + i * 30'000'000, kEpoch + i * 30'000'000 + 29'000'000, static_cast<uint32_t>(i + 1),
                       i % 2 == 0 ? 5u : 6u, 77, static_cast<uint32_t>(i % 2)});
   // Ends held as differences from the starts: one that never ended, one that ends before it starts.
-  ranges.push_back({kEpoch + 71 * 30'000'000, 0, 80, 5, 77, 0});
-  ranges.push_back({kEpoch + 72 * 30'000'000, kEpoch, 81, 5, 77, 0});
+  ranges.push_back({kEpoch + int64_t{71} * 30'000'000, 0, 80, 5, 77, 0});
+  ranges.push_back({kEpoch + int64_t{72} * 30'000'000, kEpoch, 81, 5, 77, 0});
   gpuxray::model::NvtxRanges packed_ranges(ranges);
   packed_ranges.pack();
   CHECK(packed_ranges.bytes() < ranges.size() * sizeof(gpuxray::model::NvtxRange) / 2);
