@@ -301,8 +301,8 @@ TEST_CASE("two phases: a skeleton's packed NCCL operations, NVTX ranges and stri
     ranges.push_back({kEpoch + i * 30'000'000, kEpoch + i * 30'000'000 + 29'000'000, static_cast<uint32_t>(i + 1),
                       i % 2 == 0 ? 5u : 6u, 77, static_cast<uint32_t>(i % 2)});
   // Ends held as differences from the starts: one that never ended, one that ends before it starts.
-  ranges.push_back({kEpoch + 71 * 30'000'000, 0, 80, 5, 77, 0});
-  ranges.push_back({kEpoch + 72 * 30'000'000, kEpoch, 81, 5, 77, 0});
+  ranges.push_back({kEpoch + int64_t{71} * 30'000'000, 0, 80, 5, 77, 0});
+  ranges.push_back({kEpoch + int64_t{72} * 30'000'000, kEpoch, 81, 5, 77, 0});
   gpuxray::model::NvtxRanges packed_ranges(ranges);
   packed_ranges.pack();
   CHECK(packed_ranges.bytes() < ranges.size() * sizeof(gpuxray::model::NvtxRange) / 2);
@@ -325,6 +325,30 @@ TEST_CASE("two phases: a skeleton's packed NCCL operations, NVTX ranges and stri
   CHECK(strings[3] == "AllReduce");
   strings.push_back("Broadcast");  // unpacks
   CHECK(strings.values() == std::vector<std::string>{"", "ProfilerStep#123", "", "AllReduce", "Broadcast"});
+
+  // Two ranks' packed tables share the blocks they have alike; a block that differs by one string
+  // stays each rank's own, and every string reads back as it was added.
+  std::vector<std::string> names{""};
+  for (int step = 0; step < 3 * static_cast<int>(gpuxray::model::RankStrings::kBlock) + 7; ++step)
+    names.push_back(step % 5 == 0 ? "" : "ProfilerStep#" + std::to_string(step));
+  std::vector<std::string> other_names = names;
+  other_names[gpuxray::model::RankStrings::kBlock + 3] = "ProfilerStep#x";
+  gpuxray::model::RankStrings rank0(names), rank1(names), rank2(other_names);
+  const size_t unpacked_bytes = rank0.bytes();
+  rank0.pack(), rank1.pack(), rank2.pack();
+  CHECK(rank0.values() == names);
+  CHECK(rank1.values() == names);
+  CHECK(rank2.values() == other_names);
+  CHECK(rank0[1].data() == rank1[1].data());
+  CHECK(rank0[names.size() - 1].data() == rank1[names.size() - 1].data());
+  CHECK(rank0[1].data() == rank2[1].data());
+  CHECK(rank0[gpuxray::model::RankStrings::kBlock + 1].data() != rank2[gpuxray::model::RankStrings::kBlock + 1].data());
+  CHECK(rank0.bytes() < unpacked_bytes);
+  rank1 = gpuxray::model::RankStrings();  // lets its blocks go; rank0's still read
+  CHECK(rank0.values() == names);
+  gpuxray::model::RankStrings again(names);
+  again.pack();
+  CHECK(again[1].data() == rank0[1].data());
 }
 
 TEST_CASE("two phases: a digest's time points give back each point's gap and launch, in memory and in a file",
@@ -341,7 +365,7 @@ TEST_CASE("two phases: a digest's time points give back each point's gap and lau
     if (i % 2 == 1) {
       p.in_gap = true;
       p.gap_start = i == 1 ? INT64_MIN : p.time - 2'000;
-      p.gap_end = p.time + 5'000;
+      p.gap_end = i == 3 * static_cast<int64_t>(gpuxray::model::PackedColumn::kBlock) + 3 ? INT64_MAX : p.time + 5'000;
       p.gap_launch = i > 90 ? kNoLaunch : p.time - 40'000;
       p.launch_after = i % 7 == 0 ? p.time - 1'000 : i == 95 ? p.time + 1 : p.gap_launch;
     }
@@ -369,6 +393,8 @@ TEST_CASE("two phases: a digest's time points give back each point's gap and lau
     }
   };
   check(digest.points, 0);
+  // The gaps' ends and launches as differences from their starts: two bytes each, not four.
+  CHECK(digest.points.gaps.bytes() < digest.points.gaps.size() * 10);
   digest.shift(-7'000);
   check(digest.points, -7'000);
 
@@ -379,6 +405,24 @@ TEST_CASE("two phases: a digest's time points give back each point's gap and lau
   std::string file = (dir.path() / "rank-00000.gpuxray.gxdigest").string();
   analysis::writeDigestFile(file, skeleton, digest, "");
   check(analysis::readDigestFile(file).digest.points, -7'000);
+}
+
+TEST_CASE("two phases: a digest's gaps whose end or launch lies at no difference a column can hold are kept whole",
+          "[digest]") {
+  using Gap = analysis::TimePoints::Gap;
+  // -1 to INT64_MAX - 1 is a difference of INT64_MAX, which stands for an open end.
+  const std::vector<Gap> gaps{{-1, INT64_MAX - 1, -5}, {INT64_MIN, 3, INT64_MIN}, {10, INT64_MAX, 2}, {20, 30, 19}};
+  analysis::TimePoints::Gaps packed(gaps);
+  auto same = [](const std::vector<Gap>& a, const std::vector<Gap>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Gap& x, const Gap& y) {
+      return x.start == y.start && x.end == y.end && x.launch == y.launch;
+    });
+  };
+  CHECK(same(packed.values(), gaps));
+  packed.shift(-4);
+  CHECK(same(packed.values(), {{-5, INT64_MAX - 5, -9}, {INT64_MIN, -1, INT64_MIN}, {6, INT64_MAX, -2}, {16, 26, 15}}));
+  const std::vector<Gap> usual{{-1, 4, -5}, {INT64_MIN, 3, INT64_MIN}, {10, INT64_MAX, 2}, {20, 30, 19}};
+  CHECK(same(analysis::TimePoints::Gaps(usual).values(), usual));
 }
 
 TEST_CASE("two phases: a digest whose windows are forgotten still tells the windows it was made over", "[digest]") {

@@ -137,8 +137,54 @@ std::vector<uint32_t> TimePoints::GapIndexes::values() const {
   return all;
 }
 
-TimePoints::Gaps::Gaps(const std::vector<Gap>& gaps)
-    : start(packedField(gaps, &Gap::start)), end(packedField(gaps, &Gap::end)), launch(packedField(gaps, &Gap::launch)) {}
+namespace {
+
+bool isOpen(int64_t t) {
+  return t == INT64_MIN || t == INT64_MAX;
+}
+
+}  // namespace
+
+TimePoints::Gaps::Gaps(const std::vector<Gap>& gaps) : start_(packedField(gaps, &Gap::start)) {
+  for (size_t i = 0; i < gaps.size(); ++i) {
+    const Gap& g = gaps[i];
+    if (isOpen(g.start)) {
+      open_start_.emplace_back(static_cast<uint32_t>(i), g);
+      continue;
+    }
+    for (int64_t t : {g.end, g.launch}) {
+      if (!isOpen(t) && isOpen(model::differenceOf(t, g.start))) differences_ = false;
+    }
+  }
+  open_start_.shrink_to_fit();
+  // An open end or "none" as itself; the columns' rows of gaps held aside hold 0.
+  auto held = [this](int64_t t, int64_t start) {
+    return isOpen(start) ? 0 : isOpen(t) || !differences_ ? t : model::differenceOf(t, start);
+  };
+  end_ = packedField(gaps, [&](const Gap& g) { return held(g.end, g.start); });
+  launch_ = packedField(gaps, [&](const Gap& g) { return held(g.launch, g.start); });
+}
+
+TimePoints::Gap TimePoints::Gaps::operator[](size_t i) const {
+  const int64_t start = start_[i];
+  if (isOpen(start)) {
+    auto aside = std::lower_bound(open_start_.begin(), open_start_.end(), i,
+                                  [](const auto& held, size_t index) { return held.first < index; });
+    return aside->second;
+  }
+  auto back = [&](int64_t held) { return isOpen(held) || !differences_ ? held : model::plusDifference(start, held); };
+  return {start, back(end_[i]), back(launch_[i])};
+}
+
+void TimePoints::Gaps::shift(int64_t offset) {
+  std::vector<Gap> all = values();
+  for (Gap& g : all) {
+    for (int64_t* t : {&g.start, &g.end, &g.launch}) {
+      if (!isOpen(*t)) *t += offset;
+    }
+  }
+  *this = Gaps(all);
+}
 
 std::vector<TimePoints::Gap> TimePoints::Gaps::values() const {
   std::vector<Gap> all(size());
@@ -271,8 +317,7 @@ void RankDigest::shift(int64_t offset_ns) {
   }
   points.time.shift(offset_ns);
   for (auto& other : points.other_launches) move(other.launch);
-  // Gaps' open ends (INT64_MIN, INT64_MAX) and kNoLaunch stay.
-  for (PackedColumn* column : {&points.gaps.start, &points.gaps.end, &points.gaps.launch}) column->shift(offset_ns);
+  points.gaps.shift(offset_ns);  // their open ends (INT64_MIN, INT64_MAX) and kNoLaunch stay
   for (auto& i : compute) move(i.start), move(i.end);
   for (auto& t : compute_launch) move(t);
   for (auto& block : pipeline_blocks) move(block.span.start), move(block.span.end);

@@ -100,15 +100,28 @@ struct TimePoints {
   struct Gap {
     int64_t start = 0, end = 0, launch = 0;
   };
-  // Gaps column by column, packed.
-  struct Gaps {
-    PackedColumn start, end, launch;
+  // Gaps column by column, packed: the start, and the end and launch as their differences from it
+  // (a gap is short and its work launched shortly before it starts, so these take a byte or two
+  // where the times take four); an open end or "none" (INT64_MIN, INT64_MAX) as itself, and a gap
+  // whose start is open (the one before the first activity) whole, aside.
+  class Gaps {
+   public:
     Gaps() = default;
     explicit Gaps(const std::vector<Gap>& gaps);
-    size_t size() const { return start.size(); }
-    Gap operator[](size_t i) const { return {start[i], end[i], launch[i]}; }
+    size_t size() const { return start_.size(); }
+    Gap operator[](size_t i) const;
     std::vector<Gap> values() const;
-    size_t bytes() const { return start.bytes() + end.bytes() + launch.bytes(); }
+    // Adds `offset` to every time but the open ends and "none".
+    void shift(int64_t offset);
+    size_t bytes() const {
+      return start_.bytes() + end_.bytes() + launch_.bytes() + open_start_.capacity() * sizeof(open_start_[0]);
+    }
+
+   private:
+    PackedColumn start_, end_, launch_;
+    // Whether end_ and launch_ hold differences: not if one came out as INT64_MIN or INT64_MAX.
+    bool differences_ = true;
+    std::vector<std::pair<uint32_t, Gap>> open_start_;  // by index
   };
   static constexpr uint32_t kNoGap = UINT32_MAX;
   // Per point: its index into gaps, or kNoGap, packed (kNoGap held as INT64_MAX).

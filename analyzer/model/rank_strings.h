@@ -1,11 +1,15 @@
 // A rank's strings by id (id 0 is ""), kept end to end in one buffer: a string costs its characters
-// and where it starts, not a std::string's 32 bytes and a heap block of its own (a skeleton keeps
-// every step range's name, ~60 bytes each that way); pack() packs where each starts, about 2 bytes
-// a string. The views it hands out stay valid while no string is added, and when the table is moved.
+// and where it starts, not a std::string's 32 bytes and a heap block of its own. pack() (a
+// skeleton's, which gains no string) then holds them in blocks of kBlock consecutive ids, each block
+// held once in the process however many ranks have it: the ranks of a run name the same steps,
+// kernels and ranges, mostly in the same order (a skeleton keeps every step range's name, 502 names
+// a rank at 500 steps), so a rank's packed strings cost about 2 bytes a block of its own.
+// The views it hands out stay valid while no string is added, and when the table is moved.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,31 +20,52 @@ namespace gpuxray::model {
 
 class RankStrings {
  public:
+  static constexpr size_t kBlock = 64;
   RankStrings() = default;
   // `strings` by id; the first (id 0) must be "".
   explicit RankStrings(const std::vector<std::string>& strings);
 
-  size_t size() const { return (packed_ ? packed_starts_.size() : starts_.size()) - 1; }
+  size_t size() const { return packed_ ? packed_size_ : starts_.size() - 1; }
   std::string_view operator[](size_t id) const {
-    size_t start = startOf(id);
-    return {text_.data() + start, startOf(id + 1) - start};
+    if (packed_) return blocks_[id / kBlock]->view(id % kBlock);
+    return {text_.data() + starts_[id], starts_[id + 1] - starts_[id]};
   }
   // Adds the string of id size().
   void push_back(std::string_view text);
   void emplace_back(std::string_view text) { push_back(text); }
-  // Frees spare room and packs the starts (a skeleton's, which gains no string).
+  // Holds the strings in shared blocks, freeing the buffer (a skeleton's, which gains no string).
   void pack();
   std::vector<std::string> values() const;
-  size_t bytes() const { return text_.capacity() + starts_.capacity() * sizeof(uint64_t) + packed_starts_.bytes(); }
+  // Bytes held, a shared block counted in full by every table that holds it.
+  size_t bytes() const;
+
+  // Up to kBlock consecutive strings, end to end, and where each starts (with the end of the last).
+  class Block {
+   public:
+    Block(std::vector<char> text, const std::vector<int64_t>& starts) : text_(std::move(text)), starts_(starts) {}
+    std::string_view view(size_t i) const {
+      size_t start = static_cast<size_t>(starts_[i]);
+      return {text_.data() + start, static_cast<size_t>(starts_[i + 1]) - start};
+    }
+    size_t bytes() const { return sizeof(Block) + text_.capacity() + starts_.bytes(); }
+    bool operator==(const Block& other) const {
+      return text_ == other.text_ && starts_.values() == other.starts_.values();
+    }
+    uint64_t hash() const;
+
+   private:
+    std::vector<char> text_;
+    PackedColumn starts_;
+  };
 
  private:
-  size_t startOf(size_t id) const {
-    return packed_ ? static_cast<size_t>(packed_starts_[id]) : static_cast<size_t>(starts_[id]);
-  }
+  void unpack();
+  // Building: string id's characters are text_[starts_[id], starts_[id + 1]).
   std::vector<char> text_;
-  // String id's characters are text_[start of id, start of id + 1): starts_, or once packed packed_starts_.
   std::vector<uint64_t> starts_{0, 0};
-  PackedColumn packed_starts_;
+  // Packed: string id is blocks_[id / kBlock]'s (id % kBlock)-th.
+  std::vector<std::shared_ptr<const Block>> blocks_;
+  size_t packed_size_ = 0;
   bool packed_ = false;
 };
 
