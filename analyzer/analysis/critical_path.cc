@@ -1494,46 +1494,64 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
 namespace {
 
 // Per step, how long the joined path runs on each rank (rank -1 for the time before, between and after
-// its events).
-std::map<int32_t, int64_t> pathTimeByRank(const CriticalPathResult& result) {
-  std::map<int32_t, int64_t> by_rank;
+// its events), by cause.
+using PathTimeByRank = std::map<int32_t, std::map<PathCause, int64_t>>;
+PathTimeByRank pathTimeByRank(const CriticalPathResult& result) {
+  PathTimeByRank by_rank;
   for (const CriticalPathResult::RunStep& s : result.run_steps)
-    for (const PathAttribution& a : s.attribution) by_rank[a.rank] += a.ns;
-  for (auto& [rank, ns] : by_rank) ns /= static_cast<int64_t>(result.run_steps.size());
+    for (const PathAttribution& a : s.attribution) by_rank[a.rank][a.cause] += a.ns;
+  for (auto& [rank, by_cause] : by_rank)
+    for (auto& [cause, ns] : by_cause) ns /= static_cast<int64_t>(result.run_steps.size());
   return by_rank;
 }
 
-// A finding whose fix saves under a tenth of what it costs lies mostly off the critical path: the line
-// that says so, and where the path runs instead, so that the two figures do not read as a contradiction.
+// A finding whose fix saves under a tenth of what it costs: where the critical path runs instead, so
+// that its cost and its saving do not read as a contradiction. Either the path runs mostly on other
+// ranks, or on the finding's own but through other causes than the one its cost measures.
 std::optional<std::string> offPathEvidence(const report::Finding& finding, int64_t saves_ns,
-                                           const std::map<int32_t, int64_t>& path_by_rank) {
-  if (finding.cost_ns <= 0 || static_cast<double>(saves_ns) >= 0.1 * finding.cost_ns || path_by_rank.empty() ||
-      finding.cause.ranks.empty())
+                                           const PathTimeByRank& path) {
+  if (finding.cost_ns <= 0 || static_cast<double>(saves_ns) >= 0.1 * finding.cost_ns || finding.cause.ranks.empty())
     return std::nullopt;
-  int64_t on_its_ranks = 0;
-  for (int32_t rank : finding.cause.ranks) {
-    auto it = path_by_rank.find(rank);
-    if (it != path_by_rank.end()) on_its_ranks += it->second;
+  auto total = [](const std::map<PathCause, int64_t>& by_cause) {
+    int64_t ns = 0;
+    for (const auto& [cause, t] : by_cause) ns += t;
+    return ns;
+  };
+  int64_t path_ns = 0, busiest_ns = 0, on_its_ranks = 0;
+  int32_t busiest = -1;
+  std::map<PathCause, int64_t> its_causes;
+  for (const auto& [rank, by_cause] : path) {
+    int64_t ns = total(by_cause);
+    path_ns += ns;
+    if (rank >= 0 && ns > busiest_ns) busiest = rank, busiest_ns = ns;
+    if (std::find(finding.cause.ranks.begin(), finding.cause.ranks.end(), rank) == finding.cause.ranks.end()) continue;
+    on_its_ranks += ns;
+    for (const auto& [cause, t] : by_cause) its_causes[cause] += t;
   }
-  auto busiest = std::max_element(path_by_rank.begin(), path_by_rank.end(), [](const auto& a, const auto& b) {
-    return a.first < 0 || (b.first >= 0 && a.second < b.second);
-  });
-  if (busiest->first < 0) return std::nullopt;
-  int64_t path_ns = 0;
-  for (const auto& [rank, ns] : path_by_rank) path_ns += ns;
+  if (busiest < 0 || path_ns <= 0) return std::nullopt;
+  auto time = [](int64_t ns) { return report::formatValue(static_cast<double>(ns), Unit::kNanoseconds); };
   std::string whose = finding.cause.ranks.size() == 1 ? fmt::format("rank {}", finding.cause.ranks.front())
                                                        : fmt::format("its {} ranks", finding.cause.ranks.size());
-  auto time = [](int64_t ns) { return report::formatValue(static_cast<double>(ns), Unit::kNanoseconds); };
-  return fmt::format("its {} per step lie mostly off the critical path: of the path's {} per step, {} are on {} "
-                     "and {} ({:.0f} %) on rank {}",
-                     report::formatValue(finding.cost_ns, Unit::kNanoseconds), time(path_ns), time(on_its_ranks),
-                     whose, time(busiest->second),
-                     100.0 * static_cast<double>(busiest->second) / static_cast<double>(path_ns), busiest->first);
+  auto pct = [&](int64_t ns) { return 100.0 * static_cast<double>(ns) / static_cast<double>(path_ns); };
+  if (std::find(finding.cause.ranks.begin(), finding.cause.ranks.end(), busiest) == finding.cause.ranks.end()) {
+    return fmt::format("its {} per step lie mostly off the critical path: of the path's {} per step, {} are on {} "
+                       "and {} ({:.0f} %) on rank {}",
+                       time(static_cast<int64_t>(finding.cost_ns)), time(path_ns), time(on_its_ranks), whose,
+                       time(busiest_ns), pct(busiest_ns), busiest);
+  }
+  std::vector<std::pair<int64_t, PathCause>> causes;
+  for (const auto& [cause, ns] : its_causes) causes.emplace_back(ns, cause);
+  std::sort(causes.begin(), causes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string mostly;
+  for (size_t i = 0; i < std::min<size_t>(2, causes.size()); ++i)
+    mostly += fmt::format("{}{} ({})", i == 0 ? "" : " and ", pathCauseName(causes[i].second), time(causes[i].first));
+  return fmt::format("the critical path runs on {} ({:.0f} % of its {} per step), mostly in {}", whose,
+                     pct(on_its_ranks), time(path_ns), mostly);
 }
 
 void presentWhatIf(const CriticalPathResult& result, report::Report& report, report::Section& section) {
   if (result.what_if.empty()) return;
-  const std::map<int32_t, int64_t> path_by_rank = pathTimeByRank(result);
+  const PathTimeByRank path_by_rank = pathTimeByRank(result);
   report::Table table{"what_if",
                       "What-if: each finding's cause at its ideal, the steps re-timed",
                       {{"cause", "cause"},
