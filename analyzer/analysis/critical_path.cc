@@ -686,9 +686,9 @@ PathSlice RankGraph::sliceOf(const Edge& joined_edge) const {
       return s;
     }
     case PathEventSource::kHostCall: {
-      std::string_view name = callName(ev.ref.index);
-      s.cause = blocksOnGpu(name) ? PathCause::kSynchronization : PathCause::kHost;
-      s.detail = name;
+      bool waits = (index_->waitsOf(rank_->host_calls[ev.ref.index]) & RankTimeIndex::kBlocksOnGpu) != 0;
+      s.cause = waits ? PathCause::kSynchronization : PathCause::kHost;
+      s.detail = callName(ev.ref.index);
       return s;
     }
     case PathEventSource::kHostOp:
@@ -1517,6 +1517,9 @@ std::optional<std::string> offPathEvidence(const report::Finding& finding, int64
     for (const auto& [cause, t] : by_cause) ns += t;
     return ns;
   };
+  auto isItsRank = [&](int32_t rank) {
+    return std::find(finding.cause.ranks.begin(), finding.cause.ranks.end(), rank) != finding.cause.ranks.end();
+  };
   int64_t path_ns = 0, busiest_ns = 0, on_its_ranks = 0;
   int32_t busiest = -1;
   std::map<PathCause, int64_t> its_causes;
@@ -1524,7 +1527,7 @@ std::optional<std::string> offPathEvidence(const report::Finding& finding, int64
     int64_t ns = total(by_cause);
     path_ns += ns;
     if (rank >= 0 && ns > busiest_ns) busiest = rank, busiest_ns = ns;
-    if (std::find(finding.cause.ranks.begin(), finding.cause.ranks.end(), rank) == finding.cause.ranks.end()) continue;
+    if (!isItsRank(rank)) continue;
     on_its_ranks += ns;
     for (const auto& [cause, t] : by_cause) its_causes[cause] += t;
   }
@@ -1533,7 +1536,7 @@ std::optional<std::string> offPathEvidence(const report::Finding& finding, int64
   std::string whose = finding.cause.ranks.size() == 1 ? fmt::format("rank {}", finding.cause.ranks.front())
                                                        : fmt::format("its {} ranks", finding.cause.ranks.size());
   auto pct = [&](int64_t ns) { return 100.0 * static_cast<double>(ns) / static_cast<double>(path_ns); };
-  if (std::find(finding.cause.ranks.begin(), finding.cause.ranks.end(), busiest) == finding.cause.ranks.end()) {
+  if (!isItsRank(busiest)) {
     return fmt::format("its {} per step lie mostly off the critical path: of the path's {} per step, {} are on {} "
                        "and {} ({:.0f} %) on rank {}",
                        time(static_cast<int64_t>(finding.cost_ns)), time(path_ns), time(on_its_ranks), whose,

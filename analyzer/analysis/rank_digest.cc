@@ -137,29 +137,21 @@ std::vector<uint32_t> TimePoints::GapIndexes::values() const {
   return all;
 }
 
-namespace {
-
-bool isOpen(int64_t t) {
-  return t == INT64_MIN || t == INT64_MAX;
-}
-
-}  // namespace
-
 TimePoints::Gaps::Gaps(const std::vector<Gap>& gaps) : start_(packedField(gaps, &Gap::start)) {
   for (size_t i = 0; i < gaps.size(); ++i) {
     const Gap& g = gaps[i];
-    if (isOpen(g.start)) {
+    if (model::isOpenEnd(g.start)) {
       open_start_.emplace_back(static_cast<uint32_t>(i), g);
       continue;
     }
     for (int64_t t : {g.end, g.launch}) {
-      if (!isOpen(t) && isOpen(model::differenceOf(t, g.start))) differences_ = false;
+      if (!model::isOpenEnd(t) && model::isOpenEnd(model::differenceOf(t, g.start))) differences_ = false;
     }
   }
   open_start_.shrink_to_fit();
   // An open end or "none" as itself; the columns' rows of gaps held aside hold 0.
   auto held = [this](int64_t t, int64_t start) {
-    return isOpen(start) ? 0 : isOpen(t) || !differences_ ? t : model::differenceOf(t, start);
+    return model::isOpenEnd(start) ? 0 : model::isOpenEnd(t) || !differences_ ? t : model::differenceOf(t, start);
   };
   end_ = packedField(gaps, [&](const Gap& g) { return held(g.end, g.start); });
   launch_ = packedField(gaps, [&](const Gap& g) { return held(g.launch, g.start); });
@@ -167,12 +159,14 @@ TimePoints::Gaps::Gaps(const std::vector<Gap>& gaps) : start_(packedField(gaps, 
 
 TimePoints::Gap TimePoints::Gaps::operator[](size_t i) const {
   const int64_t start = start_[i];
-  if (isOpen(start)) {
+  if (model::isOpenEnd(start)) {
     auto aside = std::lower_bound(open_start_.begin(), open_start_.end(), i,
                                   [](const auto& held, size_t index) { return held.first < index; });
     return aside->second;
   }
-  auto back = [&](int64_t held) { return isOpen(held) || !differences_ ? held : model::plusDifference(start, held); };
+  auto back = [&](int64_t held) {
+    return model::isOpenEnd(held) || !differences_ ? held : model::plusDifference(start, held);
+  };
   return {start, back(end_[i]), back(launch_[i])};
 }
 
@@ -180,7 +174,7 @@ void TimePoints::Gaps::shift(int64_t offset) {
   std::vector<Gap> all = values();
   for (Gap& g : all) {
     for (int64_t* t : {&g.start, &g.end, &g.launch}) {
-      if (!isOpen(*t)) *t += offset;
+      if (!model::isOpenEnd(*t)) *t += offset;
     }
   }
   *this = Gaps(all);
@@ -264,7 +258,7 @@ uint64_t mixed(uint64_t h, int64_t v) {
 
 // The windows' fingerprint, each time moved back by `back_ns` as shift() would have moved it.
 uint64_t fingerprintOf(const std::vector<StepWindow>& windows, int64_t back_ns) {
-  auto back = [back_ns](int64_t t) { return t == INT64_MIN || t == INT64_MAX ? t : t - back_ns; };
+  auto back = [back_ns](int64_t t) { return model::isOpenEnd(t) ? t : t - back_ns; };
   uint64_t h = mixed(0, static_cast<int64_t>(windows.size()));
   for (const StepWindow& w : windows) h = mixed(mixed(mixed(h, w.number), back(w.window.start)), back(w.window.end));
   return h;
@@ -292,7 +286,7 @@ void RankDigest::shift(int64_t offset_ns) {
   if (offset_ns == 0) return;
   shifted_ns_ += offset_ns;
   auto move = [offset_ns](int64_t& t) {
-    if (t != INT64_MIN && t != INT64_MAX && t != TimePoint::kNoLaunch) t += offset_ns;
+    if (!model::isOpenEnd(t) && t != TimePoint::kNoLaunch) t += offset_ns;
   };
   for (auto& w : windows) move(w.window.start), move(w.window.end);
   if (gpu_span.length() > 0) move(gpu_span.start), move(gpu_span.end);

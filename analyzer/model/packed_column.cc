@@ -4,14 +4,6 @@
 
 namespace gpuxray::model {
 
-namespace {
-
-bool isSentinel(int64_t v) {
-  return v == INT64_MIN || v == INT64_MAX;
-}
-
-}  // namespace
-
 PackedColumn::PackedColumn(const std::vector<int64_t>& values) : size_(values.size()) {
   bases_.reserve((values.size() + kBlock - 1) / kBlock);
   uint64_t widest = 0;
@@ -21,13 +13,13 @@ PackedColumn::PackedColumn(const std::vector<int64_t>& values) : size_(values.si
     int64_t base = 0;
     bool any = false;
     for (size_t i = first; i < last; ++i) {
-      if (isSentinel(values[i])) continue;
+      if (isOpenEnd(values[i])) continue;
       base = any ? std::min(base, values[i]) : values[i];
       any = true;
     }
     bases_.push_back(base);
     for (size_t i = first; i < last; ++i) {
-      if (isSentinel(values[i])) {
+      if (isOpenEnd(values[i])) {
         sentinels = true;
       } else {
         widest = std::max(widest, static_cast<uint64_t>(values[i]) - static_cast<uint64_t>(base));  // exact
@@ -82,7 +74,7 @@ size_t PackedColumn::lowerBound(int64_t t) const {
 
 void PackedColumn::shift(int64_t offset) {
   for (auto& v : wide_)
-    if (v != INT64_MIN && v != INT64_MAX) v += offset;
+    if (!isOpenEnd(v)) v += offset;
   for (auto& base : bases_) base += offset;
 }
 

@@ -47,6 +47,12 @@ PackedColumn packedField(const std::vector<Row>& rows, Field field) {
   return PackedColumn(column);
 }
 
+// INT64_MIN and INT64_MAX: the open ends and "none" of the columns that use them, which a column keeps
+// as themselves and a shift leaves where they are.
+inline bool isOpenEnd(int64_t v) {
+  return v == INT64_MIN || v == INT64_MAX;
+}
+
 // A value held as its difference from another of its row (a range's end from its start: short where
 // the times themselves are far apart), and back; wrapping, so exact for any two values.
 inline int64_t differenceOf(int64_t value, int64_t from) {
