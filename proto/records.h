@@ -169,6 +169,12 @@ struct FileHeader {
 
 // A kernel launch with its full configuration. The writer interns the configuration part
 // (name_id .. max_active_clusters) so repeated launches cost a few bytes each.
+// Which id a file gave a kernel's launch configuration: equal whatever it holds.
+struct FileConfigId {
+  uint32_t value = 0;
+  bool operator==(const FileConfigId&) const { return true; }
+};
+
 struct KernelRecord {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
@@ -179,6 +185,10 @@ struct KernelRecord {
   uint32_t graph_id = 0;
   uint64_t graph_node_id = 0;
   StringId name_id = 0;
+  // Set by the reader: the file's id of the launch configuration (name and the fields below), the same
+  // for every kernel launched with it; 0 when the kernel has none or the file does not define it. The
+  // writer assigns its own, so it is no part of what the kernel was (records compare equal without it).
+  FileConfigId config_id;
   uint32_t grid_x = 0, grid_y = 0, grid_z = 0;
   uint32_t block_x = 0, block_y = 0, block_z = 0;
   uint32_t registers_per_thread = 0;

@@ -804,6 +804,7 @@ bool TraceReader::decodeBatch(const void* message, EventBatch& batch) {
       const pb::KernelConfig* config = kernel_configs_->by_id.find(config_id);
       if (config == nullptr) ++stats_.unresolved_references;
       const pb::KernelConfig& c = config != nullptr ? *config : pb::KernelConfig::default_instance();
+      r.config_id.value = config != nullptr ? config_id : 0;
       r.name_id = c.name_iid();
       r.grid_x = c.grid_x();
       r.grid_y = c.grid_y();

@@ -57,6 +57,22 @@ void sortIfNeeded(std::vector<T>& values, Less less) {
   if (!std::is_sorted(values.begin(), values.end(), less)) std::sort(values.begin(), values.end(), less);
 }
 
+// Merges the sorted `few` into the sorted `values`, stably (of equal ones, `values`' first), filling
+// from the end: each element moves once, and those before the first of `few` not at all (a merge
+// in place with a buffer copies every element twice).
+template <typename T, typename Less>
+void mergeFromTheEnd(std::vector<T>& values, const std::vector<T>& few, Less less) {
+  size_t i = values.size(), j = few.size();
+  values.resize(values.size() + few.size());
+  for (size_t to = values.size(); j > 0;) {
+    if (i > 0 && less(few[j - 1], values[i - 1])) {
+      values[--to] = values[--i];
+    } else {
+      values[--to] = few[--j];
+    }
+  }
+}
+
 bool isDeviceMemory(format::MemoryKind kind) {
   using format::MemoryKind;
   return kind == MemoryKind::kDevice || kind == MemoryKind::kManaged || kind == MemoryKind::kDeviceStatic ||
@@ -79,9 +95,10 @@ class RankBuilder {
     reserveFor(rank_.host_calls, batch.api_calls.size(), share_read);
     for (const auto& k : batch.kernels) {
       model::GpuActivity a = activity(k.start_ns, k.end_ns, k.device, k.stream, k.correlation_id);
-      a.name_id = kernelName(k.name_id);
-      a.kind = kernelKind(a.name_id);
-      a.detail = launchConfig(k);
+      const KernelLaunch& launch = launchOf(k);
+      a.name_id = launch.name_id;
+      a.kind = launch.kind;
+      a.detail = launch.config;
       rank_.activities.push_back(a);
     }
     for (const auto& m : batch.memcpys) {
@@ -203,11 +220,8 @@ class RankBuilder {
     setProfiledKernelsApart();
     sortIfNeeded(rank_.activities, by_start);
     sortIfNeeded(copies_, by_start);
-    auto middle = static_cast<std::ptrdiff_t>(rank_.activities.size());
-    rank_.activities.reserve(rank_.activities.size() + copies_.size());
-    rank_.activities.insert(rank_.activities.end(), copies_.begin(), copies_.end());
+    mergeFromTheEnd(rank_.activities, copies_, by_start);
     std::vector<model::GpuActivity>().swap(copies_);
-    std::inplace_merge(rank_.activities.begin(), rank_.activities.begin() + middle, rank_.activities.end(), by_start);
     trimExcess(rank_.activities);
     rank_.nvtx.change([&](std::vector<model::NvtxRange>& nvtx) { sortIfNeeded(nvtx, by_start); });
     sortIfNeeded(rank_.host_ops, by_start);
@@ -328,6 +342,30 @@ class RankBuilder {
     return static_cast<ActivityKind>(kind);
   }
 
+  // What a kernel's launch configuration makes of it: its name, kind and configuration in the rank.
+  struct KernelLaunch {
+    uint32_t name_id = 0;
+    ActivityKind kind = ActivityKind::kCompute;
+    uint32_t config = 0;
+    bool known = false;
+  };
+  // Worked out once per configuration of the file (most kernels of a file share a few hundred), not
+  // per kernel from its name and fields.
+  const KernelLaunch& launchOf(const format::KernelRecord& k) {
+    KernelLaunch* slot = &uncached_launch_;
+    uint32_t id = k.config_id.value;
+    if (id != 0 && id < kMaxCachedConfigs) {
+      if (id >= launches_by_config_.size()) launches_by_config_.resize(id + 1);
+      slot = &launches_by_config_[id];
+      if (slot->known) return *slot;
+    }
+    slot->name_id = kernelName(k.name_id);
+    slot->kind = kernelKind(slot->name_id);
+    slot->config = launchConfig(k);
+    slot->known = id != 0;
+    return *slot;
+  }
+
   uint32_t launchConfig(const format::KernelRecord& k) {
     model::LaunchConfig c{k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.registers_per_thread,
                           k.static_shared_memory + k.dynamic_shared_memory, k.local_memory_per_thread};
@@ -384,6 +422,9 @@ class RankBuilder {
     bool known = false;
   };
   std::array<RecentConfig, 256> recent_configs_{};  // by the top 8 bits of a multiplicative hash
+  static constexpr uint32_t kMaxCachedConfigs = 1 << 20;
+  std::vector<KernelLaunch> launches_by_config_;  // by the file's configuration id
+  KernelLaunch uncached_launch_;
   std::unordered_map<std::string, uint32_t> own_strings_;
   std::unordered_map<uint64_t, uint16_t> functions_;  // (domain, cbid) -> index into api_functions
   std::unordered_map<uint64_t, uint16_t> threads_;    // OS thread id -> index into threads
