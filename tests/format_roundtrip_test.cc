@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -185,6 +187,23 @@ TEST_CASE("200k kernels are split into chunks of max_records_per_chunk and come 
   checkSameRecords(read_back, kernels);
   CHECK(result.stats.unresolved_references == 0);
   CHECK(result.warnings.empty());
+  // Each configuration is named by one id of the file, in every chunk, and each id names one.
+  auto configOf = [](const KernelRecord& k) {
+    KernelRecord c = k;
+    c.start_ns = c.end_ns = c.correlation_id = c.device = c.stream = c.context = c.graph_id = 0;
+    c.graph_node_id = 0;
+    return c;
+  };
+  std::map<uint32_t, KernelRecord> config_of_id;
+  std::set<uint32_t> grids;  // one configuration per grid_x (manyKernels)
+  for (const KernelRecord& k : read_back) {
+    REQUIRE(k.config_id.value != 0);
+    auto [it, inserted] = config_of_id.try_emplace(k.config_id.value, configOf(k));
+    CHECK(it->second == configOf(k));
+    grids.insert(k.grid_x);
+  }
+  CHECK(grids.size() == 5'999);
+  CHECK(config_of_id.size() == grids.size());
 }
 
 TEST_CASE("kernel and API call columns survive extreme values at every chunk boundary", "[format][roundtrip]") {
