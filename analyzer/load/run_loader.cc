@@ -369,15 +369,8 @@ class RankBuilder {
   uint32_t launchConfig(const format::KernelRecord& k) {
     model::LaunchConfig c{k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.registers_per_thread,
                           k.static_shared_memory + k.dynamic_shared_memory, k.local_memory_per_thread};
-    // A file has few configurations, met again and again: the recent ones are compared first.
-    uint64_t mix = (uint64_t{c.grid_x} << 32 | c.block_x) ^ (uint64_t{c.grid_y} << 40 | c.block_y) * 3 ^
-                   (uint64_t{c.grid_z} << 48 | c.block_z) * 5 ^
-                   (uint64_t{c.registers_per_thread} << 24 | c.shared_memory_bytes) * 7 ^ c.local_memory_per_thread;
-    RecentConfig& recent = recent_configs_[(mix * 0x9e3779b97f4a7c15ull) >> 56];
-    if (recent.known && recent.config == c) return recent.index;
     auto [it, inserted] = configs_.try_emplace(c, static_cast<uint32_t>(rank_.launch_configs.size()));
     if (inserted) rank_.launch_configs.push_back(c);
-    recent = {c, it->second, true};
     return it->second;
   }
 
@@ -416,12 +409,6 @@ class RankBuilder {
   format::IdMap<uint32_t> kernel_names_;
   std::vector<int8_t> kinds_{-1};
   std::unordered_map<model::LaunchConfig, uint32_t, model::LaunchConfigHash> configs_;
-  struct RecentConfig {
-    model::LaunchConfig config;
-    uint32_t index = 0;
-    bool known = false;
-  };
-  std::array<RecentConfig, 256> recent_configs_{};  // by the top 8 bits of a multiplicative hash
   static constexpr uint32_t kMaxCachedConfigs = 1 << 20;
   std::vector<KernelLaunch> launches_by_config_;  // by the file's configuration id
   KernelLaunch uncached_launch_;
