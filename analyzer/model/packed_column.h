@@ -3,10 +3,10 @@
 // value (times and sums of time that grow); differences from the value two before (a column of
 // starts and ends in turn, whose every other value repeats its step). A block's differences are
 // held as offsets from their least, each offset in as many bits as the block's widest needs, so a
-// column of times that repeat their step to a few microseconds takes under 2 bytes a value, and
-// one that repeats it exactly a quarter of a byte. A value of a block of differences is read from
-// its block decoded whole, which each thread keeps for the blocks it read last (reads go mostly in
-// order, or near the last).
+// column of times that repeat their step to 5 us takes about 2 bytes a value, one that repeats it
+// exactly under half a byte (a block's header, ~18 bytes). A value of a block of differences is
+// read from its block decoded whole, which each thread keeps in a table of 1024 blocks (the
+// cross-rank analyses read every rank at one collective, then the next).
 // Exact for every value: INT64_MIN and INT64_MAX (the open ends and "none" of the columns that use
 // them) are kept as themselves, in blocks of offsets that set two codes aside for them.
 #pragma once
