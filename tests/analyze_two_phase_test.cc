@@ -197,64 +197,101 @@ TEST_CASE("two phases: a report without typed results is the same report, its re
 TEST_CASE("two phases: a digest's packed time column gives back every value", "[digest]") {
   using analysis::PackedColumn;
   constexpr int64_t kEpoch = 1'764'410'400'000'000'000;
-  // Times 40 ms apart over 100 blocks, with the sentinels (no launch, open gap ends) among them.
-  std::vector<int64_t> values;
-  for (int64_t i = 0; i < 100 * static_cast<int64_t>(PackedColumn::kBlock) + 7; ++i)
-    values.push_back(i % 37 == 5 ? INT64_MIN : i % 53 == 9 ? INT64_MAX : kEpoch + i * 40'000'000);
-  PackedColumn packed(values);
-  REQUIRE(packed.size() == values.size());
-  CHECK(packed.values() == values);
-  CHECK(packed.bytes() < values.size() * 5);  // 4.25 bytes a value, not 8
+  constexpr int64_t kValues = 100 * static_cast<int64_t>(PackedColumn::kBlock) + 7;
+  auto same = [](const std::vector<int64_t>& values) {
+    PackedColumn packed(values);
+    REQUIRE(packed.size() == values.size());
+    CHECK(packed.values() == values);
+    for (size_t i = 0; i < values.size(); i += 3) CHECK(packed[values.size() - 1 - i] == values[values.size() - 1 - i]);
+    return packed.bytes();
+  };
 
-  // Shifted: every value but the sentinels moves.
+  // Times 40 ms apart, with the open ends and "none" among them: offsets from each block's least,
+  // 31 bits (and two codes for those).
+  std::vector<int64_t> with_open_ends;
+  for (int64_t i = 0; i < kValues; ++i)
+    with_open_ends.push_back(i % 37 == 5 ? INT64_MIN : i % 53 == 9 ? INT64_MAX : kEpoch + i * 40'000'000);
+  CHECK(same(with_open_ends) < with_open_ends.size() * 9 / 2);
+  // Without them, differences from the previous: the same step takes no bits, a jitter of 1 ms 20.
+  std::vector<int64_t> steady, jittered;
+  for (int64_t i = 0; i < kValues; ++i) {
+    steady.push_back(kEpoch + i * 40'000'000);
+    jittered.push_back(kEpoch + i * 40'000'000 + (i * 7919) % 1'000'000);
+  }
+  CHECK(same(steady) < steady.size() / 2);
+  CHECK(same(jittered) < jittered.size() * 3);
+  // Starts and ends in turn (a step of 23 ms, a collective of 1 ms, a jitter of 5 us): differences
+  // from the value two before, 14 bits.
+  std::vector<int64_t> starts_and_ends;
+  for (int64_t i = 0; i < kValues; ++i)
+    starts_and_ends.push_back(kEpoch + (i / 2) * 23'000'000 + (i % 2) * 1'000'000 + (i * 104'729) % 5'000);
+  CHECK(same(starts_and_ends) < starts_and_ends.size() * 5 / 2);
+  // Sums of time that grow by steps, and stand still in between.
+  std::vector<int64_t> sums;
+  for (int64_t i = 0; i < kValues; ++i) sums.push_back(((i + 1) / 2) * 22'000'000);
+  CHECK(same(sums) < sums.size() * 3 / 4);
+
+  // Values as far apart as 64 bits go, differences that wrap, and a column of one value.
+  std::vector<int64_t> extremes{0, 1, 5'000'000'000, -7, INT64_MIN + 1, INT64_MAX - 1, INT64_MIN, INT64_MAX, 3};
+  CHECK(same(extremes) > 0);
+  std::vector<int64_t> wrapping;
+  for (int64_t i = 0; i < kValues; ++i) wrapping.push_back(i % 2 == 0 ? INT64_MAX - 1 - i : INT64_MIN + 1 + i);
+  same(wrapping);
+  for (size_t n : {size_t{1}, size_t{2}, size_t{3}, PackedColumn::kBlock + 1, PackedColumn::kBlock + 2}) {
+    same(std::vector<int64_t>(n, kEpoch));
+    std::vector<int64_t> rising;
+    for (size_t i = 0; i < n; ++i) rising.push_back(kEpoch + static_cast<int64_t>(i * i));
+    same(rising);
+  }
+  CHECK(same(std::vector<int64_t>(100, 42)) < 40);
+  // Random columns of every width, in runs of each kind.
+  uint64_t state = 88172645463325252ull;
+  auto next = [&] { return state ^= state << 13, state ^= state >> 7, state ^= state << 17; };
+  for (int width : {0, 1, 7, 8, 31, 32, 33, 56, 57, 58, 63, 64}) {
+    std::vector<int64_t> random, random_walk;
+    int64_t walk = kEpoch;
+    for (int64_t i = 0; i < kValues; ++i) {
+      uint64_t bits = width == 64 ? next() : next() & ((uint64_t{1} << width) - 1);
+      random.push_back(static_cast<int64_t>(bits));
+      walk = static_cast<int64_t>(static_cast<uint64_t>(walk) + bits);
+      random_walk.push_back(walk);
+    }
+    same(random);
+    same(random_walk);
+  }
+
+  // Shifted: every value but the open ends moves; a copy keeps its own values.
+  PackedColumn packed(with_open_ends);
+  PackedColumn copy = packed;
   packed.shift(-3'000'000);
-  std::vector<int64_t> shifted = values;
+  std::vector<int64_t> shifted = with_open_ends;
   for (auto& v : shifted)
     if (v != INT64_MIN && v != INT64_MAX) v -= 3'000'000;
   CHECK(packed.values() == shifted);
-
-  // A block spanning more than 4.29 s keeps every value whole, and still gives them back.
-  std::vector<int64_t> spread{0, 1, 5'000'000'000, 5'000'000'001, -7, INT64_MIN, INT64_MAX};
-  PackedColumn wide(spread);
-  CHECK(wide.values() == spread);
-  CHECK(wide.bytes() >= spread.size() * 8);
-  wide.shift(10);
-  CHECK(wide[2] == 5'000'000'010);
-  CHECK(wide[5] == INT64_MIN);
+  PackedColumn steady_packed(steady), steady_copy = steady_packed;
+  steady_packed.shift(10);
+  for (size_t i = 0; i < steady.size(); ++i) {
+    REQUIRE(steady_copy[i] == steady[i]);
+    REQUIRE(steady_packed[i] == steady[i] + 10);
+    REQUIRE(copy[i] == with_open_ends[i]);
+  }
 
   // Sorted columns (the time points' times) are searched as std::lower_bound would.
-  std::vector<int64_t> sorted;
-  for (int64_t i = 0; i < 200; ++i) sorted.push_back(kEpoch + i * i * 1000);
-  PackedColumn times(sorted);
-  for (int64_t t : {kEpoch - 1, kEpoch, kEpoch + 1, kEpoch + 4000, kEpoch + 4001, kEpoch + 199 * 199 * 1000,
-                    kEpoch + 199 * 199 * 1000 + 1}) {
-    auto expected = std::lower_bound(sorted.begin(), sorted.end(), t) - sorted.begin();
-    CHECK(times.lowerBound(t) == static_cast<size_t>(expected));
+  for (const auto* column : {&steady, &starts_and_ends, &sums}) {
+    std::vector<int64_t> sorted = *column;
+    std::sort(sorted.begin(), sorted.end());
+    PackedColumn times(sorted);
+    for (size_t i = 0; i < sorted.size(); i += 5) {
+      for (int64_t t : {sorted[i] - 1, sorted[i], sorted[i] + 1}) {
+        auto expected = std::lower_bound(sorted.begin(), sorted.end(), t) - sorted.begin();
+        REQUIRE(times.lowerBound(t) == static_cast<size_t>(expected));
+      }
+    }
+    CHECK(times.lowerBound(INT64_MAX) == sorted.size());
+    CHECK(times.lowerBound(INT64_MIN) == 0);
   }
   CHECK(PackedColumn(std::vector<int64_t>{}).lowerBound(5) == 0);
-
-  // Offsets take the bytes the widest needs: sequence numbers one, a constant none.
-  std::vector<int64_t> sequence, constant(100, 42), narrow_with_sentinels;
-  for (int64_t i = 0; i < 100; ++i) sequence.push_back(1'000'000 + i);
-  for (int64_t i = 0; i < 100; ++i)
-    narrow_with_sentinels.push_back(i % 7 == 3 ? INT64_MIN : i % 11 == 4 ? INT64_MAX : i);
-  for (const auto* column : {&sequence, &constant, &narrow_with_sentinels}) {
-    PackedColumn narrow(*column);
-    CHECK(narrow.values() == *column);
-    CHECK(narrow.bytes() < column->size() * 2);
-  }
-  CHECK(PackedColumn(constant).bytes() < 40);
-  // Offsets past 65,533 and under 16,777,213 take three bytes.
-  std::vector<int64_t> three_bytes;
-  for (int64_t i = 0; i < 320; ++i) three_bytes.push_back(kEpoch + (i % 2) * 16'000'000 + i);
-  CHECK(PackedColumn(three_bytes).values() == three_bytes);
-  CHECK(PackedColumn(three_bytes).bytes() == 320 * 3 + 10 * 8);
-  // The two largest codes of a width stand for the sentinels: offsets that reach them take more bytes.
-  for (int64_t top : std::vector<int64_t>{253, 254, 255, 256, 65'533, 65'534, 65'535, 16'777'213, 16'777'214,
-                                          16'777'215, 4'294'967'293, 4'294'967'294, 4'294'967'295}) {
-    std::vector<int64_t> edge{kEpoch, kEpoch + top, kEpoch + 1};
-    CHECK(PackedColumn(edge).values() == edge);
-  }
+  CHECK(PackedColumn(std::vector<int64_t>{}).bytes() == 0);
 }
 
 TEST_CASE("two phases: a skeleton's packed NCCL operations, NVTX ranges and strings give back every value",

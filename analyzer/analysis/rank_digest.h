@@ -94,7 +94,7 @@ using model::packedField;
 
 // A rank's time points, by time, kept column by column (two a NCCL operation, 10^4-10^5 a rank):
 // a gap is held once however many points lie in it, a point in a gap takes its gap's launch as
-// its own unless listed otherwise, and the columns are packed, so a point takes about 25 bytes, not
+// its own unless listed otherwise, and the columns are packed, so a point takes a few bytes, not
 // a TimePoint's 72.
 struct TimePoints {
   struct Gap {

@@ -1,4 +1,4 @@
-// A rank's NCCL operations (model::NcclOp), packed in a skeleton to about 10 bytes an operation
+// A rank's NCCL operations (model::NcclOp), packed in a skeleton to a few bytes an operation
 // instead of 112: what describes an operation (kind, communicator, function, algorithm, protocol,
 // data type, sizes, root, peer, channels, device) is held once however many operations share it,
 // and what differs from one to the next (sequence number, times, operation id, clock error) as

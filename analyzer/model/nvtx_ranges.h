@@ -1,4 +1,4 @@
-// A rank's NVTX ranges (model::NvtxRange), packed in a skeleton to about 8 bytes a range instead of
+// A rank's NVTX ranges (model::NvtxRange), packed in a skeleton to a few bytes a range instead of
 // 40: the range's start, length and name id as packed columns, and where it was recorded (domain, thread,
 // depth) held once however many ranges share it.
 #pragma once

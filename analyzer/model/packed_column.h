@@ -1,10 +1,14 @@
-// A column of 64-bit values held as offsets from one 64-bit base per block of kBlock values, each
-// offset as few bytes as the column's widest needs (0 to 4): 4.25 bytes a value instead of 8 for
-// times on one clock and sums of time (3.25 where a block spans under 16.7 ms), 1.25 for sequence
-// numbers and ids, 0.25 for a constant.
+// A column of 64-bit values held in blocks of kBlock values, each block bit-packed by whichever of
+// three ways takes it fewest bits: offsets from its least value; differences from the previous
+// value (times and sums of time that grow); differences from the value two before (a column of
+// starts and ends in turn, whose every other value repeats its step). A block's differences are
+// held as offsets from their least, each offset in as many bits as the block's widest needs, so a
+// column of times that repeat their step to 5 us takes about 2 bytes a value, one that repeats it
+// exactly under half a byte (a block's header, ~18 bytes). A value of a block of differences is
+// read from its block decoded whole, which each thread keeps in a table of 1024 blocks (the
+// cross-rank analyses read every rank at one collective, then the next).
 // Exact for every value: INT64_MIN and INT64_MAX (the open ends and "none" of the columns that use
-// them) are kept as themselves, and a column with a block whose values spread over more than
-// 4.29 * 10^9 keeps every value whole.
+// them) are kept as themselves, in blocks of offsets that set two codes aside for them.
 #pragma once
 
 #include <cstddef>
@@ -30,13 +34,17 @@ class PackedColumn {
   size_t bytes() const;
 
  private:
-  // An offset of `width` bytes; its two largest codes stand for INT64_MIN and INT64_MAX.
-  static uint64_t largestCode(size_t width) { return width == 0 ? 0 : (uint64_t{1} << (8 * width)) - 1; }
+  // Decodes block `b` into `out` (kBlock values at most); returns how many it holds.
+  size_t decodeBlock(size_t b, int64_t* out) const;
+  // Block `b` decoded, from this thread's decoded blocks (decoded now if not there).
+  const int64_t* decodedBlock(size_t b) const;
+  int64_t firstOfBlock(size_t b) const;
   size_t size_ = 0;
-  size_t width_ = 0;              // bytes an offset takes
-  std::vector<int64_t> bases_;    // per block: its least value but INT64_MIN and INT64_MAX
-  std::vector<uint8_t> offsets_;  // per value: from its block's base, width_ bytes, little end first
-  std::vector<int64_t> wide_;     // every value, when one did not fit
+  int64_t origin_ = 0;  // the first value but the open ends: each block's base is held as its difference from it
+  uint64_t id_ = 0;  // tells this column's decoded blocks from others' (a new one for each encoding)
+  std::vector<uint32_t> block_at_;  // per block: the bit of bits_ its encoding starts at
+  std::vector<uint64_t> bits_;
+  std::vector<int64_t> wide_;  // every value, for a column past 2^32 bits
 };
 
 // One field of every row, packed: `field` is a member pointer or a function of a row giving an int64_t.
