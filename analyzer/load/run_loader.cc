@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <exception>
 #include <limits>
@@ -95,7 +94,7 @@ class RankBuilder {
     reserveFor(rank_.host_calls, batch.api_calls.size(), share_read);
     for (const auto& k : batch.kernels) {
       model::GpuActivity a = activity(k.start_ns, k.end_ns, k.device, k.stream, k.correlation_id);
-      const KernelLaunch& launch = launchOf(k);
+      KernelLaunch launch = launchOf(k);
       a.name_id = launch.name_id;
       a.kind = launch.kind;
       a.detail = launch.config;
@@ -351,19 +350,20 @@ class RankBuilder {
   };
   // Worked out once per configuration of the file (most kernels of a file share a few hundred), not
   // per kernel from its name and fields.
-  const KernelLaunch& launchOf(const format::KernelRecord& k) {
-    KernelLaunch* slot = &uncached_launch_;
+  KernelLaunch launchOf(const format::KernelRecord& k) {
     uint32_t id = k.config_id.value;
-    if (id != 0 && id < kMaxCachedConfigs) {
+    bool cached = id != 0 && id < kMaxCachedConfigs;
+    if (cached && id < launches_by_config_.size() && launches_by_config_[id].known) return launches_by_config_[id];
+    KernelLaunch launch;
+    launch.name_id = kernelName(k.name_id);
+    launch.kind = kernelKind(launch.name_id);
+    launch.config = launchConfig(k);
+    launch.known = true;
+    if (cached) {
       if (id >= launches_by_config_.size()) launches_by_config_.resize(id + 1);
-      slot = &launches_by_config_[id];
-      if (slot->known) return *slot;
+      launches_by_config_[id] = launch;
     }
-    slot->name_id = kernelName(k.name_id);
-    slot->kind = kernelKind(slot->name_id);
-    slot->config = launchConfig(k);
-    slot->known = id != 0;
-    return *slot;
+    return launch;
   }
 
   uint32_t launchConfig(const format::KernelRecord& k) {
@@ -411,7 +411,6 @@ class RankBuilder {
   std::unordered_map<model::LaunchConfig, uint32_t, model::LaunchConfigHash> configs_;
   static constexpr uint32_t kMaxCachedConfigs = 1 << 20;
   std::vector<KernelLaunch> launches_by_config_;  // by the file's configuration id
-  KernelLaunch uncached_launch_;
   std::unordered_map<std::string, uint32_t> own_strings_;
   std::unordered_map<uint64_t, uint16_t> functions_;  // (domain, cbid) -> index into api_functions
   std::unordered_map<uint64_t, uint16_t> threads_;    // OS thread id -> index into threads
