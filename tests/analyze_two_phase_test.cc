@@ -161,6 +161,40 @@ TEST_CASE("two phases: ranks digested in any order are each read once", "[sessio
   CHECK(digested == jsonOf(options, true));
 }
 
+TEST_CASE("two phases: the cross-rank analyses side by side give the report they give one after another",
+          "[session]") {
+  TempDir dir;
+  writeRun(dir.path(), 40.0);
+  for (bool hta : {false, true}) {
+    INFO((hta ? "--compat hta" : "gpuxray's own"));
+    analysis::SessionOptions options;
+    options.paths = {dir.path().string()};
+    options.align = !hta;
+    options.analysis.hta_compat = hta;
+    options.analysis.critical_path = true;  // reads the other analyses' findings
+    options.jobs = 1;
+    analysis::Session session(options);
+    auto one = session.analyze();
+    options.jobs = 3;
+    auto three = analysis::Session(options).analyze();
+    CHECK(gpuxray::report::renderJson(three) == gpuxray::report::renderJson(one));
+    CHECK(gpuxray::report::renderText(three) == gpuxray::report::renderText(one));
+    // What the renderers leave out: the timeline's marks and paths, and the analyses' order.
+    REQUIRE(three.marks.size() == one.marks.size());
+    CHECK(!one.marks.empty());
+    for (size_t i = 0; i < one.marks.size(); ++i) {
+      CHECK(three.marks[i].analysis == one.marks[i].analysis);
+      CHECK(three.marks[i].label == one.marks[i].label);
+      CHECK(three.marks[i].start_ns == one.marks[i].start_ns);
+    }
+    CHECK(three.critical_paths.size() == one.critical_paths.size());
+    REQUIRE(three.sections.size() == one.sections.size());
+    for (size_t i = 0; i < one.sections.size(); ++i) CHECK(three.sections[i].id == one.sections[i].id);
+    CHECK(three.warnings == one.warnings);
+    CHECK(three.stats.nonZero() == one.stats.nonZero());
+  }
+}
+
 TEST_CASE("two phases: a report without typed results is the same report, its results left out", "[session][digest]") {
   TempDir dir;
   writeRun(dir.path(), 0);

@@ -1,7 +1,10 @@
 #include "analyzer/analysis/analyses.h"
 
+#include <utility>
+
 #include "analyzer/analysis/activity_totals.h"
 #include "analyzer/analysis/step_times.h"
+#include "analyzer/analysis/workers.h"
 
 namespace gpuxray::analysis {
 
@@ -16,27 +19,48 @@ const std::vector<std::string>& knownMetrics() {
   return names;
 }
 
-void runAnalyses(const AnalysisInput& input, report::Report& report) {
-  analyzeClock(input, report);
-  analyzeStepTimes(input, report);
+namespace {
+
+// What one analysis added, appended to the report as if it had written there itself.
+void append(report::Report& report, report::Report&& part) {
+  auto moveInto = [](auto& to, auto& from) { to.insert(to.end(), std::make_move_iterator(from.begin()),
+                                                       std::make_move_iterator(from.end())); };
+  moveInto(report.sections, part.sections);
+  moveInto(report.findings, part.findings);
+  moveInto(report.metrics, part.metrics);
+  moveInto(report.marks, part.marks);
+  moveInto(report.critical_paths, part.critical_paths);
+  moveInto(report.results, part.results);
+  moveInto(report.warnings, part.warnings);
+  report.stats.merge(part.stats);
+}
+
+}  // namespace
+
+void runAnalyses(const AnalysisInput& input, report::Report& report, unsigned jobs) {
+  using Analysis = void (*)(const AnalysisInput&, report::Report&);
+  std::vector<Analysis> analyses = {analyzeClock, analyzeStepTimes};
   if (input.options.hta_compat) {
-    analyzeHtaCompat(input, report);
+    analyses.push_back(analyzeHtaCompat);
   } else {
-    analyzeTimeBreakdown(input, report);
-    analyzeOverlap(input, report);
+    analyses.insert(analyses.end(), {analyzeTimeBreakdown, analyzeOverlap});
   }
-  analyzeCollectives(input, report);
-  analyzeCollectiveBandwidth(input, report);
-  analyzeStragglers(input, report);
-  analyzePipelineBubbles(input, report);
-  analyzeLinkHotspots(input, report);
-  analyzeKernels(input, report);
-  analyzeKernelMetrics(input, report);
-  analyzeMemory(input, report);
-  analyzeActivityTotals(input, report);
-  analyzeStepOverview(input, report);
-  analyzeMemoryCategories(input, report);
-  analyzeOps(input, report);
+  analyses.insert(analyses.end(), {analyzeCollectives, analyzeCollectiveBandwidth, analyzeStragglers,
+                                   analyzePipelineBubbles, analyzeLinkHotspots, analyzeKernels,
+                                   analyzeKernelMetrics, analyzeMemory, analyzeActivityTotals,
+                                   analyzeStepOverview, analyzeMemoryCategories, analyzeOps});
+  // Each reads the input only and writes its own part: they run side by side, and their parts join
+  // the report in the order above, so that it is the same whatever the number of workers. The one
+  // thing built on first use is built here, before the workers share it.
+  (void)input.collectives();
+  std::vector<report::Report> parts(analyses.size());
+  for (report::Report& part : parts) {
+    part.keep_results = report.keep_results;
+    part.keep_marks = report.keep_marks;
+  }
+  onWorkers(analyses.size(), jobs, [&](size_t i) { analyses[i](input, parts[i]); });
+  for (report::Report& part : parts) append(report, std::move(part));
+  // The critical path's what-if reads the findings of all the others.
   if (input.options.critical_path) analyzeCriticalPath(input, report);
   report.sortFindings();
 }

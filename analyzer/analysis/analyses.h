@@ -46,8 +46,9 @@ bool htaStepFilterApplied(const model::RunTrace& run, bool include_last_step);
 HtaPart htaOfRank(const model::RankTrace& rank, bool filter_applied);
 
 // All of the above (HTA's two in place of gpuxray's with --compat hta), then the findings sorted most
-// costly first.
-void runAnalyses(const AnalysisInput& input, report::Report& report);
+// costly first. The analyses run on up to `jobs` threads (0: one per core), each into its own part of
+// the report; the report does not depend on the number.
+void runAnalyses(const AnalysisInput& input, report::Report& report, unsigned jobs = 1);
 
 // The names every analysis may put into report.metrics (for --fail-on's check of names).
 const std::vector<std::string>& knownMetrics();

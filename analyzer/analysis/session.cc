@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 // glibc's mallopt, except under AddressSanitizer, whose allocator replaces glibc's.
@@ -24,13 +23,13 @@
 #include <filesystem>
 #include <limits>
 #include <mutex>
-#include <thread>
 #include <utility>
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/digest_file.h"
 #include "analyzer/analysis/step_overview.h"
 #include "analyzer/analysis/steps.h"
+#include "analyzer/analysis/workers.h"
 #include "analyzer/errors.h"
 #include "analyzer/load/run_loader.h"
 #include "analyzer/report/stats.h"
@@ -168,31 +167,6 @@ RankDigest digestAlone(model::RankTrace& rank, size_t file, const SessionOptions
   RankDigest digest = digestRank(input, 0, std::nullopt, [&](int64_t step) { return step == shown_step; });
   rank = std::move(alone.ranks[0]);
   return digest;
-}
-
-// Runs work(i) for i in [0, n) on up to `jobs` threads (0: one per core); rethrows the first error.
-template <typename Work>
-void onWorkers(size_t n, unsigned jobs, Work work) {
-  unsigned count = jobs != 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
-  count = static_cast<unsigned>(std::min<size_t>(count, n));
-  std::atomic<size_t> next{0};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto loop = [&] {
-    for (size_t i = next++; i < n; i = next++) {
-      try {
-        work(i);
-      } catch (...) {
-        std::lock_guard lock(error_mutex);
-        if (!error) error = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (unsigned t = 1; t < count; ++t) threads.emplace_back(loop);
-  loop();
-  for (auto& t : threads) t.join();
-  if (error) std::rethrow_exception(error);
 }
 
 report::RunSummary summarize(const AnalysisInput& input) {
@@ -511,7 +485,7 @@ report::Report Session::analyze() const {
   report.run = summarize(input_);
   report.warnings = run_.warnings;
   report.stats = run_.stats;
-  runAnalyses(input_, report);
+  runAnalyses(input_, report, options_.jobs);
   phase_times_.cross_rank_s += secondsSince(started);
   phase_times_.cross_rank_cpu_s += processCpuSeconds() - cpu_started;
   return report;
