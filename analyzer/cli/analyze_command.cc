@@ -50,6 +50,14 @@ struct AnalyzeOptions {
   std::string html_path;
 };
 
+// A large run's report is millions of small allocations (its typed results: a value per number), whose
+// freeing took 70 ms of the 2.9 s that two workers take on a 64-rank run, on one thread after all else.
+// The process ends next: it is left for the system to take back whole, held where leak checkers see it.
+void leftForExit(report::Report report) {
+  static auto* left = new std::vector<report::Report>();
+  left->push_back(std::move(report));
+}
+
 ExitCode analyze(const AnalyzeOptions& options) {
   if (options.output_format != "text" && options.output_format != "json" && options.output_format != "markdown")
     throw UsageError(fmt::format("--format '{}': expected text, json or markdown", options.output_format));
@@ -103,11 +111,10 @@ ExitCode analyze(const AnalyzeOptions& options) {
         options.output_format == "markdown" ? report::renderMarkdown(report) : report::renderText(report);
     std::fwrite(rendered.data(), 1, rendered.size(), stdout);
   }
-  if (!report.violations.empty()) {
-    for (const auto& violation : report.violations) fmt::print(stderr, "gpuxray: threshold violated: {}\n", violation);
-    return ExitCode::kThresholdExceeded;
-  }
-  return ExitCode::kOk;
+  for (const auto& violation : report.violations) fmt::print(stderr, "gpuxray: threshold violated: {}\n", violation);
+  ExitCode code = report.violations.empty() ? ExitCode::kOk : ExitCode::kThresholdExceeded;
+  leftForExit(std::move(report));
+  return code;
 }
 
 // Within --max-memory: past it, allocations fail and the command ends with an error saying so.
