@@ -167,14 +167,14 @@ struct FileHeader {
   bool operator==(const FileHeader&) const = default;
 };
 
-// A kernel launch with its full configuration. The writer interns the configuration part
-// (name_id .. max_active_clusters) so repeated launches cost a few bytes each.
 // Which id a file gave a kernel's launch configuration: equal whatever it holds.
 struct FileConfigId {
   uint32_t value = 0;
   bool operator==(const FileConfigId&) const { return true; }
 };
 
+// A kernel launch with its full configuration. The writer interns the configuration part
+// (name_id .. max_active_clusters) so repeated launches cost a few bytes each.
 struct KernelRecord {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
