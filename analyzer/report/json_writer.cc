@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
+#include <iterator>
 
 #include "proto/wire_encoder.h"
 
@@ -14,7 +16,13 @@ void appendJsonEscaped(std::string& out, std::string_view text) {
     repaired = format::WireEncoder::withValidUtf8(text);
     text = repaired;
   }
-  for (char c : text) {
+  // Runs of characters that need no escape are appended whole.
+  size_t plain = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (static_cast<unsigned char>(c) >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(text.data() + plain, i - plain);
+    plain = i + 1;
     switch (c) {
       case '"':
         out += "\\\"";
@@ -32,13 +40,10 @@ void appendJsonEscaped(std::string& out, std::string_view text) {
         out += "\\t";
         break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
-        } else {
-          out += c;
-        }
+        fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
     }
   }
+  out.append(text.data() + plain, text.size() - plain);
 }
 
 std::string jsonEscape(std::string_view text) {
@@ -46,6 +51,12 @@ std::string jsonEscape(std::string_view text) {
   out.reserve(text.size() + 2);
   appendJsonEscaped(out, text);
   return out;
+}
+
+template <typename Integer>
+void JsonWriter::appendNumber(Integer number) {
+  char digits[24];
+  out_.append(digits, std::to_chars(digits, digits + sizeof digits, number).ptr);
 }
 
 void JsonWriter::newline() {
@@ -125,20 +136,20 @@ JsonWriter& JsonWriter::value(bool flag) {
 
 JsonWriter& JsonWriter::value(int64_t number) {
   beforeValue();
-  out_ += std::to_string(number);
+  appendNumber(number);
   return *this;
 }
 
 JsonWriter& JsonWriter::value(uint64_t number) {
   beforeValue();
-  out_ += std::to_string(number);
+  appendNumber(number);
   return *this;
 }
 
 JsonWriter& JsonWriter::value(double number) {
   if (!std::isfinite(number)) return null();
   beforeValue();
-  out_ += fmt::format("{}", number);
+  fmt::format_to(std::back_inserter(out_), "{}", number);
   return *this;
 }
 

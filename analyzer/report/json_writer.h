@@ -47,6 +47,8 @@ class JsonWriter {
  private:
   void beforeValue();
   void newline();
+  template <typename Integer>
+  void appendNumber(Integer number);
 
   std::string& out_;
   std::function<void(std::string_view)> spill_;
