@@ -4,7 +4,7 @@
 
 #include "analyzer/analysis/activity_totals.h"
 #include "analyzer/analysis/step_times.h"
-#include "analyzer/analysis/workers.h"
+#include "analyzer/workers.h"
 
 namespace gpuxray::analysis {
 

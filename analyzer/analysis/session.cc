@@ -29,8 +29,8 @@
 #include "analyzer/analysis/digest_file.h"
 #include "analyzer/analysis/step_overview.h"
 #include "analyzer/analysis/steps.h"
-#include "analyzer/analysis/workers.h"
 #include "analyzer/errors.h"
+#include "analyzer/workers.h"
 #include "analyzer/load/run_loader.h"
 #include "analyzer/report/stats.h"
 

@@ -10,7 +10,6 @@
 #include <new>
 #include <optional>
 #include <set>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -19,6 +18,7 @@
 #include "analyzer/load/kineto_run.h"
 #include "analyzer/load/run_files.h"
 #include "analyzer/model/kernel_names.h"
+#include "analyzer/workers.h"
 #include "proto/id_map.h"
 #include "proto/trace_reader.h"
 
@@ -424,11 +424,6 @@ class RankBuilder {
   uint64_t metrics_without_launch_ = 0;
 };
 
-unsigned workerCount(unsigned requested, size_t files) {
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(requested == 0 ? cores : requested, files)));
-}
-
 }  // namespace
 
 std::string_view synchronizationName(format::SynchronizationKind kind) {
@@ -540,38 +535,30 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
   };
   std::vector<Loaded> loaded(set.files.size());
   std::set<int32_t> wanted(options.ranks.begin(), options.ranks.end());
-  std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
   std::atomic<bool> out_of_memory{false};
-  auto work = [&] {
-    for (size_t i = next++; i < set.files.size(); i = next++) {
-      try {
-        const std::string& path = set.files[i];
-        loaded[i].digest = path.ends_with(kDigestFileExtension);
-        if (loaded[i].digest && !options.read_digest)
-          throw InputError(fmt::format("{}: a digest (gpuxray digest), which this command cannot read", path));
-        model::RankTrace rank =
-            loaded[i].digest ? options.read_digest(path, loaded[i].warnings) : loadTraceFile(path, loaded[i].warnings);
-        // A PyTorch-profiler trace without a rank gets one below, once all are read.
-        bool kept = wanted.empty() || wanted.contains(rank.rank) || rank.rank < 0;
-        if (kept && options.reduce && !loaded[i].digest) options.reduce(rank, i);
-        loaded[i].stats = std::exchange(rank.stats, {});
-        if (kept) loaded[i].rank = std::move(rank);
-      } catch (const std::bad_alloc&) {
-        // Not the file's fault: the whole run is over the memory it may use.
-        out_of_memory = true;
-      } catch (const std::exception& e) {
-        loaded[i].error = e.what();
-      }
-      if (options.file_done) options.file_done(i);
-      if (options.progress) options.progress(++done, set.files.size());
+  onWorkers(set.files.size(), options.threads, [&](size_t i) {
+    try {
+      const std::string& path = set.files[i];
+      loaded[i].digest = path.ends_with(kDigestFileExtension);
+      if (loaded[i].digest && !options.read_digest)
+        throw InputError(fmt::format("{}: a digest (gpuxray digest), which this command cannot read", path));
+      model::RankTrace rank =
+          loaded[i].digest ? options.read_digest(path, loaded[i].warnings) : loadTraceFile(path, loaded[i].warnings);
+      // A PyTorch-profiler trace without a rank gets one below, once all are read.
+      bool kept = wanted.empty() || wanted.contains(rank.rank) || rank.rank < 0;
+      if (kept && options.reduce && !loaded[i].digest) options.reduce(rank, i);
+      loaded[i].stats = std::exchange(rank.stats, {});
+      if (kept) loaded[i].rank = std::move(rank);
+    } catch (const std::bad_alloc&) {
+      // Not the file's fault: the whole run is over the memory it may use.
+      out_of_memory = true;
+    } catch (const std::exception& e) {
+      loaded[i].error = e.what();
     }
-  };
-  std::vector<std::thread> workers;
-  unsigned count = workerCount(options.threads, set.files.size());
-  for (unsigned w = 1; w < count; ++w) workers.emplace_back(work);
-  work();
-  for (auto& worker : workers) worker.join();
+    if (options.file_done) options.file_done(i);
+    if (options.progress) options.progress(++done, set.files.size());
+  });
   if (out_of_memory) throw std::bad_alloc();
 
   model::RunTrace run;

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <thread>
 
 #include "analyzer/errors.h"
+#include "analyzer/workers.h"
 #include "gpuxray/version.h"
 #include "proto/file_layout.h"
 #include "proto/trace_writer.h"
@@ -504,45 +504,35 @@ GenerationResult writeTraces(const CostModel& cost, const Layout& layout, const 
   for (int rank : ranks)
     if (rank < 0 || rank >= layout.world())
       throw InputError(fmt::format("rank {} is not in the run (ranks 0..{})", rank, layout.world() - 1));
-  const int files = static_cast<int>(ranks.size());
-  std::atomic<int> next{0};
   std::atomic<size_t> done{0};
   std::atomic<uint64_t> records{0}, bytes{0};
   std::vector<std::string> errors(ranks.size());
-  auto work = [&] {
-    for (int index = next++; index < files; index = next++) {
-      const int rank = ranks[static_cast<size_t>(index)];
-      std::string path = (std::filesystem::path(options.directory) / traceFileName(rank, "", 0)).string();
-      auto sink = std::make_unique<FileSink>(path);
-      if (!sink->ok()) {
-        errors[static_cast<size_t>(index)] = fmt::format("{}: cannot write: {}", path, sink->error());
-        continue;
-      }
-      TraceWriter writer(std::move(sink));
-      writer.writeHeader(headerOf(cost, layout, rank, options));
-      RankWriter(cost, layout, timeline, rank, writer, options.allocation_category).write();
-      Trailer trailer;
-      trailer.end = CaptureEnd::kGenerated;
-      trailer.end_time_ns =
-          kSimulatedEpochNs + kStartupNs + static_cast<uint64_t>(timeline.step(rank, cost.inputs().steps - 1).end);
-      trailer.end_detail = "gpuxray simulate";
-      if (!writer.finish(trailer)) {
-        errors[static_cast<size_t>(index)] = fmt::format("{}: {}", path, writer.error());
-        continue;
-      }
-      uint64_t n = 0;
-      for (uint32_t c = 0; c < kCategoryCount; ++c) n += writer.written(static_cast<Category>(c));
-      records += n;
-      bytes += writer.bytesWritten();
-      if (options.progress) options.progress(++done, ranks.size());
+  onWorkers(ranks.size(), options.threads, [&](size_t index) {
+    const int rank = ranks[index];
+    std::string path = (std::filesystem::path(options.directory) / traceFileName(rank, "", 0)).string();
+    auto sink = std::make_unique<FileSink>(path);
+    if (!sink->ok()) {
+      errors[index] = fmt::format("{}: cannot write: {}", path, sink->error());
+      return;
     }
-  };
-  unsigned threads = options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min<unsigned>(threads, static_cast<unsigned>(files));
-  std::vector<std::thread> workers;
-  for (unsigned i = 1; i < threads; ++i) workers.emplace_back(work);
-  work();
-  for (auto& worker : workers) worker.join();
+    TraceWriter writer(std::move(sink));
+    writer.writeHeader(headerOf(cost, layout, rank, options));
+    RankWriter(cost, layout, timeline, rank, writer, options.allocation_category).write();
+    Trailer trailer;
+    trailer.end = CaptureEnd::kGenerated;
+    trailer.end_time_ns =
+        kSimulatedEpochNs + kStartupNs + static_cast<uint64_t>(timeline.step(rank, cost.inputs().steps - 1).end);
+    trailer.end_detail = "gpuxray simulate";
+    if (!writer.finish(trailer)) {
+      errors[index] = fmt::format("{}: {}", path, writer.error());
+      return;
+    }
+    uint64_t n = 0;
+    for (uint32_t c = 0; c < kCategoryCount; ++c) n += writer.written(static_cast<Category>(c));
+    records += n;
+    bytes += writer.bytesWritten();
+    if (options.progress) options.progress(++done, ranks.size());
+  });
   for (const auto& e : errors)
     if (!e.empty()) throw InputError(e);
   return {ranks.size(), records.load(), bytes.load()};

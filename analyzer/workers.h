@@ -1,5 +1,5 @@
-// A pool of threads for work split into independent items (the ranks of the per-rank phase, the
-// cross-rank analyses).
+// A pool of threads for work split into independent items: the files a run is loaded from, the ranks
+// read a second time, the cross-rank analyses, the rank files `simulate` writes.
 #pragma once
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace gpuxray::analysis {
+namespace gpuxray {
 
 // Runs work(i) for i in [0, n) on up to `jobs` threads (0: one per core), the calling thread one of
 // them, items taken in order as threads come free; rethrows the first error.
@@ -38,4 +38,4 @@ void onWorkers(size_t n, unsigned jobs, Work work) {
   if (error) std::rethrow_exception(error);
 }
 
-}  // namespace gpuxray::analysis
+}  // namespace gpuxray
