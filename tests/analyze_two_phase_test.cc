@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "analyzer/analysis/digest_file.h"
@@ -161,7 +162,7 @@ TEST_CASE("two phases: ranks digested in any order are each read once", "[sessio
   CHECK(digested == jsonOf(options, true));
 }
 
-TEST_CASE("two phases: the cross-rank analyses side by side give the report they give one after another",
+TEST_CASE("two phases: the analyses and the critical path on three workers give the report they give on one",
           "[session]") {
   TempDir dir;
   writeRun(dir.path(), 40.0);
@@ -187,7 +188,18 @@ TEST_CASE("two phases: the cross-rank analyses side by side give the report they
       CHECK(three.marks[i].label == one.marks[i].label);
       CHECK(three.marks[i].start_ns == one.marks[i].start_ns);
     }
-    CHECK(three.critical_paths.size() == one.critical_paths.size());
+    // The critical path's steps, split between the workers, joined in step order.
+    REQUIRE(three.critical_paths.size() == one.critical_paths.size());
+    CHECK(one.critical_paths.size() == 4);
+    for (size_t i = 0; i < one.critical_paths.size(); ++i) {
+      CHECK(three.critical_paths[i].step == one.critical_paths[i].step);
+      REQUIRE(three.critical_paths[i].stretches.size() == one.critical_paths[i].stretches.size());
+      for (size_t k = 0; k < one.critical_paths[i].stretches.size(); ++k) {
+        const auto& a = one.critical_paths[i].stretches[k];
+        const auto& b = three.critical_paths[i].stretches[k];
+        CHECK(std::tie(b.label, b.start_ns, b.end_ns, b.rank) == std::tie(a.label, a.start_ns, a.end_ns, a.rank));
+      }
+    }
     REQUIRE(three.sections.size() == one.sections.size());
     for (size_t i = 0; i < one.sections.size(); ++i) CHECK(three.sections[i].id == one.sections[i].id);
     CHECK(three.warnings == one.warnings);

@@ -61,7 +61,7 @@ void runAnalyses(const AnalysisInput& input, report::Report& report, unsigned jo
   onWorkers(analyses.size(), jobs, [&](size_t i) { analyses[i](input, parts[i]); });
   for (report::Report& part : parts) append(report, std::move(part));
   // The critical path's what-if reads the findings of all the others.
-  if (input.options.critical_path) analyzeCriticalPath(input, report);
+  if (input.options.critical_path) analyzeCriticalPath(input, report, jobs);
   report.sortFindings();
 }
 

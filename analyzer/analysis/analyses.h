@@ -20,7 +20,7 @@ void analyzeKernelMetrics(const AnalysisInput& input, report::Report& report);
 void analyzeMemory(const AnalysisInput& input, report::Report& report);
 void analyzeMemoryCategories(const AnalysisInput& input, report::Report& report);
 void analyzeOps(const AnalysisInput& input, report::Report& report);
-void analyzeCriticalPath(const AnalysisInput& input, report::Report& report);
+void analyzeCriticalPath(const AnalysisInput& input, report::Report& report, unsigned jobs = 1);
 // Per rank, without matching across ranks: sizes, times and bandwidth (also for one rank's trace).
 void analyzeCollectiveBandwidth(const AnalysisInput& input, report::Report& report);
 // The median step per rank as lanes of GPU intervals: results only, no section (step_overview.h).

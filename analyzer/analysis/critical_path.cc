@@ -12,6 +12,7 @@
 #include <array>
 #include <cctype>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <queue>
@@ -24,6 +25,7 @@
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/communicators.h"
 #include "analyzer/analysis/longest_path.h"
+#include "analyzer/workers.h"
 
 namespace gpuxray::analysis {
 namespace {
@@ -88,6 +90,7 @@ bool blocksOnGpu(std::string_view call) {
 // Every rank's index is held at once, beside its events: the calls' start order is held only where it
 // is not theirs already, and work's call start is read from its call.
 struct RankTimeIndex {
+  RankTimeIndex() = default;
   explicit RankTimeIndex(const model::RankTrace& rank) {
     // Both come mostly in order already (calls by correlation, work by its launch): sorted only if not.
     calls_in_start_order = std::is_sorted(rank.host_calls.begin(), rank.host_calls.end(),
@@ -217,6 +220,13 @@ struct RankTimeIndex {
   std::vector<std::pair<int64_t, uint32_t>> ops_by_start, ranges_by_start;  // (start, index into host_ops / nvtx)
   std::vector<std::pair<int64_t, uint64_t>> comm_by_start;  // NCCL operations' GPU start, communicator
 };
+
+// Every rank's index, the ranks on `jobs` workers.
+std::vector<RankTimeIndex> indexRanks(const model::RunTrace& run, unsigned jobs = 1) {
+  std::vector<RankTimeIndex> indexes(run.ranks.size());
+  onWorkers(indexes.size(), jobs, [&](size_t r) { indexes[r] = RankTimeIndex(run.ranks[r]); });
+  return indexes;
+}
 
 // What building a rank's graph needs only while it builds (one for all of a step's ranks, so that its
 // memory stays warm from one rank and step to the next).
@@ -1343,6 +1353,11 @@ struct WhatIfSums {
       saved[i] += std::max<int64_t>(0, length - ideal);
     }
   }
+  void join(const WhatIfSums& other) {
+    steps += other.steps;
+    step_ns += other.step_ns;
+    for (size_t i = 0; i < saved.size(); ++i) saved[i] += other.saved[i];
+  }
 };
 
 }  // namespace
@@ -1372,8 +1387,7 @@ void nameCommunicators(std::vector<PathSlice>& slices, const std::map<uint64_t, 
 
 RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& matched,
                             const std::vector<Interval>& windows) {
-  std::vector<RankTimeIndex> indexes;
-  for (const model::RankTrace& rank : run.ranks) indexes.emplace_back(rank);
+  std::vector<RankTimeIndex> indexes = indexRanks(run);
   RunGraph graph;
   buildRunGraph(run, indexes, matched, windows, graph);
   RunStepPath path = runPath(graph);
@@ -1383,8 +1397,7 @@ RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& m
 
 int64_t stepSaving(const model::RunTrace& run, const CollectiveIndex& matched, const std::vector<Interval>& windows,
                    const report::FindingCause& cause) {
-  std::vector<RankTimeIndex> indexes;
-  for (const model::RankTrace& rank : run.ranks) indexes.emplace_back(rank);
+  std::vector<RankTimeIndex> indexes = indexRanks(run);
   RunGraph graph;
   buildRunGraph(run, indexes, matched, windows, graph);
   int64_t length = longestPathOf(graph.plan, PathEnd::kLatest, &graph.scratch).length;
@@ -1426,7 +1439,8 @@ std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices,
   return out;
 }
 
-CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::vector<report::Finding>& findings) {
+CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::vector<report::Finding>& findings,
+                                       unsigned jobs) {
   CriticalPathResult result;
   WhatIfSums what_if;
   for (size_t i = 0; i < findings.size(); ++i) {
@@ -1435,12 +1449,11 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
   what_if.saved.assign(what_if.findings.size(), 0);
   std::map<uint64_t, CommunicatorInfo> communicators = gatherCommunicators(input.run);
   size_t common_steps = SIZE_MAX;
-  std::vector<RankTimeIndex> indexes;
-  for (const model::RankTrace& rank : input.run.ranks) indexes.emplace_back(rank);
+  std::vector<RankTimeIndex> indexes = indexRanks(input.run, jobs);
   // One rank's path as HTA defines it for single-rank runs; across ranks, the joined path (building
   // every rank's graph once more for its own path would double the cost).
   bool single = input.run.ranks.size() == 1;
-  RunGraph graph;  // each step's, in the same buffers
+  RunGraph graph;  // a single rank's what-if: each window's, in the same buffers
   std::vector<std::vector<StepWindow>> rank_windows;
   for (size_t r = 0; r < input.run.ranks.size(); ++r) {
     rank_windows.push_back(input.windowsOf(r));
@@ -1471,22 +1484,41 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
   };
   if (input.run.ranks.size() < 2 || common_steps == SIZE_MAX) return finish();
   OperationSpans spans(input.run, indexes, input.collectives());
-  for (size_t i = 0; i < common_steps; ++i) {
-    std::vector<Interval> windows;
-    int64_t number = -1, longest = 0;
-    for (size_t r = 0; r < input.run.ranks.size(); ++r) {
-      const StepWindow& w = rank_windows[r][i];
-      windows.push_back(w.window);
-      longest = std::max(longest, w.window.length());
-      if (input.hasSteps()) number = w.number;
+  // The steps are independent: in runs of consecutive steps on the workers, each run with its own graph's
+  // buffers and sums; the runs join in step order, so the result is the same for any number of workers.
+  struct StepRun {
+    std::vector<CriticalPathResult::RunStep> steps;
+    WhatIfSums what_if;
+  };
+  unsigned workers = workerCount(jobs);
+  size_t run_count = std::min(common_steps, workers > 1 ? 4 * size_t{workers} : 1);
+  std::vector<StepRun> runs(run_count);
+  onWorkers(run_count, jobs, [&](size_t k) {
+    StepRun& out = runs[k];
+    out.what_if.findings = what_if.findings;
+    out.what_if.saved.assign(what_if.findings.size(), 0);
+    RunGraph step_graph;  // each step's, in the same buffers
+    for (size_t i = common_steps * k / run_count; i < common_steps * (k + 1) / run_count; ++i) {
+      std::vector<Interval> windows;
+      int64_t number = -1, longest = 0;
+      for (size_t r = 0; r < input.run.ranks.size(); ++r) {
+        const StepWindow& w = rank_windows[r][i];
+        windows.push_back(w.window);
+        longest = std::max(longest, w.window.length());
+        if (input.hasSteps()) number = w.number;
+      }
+      buildRunGraph(input.run, indexes, input.collectives(), windows, step_graph, &spans);
+      RunStepPath path = runPath(step_graph);
+      if (path.window.length() <= 0) continue;
+      out.what_if.add(step_graph, input.run, findings, path.length_ns, longest);
+      nameCommunicators(path.slices, communicators);
+      out.steps.push_back({number, path.window, path.length_ns, path.rank_changes, attributionOf(path.slices, true),
+                           std::move(path.slices)});
     }
-    buildRunGraph(input.run, indexes, input.collectives(), windows, graph, &spans);
-    RunStepPath path = runPath(graph);
-    if (path.window.length() <= 0) continue;
-    what_if.add(graph, input.run, findings, path.length_ns, longest);
-    nameCommunicators(path.slices, communicators);
-    result.run_steps.push_back({number, path.window, path.length_ns, path.rank_changes,
-                                attributionOf(path.slices, true), std::move(path.slices)});
+  });
+  for (StepRun& run : runs) {
+    std::move(run.steps.begin(), run.steps.end(), std::back_inserter(result.run_steps));
+    what_if.join(run.what_if);
   }
   return finish();
 }
@@ -1696,8 +1728,8 @@ void presentCriticalPath(const CriticalPathResult& result, size_t top_rows, repo
   presentWhatIf(result, report, section);
 }
 
-void analyzeCriticalPath(const AnalysisInput& input, report::Report& report) {
-  presentCriticalPath(computeCriticalPath(input, report.findings), input.options.top, report);
+void analyzeCriticalPath(const AnalysisInput& input, report::Report& report, unsigned jobs) {
+  presentCriticalPath(computeCriticalPath(input, report.findings, jobs), input.options.top, report);
 }
 
 }  // namespace gpuxray::analysis

@@ -138,8 +138,10 @@ std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices,
 // GEMM", "exposed comm: data-parallel", "wait: rank 3").
 std::string pathSliceLabel(const PathSlice& slice);
 
-// `findings`: those whose cause the what-if removes (the report's so far).
-CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::vector<report::Finding>& findings = {});
+// `findings`: those whose cause the what-if removes (the report's so far). `jobs`: workers for the ranks'
+// indexes and the steps (0: one per core); the result is the same for any number.
+CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::vector<report::Finding>& findings = {},
+                                       unsigned jobs = 1);
 // Also gives each finding of the what-if its saving, in its text and saves_ns, and puts each step's
 // path in the report's timeline paths.
 void presentCriticalPath(const CriticalPathResult& result, size_t top, report::Report& report);

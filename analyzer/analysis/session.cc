@@ -332,16 +332,17 @@ void Session::prepare() {
   if (!run_.ranks.empty() && !input_.steps[0].empty()) overview_step = overviewWindowOf(input_.steps[0])->number;
   auto shown = [overview_step](int64_t step) { return step == overview_step; };
   if (!digested_) {
-    // A rank's interval sets serve its digest only: each is freed once its rank is digested, so that
-    // what comes after (the critical path's graphs) reuses their pages rather than fresh ones.
+    // The ranks on the workers, as the loader digests them. A rank's interval sets serve its digest
+    // only: each is freed once its rank is digested, so that what comes after (the critical path's
+    // graphs) reuses their pages rather than fresh ones.
     input_.time_sets.resize(run_.ranks.size());
-    digests_.reserve(run_.ranks.size());
-    for (size_t r = 0; r < run_.ranks.size(); ++r) {
+    digests_.resize(run_.ranks.size());
+    onWorkers(run_.ranks.size(), options_.jobs, [&](size_t r) {
       input_.time_sets[r] = gpuTimeSetsOf(run_.ranks[r]);
-      digests_.push_back(digestRank(input_, r, std::nullopt, shown));
+      digests_[r] = digestRank(input_, r, std::nullopt, shown);
       input_.time_sets[r] = GpuTimeSets();
-      if (!options_.typed_results) digests_.back().dropTypedResultsOnly();
-    }
+      if (!options_.typed_results) digests_[r].dropTypedResultsOnly();
+    });
   } else {
     // Each digest made while loading holds if what it assumed is what the whole run says.
     std::optional<bool> hta_filter;
