@@ -98,6 +98,7 @@ class RankBuilder {
       a.name_id = launch.name_id;
       a.kind = launch.kind;
       a.detail = launch.config;
+      kernels_by_start_ = kernels_by_start_ && (rank_.activities.empty() || rank_.activities.back().start_ns <= a.start_ns);
       rank_.activities.push_back(a);
     }
     for (const auto& m : batch.memcpys) {
@@ -122,6 +123,8 @@ class RankBuilder {
     }
     for (const auto& c : batch.api_calls) {
       int64_t start = ns(c.start_ns);
+      calls_by_correlation_ = calls_by_correlation_ &&
+                              (rank_.host_calls.empty() || rank_.host_calls.back().correlation_id <= c.correlation_id);
       rank_.host_calls.push_back({start, std::max(start, ns(c.end_ns)), c.correlation_id, threadIndex(c.thread_id),
                                   functionIndex(c.domain, c.cbid)});
     }
@@ -217,7 +220,8 @@ class RankBuilder {
   void finish() {
     auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
     setProfiledKernelsApart();
-    sortIfNeeded(rank_.activities, by_start);
+    // The kernels' and calls' order was checked as they came (a pass over each fewer).
+    if (!kernels_by_start_) sortIfNeeded(rank_.activities, by_start);
     sortIfNeeded(copies_, by_start);
     mergeFromTheEnd(rank_.activities, copies_, by_start);
     std::vector<model::GpuActivity>().swap(copies_);
@@ -225,7 +229,8 @@ class RankBuilder {
     rank_.nvtx.change([&](std::vector<model::NvtxRange>& nvtx) { sortIfNeeded(nvtx, by_start); });
     sortIfNeeded(rank_.host_ops, by_start);
     sortIfNeeded(rank_.memory, [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
-    sortIfNeeded(rank_.host_calls, [](const auto& a, const auto& b) { return a.correlation_id < b.correlation_id; });
+    if (!calls_by_correlation_)
+      sortIfNeeded(rank_.host_calls, [](const auto& a, const auto& b) { return a.correlation_id < b.correlation_id; });
     trimExcess(rank_.host_calls);
     rank_.indexLaunches();
     rank_.nccl_ops.change([](std::vector<model::NcclOp>& ops) {
@@ -422,6 +427,8 @@ class RankBuilder {
   uint64_t clamped_times_ = 0;
   std::vector<format::KernelMetricsRecord> kernel_metrics_;
   uint64_t metrics_without_launch_ = 0;
+  bool kernels_by_start_ = true;      // rank_.activities (the kernels alone until finish()) came by start
+  bool calls_by_correlation_ = true;  // rank_.host_calls came by correlation id
 };
 
 }  // namespace
