@@ -22,38 +22,34 @@ GpuTimeSets gpuTimeSetsOf(const model::RankTrace& rank) {
       if (a.kind == model::ActivityKind::kMemcpy || a.kind == model::ActivityKind::kMemset) memory.push_back(i);
     }
     return {unionOf(std::move(busy)), unionOf(std::move(compute)), unionOf(std::move(communication)),
-            unionOf(std::move(memory))};
+            unionOf(std::move(memory)), AnalysisInput::gpuSpan(rank)};
   }
-  // Activities come by start, so each set is merged as it is walked (as unionOf merges): counted
-  // once, then filled, so that each set is allocated once at its size.
+  // Activities come by start, so each set is merged as it is walked (as unionOf merges), in one walk
+  // that also finds the span. Each set has room for every activity: its memory is touched only as far
+  // as it is filled, and the sets live only while their rank is digested.
   GpuTimeSets sets;
   IntervalSet* const all[] = {&sets.busy, &sets.compute, &sets.communication, &sets.memory};
+  for (IntervalSet* set : all) set->reserve(activities.size());
   auto setOf = [](model::ActivityKind kind) -> size_t {
     return kind == model::ActivityKind::kCompute ? 1 : kind == model::ActivityKind::kCommunication ? 2 : 3;
   };
-  auto walk = [&]<bool kFill>() {
-    int64_t last_end[4] = {0, 0, 0, 0};
-    size_t counts[4] = {0, 0, 0, 0};
-    auto add = [&](size_t s, const model::GpuActivity& a) {
-      if (counts[s] > 0 && a.start_ns <= last_end[s]) {
-        last_end[s] = std::max(last_end[s], a.end_ns);
-        if constexpr (kFill) all[s]->back().end = last_end[s];
-        return;
-      }
-      ++counts[s];
-      last_end[s] = a.end_ns;
-      if constexpr (kFill) all[s]->push_back({a.start_ns, a.end_ns});
-    };
-    for (const auto& a : activities) {
-      if (!model::isGpuWork(a.kind) || a.end_ns <= a.start_ns) continue;
-      add(0, a);
-      add(setOf(a.kind), a);
+  auto add = [&](size_t s, const model::GpuActivity& a) {
+    IntervalSet& set = *all[s];
+    if (!set.empty() && a.start_ns <= set.back().end) {
+      set.back().end = std::max(set.back().end, a.end_ns);
+    } else {
+      set.push_back({a.start_ns, a.end_ns});
     }
-    if constexpr (!kFill)
-      for (size_t s = 0; s < 4; ++s) all[s]->reserve(counts[s]);
   };
-  walk.template operator()<false>();
-  walk.template operator()<true>();
+  bool any = false;
+  for (const auto& a : activities) {
+    if (!model::isGpuWork(a.kind)) continue;
+    if (!any) sets.span = {a.start_ns, a.end_ns}, any = true;
+    sets.span.end = std::max(sets.span.end, a.end_ns);
+    if (a.end_ns <= a.start_ns) continue;
+    add(0, a);
+    add(setOf(a.kind), a);
+  }
   return sets;
 }
 

@@ -42,6 +42,7 @@ struct GpuTimeSets {
   IntervalSet compute;        // compute kernels
   IntervalSet communication;  // NCCL kernels
   IntervalSet memory;         // copies and memsets
+  Interval span;              // first start to last end of its GPU work (AnalysisInput::gpuSpan)
 };
 
 GpuTimeSets gpuTimeSetsOf(const model::RankTrace& rank);

@@ -395,7 +395,7 @@ RankDigest digestRank(const AnalysisInput& input, size_t r, std::optional<bool> 
   const GpuTimeSets& sets = input.time_sets[r];
   RankDigest digest;
   digest.windows = input.windowsOf(r);
-  digest.gpu_span = AnalysisInput::gpuSpan(rank);
+  digest.gpu_span = sets.span;
   if (!rank.activities.empty()) {
     digest.first_activity_ns = rank.activities.front().start_ns;
     digest.first_activity_device = rank.activities.front().device;
