@@ -67,10 +67,11 @@ RankActivityTotals activityTotalsOfRank(const AnalysisInput& input, size_t r) {
   constexpr uint32_t kNoSlot = 0;
   std::vector<uint32_t> slot_of(rank.strings.size() * model::kActivityKindCount, kNoSlot);
   std::vector<std::pair<uint64_t, Sum>> gpu_slots;
-  for (const auto& a : rank.activities) {
+  const std::vector<int64_t>& launch_start = input.time_sets[r].launch_start;
+  for (size_t i = 0; i < rank.activities.size(); ++i) {
+    const model::GpuActivity& a = rank.activities[i];
     if (a.kind == model::ActivityKind::kHostOp) continue;
-    const model::HostCall* launch = a.correlation_id != 0 ? rank.launchOf(a.correlation_id) : nullptr;
-    if (!inWindows(launch != nullptr ? launch->start_ns : a.start_ns)) continue;
+    if (!inWindows(launch_start[i] != kNoLaunch ? launch_start[i] : a.start_ns)) continue;
     size_t at = size_t{a.name_id} * model::kActivityKindCount + static_cast<size_t>(a.kind);
     Sum* sum = nullptr;
     if (at >= slot_of.size()) {

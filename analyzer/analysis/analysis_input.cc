@@ -8,6 +8,15 @@
 
 namespace gpuxray::analysis {
 
+namespace {
+
+int64_t launchStartOf(const model::RankTrace& rank, const model::GpuActivity& a) {
+  const model::HostCall* call = a.correlation_id != 0 ? rank.launchOf(a.correlation_id) : nullptr;
+  return call != nullptr ? call->start_ns : kNoLaunch;
+}
+
+}  // namespace
+
 GpuTimeSets gpuTimeSetsOf(const model::RankTrace& rank) {
   const auto& activities = rank.activities;
   auto by_start = [](const model::GpuActivity& a, const model::GpuActivity& b) { return a.start_ns < b.start_ns; };
@@ -21,11 +30,14 @@ GpuTimeSets gpuTimeSetsOf(const model::RankTrace& rank) {
       if (a.kind == model::ActivityKind::kCommunication) communication.push_back(i);
       if (a.kind == model::ActivityKind::kMemcpy || a.kind == model::ActivityKind::kMemset) memory.push_back(i);
     }
+    std::vector<int64_t> launch_start;
+    launch_start.reserve(activities.size());
+    for (const auto& a : activities) launch_start.push_back(launchStartOf(rank, a));
     return {unionOf(std::move(busy)), unionOf(std::move(compute)), unionOf(std::move(communication)),
-            unionOf(std::move(memory)), AnalysisInput::gpuSpan(rank)};
+            unionOf(std::move(memory)), AnalysisInput::gpuSpan(rank), std::move(launch_start)};
   }
   // Activities come by start, so each set is merged as it is walked (as unionOf merges), in one walk
-  // that also finds the span. Each set has room for every activity: its memory is touched only as far
+  // that also finds the span and the launches. Each set has room for every activity: its memory is touched only as far
   // as it is filled, and the sets live only while their rank is digested.
   GpuTimeSets sets;
   IntervalSet* const all[] = {&sets.busy, &sets.compute, &sets.communication, &sets.memory};
@@ -41,8 +53,11 @@ GpuTimeSets gpuTimeSetsOf(const model::RankTrace& rank) {
       set.push_back({a.start_ns, a.end_ns});
     }
   };
+  sets.launch_start.resize(activities.size());
   bool any = false;
-  for (const auto& a : activities) {
+  for (size_t i = 0; i < activities.size(); ++i) {
+    const model::GpuActivity& a = activities[i];
+    sets.launch_start[i] = launchStartOf(rank, a);
     if (!model::isGpuWork(a.kind)) continue;
     if (!any) sets.span = {a.start_ns, a.end_ns}, any = true;
     sets.span.end = std::max(sets.span.end, a.end_ns);

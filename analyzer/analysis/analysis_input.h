@@ -36,13 +36,20 @@ struct StepWindow {
   Interval window;
 };
 
-// A rank's GPU time as interval sets, all streams and devices merged.
+// No launch call recorded (the activity has no correlation id, or no call has it).
+inline constexpr int64_t kNoLaunch = INT64_MIN;
+
+// What the per-rank analyses share of a rank's activities, made in one walk over them: its GPU time as
+// interval sets, all streams and devices merged, and when each activity was launched.
 struct GpuTimeSets {
   IntervalSet busy;           // any activity
   IntervalSet compute;        // compute kernels
   IntervalSet communication;  // NCCL kernels
   IntervalSet memory;         // copies and memsets
   Interval span;              // first start to last end of its GPU work (AnalysisInput::gpuSpan)
+  // Per activity (rank.activities' order): its launch call's start, or kNoLaunch. Read here, the call's
+  // record (a cache miss at each activity) is read once rather than by each analysis that asks.
+  std::vector<int64_t> launch_start;
 };
 
 GpuTimeSets gpuTimeSetsOf(const model::RankTrace& rank);

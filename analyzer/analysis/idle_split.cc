@@ -4,19 +4,18 @@
 
 namespace gpuxray::analysis {
 
-void classifyGap(const model::RankTrace& rank, int64_t gap_start, const model::GpuActivity& next, int64_t length,
-                 IdleSplit& split) {
-  const model::HostCall* launch = next.correlation_id != 0 ? rank.launchOf(next.correlation_id) : nullptr;
-  if (launch == nullptr) {
+void classifyGap(int64_t next_launch, int64_t gap_start, int64_t length, IdleSplit& split) {
+  if (next_launch == kNoLaunch) {
     split.other += length;
-  } else if (launch->start_ns >= gap_start) {
+  } else if (next_launch >= gap_start) {
     split.host_bound += length;
   } else {
     split.dependency += length;
   }
 }
 
-IdleSplit idleWithin(const model::RankTrace& rank, const IntervalSet& busy, Interval window) {
+IdleSplit idleWithin(const model::RankTrace& rank, const std::vector<int64_t>& launch_start, const IntervalSet& busy,
+                     Interval window) {
   IdleSplit split;
   const auto& activities = rank.activities;
   auto next = activities.begin();
@@ -32,7 +31,7 @@ IdleSplit idleWithin(const model::RankTrace& rank, const IntervalSet& busy, Inte
     if (next == activities.end()) {
       split.other += end - start;  // idle until the window's end: nothing came after
     } else {
-      classifyGap(rank, start, *next, end - start, split);
+      classifyGap(launch_start[static_cast<size_t>(next - activities.begin())], start, end - start, split);
     }
   };
   int64_t cursor = window.start;

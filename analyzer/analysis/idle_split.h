@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "analyzer/analysis/analysis_input.h"
 #include "analyzer/analysis/intervals.h"
 #include "analyzer/model/run_trace.h"
 
@@ -21,12 +22,14 @@ struct IdleSplit {
   }
 };
 
-// Adds `length` of idle time that began at `gap_start` and was ended by `next` to the split.
-void classifyGap(const model::RankTrace& rank, int64_t gap_start, const model::GpuActivity& next, int64_t length,
-                 IdleSplit& split);
+// Adds `length` of idle time that began at `gap_start` to the split, the work that ended it launched at
+// `next_launch` (kNoLaunch: not recorded).
+void classifyGap(int64_t next_launch, int64_t gap_start, int64_t length, IdleSplit& split);
 
 // The gaps of `busy` (the rank's merged GPU activity) inside `window`, each classified by the first
-// activity that starts at or after the gap's end. Allocates nothing.
-IdleSplit idleWithin(const model::RankTrace& rank, const IntervalSet& busy, Interval window);
+// activity that starts at or after the gap's end. `launch_start`: per activity of the rank, its launch
+// (GpuTimeSets::launch_start). Allocates nothing.
+IdleSplit idleWithin(const model::RankTrace& rank, const std::vector<int64_t>& launch_start, const IntervalSet& busy,
+                     Interval window);
 
 }  // namespace gpuxray::analysis

@@ -18,21 +18,19 @@ void release(Items& items) {
 // When the first GPU work starting at or after `t` was launched (TimePoint::kNoLaunch when no
 // launch is recorded or nothing comes after), as idle_split.cc classifies gaps. Successive calls
 // with times that do not decrease walk on from `cursor`.
-int64_t launchAfter(const model::RankTrace& rank, int64_t t, size_t& cursor) {
+int64_t launchAfter(const model::RankTrace& rank, const GpuTimeSets& sets, int64_t t, size_t& cursor) {
   const auto& activities = rank.activities;
   while (cursor < activities.size() && activities[cursor].start_ns < t) ++cursor;
   size_t next = cursor;
   while (next < activities.size() && !model::isGpuWork(activities[next].kind)) ++next;
-  if (next == activities.size() || activities[next].correlation_id == 0) return TimePoint::kNoLaunch;
-  const model::HostCall* launch = rank.launchOf(activities[next].correlation_id);
-  return launch != nullptr ? launch->start_ns : TimePoint::kNoLaunch;
+  return next < activities.size() ? sets.launch_start[next] : TimePoint::kNoLaunch;
 }
 
-int64_t launchAfter(const model::RankTrace& rank, int64_t t) {
+int64_t launchAfter(const model::RankTrace& rank, const GpuTimeSets& sets, int64_t t) {
   auto first = std::lower_bound(rank.activities.begin(), rank.activities.end(), t,
                                 [](const model::GpuActivity& a, int64_t v) { return a.start_ns < v; });
   size_t cursor = static_cast<size_t>(first - rank.activities.begin());
-  return launchAfter(rank, t, cursor);
+  return launchAfter(rank, sets, t, cursor);
 }
 
 // The measure of `set` before each of the sorted `times`.
@@ -74,7 +72,7 @@ TimePoints timePoints(const model::RankTrace& rank, const GpuTimeSets& sets) {
     for (; counted < busy.size() && busy[counted].start <= t; ++counted) {
       Interval gap = gapBefore(counted);
       if (counted == 0 || gap.length() <= 0) continue;
-      int64_t launch = launchAfter(rank, gap.end, cursor);
+      int64_t launch = launchAfter(rank, sets, gap.end, cursor);
       if (launch != TimePoint::kNoLaunch && launch >= gap.start) host_bound += gap.length();
     }
     while (next_busy < busy.size() && busy[next_busy].end <= t) ++next_busy;
@@ -82,10 +80,10 @@ TimePoints timePoints(const model::RankTrace& rank, const GpuTimeSets& sets) {
     p.time = t, p.compute = compute[k], p.communication = communication[k], p.host_bound = host_bound;
     if (next_busy >= busy.size() || busy[next_busy].start > t) {  // not inside busy time
       Interval gap = gapBefore(next_busy);
-      p.launch_after = launchAfter(rank, t);
+      p.launch_after = launchAfter(rank, sets, t);
       p.in_gap = true;
       p.gap_start = gap.start, p.gap_end = gap.end;
-      p.gap_launch = next_busy < busy.size() ? launchAfter(rank, gap.end) : TimePoint::kNoLaunch;
+      p.gap_launch = next_busy < busy.size() ? launchAfter(rank, sets, gap.end) : TimePoint::kNoLaunch;
     }
     points.push_back(p);
   }

@@ -86,7 +86,7 @@ struct TimePoint {
   // before the first and after the last activity), and when the work after it was launched.
   bool in_gap = false;
   int64_t gap_start = 0, gap_end = 0, gap_launch = 0;
-  static constexpr int64_t kNoLaunch = INT64_MIN;
+  static constexpr int64_t kNoLaunch = analysis::kNoLaunch;
 };
 
 using model::PackedColumn;

@@ -151,7 +151,7 @@ RankBreakdown breakdownOfRank(const AnalysisInput& input, size_t r) {
     t.communication = lengthWithin(comm_exposed, w);
     t.memory = lengthWithin(memory_exposed, w);
     t.idle = w.length() - left_out - lengthWithin(sets.busy, w);
-    t.idle_split = idleWithin(rank, not_idle, w);
+    t.idle_split = idleWithin(rank, sets.launch_start, not_idle, w);
     out.totals.add(t);
     out.steps.push_back(figures);
   }
@@ -168,7 +168,8 @@ RankBreakdown breakdownOfRank(const AnalysisInput& input, size_t r) {
       int64_t end = std::min(it->end_ns, step.window.end);
       int64_t gap = it->start_ns - s.last_end;
       if (s.started && gap > 0) gap -= lengthWithin(capturing, {s.last_end, it->start_ns});
-      if (s.started && gap > 0) classifyGap(rank, s.last_end, *it, gap, s.idle);
+      if (s.started && gap > 0)
+        classifyGap(sets.launch_start[static_cast<size_t>(it - rank.activities.begin())], s.last_end, gap, s.idle);
       s.busy += std::max<int64_t>(0, end - std::max(it->start_ns, s.started ? s.last_end : it->start_ns));
       s.last_end = s.started ? std::max(s.last_end, end) : end;
       s.started = true;
