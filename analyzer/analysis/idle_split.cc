@@ -4,16 +4,6 @@
 
 namespace gpuxray::analysis {
 
-void classifyGap(int64_t next_launch, int64_t gap_start, int64_t length, IdleSplit& split) {
-  if (next_launch == kNoLaunch) {
-    split.other += length;
-  } else if (next_launch >= gap_start) {
-    split.host_bound += length;
-  } else {
-    split.dependency += length;
-  }
-}
-
 IdleSplit idleWithin(const model::RankTrace& rank, const std::vector<int64_t>& launch_start, const IntervalSet& busy,
                      Interval window) {
   IdleSplit split;

@@ -23,8 +23,16 @@ struct IdleSplit {
 };
 
 // Adds `length` of idle time that began at `gap_start` to the split, the work that ended it launched at
-// `next_launch` (kNoLaunch: not recorded).
-void classifyGap(int64_t next_launch, int64_t gap_start, int64_t length, IdleSplit& split);
+// `next_launch` (kNoLaunch: not recorded). Asked at nearly every activity: inline.
+inline void classifyGap(int64_t next_launch, int64_t gap_start, int64_t length, IdleSplit& split) {
+  if (next_launch == kNoLaunch) {
+    split.other += length;
+  } else if (next_launch >= gap_start) {
+    split.host_bound += length;
+  } else {
+    split.dependency += length;
+  }
+}
 
 // The gaps of `busy` (the rank's merged GPU activity) inside `window`, each classified by the first
 // activity that starts at or after the gap's end. `launch_start`: per activity of the rank, its launch

@@ -167,7 +167,7 @@ RankBreakdown breakdownOfRank(const AnalysisInput& input, size_t r) {
       StreamTime& s = per_stream[it->stream];
       int64_t end = std::min(it->end_ns, step.window.end);
       int64_t gap = it->start_ns - s.last_end;
-      if (s.started && gap > 0) gap -= lengthWithin(capturing, {s.last_end, it->start_ns});
+      if (s.started && gap > 0 && !capturing.empty()) gap -= lengthWithin(capturing, {s.last_end, it->start_ns});
       if (s.started && gap > 0)
         classifyGap(sets.launch_start[static_cast<size_t>(it - rank.activities.begin())], s.last_end, gap, s.idle);
       s.busy += std::max<int64_t>(0, end - std::max(it->start_ns, s.started ? s.last_end : it->start_ns));
