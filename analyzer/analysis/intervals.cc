@@ -1,6 +1,7 @@
 #include "analyzer/analysis/intervals.h"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace gpuxray::analysis {
 
@@ -44,7 +45,14 @@ IntervalSet subtract(const IntervalSet& a, const IntervalSet& b) {
   IntervalSet out;
   size_t j = 0;
   for (Interval piece : a) {
-    while (j < b.size() && b[j].end <= piece.start) ++j;
+    // b's intervals that end by the piece's start are skipped by galloping: a few copies or
+    // collectives against every kernel's interval skip long runs.
+    size_t step = 1, past = j;
+    while (past < b.size() && b[past].end <= piece.start) j = past + 1, past += step, step *= 2;
+    j = static_cast<size_t>(std::lower_bound(b.begin() + static_cast<std::ptrdiff_t>(j),
+                                             b.begin() + static_cast<std::ptrdiff_t>(std::min(past, b.size())),
+                                             piece.start, [](const Interval& i, int64_t t) { return i.end <= t; }) -
+                            b.begin());
     size_t k = j;
     while (k < b.size() && b[k].start < piece.end) {
       if (b[k].start > piece.start) out.push_back({piece.start, b[k].start});
