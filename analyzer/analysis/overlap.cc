@@ -158,6 +158,10 @@ IntervalSet exposedCommunication(const GpuTimeSets& sets) {
   return subtract(sets.communication, sets.compute);
 }
 
+IntervalSet exposedCommunication(const GpuTimeSets& sets, Interval window) {
+  return subtract(clip(sets.communication, window), clip(sets.compute, window));
+}
+
 OverlapResult computeOverlap(const AnalysisInput& input) {
   const auto& run = input.run;
   OverlapResult result;

@@ -59,8 +59,10 @@ struct OverlapResult {
   static constexpr int64_t kShortestMarkNs = 10'000;
 };
 
-// Exposed communication: the rank's communication with no compute beside it.
+// Exposed communication: the rank's communication with no compute beside it; within `window`, from
+// the window's part of each set alone.
 IntervalSet exposedCommunication(const GpuTimeSets& sets);
+IntervalSet exposedCommunication(const GpuTimeSets& sets, Interval window);
 
 OverlapResult computeOverlap(const AnalysisInput& input);
 void presentOverlap(const OverlapResult& result, size_t top, report::Report& report);

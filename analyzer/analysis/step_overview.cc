@@ -57,10 +57,10 @@ report::ResultValue laneValue(const OverviewLane& lane, int64_t origin) {
 }
 
 // The window's exposed stretches worth marking (per-rank phase): the longest kMaxExposed of those at least
-// kShortestMarkNs long, in time order. Cut from the window's own sets: the whole rank's, once per window,
-// made the lanes of every step quadratic in the steps.
+// kShortestMarkNs long, in time order. From the window's part of the sets: the whole rank's exposed set,
+// once per window, made the lanes of every step quadratic in the steps.
 void cutExposed(const GpuTimeSets& sets, RankStepLanes& lanes) {
-  std::vector<Interval> pieces = subtract(clip(sets.communication, lanes.window), clip(sets.compute, lanes.window));
+  std::vector<Interval> pieces = exposedCommunication(sets, lanes.window);
   lanes.exposed_ns = totalLength(pieces);
   std::erase_if(pieces, [](const Interval& i) { return i.length() < OverlapResult::kShortestMarkNs; });
   if (pieces.size() > OverviewRank::kMaxExposed) {

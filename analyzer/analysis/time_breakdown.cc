@@ -12,6 +12,7 @@
 
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/idle_split.h"
+#include "analyzer/analysis/overlap.h"
 #include "analyzer/analysis/rank_digest.h"
 #include "analyzer/analysis/statistics.h"
 #include "analyzer/model/graph_capture.h"
@@ -128,7 +129,7 @@ RankBreakdown breakdownOfRank(const AnalysisInput& input, size_t r) {
   out.recorded = !rank.activities.empty();
   if (!out.recorded) return out;
   const GpuTimeSets& sets = input.time_sets[r];
-  IntervalSet comm_exposed = subtract(sets.communication, sets.compute);
+  IntervalSet comm_exposed = exposedCommunication(sets);
   IntervalSet memory_exposed = subtract(subtract(sets.memory, sets.compute), sets.communication);
   IntervalSet capturing = idleWhileCapturing(rank, sets.busy);
   // Idle is split over the time outside captures: a capture's idle counts as neither busy nor idle.
