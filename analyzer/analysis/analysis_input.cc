@@ -15,6 +15,16 @@ int64_t launchStartOf(const model::RankTrace& rank, const model::GpuActivity& a)
   return call != nullptr ? call->start_ns : kNoLaunch;
 }
 
+// First start to last end of the GPU work added, in the activities' order (AnalysisInput::gpuSpan).
+struct WorkSpan {
+  Interval span;
+  bool any = false;
+  void add(const model::GpuActivity& work) {
+    if (!any) span = {work.start_ns, work.end_ns}, any = true;
+    span.end = std::max(span.end, work.end_ns);
+  }
+};
+
 }  // namespace
 
 GpuTimeSets gpuTimeSetsOf(const model::RankTrace& rank) {
@@ -37,8 +47,8 @@ GpuTimeSets gpuTimeSetsOf(const model::RankTrace& rank) {
             unionOf(std::move(memory)), AnalysisInput::gpuSpan(rank), std::move(launch_start)};
   }
   // Activities come by start, so each set is merged as it is walked (as unionOf merges), in one walk
-  // that also finds the span and the launches. Each set has room for every activity: its memory is touched only as far
-  // as it is filled, and the sets live only while their rank is digested.
+  // that also finds the span and the launches. Each set has room for every activity: its memory is
+  // touched only as far as it is filled, and the sets live only while their rank is digested.
   GpuTimeSets sets;
   IntervalSet* const all[] = {&sets.busy, &sets.compute, &sets.communication, &sets.memory};
   for (IntervalSet* set : all) set->reserve(activities.size());
@@ -54,17 +64,17 @@ GpuTimeSets gpuTimeSetsOf(const model::RankTrace& rank) {
     }
   };
   sets.launch_start.resize(activities.size());
-  bool any = false;
+  WorkSpan span;
   for (size_t i = 0; i < activities.size(); ++i) {
     const model::GpuActivity& a = activities[i];
     sets.launch_start[i] = launchStartOf(rank, a);
     if (!model::isGpuWork(a.kind)) continue;
-    if (!any) sets.span = {a.start_ns, a.end_ns}, any = true;
-    sets.span.end = std::max(sets.span.end, a.end_ns);
+    span.add(a);
     if (a.end_ns <= a.start_ns) continue;
     add(0, a);
     add(setOf(a.kind), a);
   }
+  sets.span = span.span;
   return sets;
 }
 
@@ -82,14 +92,11 @@ bool AnalysisInput::hasSteps() const {
 }
 
 Interval AnalysisInput::gpuSpan(const model::RankTrace& rank) {
-  auto first = std::find_if(rank.activities.begin(), rank.activities.end(),
-                            [](const model::GpuActivity& a) { return model::isGpuWork(a.kind); });
-  if (first == rank.activities.end()) return {};
-  int64_t end = first->end_ns;
-  for (auto it = first; it != rank.activities.end(); ++it) {
-    if (model::isGpuWork(it->kind)) end = std::max(end, it->end_ns);
+  WorkSpan span;
+  for (const model::GpuActivity& a : rank.activities) {
+    if (model::isGpuWork(a.kind)) span.add(a);
   }
-  return {first->start_ns, end};
+  return span.span;
 }
 
 std::vector<StepWindow> AnalysisInput::windowsOf(size_t r) const {
