@@ -424,8 +424,7 @@ RankDigest digestRank(const AnalysisInput& input, size_t r, std::optional<bool> 
       int64_t launch = TimePoint::kNoLaunch;
       for (auto it = next; it != rank.activities.end() && it->start_ns == i.start; ++it) {
         if (it->kind == model::ActivityKind::kCompute && it->correlation_id != 0) {
-          const model::HostCall* call = rank.launchOf(it->correlation_id);
-          if (call != nullptr) launch = call->start_ns;
+          launch = sets.launch_start[static_cast<size_t>(it - rank.activities.begin())];
           break;
         }
       }
