@@ -30,9 +30,9 @@
 #include "analyzer/analysis/step_overview.h"
 #include "analyzer/analysis/steps.h"
 #include "analyzer/errors.h"
-#include "analyzer/workers.h"
 #include "analyzer/load/run_loader.h"
 #include "analyzer/report/stats.h"
+#include "analyzer/workers.h"
 
 namespace gpuxray::analysis {
 namespace {

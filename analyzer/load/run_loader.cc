@@ -98,7 +98,8 @@ class RankBuilder {
       a.name_id = launch.name_id;
       a.kind = launch.kind;
       a.detail = launch.config;
-      kernels_by_start_ = kernels_by_start_ && (rank_.activities.empty() || rank_.activities.back().start_ns <= a.start_ns);
+      kernels_by_start_ =
+          kernels_by_start_ && (rank_.activities.empty() || rank_.activities.back().start_ns <= a.start_ns);
       rank_.activities.push_back(a);
     }
     for (const auto& m : batch.memcpys) {
