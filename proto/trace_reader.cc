@@ -12,7 +12,9 @@
 #include <iterator>
 #include <limits>
 
+#include "proto/column_decoder.h"
 #include "proto/gpuxray.pb.h"
+#include "proto/wire_decoder.h"
 
 namespace gpuxray::format {
 namespace {
@@ -384,15 +386,30 @@ NetTransferRecord fromPb(const pb::NetTransfer& p) {
   return r;
 }
 
-// A column of a columnar message: present (one value per record) or empty (all zero).
-template <typename Field>
-bool columnFits(const Field& column, int count) {
-  return column.empty() || column.size() == count;
-}
-
-template <typename Field>
-auto columnValue(const Field& column, int i) {
-  return column.empty() ? typename Field::value_type{} : column[i];
+// A kernel launched with configuration `id`: the configuration's fields set, the kernel's own not yet.
+KernelRecord configuredKernel(uint32_t id, const pb::KernelConfig& c) {
+  KernelRecord r;
+  r.config_id.value = id;
+  r.name_id = c.name_iid();
+  r.grid_x = c.grid_x();
+  r.grid_y = c.grid_y();
+  r.grid_z = c.grid_z();
+  r.block_x = c.block_x();
+  r.block_y = c.block_y();
+  r.block_z = c.block_z();
+  r.registers_per_thread = c.registers_per_thread();
+  r.static_shared_memory = c.static_shared_memory();
+  r.dynamic_shared_memory = c.dynamic_shared_memory();
+  r.local_memory_per_thread = c.local_memory_per_thread();
+  r.cluster_x = c.cluster_x();
+  r.cluster_y = c.cluster_y();
+  r.cluster_z = c.cluster_z();
+  r.shared_memory_optin = c.shared_memory_optin();
+  r.shared_memory_carveout_pct = c.shared_memory_carveout_pct();
+  r.shared_memory_executed = c.shared_memory_executed();
+  r.launch_type = c.launch_type();
+  r.max_active_clusters = c.max_active_clusters();
+  return r;
 }
 
 }  // namespace
@@ -415,8 +432,9 @@ void StringTable::define(StringId id, std::string value) {
   if (inserted) *slot = std::move(value);
 }
 
+// Each configuration as the kernels launched with it begin: converted once, copied whole per kernel.
 struct TraceReader::KernelConfigs {
-  IdMap<pb::KernelConfig> by_id;
+  IdMap<KernelRecord> by_id;
 };
 
 TraceReader::TraceReader(const std::string& path) : path_(path), kernel_configs_(std::make_unique<KernelConfigs>()) {
@@ -639,49 +657,19 @@ bool TraceReader::decompress(uint64_t at, const ChunkHeader& header, std::vector
 
 namespace {
 
-// Reads a protobuf varint; false at the end of the bytes or after 10 bytes.
-bool readVarint(const uint8_t*& p, const uint8_t* end, uint64_t& value) {
-  value = 0;
-  for (int shift = 0; shift < 64 && p < end; shift += 7) {
-    uint8_t byte = *p++;
-    value |= uint64_t{byte & 0x7fu} << shift;
-    if ((byte & 0x80) == 0) return true;
-  }
-  return false;
+std::span<const uint8_t> bytesOf(const std::string& bytes) {
+  return {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()};
 }
 
-// Calls visit(field number, wire type, field bytes) for each field of a serialized message; a
-// length-delimited field's bytes are its contents. False when the bytes are not a message.
-template <typename Visit>
-bool forEachField(std::span<const uint8_t> message, Visit visit) {
-  const uint8_t* p = message.data();
-  const uint8_t* end = p + message.size();
-  while (p < end) {
-    uint64_t key = 0, length = 0;
-    if (!readVarint(p, end, key)) return false;
-    const uint8_t* value = p;
-    switch (key & 7) {
-      case 0:
-        if (!readVarint(p, end, length)) return false;
-        break;
-      case 1:
-        if (end - p < 8) return false;
-        p += 8;
-        break;
-      case 5:
-        if (end - p < 4) return false;
-        p += 4;
-        break;
-      case 2:
-        if (!readVarint(p, end, length) || length > static_cast<uint64_t>(end - p)) return false;
-        value = p;
-        p += length;
-        break;
-      default: return false;
-    }
-    visit(key >> 3, key & 7, std::span<const uint8_t>(value, static_cast<size_t>(p - value)));
-  }
-  return true;
+// How many records columns hold (the values of their start column), for a message about them.
+uint64_t varintsInStart(std::span<const uint8_t> columns) {
+  static_assert(static_cast<int>(pb::KernelColumns::kStartDeltaNsFieldNumber) ==
+                static_cast<int>(pb::ApiCallColumns::kStartDeltaNsFieldNumber));
+  uint64_t count = 0;
+  forEachField(columns, [&](uint64_t number, uint64_t wire_type, std::span<const uint8_t> value, auto) {
+    if (number == pb::KernelColumns::kStartDeltaNsFieldNumber) count += wire_type == 0 ? 1 : varintsIn(value);
+  });
+  return count;
 }
 
 // How many messages a serialized message of `type` decodes to, counted on the wire without decoding
@@ -694,9 +682,9 @@ uint64_t messagesOnTheWire(std::span<const uint8_t> message, const google::proto
                 static_cast<int>(pb::ApiCallColumns::kStartDeltaNsFieldNumber));
   const bool columns = type == kKernelColumns || type == kApiCallColumns;
   uint64_t count = 0;
-  forEachField(message, [&](uint64_t number, uint64_t wire_type, std::span<const uint8_t> bytes) {
+  forEachField(message, [&](uint64_t number, uint64_t wire_type, std::span<const uint8_t> bytes, auto) {
     if (columns && number == pb::KernelColumns::kStartDeltaNsFieldNumber) {
-      count += wire_type == 0 ? 1 : static_cast<uint64_t>(std::count_if(bytes.begin(), bytes.end(), [](uint8_t b) { return b < 0x80; }));
+      count += wire_type == 0 ? 1 : varintsIn(bytes);
       return;
     }
     if (wire_type != 2 || number > static_cast<uint64_t>(std::numeric_limits<int>::max())) return;
@@ -730,6 +718,7 @@ bool TraceReader::next(EventBatch& batch) {
   batch.api_calls = std::move(api_calls);
   std::vector<uint8_t>& payload = raw_;
   if (!chunk_) chunk_ = std::make_unique<pb::Chunk>();
+  if (!batch_rest_) batch_rest_ = std::make_unique<pb::EventBatch>();
   pb::Chunk& chunk = *chunk_;
   while (true) {
     uint64_t at = offset_;
@@ -741,6 +730,11 @@ bool TraceReader::next(EventBatch& batch) {
       return false;
     }
     if (result == ChunkRead::kDamaged) continue;
+    // Most chunks: libprotobuf parses the batch but its columns, which are decoded straight into records.
+    if (splitBatch(payload, split_) &&
+        batch_rest_->ParseFromArray(split_.rest.data(), static_cast<int>(split_.rest.size())) &&
+        decodeBatch(at, *batch_rest_, split_.kernels, split_.api_calls, batch))
+      return true;
     if (!chunk.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
       ++stats_.damaged_chunks;
       warn("chunk at " + offsetText(at) + " passes its checksum but does not decode; skipped");
@@ -748,8 +742,12 @@ bool TraceReader::next(EventBatch& batch) {
     }
     switch (chunk.content_case()) {
       case pb::Chunk::kBatch:
-        if (trailer_) warn("records after the trailer at " + offsetText(at));
-        if (decodeBatch(&chunk.batch(), batch)) return true;
+        // Columns written in another form than libprotobuf's (twice, unpacked) are written again in its.
+        chunk.batch().kernels().SerializeToString(&kernel_columns_);
+        chunk.batch().api_calls().SerializeToString(&api_call_columns_);
+        if (decodeBatch(at, chunk.batch(), bytesOf(kernel_columns_), bytesOf(api_call_columns_), batch)) return true;
+        ++stats_.damaged_chunks;
+        warn("chunk at " + offsetText(at) + " holds columns that do not decode; skipped");
         continue;
       case pb::Chunk::kTrailer:
         if (trailer_) warn("a second trailer at " + offsetText(at) + "; the last one counts");
@@ -765,94 +763,30 @@ bool TraceReader::next(EventBatch& batch) {
   }
 }
 
-bool TraceReader::decodeBatch(const void* message, EventBatch& batch) {
-  const auto& b = *static_cast<const pb::EventBatch*>(message);
+bool TraceReader::decodeBatch(uint64_t at, const pb::EventBatch& b, std::span<const uint8_t> kernel_columns,
+                              std::span<const uint8_t> api_call_columns, EventBatch& batch) {
   for (const auto& s : b.strings()) strings_.define(s.iid(), s.value());
   for (const auto& c : b.kernel_configs()) {
     if (c.id() == 0) continue;
     auto [slot, inserted] = kernel_configs_->by_id.emplace(c.id());
-    if (inserted) *slot = c;
+    if (inserted) *slot = configuredKernel(c.id(), c);
   }
+  // Calls first: of the two, only the kernels count what they cannot resolve.
+  ColumnsDecoded calls = decodeApiCallColumns(api_call_columns, batch.api_calls);
+  if (calls == ColumnsDecoded::kUnusual) return false;
+  ColumnsDecoded kernels =
+      decodeKernelColumns(kernel_columns, kernel_configs_->by_id, batch.kernels, stats_.unresolved_references);
+  if (kernels == ColumnsDecoded::kUnusual) return false;
+
+  if (trailer_) warn("records after the trailer at " + offsetText(at));
+  if (kernels == ColumnsDecoded::kLengthsDiffer)
+    warn("a batch's kernel columns have different lengths; its " + std::to_string(varintsInStart(kernel_columns)) +
+         " kernels skipped");
+  if (calls == ColumnsDecoded::kLengthsDiffer)
+    warn("a batch's API call columns have different lengths; its " + std::to_string(varintsInStart(api_call_columns)) +
+         " calls skipped");
   for (const auto& f : b.api_functions())
     batch.api_functions.push_back({static_cast<ApiDomain>(f.domain()), f.cbid(), f.name_iid()});
-
-  const auto& k = b.kernels();
-  const int kernel_count = k.start_delta_ns_size();
-  if (!(columnFits(k.duration_ns(), kernel_count) && columnFits(k.device(), kernel_count) &&
-        columnFits(k.stream(), kernel_count) && columnFits(k.correlation_delta(), kernel_count) &&
-        columnFits(k.config_id(), kernel_count) && columnFits(k.context(), kernel_count) &&
-        columnFits(k.graph_id(), kernel_count) && columnFits(k.graph_node_id(), kernel_count))) {
-    warn("a batch's kernel columns have different lengths; its " + std::to_string(kernel_count) + " kernels skipped");
-    batch.kernels.clear();
-  } else {
-    batch.kernels.resize(static_cast<size_t>(kernel_count));
-    uint64_t start = 0;
-    uint32_t correlation = 0;
-    for (int i = 0; i < kernel_count; ++i) {
-      KernelRecord& r = batch.kernels[static_cast<size_t>(i)];
-      start += static_cast<uint64_t>(k.start_delta_ns(i));
-      correlation += static_cast<uint32_t>(columnValue(k.correlation_delta(), i));
-      r.start_ns = start;
-      r.end_ns = endOf(start, columnValue(k.duration_ns(), i));
-      r.device = columnValue(k.device(), i);
-      r.stream = columnValue(k.stream(), i);
-      r.correlation_id = correlation;
-      r.context = columnValue(k.context(), i);
-      r.graph_id = columnValue(k.graph_id(), i);
-      r.graph_node_id = columnValue(k.graph_node_id(), i);
-      uint32_t config_id = columnValue(k.config_id(), i);
-      const pb::KernelConfig* config = kernel_configs_->by_id.find(config_id);
-      if (config == nullptr) ++stats_.unresolved_references;
-      const pb::KernelConfig& c = config != nullptr ? *config : pb::KernelConfig::default_instance();
-      r.config_id.value = config != nullptr ? config_id : 0;
-      r.name_id = c.name_iid();
-      r.grid_x = c.grid_x();
-      r.grid_y = c.grid_y();
-      r.grid_z = c.grid_z();
-      r.block_x = c.block_x();
-      r.block_y = c.block_y();
-      r.block_z = c.block_z();
-      r.registers_per_thread = c.registers_per_thread();
-      r.static_shared_memory = c.static_shared_memory();
-      r.dynamic_shared_memory = c.dynamic_shared_memory();
-      r.local_memory_per_thread = c.local_memory_per_thread();
-      r.cluster_x = c.cluster_x();
-      r.cluster_y = c.cluster_y();
-      r.cluster_z = c.cluster_z();
-      r.shared_memory_optin = c.shared_memory_optin();
-      r.shared_memory_carveout_pct = c.shared_memory_carveout_pct();
-      r.shared_memory_executed = c.shared_memory_executed();
-      r.launch_type = c.launch_type();
-      r.max_active_clusters = c.max_active_clusters();
-    }
-  }
-
-  const auto& a = b.api_calls();
-  const int call_count = a.start_delta_ns_size();
-  if (!(columnFits(a.duration_ns(), call_count) && columnFits(a.domain(), call_count) &&
-        columnFits(a.cbid(), call_count) && columnFits(a.thread_id(), call_count) &&
-        columnFits(a.correlation_delta(), call_count) && columnFits(a.return_code(), call_count) &&
-        columnFits(a.process_id(), call_count))) {
-    warn("a batch's API call columns have different lengths; its " + std::to_string(call_count) + " calls skipped");
-    batch.api_calls.clear();
-  } else {
-    batch.api_calls.resize(static_cast<size_t>(call_count));
-    uint64_t start = 0;
-    uint32_t correlation = 0;
-    for (int i = 0; i < call_count; ++i) {
-      ApiCallRecord& r = batch.api_calls[static_cast<size_t>(i)];
-      start += static_cast<uint64_t>(a.start_delta_ns(i));
-      correlation += static_cast<uint32_t>(columnValue(a.correlation_delta(), i));
-      r.start_ns = start;
-      r.end_ns = endOf(start, columnValue(a.duration_ns(), i));
-      r.domain = static_cast<ApiDomain>(columnValue(a.domain(), i));
-      r.cbid = columnValue(a.cbid(), i);
-      r.thread_id = columnValue(a.thread_id(), i);
-      r.correlation_id = correlation;
-      r.return_code = columnValue(a.return_code(), i);
-      r.process_id = columnValue(a.process_id(), i);
-    }
-  }
 
   for (const auto& m : b.memcpys()) batch.memcpys.push_back(fromPb(m));
   for (const auto& m : b.memsets()) batch.memsets.push_back(fromPb(m));

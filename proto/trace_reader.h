@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proto/column_decoder.h"
 #include "proto/file_layout.h"
 #include "proto/id_map.h"
 #include "proto/records.h"
@@ -24,6 +25,7 @@ namespace gpuxray::format {
 
 namespace pb {
 class Chunk;
+class EventBatch;
 }
 
 class FormatError : public std::runtime_error {
@@ -103,7 +105,10 @@ class TraceReader {
   void skipDamage(uint64_t damaged_at, const std::string& what);
   void warn(std::string message);
   void finishWarnings();
-  bool decodeBatch(const void* message, EventBatch& batch);
+  // False, with only the batch's kernels and calls changed, when its columns are not in the form
+  // decodeKernelColumns reads.
+  bool decodeBatch(uint64_t at, const pb::EventBatch& message, std::span<const uint8_t> kernel_columns,
+                   std::span<const uint8_t> api_call_columns, EventBatch& batch);
 
   std::string path_;
   std::unique_ptr<ByteSource> source_;
@@ -113,6 +118,10 @@ class TraceReader {
   StringTable strings_;
   std::unique_ptr<KernelConfigs> kernel_configs_;
   std::unique_ptr<pb::Chunk> chunk_;  // reused: parsing into it keeps its columns' memory
+  std::unique_ptr<pb::EventBatch> batch_rest_;  // a batch but its columns
+  SplitBatch split_;
+  std::string kernel_columns_;
+  std::string api_call_columns_;
   std::vector<std::string> warnings_;
   static constexpr uint64_t kShownPerKind = 3;
   struct WarningKind {

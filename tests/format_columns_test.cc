@@ -1,0 +1,224 @@
+// The kernel and API-call columns, which the reader decodes itself rather than through libprotobuf:
+// every form of them that libprotobuf accepts reads as the packed form the writer writes, columns of
+// different lengths lose their batch's kernels or calls alone, and a malformed column loses its chunk.
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proto/file_layout.h"
+#include "proto/gpuxray.pb.h"
+#include "proto/trace_reader.h"
+#include "proto/wire_encoder.h"
+#include "tests/support/record_printing.h"
+#include "tests/support/trace_files.h"
+
+namespace {
+
+using namespace gpuxray::format;
+using namespace gpuxray::testing;
+using E = WireEncoder;
+
+// How a batch writes its columns: as the writer and libprotobuf do (packed, once), or in a form only
+// other writers produce, which libprotobuf reads just the same.
+enum class Form { kPacked, kUnpacked, kColumnsInTwoParts, kColumnMessagesTwice };
+
+struct Column {
+  uint32_t field;
+  std::vector<uint64_t> values;  // as on the wire (signed ones zigzagged)
+};
+
+uint64_t zigzag(int64_t value) { return (static_cast<uint64_t>(value) << 1) ^ static_cast<uint64_t>(value >> 63); }
+
+void writeColumn(E& message, const Column& column, size_t from, size_t to, Form form) {
+  std::vector<uint64_t> values(column.values.begin() + static_cast<long>(from), column.values.begin() + static_cast<long>(to));
+  if (form == Form::kUnpacked) {
+    for (uint64_t v : values) {
+      message.tag(column.field, E::kVarint);
+      message.varint(v);
+    }
+  } else if (form == Form::kColumnsInTwoParts) {
+    size_t half = values.size() / 2;
+    message.packedUintField(column.field, std::vector<uint64_t>(values.begin(), values.begin() + static_cast<long>(half)));
+    message.packedUintField(column.field, std::vector<uint64_t>(values.begin() + static_cast<long>(half), values.end()));
+  } else {
+    message.packedUintField(column.field, values);
+  }
+}
+
+// The batch's column message (field `message_field`), once or in two messages that libprotobuf merges.
+void writeColumns(E& batch, uint32_t message_field, const std::vector<Column>& columns, Form form) {
+  if (form == Form::kColumnMessagesTwice) {
+    batch.message(message_field, [&](E& m) { for (const Column& c : columns) writeColumn(m, c, 0, 1, Form::kPacked); });
+    batch.message(message_field, [&](E& m) {
+      for (const Column& c : columns) writeColumn(m, c, 1, c.values.size(), Form::kPacked);
+    });
+    return;
+  }
+  batch.message(message_field, [&](E& m) { for (const Column& c : columns) writeColumn(m, c, 0, c.values.size(), form); });
+}
+
+std::vector<uint8_t> fileWithBatch(const E& batch) {
+  std::vector<uint8_t> file;
+  auto preamble = encodePreamble({static_cast<uint16_t>(kFormatMajor), static_cast<uint16_t>(kFormatMinor)});
+  file.insert(file.end(), preamble.begin(), preamble.end());
+  auto append = [&](const E& payload) {
+    auto header = encodeChunkHeader(Codec::kNone, static_cast<uint32_t>(payload.size()), payload.bytes());
+    file.insert(file.end(), header.begin(), header.end());
+    file.insert(file.end(), payload.bytes().begin(), payload.bytes().end());
+  };
+  E header;
+  header.message(pb::Chunk::kHeaderFieldNumber, [](E& h) { h.uintField(pb::FileHeader::kFormatMajorFieldNumber, kFormatMajor); });
+  append(header);
+  append(batch);
+  return file;
+}
+
+using K = pb::KernelColumns;
+using A = pb::ApiCallColumns;
+
+std::vector<Column> kernelColumns() {
+  return {{K::kStartDeltaNsFieldNumber, {zigzag(1'000), zigzag(50), zigzag(-30)}},
+          {K::kDurationNsFieldNumber, {zigzag(40), zigzag(30), zigzag(20)}},
+          {K::kDeviceFieldNumber, {0, 0, 1}},
+          {K::kStreamFieldNumber, {7, 7, 9}},
+          {K::kCorrelationDeltaFieldNumber, {zigzag(10), zigzag(2), zigzag(-1)}},
+          {K::kConfigIdFieldNumber, {1, 1, 2}},
+          {K::kGraphNodeIdFieldNumber, {0, 0, uint64_t{1} << 40}}};
+}
+
+std::vector<Column> apiCallColumns() {
+  return {{A::kStartDeltaNsFieldNumber, {zigzag(900), zigzag(60), zigzag(60)}},
+          {A::kDurationNsFieldNumber, {zigzag(30), zigzag(20), zigzag(10)}},
+          {A::kDomainFieldNumber, {1, 1, 2}},
+          {A::kCbidFieldNumber, {211, 211, 13}},
+          {A::kThreadIdFieldNumber, {123'456'789'012, 123'456'789'012, 7}},
+          {A::kCorrelationDeltaFieldNumber, {zigzag(10), zigzag(2), zigzag(-1)}},
+          {A::kReturnCodeFieldNumber, {0, 2, 0}}};
+}
+
+E batchChunk(Form form, const std::vector<Column>& kernels, const std::vector<Column>& calls) {
+  E chunk;
+  chunk.message(pb::Chunk::kBatchFieldNumber, [&](E& b) {
+    for (uint32_t id : {1u, 2u}) {
+      b.message(pb::EventBatch::kKernelConfigsFieldNumber, [&](E& c) {
+        c.uintField(pb::KernelConfig::kIdFieldNumber, id);
+        c.uintField(pb::KernelConfig::kGridXFieldNumber, 100 * id);
+        c.uintField(pb::KernelConfig::kBlockXFieldNumber, 128);
+      });
+    }
+    writeColumns(b, pb::EventBatch::kKernelsFieldNumber, kernels, form);
+    writeColumns(b, pb::EventBatch::kApiCallsFieldNumber, calls, form);
+    b.message(pb::EventBatch::kMemcpysFieldNumber, [](E& m) { m.uintField(pb::Memcpy::kBytesFieldNumber, 4'096); });
+  });
+  return chunk;
+}
+
+TEST_CASE("kernel and API-call columns read alike in every form libprotobuf accepts", "[format][columns]") {
+  ReadResult packed = readAll(fileWithBatch(batchChunk(Form::kPacked, kernelColumns(), apiCallColumns())));
+  REQUIRE(packed.warnings.empty());
+  REQUIRE(packed.batches.size() == 1);
+  const EventBatch& batch = packed.batches[0];
+  REQUIRE(batch.kernels.size() == 3);
+  CHECK(batch.kernels[1].start_ns == 1'050);
+  CHECK(batch.kernels[2].start_ns == 1'020);
+  CHECK(batch.kernels[2].end_ns == 1'040);
+  CHECK(batch.kernels[2].correlation_id == 11);
+  CHECK(batch.kernels[2].stream == 9);
+  CHECK(batch.kernels[2].device == 1);
+  CHECK(batch.kernels[2].graph_node_id == uint64_t{1} << 40);
+  CHECK(batch.kernels[2].grid_x == 200);
+  CHECK(batch.kernels[0].grid_x == 100);
+  CHECK(batch.kernels[0].block_x == 128);
+  CHECK(batch.kernels[0].config_id.value == 1);
+  REQUIRE(batch.api_calls.size() == 3);
+  CHECK(batch.api_calls[2].start_ns == 1'020);
+  CHECK(batch.api_calls[2].end_ns == 1'030);
+  CHECK(batch.api_calls[0].thread_id == 123'456'789'012);
+  CHECK(batch.api_calls[1].return_code == 2);
+  CHECK(batch.api_calls[2].domain == ApiDomain::kDriver);
+  CHECK(batch.api_calls[2].correlation_id == 11);
+  CHECK(batch.api_calls[2].process_id == 0);
+  CHECK(batch.memcpys.size() == 1);
+  CHECK(packed.stats.unresolved_references == 0);
+
+  for (Form form : {Form::kUnpacked, Form::kColumnsInTwoParts, Form::kColumnMessagesTwice}) {
+    INFO("form " << static_cast<int>(form));
+    ReadResult other = readAll(fileWithBatch(batchChunk(form, kernelColumns(), apiCallColumns())));
+    CHECK(other.warnings.empty());
+    REQUIRE(other.batches.size() == 1);
+    CHECK(other.batches[0].kernels == batch.kernels);
+    CHECK(other.batches[0].api_calls == batch.api_calls);
+    CHECK(other.batches[0].memcpys == batch.memcpys);
+  }
+}
+
+TEST_CASE("a kernel whose configuration the file does not define counts as unresolved", "[format][columns]") {
+  std::vector<Column> kernels = kernelColumns();
+  kernels[5].values = {1, 9, 1};
+  ReadResult read = readAll(fileWithBatch(batchChunk(Form::kPacked, kernels, apiCallColumns())));
+  REQUIRE(read.batches.size() == 1);
+  REQUIRE(read.batches[0].kernels.size() == 3);
+  CHECK(read.stats.unresolved_references == 1);
+  CHECK(read.batches[0].kernels[1].config_id.value == 0);
+  CHECK(read.batches[0].kernels[1].grid_x == 0);
+  CHECK(read.batches[0].kernels[1].start_ns == 1'050);
+  CHECK(read.batches[0].kernels[2].grid_x == 100);
+}
+
+TEST_CASE("columns of different lengths lose their batch's kernels or calls, not its other records", "[format][columns]") {
+  std::vector<Column> kernels = kernelColumns();
+  kernels[3].values.push_back(7);  // one stream too many
+  std::vector<Column> calls = apiCallColumns();
+  calls[2].values.pop_back();  // one domain too few
+  for (Form form : {Form::kPacked, Form::kUnpacked}) {
+    ReadResult read = readAll(fileWithBatch(batchChunk(form, kernels, calls)));
+    REQUIRE(read.batches.size() == 1);
+    CHECK(read.batches[0].kernels.empty());
+    CHECK(read.batches[0].api_calls.empty());
+    CHECK(read.batches[0].memcpys.size() == 1);
+    REQUIRE(read.warnings.size() == 2);
+    CHECK_THAT(read.warnings[0], Catch::Contains("kernel columns have different lengths; its 3 kernels skipped"));
+    CHECK_THAT(read.warnings[1], Catch::Contains("API call columns have different lengths; its 3 calls skipped"));
+  }
+}
+
+TEST_CASE("a malformed value in a column loses its chunk, as libprotobuf refuses it", "[format][columns]") {
+  E chunk;
+  chunk.message(pb::Chunk::kBatchFieldNumber, [&](E& b) {
+    b.message(pb::EventBatch::kKernelsFieldNumber, [&](E& m) {
+      m.packedUintField(K::kStartDeltaNsFieldNumber, std::vector<uint64_t>{zigzag(10), zigzag(20)});
+      // A duration column whose last value never ends (its last byte has the continuation bit).
+      m.tag(K::kDurationNsFieldNumber, E::kLengthDelimited);
+      m.varint(2);
+      m.raw(std::vector<uint8_t>{0x04, 0x80});
+    });
+    b.message(pb::EventBatch::kMemcpysFieldNumber, [](E& m) { m.uintField(pb::Memcpy::kBytesFieldNumber, 1); });
+  });
+  ReadResult read = readAll(fileWithBatch(chunk));
+  CHECK(read.batches.empty());
+  CHECK(read.stats.damaged_chunks == 1);
+  REQUIRE(read.warnings.size() == 1);
+  CHECK_THAT(read.warnings[0], Catch::Contains("passes its checksum but does not decode; skipped"));
+}
+
+TEST_CASE("a column a newer minor version adds is skipped", "[format][columns]") {
+  E chunk;
+  chunk.message(pb::Chunk::kBatchFieldNumber, [&](E& b) {
+    b.message(pb::EventBatch::kKernelsFieldNumber, [&](E& m) {
+      m.packedUintField(K::kStartDeltaNsFieldNumber, std::vector<uint64_t>{zigzag(10), zigzag(20)});
+      m.packedUintField(K::kDurationNsFieldNumber, std::vector<uint64_t>{zigzag(5), zigzag(6)});
+      m.packedUintField(K::kGraphNodeIdFieldNumber + 7, std::vector<uint64_t>{1, 2, 3});
+      m.uintField(K::kGraphNodeIdFieldNumber + 8, 99);
+    });
+  });
+  ReadResult read = readAll(fileWithBatch(chunk));
+  CHECK(read.warnings.empty());
+  REQUIRE(read.batches.size() == 1);
+  REQUIRE(read.batches[0].kernels.size() == 2);
+  CHECK(read.batches[0].kernels[1].start_ns == 30);
+  CHECK(read.batches[0].kernels[1].end_ns == 36);
+}
+
+}  // namespace
