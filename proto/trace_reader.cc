@@ -742,7 +742,10 @@ bool TraceReader::next(EventBatch& batch) {
     }
     switch (chunk.content_case()) {
       case pb::Chunk::kBatch:
-        // Columns written in another form than libprotobuf's (twice, unpacked) are written again in its.
+        // Columns written in another form than libprotobuf's (twice, unpacked) are written again in its,
+        // without the fields it did not know (a column's number with another wire type is one).
+        chunk.mutable_batch()->mutable_kernels()->DiscardUnknownFields();
+        chunk.mutable_batch()->mutable_api_calls()->DiscardUnknownFields();
         chunk.batch().kernels().SerializeToString(&kernel_columns_);
         chunk.batch().api_calls().SerializeToString(&api_call_columns_);
         if (decodeBatch(at, chunk.batch(), bytesOf(kernel_columns_), bytesOf(api_call_columns_), batch)) return true;
