@@ -156,6 +156,40 @@ TEST_CASE("kernel and API-call columns read alike in every form libprotobuf acce
   }
 }
 
+TEST_CASE("column values of every varint length, one to ten bytes, read back whole", "[format][columns]") {
+  // Values of 1 to 10 bytes as varints, graph node ids as they are; the start column's deltas zigzagged,
+  // from the largest negative to the largest positive.
+  std::vector<uint64_t> node_ids, start_deltas;
+  std::vector<int64_t> deltas;
+  for (int bytes = 1; bytes <= 10; ++bytes) {
+    uint64_t value = uint64_t{1} << (7 * (bytes - 1));  // the least value that takes `bytes` bytes
+    node_ids.push_back(value);
+    int64_t delta = bytes % 2 == 0 ? static_cast<int64_t>(value >> 1) : -static_cast<int64_t>(value >> 1) - 1;
+    deltas.push_back(delta);
+    start_deltas.push_back(zigzag(delta));
+  }
+  node_ids.back() = ~uint64_t{0};
+  E chunk;
+  chunk.message(pb::Chunk::kBatchFieldNumber, [&](E& b) {
+    b.message(pb::EventBatch::kKernelsFieldNumber, [&](E& m) {
+      m.packedUintField(K::kStartDeltaNsFieldNumber, start_deltas);
+      m.packedUintField(K::kGraphNodeIdFieldNumber, node_ids);
+    });
+  });
+  ReadResult read = readAll(fileWithBatch(chunk));
+  CHECK(read.warnings.empty());
+  REQUIRE(read.batches.size() == 1);
+  REQUIRE(read.batches[0].kernels.size() == node_ids.size());
+  uint64_t start = 0;
+  for (size_t i = 0; i < node_ids.size(); ++i) {
+    INFO("value " << i);
+    start += static_cast<uint64_t>(deltas[i]);
+    CHECK(read.batches[0].kernels[i].graph_node_id == node_ids[i]);
+    CHECK(read.batches[0].kernels[i].start_ns == start);
+    CHECK(read.batches[0].kernels[i].end_ns == start);
+  }
+}
+
 TEST_CASE("a kernel whose configuration the file does not define counts as unresolved", "[format][columns]") {
   std::vector<Column> kernels = kernelColumns();
   kernels[5].values = {1, 9, 1};
