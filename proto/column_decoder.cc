@@ -18,15 +18,16 @@ bool collectColumns(std::span<const uint8_t> message, uint64_t last_column, Colu
   static_assert(std::tuple_size_v<ColumnBytes> > pb::KernelColumns::kGraphNodeIdFieldNumber);
   std::array<bool, std::tuple_size_v<ColumnBytes>> seen{};
   bool packed_once = true;
-  bool message_bytes = forEachField(message, [&](uint64_t number, uint64_t wire_type, std::span<const uint8_t> value, auto) {
-    if (number > last_column) return;
-    if (number == 0 || wire_type != 2 || seen[number]) {
-      packed_once = false;
-      return;
-    }
-    seen[number] = true;
-    columns[number] = value;
-  });
+  bool message_bytes =
+      forEachField(message, [&](uint64_t number, uint64_t wire_type, std::span<const uint8_t> value, auto) {
+        if (number > last_column) return;
+        if (number == 0 || wire_type != 2 || seen[number]) {
+          packed_once = false;
+          return;
+        }
+        seen[number] = true;
+        columns[number] = value;
+      });
   return message_bytes && packed_once;
 }
 
@@ -79,8 +80,8 @@ bool decodeKernelRows(const ColumnBytes& bytes, const IdMap<KernelRecord>& confi
   uint64_t start = 0;
   uint32_t correlation = 0;
   for (KernelRecord& r : kernels) {
-    uint64_t id, start_value, duration_value, correlation_value, device_value, stream_value, context_value,
-        graph_value, node_value;
+    uint64_t id, start_value, duration_value, correlation_value, device_value, stream_value, context_value, graph_value,
+        node_value;
     if (!(config_id.next(id) && start_delta.next(start_value) && duration.next(duration_value) &&
           correlation_delta.next(correlation_value) && device.next(device_value) && stream.next(stream_value) &&
           context.next(context_value) && graph_id.next(graph_value) && graph_node_id.next(node_value)))
@@ -163,10 +164,11 @@ ColumnsDecoded decodeApiCallColumns(std::span<const uint8_t> columns, std::vecto
 bool splitBatch(std::span<const uint8_t> chunk, SplitBatch& split) {
   std::span<const uint8_t> batch;
   int fields = 0;
-  bool chunk_bytes = forEachField(chunk, [&](uint64_t number, uint64_t wire_type, std::span<const uint8_t> value, auto) {
-    fields += number == pb::Chunk::kBatchFieldNumber && wire_type == 2 ? 1 : 2;
-    batch = value;
-  });
+  bool chunk_bytes =
+      forEachField(chunk, [&](uint64_t number, uint64_t wire_type, std::span<const uint8_t> value, auto) {
+        fields += number == pb::Chunk::kBatchFieldNumber && wire_type == 2 ? 1 : 2;
+        batch = value;
+      });
   if (!chunk_bytes || fields != 1) return false;
 
   split.rest.clear();
@@ -174,20 +176,20 @@ bool splitBatch(std::span<const uint8_t> chunk, SplitBatch& split) {
   split.api_calls = {};
   bool columns_once = true;
   bool kernels_seen = false, api_calls_seen = false;
-  bool batch_bytes = forEachField(batch, [&](uint64_t number, uint64_t wire_type, std::span<const uint8_t> value,
-                                             std::span<const uint8_t> field) {
-    bool kernels = number == pb::EventBatch::kKernelsFieldNumber;
-    bool api_calls = number == pb::EventBatch::kApiCallsFieldNumber;
-    if (!kernels && !api_calls) {
-      split.rest.insert(split.rest.end(), field.begin(), field.end());
-      return;
-    }
-    bool& seen = kernels ? kernels_seen : api_calls_seen;
-    // libprotobuf merges a message field that comes twice.
-    columns_once = columns_once && wire_type == 2 && !seen;
-    seen = true;
-    (kernels ? split.kernels : split.api_calls) = value;
-  });
+  bool batch_bytes = forEachField(
+      batch, [&](uint64_t number, uint64_t wire_type, std::span<const uint8_t> value, std::span<const uint8_t> field) {
+        bool kernels = number == pb::EventBatch::kKernelsFieldNumber;
+        bool api_calls = number == pb::EventBatch::kApiCallsFieldNumber;
+        if (!kernels && !api_calls) {
+          split.rest.insert(split.rest.end(), field.begin(), field.end());
+          return;
+        }
+        bool& seen = kernels ? kernels_seen : api_calls_seen;
+        // libprotobuf merges a message field that comes twice.
+        columns_once = columns_once && wire_type == 2 && !seen;
+        seen = true;
+        (kernels ? split.kernels : split.api_calls) = value;
+      });
   return batch_bytes && columns_once;
 }
 

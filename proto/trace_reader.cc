@@ -1,9 +1,9 @@
 #include "proto/trace_reader.h"
 
 #include <fcntl.h>
+#include <google/protobuf/stubs/logging.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <google/protobuf/stubs/logging.h>
 #include <zstd.h>
 
 #include <algorithm>

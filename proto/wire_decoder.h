@@ -57,7 +57,8 @@ bool forEachField(std::span<const uint8_t> message, Visit visit) {
         value = p;
         p += length;
         break;
-      default: return false;
+      default:
+        return false;
     }
     visit(key >> 3, key & 7, std::span<const uint8_t>(value, static_cast<size_t>(p - value)),
           std::span<const uint8_t>(field, static_cast<size_t>(p - field)));

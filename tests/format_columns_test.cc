@@ -31,10 +31,13 @@ struct Column {
   std::vector<uint64_t> values;  // as on the wire (signed ones zigzagged)
 };
 
-uint64_t zigzag(int64_t value) { return (static_cast<uint64_t>(value) << 1) ^ static_cast<uint64_t>(value >> 63); }
+uint64_t zigzag(int64_t value) {
+  return (static_cast<uint64_t>(value) << 1) ^ static_cast<uint64_t>(value >> 63);
+}
 
 void writeColumn(E& message, const Column& column, size_t from, size_t to, Form form) {
-  std::vector<uint64_t> values(column.values.begin() + static_cast<long>(from), column.values.begin() + static_cast<long>(to));
+  std::vector<uint64_t> values(column.values.begin() + static_cast<long>(from),
+                               column.values.begin() + static_cast<long>(to));
   if (form == Form::kUnpacked) {
     for (uint64_t v : values) {
       message.tag(column.field, E::kVarint);
@@ -42,8 +45,10 @@ void writeColumn(E& message, const Column& column, size_t from, size_t to, Form 
     }
   } else if (form == Form::kColumnsInTwoParts) {
     size_t half = values.size() / 2;
-    message.packedUintField(column.field, std::vector<uint64_t>(values.begin(), values.begin() + static_cast<long>(half)));
-    message.packedUintField(column.field, std::vector<uint64_t>(values.begin() + static_cast<long>(half), values.end()));
+    message.packedUintField(column.field,
+                            std::vector<uint64_t>(values.begin(), values.begin() + static_cast<long>(half)));
+    message.packedUintField(column.field,
+                            std::vector<uint64_t>(values.begin() + static_cast<long>(half), values.end()));
   } else {
     message.packedUintField(column.field, values);
   }
@@ -52,13 +57,17 @@ void writeColumn(E& message, const Column& column, size_t from, size_t to, Form 
 // The batch's column message (field `message_field`), once or in two messages that libprotobuf merges.
 void writeColumns(E& batch, uint32_t message_field, const std::vector<Column>& columns, Form form) {
   if (form == Form::kColumnMessagesTwice) {
-    batch.message(message_field, [&](E& m) { for (const Column& c : columns) writeColumn(m, c, 0, 1, Form::kPacked); });
+    batch.message(message_field, [&](E& m) {
+      for (const Column& c : columns) writeColumn(m, c, 0, 1, Form::kPacked);
+    });
     batch.message(message_field, [&](E& m) {
       for (const Column& c : columns) writeColumn(m, c, 1, c.values.size(), Form::kPacked);
     });
     return;
   }
-  batch.message(message_field, [&](E& m) { for (const Column& c : columns) writeColumn(m, c, 0, c.values.size(), form); });
+  batch.message(message_field, [&](E& m) {
+    for (const Column& c : columns) writeColumn(m, c, 0, c.values.size(), form);
+  });
 }
 
 std::vector<uint8_t> fileWithBatch(const E& batch) {
@@ -71,7 +80,8 @@ std::vector<uint8_t> fileWithBatch(const E& batch) {
     file.insert(file.end(), payload.bytes().begin(), payload.bytes().end());
   };
   E header;
-  header.message(pb::Chunk::kHeaderFieldNumber, [](E& h) { h.uintField(pb::FileHeader::kFormatMajorFieldNumber, kFormatMajor); });
+  header.message(pb::Chunk::kHeaderFieldNumber,
+                 [](E& h) { h.uintField(pb::FileHeader::kFormatMajorFieldNumber, kFormatMajor); });
   append(header);
   append(batch);
   return file;
@@ -203,7 +213,8 @@ TEST_CASE("a kernel whose configuration the file does not define counts as unres
   CHECK(read.batches[0].kernels[2].grid_x == 100);
 }
 
-TEST_CASE("columns of different lengths lose their batch's kernels or calls, not its other records", "[format][columns]") {
+TEST_CASE("columns of different lengths lose their batch's kernels or calls, not its other records",
+          "[format][columns]") {
   std::vector<Column> kernels = kernelColumns();
   kernels[3].values.push_back(7);  // one stream too many
   std::vector<Column> calls = apiCallColumns();

@@ -93,7 +93,8 @@ class RankBuilder {
                share_read);
     reserveFor(rank_.host_calls, batch.api_calls.size(), share_read);
     // Written in place (a push_back per record, not inlined, was a tenth of loading).
-    int64_t last_start = rank_.activities.empty() ? std::numeric_limits<int64_t>::min() : rank_.activities.back().start_ns;
+    int64_t last_start =
+        rank_.activities.empty() ? std::numeric_limits<int64_t>::min() : rank_.activities.back().start_ns;
     rank_.activities.resize(rank_.activities.size() + batch.kernels.size());
     model::GpuActivity* kernel = rank_.activities.data() + rank_.activities.size() - batch.kernels.size();
     for (const auto& k : batch.kernels) {
