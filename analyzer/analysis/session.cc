@@ -201,7 +201,9 @@ report::RunSummary summarize(const AnalysisInput& input) {
 // gave them back to the system (its trim threshold follows its mmap threshold, which grows after the
 // first large free) and faulted them in again for the next rank: a third of analyze's CPU time went
 // to page faults and clearing. Fixed thresholds keep the freed heap for the next rank; vectors past
-// 32 MiB still come from mmap and go back whole. Peak memory stays one rank's events per worker.
+// 32 MiB still come from mmap and go back whole. Peak memory stays one rank's events per worker. With
+// every rank's events kept (--critical-path, a timeline) the same holds for each rank's interval
+// sets, freed once the rank is digested, and what comes after them.
 void keepFreedRanksForReuse() {
 #ifdef GPUXRAY_TUNE_HEAP
   static const bool tuned = [] {
@@ -269,6 +271,7 @@ Session::Session(SessionOptions options)
             Loaded loaded;
             EarlyDigests early;
             if (options.keep_events) {
+              keepFreedRanksForReuse();  // the ranks' interval sets, freed one by one once digested
               loaded.run = load::loadRun(options.paths, loadOptionsOf(options, early));
             } else {
               loaded.run = loadDigested(options, early, [&](model::RankTrace& rank, std::optional<RankDigest> digest) {
