@@ -138,27 +138,29 @@ bool decodeApiCallRows(const ColumnBytes& bytes, std::vector<ApiCallRecord>& cal
 
 }  // namespace
 
-ColumnsDecoded decodeKernelColumns(std::span<const uint8_t> columns, const IdMap<KernelRecord>& configured,
-                                   std::vector<KernelRecord>& kernels, uint64_t& unresolved) {
+ColumnsRead decodeKernelColumns(std::span<const uint8_t> columns, const IdMap<KernelRecord>& configured,
+                                std::vector<KernelRecord>& kernels, uint64_t& unresolved) {
   ColumnBytes bytes;
-  if (!collectColumns(columns, pb::KernelColumns::kGraphNodeIdFieldNumber, bytes)) return ColumnsDecoded::kUnusual;
-  kernels.resize(varintsIn(bytes[pb::KernelColumns::kStartDeltaNsFieldNumber]));
+  if (!collectColumns(columns, pb::KernelColumns::kGraphNodeIdFieldNumber, bytes)) return {ColumnsDecoded::kUnusual};
+  uint64_t records = varintsIn(bytes[pb::KernelColumns::kStartDeltaNsFieldNumber]);
+  kernels.resize(records);
   uint64_t missing = 0;
   if (decodeKernelRows(bytes, configured, kernels, missing)) {
     unresolved += missing;
-    return ColumnsDecoded::kOk;
+    return {ColumnsDecoded::kOk, records};
   }
   kernels.clear();
-  return whyNotDecoded(bytes);
+  return {whyNotDecoded(bytes), records};
 }
 
-ColumnsDecoded decodeApiCallColumns(std::span<const uint8_t> columns, std::vector<ApiCallRecord>& calls) {
+ColumnsRead decodeApiCallColumns(std::span<const uint8_t> columns, std::vector<ApiCallRecord>& calls) {
   ColumnBytes bytes;
-  if (!collectColumns(columns, pb::ApiCallColumns::kProcessIdFieldNumber, bytes)) return ColumnsDecoded::kUnusual;
-  calls.resize(varintsIn(bytes[pb::ApiCallColumns::kStartDeltaNsFieldNumber]));
-  if (decodeApiCallRows(bytes, calls)) return ColumnsDecoded::kOk;
+  if (!collectColumns(columns, pb::ApiCallColumns::kProcessIdFieldNumber, bytes)) return {ColumnsDecoded::kUnusual};
+  uint64_t records = varintsIn(bytes[pb::ApiCallColumns::kStartDeltaNsFieldNumber]);
+  calls.resize(records);
+  if (decodeApiCallRows(bytes, calls)) return {ColumnsDecoded::kOk, records};
   calls.clear();
-  return whyNotDecoded(bytes);
+  return {whyNotDecoded(bytes), records};
 }
 
 bool splitBatch(std::span<const uint8_t> chunk, SplitBatch& split) {

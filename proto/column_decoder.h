@@ -20,11 +20,16 @@ enum class ColumnsDecoded {
   kUnusual,
 };
 
+struct ColumnsRead {
+  ColumnsDecoded outcome = ColumnsDecoded::kOk;
+  uint64_t records = 0;  // the start column's values (the records, when the columns decode)
+};
+
 // `configured`: by the file's configuration id, a kernel with that configuration's fields set. A kernel
 // whose id is not there gets none and counts in `unresolved` (only when the columns decode).
-ColumnsDecoded decodeKernelColumns(std::span<const uint8_t> columns, const IdMap<KernelRecord>& configured,
-                                   std::vector<KernelRecord>& kernels, uint64_t& unresolved);
-ColumnsDecoded decodeApiCallColumns(std::span<const uint8_t> columns, std::vector<ApiCallRecord>& calls);
+ColumnsRead decodeKernelColumns(std::span<const uint8_t> columns, const IdMap<KernelRecord>& configured,
+                                std::vector<KernelRecord>& kernels, uint64_t& unresolved);
+ColumnsRead decodeApiCallColumns(std::span<const uint8_t> columns, std::vector<ApiCallRecord>& calls);
 
 // A chunk that holds a batch alone, split so that libprotobuf parses all of it but the columns: `rest`
 // is the batch's other fields. False when the chunk holds anything else, or the columns more than once.

@@ -661,17 +661,6 @@ std::span<const uint8_t> bytesOf(const std::string& bytes) {
   return {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()};
 }
 
-// How many records columns hold (the values of their start column), for a message about them.
-uint64_t varintsInStart(std::span<const uint8_t> columns) {
-  static_assert(static_cast<int>(pb::KernelColumns::kStartDeltaNsFieldNumber) ==
-                static_cast<int>(pb::ApiCallColumns::kStartDeltaNsFieldNumber));
-  uint64_t count = 0;
-  forEachField(columns, [&](uint64_t number, uint64_t wire_type, std::span<const uint8_t> value, auto) {
-    if (number == pb::KernelColumns::kStartDeltaNsFieldNumber) count += wire_type == 0 ? 1 : varintsIn(value);
-  });
-  return count;
-}
-
 // How many messages a serialized message of `type` decodes to, counted on the wire without decoding
 // it: every message field at any depth, and each value of the kernel and API-call columns (one record
 // per value of their start column, packed or not: one per byte that ends a varint).
@@ -775,19 +764,18 @@ bool TraceReader::decodeBatch(uint64_t at, const pb::EventBatch& b, std::span<co
     if (inserted) *slot = configuredKernel(c.id(), c);
   }
   // Calls first: of the two, only the kernels count what they cannot resolve.
-  ColumnsDecoded calls = decodeApiCallColumns(api_call_columns, batch.api_calls);
-  if (calls == ColumnsDecoded::kUnusual) return false;
-  ColumnsDecoded kernels =
+  ColumnsRead calls = decodeApiCallColumns(api_call_columns, batch.api_calls);
+  if (calls.outcome == ColumnsDecoded::kUnusual) return false;
+  ColumnsRead kernels =
       decodeKernelColumns(kernel_columns, kernel_configs_->by_id, batch.kernels, stats_.unresolved_references);
-  if (kernels == ColumnsDecoded::kUnusual) return false;
+  if (kernels.outcome == ColumnsDecoded::kUnusual) return false;
 
   if (trailer_) warn("records after the trailer at " + offsetText(at));
-  if (kernels == ColumnsDecoded::kLengthsDiffer)
-    warn("a batch's kernel columns have different lengths; its " + std::to_string(varintsInStart(kernel_columns)) +
+  if (kernels.outcome == ColumnsDecoded::kLengthsDiffer)
+    warn("a batch's kernel columns have different lengths; its " + std::to_string(kernels.records) +
          " kernels skipped");
-  if (calls == ColumnsDecoded::kLengthsDiffer)
-    warn("a batch's API call columns have different lengths; its " + std::to_string(varintsInStart(api_call_columns)) +
-         " calls skipped");
+  if (calls.outcome == ColumnsDecoded::kLengthsDiffer)
+    warn("a batch's API call columns have different lengths; its " + std::to_string(calls.records) + " calls skipped");
   for (const auto& f : b.api_functions())
     batch.api_functions.push_back({static_cast<ApiDomain>(f.domain()), f.cbid(), f.name_iid()});
 

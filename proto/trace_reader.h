@@ -117,7 +117,9 @@ class TraceReader {
   std::optional<Trailer> trailer_;
   StringTable strings_;
   std::unique_ptr<KernelConfigs> kernel_configs_;
-  std::unique_ptr<pb::Chunk> chunk_;  // reused: parsing into it keeps its columns' memory
+  // Reused (parsing into it keeps its memory): the chunks libprotobuf parses whole (headers, trailers,
+  // batches whose columns are not in the writer's form).
+  std::unique_ptr<pb::Chunk> chunk_;
   std::unique_ptr<pb::EventBatch> batch_rest_;  // a batch but its columns
   SplitBatch split_;
   std::string kernel_columns_;
