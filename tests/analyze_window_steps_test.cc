@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "analyzer/analysis/session.h"
+#include "analyzer/analysis/step_times.h"
 #include "analyzer/compare/report_reader.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/temp_dir.h"
@@ -109,4 +110,33 @@ TEST_CASE("without steps, NVTX ranges numbered like steps are named with the --s
   // The marker it names finds them.
   options.analysis.step_markers = {R"(^train_step_(\d+)$)"};
   CHECK(analysis::Session(options).analyze().run.steps == 2);
+}
+
+TEST_CASE("a long run's step table lists its slowest steps; a short run's, every step in order", "[steps]") {
+  auto tableOf = [](size_t step_count, size_t top) {
+    analysis::StepTimesResult result;
+    result.step_source = "test";
+    for (size_t i = 0; i < step_count; ++i) {
+      // Step 7 slowest, then step 3; the rest alike.
+      int64_t ns = i == 7 ? 30'000'000 : i == 3 ? 25'000'000 : 20'000'000;
+      result.steps.push_back({static_cast<int64_t>(i), ns, 0, 1});
+    }
+    report::Report report;
+    analysis::presentStepTimes(result, top, report);
+    REQUIRE(report.sections.size() == 1);
+    REQUIRE(report.sections[0].tables.size() == 2);
+    return report.sections[0].tables[1];
+  };
+  report::Table short_run = tableOf(20, 10);
+  CHECK(short_run.title == "Per step");
+  REQUIRE(short_run.rows.size() == 20);
+  for (size_t i = 0; i < 20; ++i) CHECK(short_run.rows[i][0].number == static_cast<double>(i));
+
+  report::Table long_run = tableOf(21, 10);
+  CHECK(long_run.title == "Slowest steps (10 of 21)");
+  REQUIRE(long_run.rows.size() == 10);
+  CHECK(long_run.rows[0][0].number == 7);
+  CHECK(long_run.rows[1][0].number == 3);
+  CHECK(long_run.rows[2][0].number == 0);  // ties keep step order
+  CHECK(long_run.rows[9][0].number == 8);
 }

@@ -197,7 +197,7 @@ gpuxray::compare::ComparisonSide stepSide(const std::string& label, const std::v
     if (times.size() > 1) steps.stddev_ns = std::sqrt(sum / static_cast<double>(times.size() - 1));
   }
   gpuxray::compare::ComparisonSide side{label, "run", {}};
-  gpuxray::analysis::presentStepTimes(steps, side.report);
+  gpuxray::analysis::presentStepTimes(steps, 10, side.report);
   return side;
 }
 

@@ -102,7 +102,7 @@ ResultValue resultValue(const StepTimesResult& result) {
 
 }  // namespace
 
-void presentStepTimes(const StepTimesResult& result, report::Report& report) {
+void presentStepTimes(const StepTimesResult& result, size_t top, report::Report& report) {
   auto& section = report.addSection("step_times", "Step time and throughput");
   report.addResult("step_times", [&] { return resultValue(result); });
   if (result.steps.empty()) {
@@ -134,11 +134,21 @@ void presentStepTimes(const StepTimesResult& result, report::Report& report) {
        result.tokens_per_step
            ? Cell::shownAs(result.tokensPerSecond(), Unit::kNone, fmt::format("{:.0f}", result.tokensPerSecond()))
            : Cell::of("not recorded")});
+  // A long run's table lists its slowest steps only (a CI log has no use for 500 alike rows; the JSON's
+  // typed result keeps every step).
+  std::vector<const StepTime*> listed;
+  for (const auto& s : result.steps) listed.push_back(&s);
+  bool slowest_only = top > 0 && listed.size() > 2 * top;
+  if (slowest_only) {
+    std::stable_sort(listed.begin(), listed.end(), [](auto* a, auto* b) { return a->time_ns > b->time_ns; });
+    listed.resize(top);
+  }
   report::Table steps{"steps",
-                      "Per step",
+                      slowest_only ? fmt::format("Slowest steps ({} of {})", top, result.steps.size()) : "Per step",
                       {{"step", "step"}, {"time", "time"}, {"slowest_rank", "slowest rank"}, {"ranks", "ranks"}},
                       {}};
-  for (const auto& s : result.steps) {
+  for (const auto* step : listed) {
+    const auto& s = *step;
     steps.rows.push_back({Cell::of(static_cast<double>(s.number), Unit::kNone),
                           Cell::of(static_cast<double>(s.time_ns), Unit::kNanoseconds),
                           Cell::of(s.slowest_rank, Unit::kNone), Cell::of(static_cast<double>(s.ranks), Unit::kCount)});
@@ -154,7 +164,7 @@ void presentStepTimes(const StepTimesResult& result, report::Report& report) {
 }
 
 void analyzeStepTimes(const AnalysisInput& input, report::Report& report) {
-  presentStepTimes(computeStepTimes(input), report);
+  presentStepTimes(computeStepTimes(input), input.options.top, report);
 }
 
 }  // namespace gpuxray::analysis

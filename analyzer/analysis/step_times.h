@@ -39,8 +39,9 @@ struct StepTimesResult {
 };
 
 StepTimesResult computeStepTimes(const AnalysisInput& input);
-// The `step_times` section, the step_time_ms and tokens_per_s metrics and the typed result.
-void presentStepTimes(const StepTimesResult& result, report::Report& report);
+// The `step_times` section, the step_time_ms and tokens_per_s metrics and the typed result. Past 2 x
+// `top` steps the section's table lists the `top` slowest.
+void presentStepTimes(const StepTimesResult& result, size_t top, report::Report& report);
 void analyzeStepTimes(const AnalysisInput& input, report::Report& report);
 
 // The global batch in tokens a simulated run's inputs (the header's simulation_inputs JSON) describe.
