@@ -273,3 +273,62 @@ TEST_CASE("analyze: a single unranked process's findings name it rank unknown, n
   REQUIRE(idle != report.findings.end());
   CHECK(idle->summary.starts_with("rank unknown's GPU is idle"));
 }
+
+TEST_CASE("report: past twice --top rows, a per-rank table keeps the worst --top, its title says by what") {
+  report::Table t{"ranks", "", {{"rank", "rank"}, {"idle", "idle"}}, {}};
+  auto rows = [&](size_t n) {
+    t.title = "";
+    t.rows.clear();
+    for (size_t r = 0; r < n; ++r) {
+      double idle = r == 17 ? 50 : r == 3 ? 40 : 10;  // rank 17 the most idle, then rank 3, the rest alike
+      t.rows.push_back({report::Cell::of(static_cast<double>(r), report::Unit::kNone),
+                        report::Cell::of(idle, report::Unit::kPercent)});
+    }
+  };
+  auto idle = [](const std::vector<report::Cell>& row) { return row[1].number; };
+  rows(20);
+  report::keepWorstRows(t, 10, "ranks", "most idle first", idle);
+  CHECK(t.title.empty());
+  REQUIRE(t.rows.size() == 20);  // twice --top: all, in their order
+  CHECK(t.rows[17][0].number == 17);
+  rows(1024);
+  report::keepWorstRows(t, 0, "ranks", "most idle first", idle);
+  CHECK(t.rows.size() == 1024);  // --top 0: all
+  report::keepWorstRows(t, 10, "ranks", "most idle first", idle);
+  CHECK(t.title == "10 of 1,024 ranks, most idle first");
+  REQUIRE(t.rows.size() == 10);
+  CHECK(t.rows[0][0].number == 17);
+  CHECK(t.rows[1][0].number == 3);
+  for (size_t i = 2; i < 10; ++i)
+    CHECK(t.rows[i][0].number == static_cast<double>(i < 5 ? i - 2 : i - 1));  // ties in order
+  rows(21);
+  t.title = "Per stream";
+  report::keepWorstRows(t, 10, "streams", "most idle first", idle);
+  CHECK(t.title == "Per stream: 10 of 21 streams, most idle first");
+}
+
+TEST_CASE("analyze: a 24-rank run's per-rank tables list the 10 worst ranks; the typed results keep all 24") {
+  TempDir dir;
+  RunBuilder run("many-ranks", 24);
+  for (int r = 0; r < 24; ++r) {
+    auto& rank = run.rank(r, "node-" + std::to_string(r / 8), r % 8);
+    rank.communicator(kDp, "dp", r, 24, 3);
+    // Rank 13's GPU idles longest before the all-reduce (its last kernel ends earliest), then rank 5's.
+    double compute_end = r == 13 ? 500 : r == 5 ? 600 : 800 + r;
+    rank.range("ProfilerStep#0", 0, 1000);
+    rank.kernel("gemm", 0, compute_end);
+    rank.collective(kDp, "AllReduce", 1, 900, 1000, 64 << 20);
+  }
+  run.write(dir.path());
+  auto analyzed = analyze(dir.path().string());
+  const report::Table& ranks = table(analyzed.report, "time_breakdown", "ranks");
+  CHECK(ranks.title == "10 of 24 ranks, most idle first");
+  REQUIRE(ranks.rows.size() == 10);
+  CHECK(cell(ranks, 0, "rank") == 13);
+  CHECK(cell(ranks, 1, "rank") == 5);
+  const report::Table& overlap = table(analyzed.report, "overlap", "ranks");
+  CHECK(overlap.rows.size() == 10);
+  CHECK(overlap.title == "10 of 24 ranks, most exposed first");
+  std::string json = report::renderJson(analyzed.report);
+  CHECK(json.find("\"rank\":23") != std::string::npos);  // the typed results hold every rank
+}

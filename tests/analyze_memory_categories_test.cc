@@ -112,7 +112,7 @@ TEST_CASE("memory categories: each allocation's category from its lifetime, and 
   CHECK(d.curve.back().bytes[static_cast<size_t>(MemoryCategory::kOther)] == 8 * MiB);
 
   gpuxray::report::Report report;
-  analysis::presentMemoryCategories(result, report);
+  analysis::presentMemoryCategories(result, 10, report);
   std::string json = gpuxray::report::renderJson(report);
   CHECK(json.find("\"memory_categories\": {") != std::string::npos);
   CHECK(json.find("\"peak_phase\": \"forward\"") != std::string::npos);

@@ -133,7 +133,7 @@ TEST_CASE("a long run's step table lists its slowest steps; a short run's, every
   for (size_t i = 0; i < 20; ++i) CHECK(short_run.rows[i][0].number == static_cast<double>(i));
 
   report::Table long_run = tableOf(21, 10);
-  CHECK(long_run.title == "Slowest steps (10 of 21)");
+  CHECK(long_run.title == "Per step: 10 of 21 steps, slowest first");
   REQUIRE(long_run.rows.size() == 10);
   CHECK(long_run.rows[0][0].number == 7);
   CHECK(long_run.rows[1][0].number == 3);

@@ -490,6 +490,8 @@ void analyzeClock(const AnalysisInput& input, report::Report& report) {
          Cell::of(static_cast<double>(host.residual_median_ns), Unit::kNanoseconds),
          Cell::of(static_cast<double>(host.residual_max_ns), Unit::kNanoseconds), Cell::of(host.source)});
   }
+  report::keepWorstRows(hosts, input.options.top, "hosts", "largest residual first",
+                        [](const std::vector<Cell>& row) { return row[7].number; });
   section.tables.push_back(std::move(hosts));
   for (const auto& warning : clock->warnings)
     report::warn(report.stats, report.warnings, report::Stat::clock_alignment_problems, 1, warning);

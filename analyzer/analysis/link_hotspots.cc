@@ -832,6 +832,8 @@ void presentLinkHotspots(const LinkHotspotsResult& result, size_t top_rows, repo
                             Cell::of(group.mean_bytes_per_step, Unit::kBytes), Cell::of(links[group.busiest].name),
                             Cell::of(group.imbalance, Unit::kRatio)});
   }
+  report::keepWorstRows(balance, top_rows, "groups", "most imbalanced first",
+                        [](const std::vector<Cell>& row) { return row[5].number; });
   section.tables.push_back(std::move(balance));
 
   presentSlowNics(result, top_rows, report, section);

@@ -232,6 +232,8 @@ void presentMemory(const MemoryResult& result, size_t top, report::Report& repor
     phases.rows.push_back({Cell::of(result.worst_rank, Unit::kNone), Cell::of(result.worst_rank_phases[i].phase),
                            Cell::of(static_cast<double>(result.worst_rank_phases[i].peak_bytes), Unit::kBytes)});
   }
+  report::keepWorstRows(peaks, top, "devices", "highest peak first",
+                        [](const std::vector<Cell>& row) { return row[2].number; });
   section.tables.push_back(std::move(peaks));
   section.tables.push_back(std::move(phases));
   if (result.worst_rank < 0) return;

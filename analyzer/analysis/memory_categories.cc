@@ -358,7 +358,7 @@ MemoryCategoriesResult computeMemoryCategories(const AnalysisInput& input) {
   return result;
 }
 
-void presentMemoryCategories(const MemoryCategoriesResult& result, report::Report& report) {
+void presentMemoryCategories(const MemoryCategoriesResult& result, size_t top, report::Report& report) {
   auto& section = report.addSection("memory_categories", "Device memory by category");
   report.addResult("memory_categories", [&] { return resultValue(result); });
   if (!result.recorded) {
@@ -391,11 +391,13 @@ void presentMemoryCategories(const MemoryCategoriesResult& result, report::Repor
                                             : std::string(memoryPhaseName(d.peak_phase))));
     peaks.rows.push_back(std::move(row));
   }
+  report::keepWorstRows(peaks, top, "devices", "highest peak first",
+                        [](const std::vector<Cell>& row) { return row[2].number; });
   section.tables.push_back(std::move(peaks));
 }
 
 void analyzeMemoryCategories(const AnalysisInput& input, report::Report& report) {
-  presentMemoryCategories(computeMemoryCategories(input), report);
+  presentMemoryCategories(computeMemoryCategories(input), input.options.top, report);
 }
 
 }  // namespace gpuxray::analysis

@@ -69,6 +69,7 @@ struct MemoryCategoriesResult {
 // Per rank in run order: each allocation with its category, in allocation order.
 std::vector<std::vector<CategorizedAllocation>> categorizeAllocations(const AnalysisInput& input);
 MemoryCategoriesResult computeMemoryCategories(const AnalysisInput& input);
-void presentMemoryCategories(const MemoryCategoriesResult& result, report::Report& report);
+// `top`: past twice as many devices, the table lists the `top` with the highest peak.
+void presentMemoryCategories(const MemoryCategoriesResult& result, size_t top, report::Report& report);
 
 }  // namespace gpuxray::analysis

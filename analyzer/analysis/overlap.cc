@@ -246,6 +246,8 @@ void presentOverlap(const OverlapResult& result, size_t top_rows, report::Report
     section.notes.push_back("No communication kernels in the trace: nothing to overlap.");
     return;
   }
+  report::keepWorstRows(ranks, top_rows, "ranks", "most exposed first",
+                        [](const std::vector<Cell>& row) { return row[4].number; });
   section.tables.push_back(std::move(ranks));
   if (!result.other_communication.empty()) {
     report::Table table{"other_communication",

@@ -134,25 +134,17 @@ void presentStepTimes(const StepTimesResult& result, size_t top, report::Report&
        result.tokens_per_step
            ? Cell::shownAs(result.tokensPerSecond(), Unit::kNone, fmt::format("{:.0f}", result.tokensPerSecond()))
            : Cell::of("not recorded")});
-  // A long run's table lists its slowest steps only (a CI log has no use for 500 alike rows; the JSON's
-  // typed result keeps every step).
-  std::vector<const StepTime*> listed;
-  for (const auto& s : result.steps) listed.push_back(&s);
-  bool slowest_only = top > 0 && listed.size() > 2 * top;
-  if (slowest_only) {
-    std::stable_sort(listed.begin(), listed.end(), [](auto* a, auto* b) { return a->time_ns > b->time_ns; });
-    listed.resize(top);
-  }
   report::Table steps{"steps",
-                      slowest_only ? fmt::format("Slowest steps ({} of {})", top, result.steps.size()) : "Per step",
+                      "Per step",
                       {{"step", "step"}, {"time", "time"}, {"slowest_rank", "slowest rank"}, {"ranks", "ranks"}},
                       {}};
-  for (const auto* step : listed) {
-    const auto& s = *step;
+  for (const auto& s : result.steps) {
     steps.rows.push_back({Cell::of(static_cast<double>(s.number), Unit::kNone),
                           Cell::of(static_cast<double>(s.time_ns), Unit::kNanoseconds),
                           Cell::of(s.slowest_rank, Unit::kNone), Cell::of(static_cast<double>(s.ranks), Unit::kCount)});
   }
+  report::keepWorstRows(steps, top, "steps", "slowest first",
+                        [](const std::vector<Cell>& row) { return row[1].number; });
   section.tables.push_back(std::move(summary));
   section.tables.push_back(std::move(steps));
   report.addMetric("step_time_ms", static_cast<double>(result.median_ns) / 1e6, Unit::kMilliseconds,

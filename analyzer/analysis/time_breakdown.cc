@@ -222,7 +222,7 @@ TimeBreakdownResult computeTimeBreakdown(const AnalysisInput& input) {
   return result;
 }
 
-void presentTimeBreakdown(const TimeBreakdownResult& result, report::Report& report) {
+void presentTimeBreakdown(const TimeBreakdownResult& result, size_t top, report::Report& report) {
   auto& section = report.addSection("time_breakdown", "Where GPU time goes");
   report.addResult("time_breakdown", [&] { return resultValue(result); });
   section.notes.push_back(
@@ -282,6 +282,10 @@ void presentTimeBreakdown(const TimeBreakdownResult& result, report::Report& rep
     section.notes.push_back("No GPU activity in the trace: nothing to break down.");
     return;
   }
+  auto number = [](const std::vector<report::Cell>& row, size_t column) { return row[column].number; };
+  report::keepWorstRows(ranks, top, "ranks", "most idle first", [&](const auto& row) { return number(row, 6); });
+  report::keepWorstRows(streams, top, "streams", "most idle first",
+                        [&](const auto& row) { return number(row, 4) + number(row, 5) + number(row, 6); });
   section.tables.push_back(std::move(ranks));
   section.tables.push_back(std::move(streams));
   if (result.captured_idle > 0) {
@@ -343,7 +347,7 @@ void presentTimeBreakdown(const TimeBreakdownResult& result, report::Report& rep
 }
 
 void analyzeTimeBreakdown(const AnalysisInput& input, report::Report& report) {
-  presentTimeBreakdown(computeTimeBreakdown(input), report);
+  presentTimeBreakdown(computeTimeBreakdown(input), input.options.top, report);
 }
 
 }  // namespace gpuxray::analysis

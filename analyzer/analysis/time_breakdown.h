@@ -66,6 +66,7 @@ struct TimeBreakdownResult {
 };
 
 TimeBreakdownResult computeTimeBreakdown(const AnalysisInput& input);
-void presentTimeBreakdown(const TimeBreakdownResult& result, report::Report& report);
+// `top`: past twice as many ranks (streams), the tables list the `top` most idle.
+void presentTimeBreakdown(const TimeBreakdownResult& result, size_t top, report::Report& report);
 
 }  // namespace gpuxray::analysis

@@ -50,6 +50,13 @@ std::string formatValue(double value, Unit unit) {
   return fmt::format("{:.4g}", value);
 }
 
+std::string worstRowsTitle(std::string_view title, size_t kept, size_t total, std::string_view rows_are,
+                           std::string_view order) {
+  std::string cut =
+      fmt::format("{} of {} {}, {}", kept, formatValue(static_cast<double>(total), Unit::kCount), rows_are, order);
+  return title.empty() ? cut : fmt::format("{}: {}", title, cut);
+}
+
 const char* severityName(Severity severity) {
   switch (severity) {
     case Severity::kInfo: return "info";
