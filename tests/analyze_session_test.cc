@@ -171,3 +171,44 @@ TEST_CASE("session: analyze and export and convert read --window alike", "[sessi
   CHECK(to_files.exit_code == 1);
   CHECK(to_files.err.find("--window and --steps go with a timeline output") != std::string::npos);
 }
+
+TEST_CASE("session: keeping every event, a run that cannot fit is refused from its first ranks", "[session]") {
+  TempDir dir;
+  RunBuilder run("budget", 16);
+  for (int r = 0; r < 16; ++r) {
+    auto& rank = run.rank(r, "node-" + std::to_string(r / 8), r % 8);
+    for (int k = 0; k < 2000; ++k) rank.kernel("gemm", k * 10.0, k * 10.0 + 8);
+  }
+  run.write(dir.path());
+  auto sessionWith = [&](uint64_t budget, size_t& files_done) {
+    analysis::SessionOptions options;
+    options.paths = {dir.path().string()};
+    options.jobs = 1;
+    options.keep_events = true;
+    options.memory_budget_bytes = budget;
+    options.progress = [&](size_t done, size_t) { files_done = done; };
+    return analysis::Session(options);
+  };
+  size_t done = 0;
+  auto one = sessionWith(0, done);  // no budget
+  REQUIRE(one.run().ranks.size() == 16);
+  uint64_t per_rank = one.run().ranks[0].heldBytes();
+  REQUIRE(per_rank > 2000 * sizeof(gpuxray::model::GpuActivity));
+
+  // A budget a fifth of what 16 ranks hold: refused at the fourth rank.
+  done = 0;
+  try {
+    sessionWith(16 * per_rank / 5, done);
+    FAIL("the session loaded a run over its budget");
+  } catch (const gpuxray::MemoryBudgetError& e) {
+    std::string message = e.what();
+    CHECK(message.find("for 16 ranks") != std::string::npos);
+    CHECK(message.find("from the first 4)") != std::string::npos);
+    CHECK(message.find("--max-memory") != std::string::npos);
+  }
+  CHECK(done == 16);  // every file was accounted for (a reduce waiting on file 0 would otherwise wait)
+
+  // Within a fourth over the budget: the projection lets it load (the first ranks may be the largest).
+  done = 0;
+  CHECK(sessionWith(16 * per_rank * 9 / 10, done).run().ranks.size() == 16);
+}

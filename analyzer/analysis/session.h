@@ -56,6 +56,9 @@ struct SessionOptions {
   bool timeline_marks = true;
   // --comm-kernel's patterns as given (what a digest file made with them says, digest_file.h).
   std::vector<std::string> comm_kernels;
+  // With keep_events: the memory the command may use (--max-memory; 0: no limit). Loading stops with a
+  // MemoryBudgetError as soon as the ranks read so far say the run's events will not fit.
+  uint64_t memory_budget_bytes = 0;
 };
 
 // What the two phases took (for the figures).

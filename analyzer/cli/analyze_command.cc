@@ -58,7 +58,7 @@ void leftForExit(report::Report report) {
   left->push_back(std::move(report));
 }
 
-ExitCode analyze(const AnalyzeOptions& options) {
+ExitCode analyze(const AnalyzeOptions& options, uint64_t memory_limit) {
   if (options.output_format != "text" && options.output_format != "json" && options.output_format != "markdown")
     throw UsageError(fmt::format("--format '{}': expected text, json or markdown", options.output_format));
   if (!options.compat.empty() && options.compat != "hta")
@@ -93,6 +93,7 @@ ExitCode analyze(const AnalyzeOptions& options) {
   // Only the timeline and the critical path (not yet split in two phases) need every event: without them
   // each rank is digested as it is read.
   session_options.keep_events = options.timeline.wanted() || options.critical_path;
+  session_options.memory_budget_bytes = memory_limit;
   // Text and Markdown show the sections only; the typed results are for JSON and the page.
   session_options.typed_results = options.output_format == "json" || !options.html_path.empty();
   session_options.timeline_marks = options.timeline.wanted();
@@ -123,7 +124,9 @@ ExitCode runAnalyze(const AnalyzeOptions& options) {
       options.max_memory.empty() ? defaultMemoryLimit() : parseMemorySize(options.max_memory, "--max-memory");
   limitMemory(limit);
   try {
-    return analyze(options);
+    return analyze(options, limit);
+  } catch (const MemoryBudgetError& e) {
+    throw InputError(e.what());
   } catch (const std::bad_alloc&) {
     throw InputError(
         fmt::format("the run needs more than {} of memory (--max-memory); give a larger limit, or "

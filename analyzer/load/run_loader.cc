@@ -7,6 +7,7 @@
 #include <exception>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <set>
@@ -553,8 +554,12 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
   std::set<int32_t> wanted(options.ranks.begin(), options.ranks.end());
   std::atomic<size_t> done{0};
   std::atomic<bool> out_of_memory{false};
+  std::exception_ptr memory_error;  // the first, kept to be thrown again as it was
+  std::mutex memory_error_mutex;
   onWorkers(set.files.size(), options.threads, [&](size_t i) {
     try {
+      // Out of memory: the files left are not read (the run fails whatever they hold).
+      if (out_of_memory) throw std::bad_alloc();
       const std::string& path = set.files[i];
       loaded[i].digest = path.ends_with(kDigestFileExtension);
       if (loaded[i].digest && !options.read_digest)
@@ -568,14 +573,15 @@ model::RunTrace loadRun(const std::vector<std::string>& paths, const LoadOptions
       if (kept) loaded[i].rank = std::move(rank);
     } catch (const std::bad_alloc&) {
       // Not the file's fault: the whole run is over the memory it may use.
-      out_of_memory = true;
+      std::lock_guard lock(memory_error_mutex);
+      if (!out_of_memory.exchange(true)) memory_error = std::current_exception();
     } catch (const std::exception& e) {
       loaded[i].error = e.what();
     }
     if (options.file_done) options.file_done(i);
     if (options.progress) options.progress(++done, set.files.size());
   });
-  if (out_of_memory) throw std::bad_alloc();
+  if (out_of_memory) std::rethrow_exception(memory_error);
 
   model::RunTrace run;
   run.warnings = std::move(set.warnings);

@@ -38,6 +38,13 @@ uint16_t RankTrace::streamIndex(uint32_t device, uint32_t stream, uint16_t& hint
   return hint;
 }
 
+size_t RankTrace::heldBytes() const {
+  auto held = [](const auto& list) { return list.capacity() * sizeof(list[0]); };
+  return strings.bytes() + held(launch_configs) + held(streams) + held(activities) + held(host_calls) + held(threads) +
+         held(api_functions) + nvtx.bytes() + held(host_ops) + held(memory) + held(communicators) + nccl_ops.bytes() +
+         held(transfers) + held(links) + held(metric_samples) + held(profiled_kernels) + held(launch_index_);
+}
+
 void RankTrace::indexLaunches() {
   clearLaunchIndex();
   if (host_calls.empty()) return;

@@ -228,6 +228,8 @@ struct RankTrace {
   // host_calls' ids or order afterwards needs it called again (or clearLaunchIndex()).
   void indexLaunches();
   void clearLaunchIndex();
+  // The bytes its records and strings hold (their lists' capacities), roughly what keeping it costs.
+  size_t heldBytes() const;
 
  private:
   const HostCall* searchLaunch(uint32_t correlation_id) const;
