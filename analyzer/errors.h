@@ -1,4 +1,4 @@
-// The two kinds of failure that end a gpuxray command; cli/ turns them into exit codes.
+// The kinds of failure that end a gpuxray command; cli/ turns them into exit codes.
 #pragma once
 
 #include <new>
