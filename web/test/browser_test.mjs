@@ -538,6 +538,14 @@ async function realTrace(name, dir) {
   // A world size the trace does not record is said to be so, never "of 0 ranks".
   const identity = await opened.page.textContent('[data-test="identity"]');
   check(!identity.includes(' of 0 ranks'), `${name}: the identity line (${identity})`);
+  // A finding's cost is per step where the run has steps, else over the whole trace, and its header says which.
+  const costHeader = await opened.page.evaluate(() => {
+    const doc = JSON.parse(document.getElementById('gpuxray-data').textContent);
+    const th = document.querySelectorAll('table.findings thead th')[1];
+    return [doc.run.steps, th ? th.textContent : null];
+  });
+  check(costHeader[1] === null || costHeader[1] === (costHeader[0] > 0 ? 'cost / step' : 'cost (whole trace)'),
+    `${name}: the findings' cost header fits the run's ${costHeader[0]} steps (${costHeader[1]})`);
   const missingViews = await everyView(opened.page, name, false);
   console.log(`${name}: views whose data is missing: ${missingViews.join(', ') || 'none'}`);
   // Demangled C++ kernel names run to hundreds of characters: the labels carry a short form.

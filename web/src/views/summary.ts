@@ -61,9 +61,11 @@ export const summaryView: View = {
           row.splice(2, 0, finding.saves_ns !== undefined ? formatNs(finding.saves_ns) : 'not computed');
         return row;
       });
+      // A run without steps has its findings' costs over the whole trace (report::Finding::cost_ns).
+      const per = doc.run.steps > 0 ? ' / step' : ' (whole trace)';
       const headers = withSavings
-        ? ['severity', 'cost / step', 'fixing it saves / step', 'finding', 'analysis']
-        : ['severity', 'cost / step', 'finding', 'analysis'];
+        ? ['severity', `cost${per}`, `fixing it saves${per}`, 'finding', 'analysis']
+        : ['severity', `cost${per}`, 'finding', 'analysis'];
       container.append(table(headers, rows, { class: 'findings', 'data-test': 'findings' }));
     }
 
