@@ -6,10 +6,12 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "analyzer/analysis/run_selection.h"
 #include "analyzer/analysis/session.h"
 #include "analyzer/errors.h"
+#include "analyzer/report/html_report.h"
 #include "tests/support/build_outputs.h"
 #include "tests/support/run_builder.h"
 #include "tests/support/run_command.h"
@@ -211,4 +213,24 @@ TEST_CASE("session: keeping every event, a run that cannot fit is refused from i
   // Within a fourth over the budget: the projection lets it load (the first ranks may be the largest).
   done = 0;
   CHECK(sessionWith(16 * per_rank * 9 / 10, done).run().ranks.size() == 16);
+}
+
+TEST_CASE("session: analyze, report and export keep every event within --max-memory alike", "[session]") {
+  TempDir dir;
+  writeRun(dir.path() / "run");
+  std::string gpuxray = gpuxray::testing::gpuxrayBinary() + " ";
+  std::string run = (dir.path() / "run").string();
+  std::vector<std::string> commands = {"analyze " + run + " --critical-path",
+                                       "export perfetto " + run + " -o " + (dir.path() / "a.pftrace").string()};
+  if (gpuxray::report::htmlReportAvailable())
+    commands.push_back("report " + run + " --critical-path -o " + (dir.path() / "a.html").string());
+  for (const std::string& command : commands) {
+    INFO(command);
+    auto bad = gpuxray::testing::runCommand(gpuxray + command + " --max-memory lots");
+    CHECK(bad.exit_code == 1);
+    CHECK(bad.err.find("--max-memory 'lots': expected a size") != std::string::npos);
+    auto unlimited = gpuxray::testing::runCommand(gpuxray + command + " --max-memory 0");
+    INFO(unlimited.err);
+    CHECK(unlimited.exit_code == 0);
+  }
 }

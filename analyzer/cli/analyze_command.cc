@@ -118,21 +118,8 @@ ExitCode analyze(const AnalyzeOptions& options, uint64_t memory_limit) {
   return code;
 }
 
-// Within --max-memory: past it, allocations fail and the command ends with an error saying so.
 ExitCode runAnalyze(const AnalyzeOptions& options) {
-  uint64_t limit =
-      options.max_memory.empty() ? defaultMemoryLimit() : parseMemorySize(options.max_memory, "--max-memory");
-  limitMemory(limit);
-  try {
-    return analyze(options, limit);
-  } catch (const MemoryBudgetError& e) {
-    throw InputError(e.what());
-  } catch (const std::bad_alloc&) {
-    throw InputError(
-        fmt::format("the run needs more than {} of memory (--max-memory); give a larger limit, or "
-                    "analyze part of it with --ranks or --window",
-                    memorySizeText(limit)));
-  }
+  return withinMemoryLimit(options.max_memory, [&](uint64_t limit) { return analyze(options, limit); });
 }
 
 }  // namespace
@@ -167,9 +154,7 @@ CommandAction addAnalyzeCommand(CLI::App& app) {
                     "With --compat hta: keep the last ProfilerStep (HTA's include_last_profiler_step=True)");
   command->add_flag("--critical-path", options->critical_path,
                     "Add each step's critical path, every nanosecond attributed to one cause (docs/analyses.md)");
-  command->add_option("--max-memory", options->max_memory,
-                      "Stop with an error rather than use more memory than this, e.g. 16G (default: 3/4 of RAM; 0: no "
-                      "limit)");
+  addMaxMemoryOption(command, options->max_memory);
   command->add_option(
       "--perfetto", options->timeline.perfetto_path,
       "Also write the run's timeline, findings drawn in, as a Perfetto trace (open in ui.perfetto.dev)");

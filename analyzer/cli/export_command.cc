@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/memory_limit.h"
 #include "analyzer/cli/run_selection_options.h"
 #include "analyzer/cli/timeline_output.h"
 
@@ -24,9 +25,11 @@ struct ExportOptions {
   bool critical_path = false;
   std::string output;
   std::string also_chrome_json;
+  std::string max_memory;
 };
 
-ExitCode runExport(const ExportOptions& options, bool perfetto) {
+// A timeline keeps every rank's events: within --max-memory.
+ExitCode runExport(const ExportOptions& options, bool perfetto, uint64_t memory_limit) {
   TimelineOutput output;
   if (perfetto) {
     output.perfetto_path = options.output;
@@ -42,6 +45,7 @@ ExitCode runExport(const ExportOptions& options, bool perfetto) {
   session.selection = options.selection.parse();
   session.analysis.step_markers = options.step_markers;
   session.analysis.critical_path = options.critical_path;
+  session.memory_budget_bytes = memory_limit;
   exportRunTimeline(std::move(session), output, stdout);
   return ExitCode::kOk;
 }
@@ -61,6 +65,7 @@ void addExportOptions(CLI::App* command, ExportOptions& options, bool perfetto) 
   command->add_flag("--no-align", options.no_align, "Leave every rank on its own clock");
   command->add_option("--step-marker", options.step_markers,
                       "Regular expression for NVTX ranges that mark a step (besides ProfilerStep#N)");
+  addMaxMemoryOption(command, options.max_memory);
   command->add_flag("--critical-path", options.critical_path,
                     "Add a \"critical path\" track: each step's critical path, with arrows where it crosses ranks");
 }
@@ -77,7 +82,11 @@ CommandAction addExportCommand(CLI::App& app) {
   addExportOptions(perfetto, *perfetto_options, true);
   CLI::App* json = command->add_subcommand("chrome-json", "Chrome trace-event JSON, for tools that read only that");
   addExportOptions(json, *json_options, false);
-  return [=] { return perfetto->parsed() ? runExport(*perfetto_options, true) : runExport(*json_options, false); };
+  return [=] {
+    const ExportOptions& options = perfetto->parsed() ? *perfetto_options : *json_options;
+    return withinMemoryLimit(options.max_memory,
+                             [&](uint64_t limit) { return runExport(options, perfetto->parsed(), limit); });
+  };
 }
 
 }  // namespace gpuxray::cli

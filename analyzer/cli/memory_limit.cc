@@ -70,6 +70,12 @@ bool limitMemory(uint64_t bytes) {
 #endif
 }
 
+void addMaxMemoryOption(CLI::App* command, std::string& max_memory) {
+  command->add_option("--max-memory", max_memory,
+                      "Stop with an error rather than use more memory than this, e.g. 16G (default: 3/4 of RAM; 0: no "
+                      "limit)");
+}
+
 std::string memorySizeText(uint64_t bytes) {
   if (bytes >= (uint64_t{1} << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1u << 30));
   return fmt::format("{} MiB", bytes >> 20);

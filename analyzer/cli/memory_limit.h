@@ -2,8 +2,12 @@
 // the machine ends with a clear error instead of the kernel's out-of-memory killer.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
+#include <new>
 #include <string>
+
+#include "analyzer/errors.h"
 
 namespace gpuxray::cli {
 
@@ -15,5 +19,25 @@ uint64_t defaultMemoryLimit();
 // false (and nothing set) under AddressSanitizer, whose shadow memory the limit would count.
 bool limitMemory(uint64_t bytes);
 std::string memorySizeText(uint64_t bytes);
+
+// The option, on a command that reads a run.
+void addMaxMemoryOption(CLI::App* command, std::string& max_memory);
+
+// Runs `command(limit)` within --max-memory (`max_memory` as given; empty: the default; the limit in
+// bytes, 0: none, for its session's budget): past it allocations fail, and running out, or a
+// session's MemoryBudgetError, ends the command with an InputError that says so.
+template <typename Command>
+auto withinMemoryLimit(const std::string& max_memory, Command command) {
+  uint64_t limit = max_memory.empty() ? defaultMemoryLimit() : parseMemorySize(max_memory, "--max-memory");
+  limitMemory(limit);
+  try {
+    return command(limit);
+  } catch (const MemoryBudgetError& e) {
+    throw InputError(e.what());
+  } catch (const std::bad_alloc&) {
+    throw InputError("the run needs more than " + memorySizeText(limit) +
+                     " of memory (--max-memory); give a larger limit, or analyze part of it with --ranks or --window");
+  }
+}
 
 }  // namespace gpuxray::cli

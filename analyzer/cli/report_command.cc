@@ -13,6 +13,7 @@
 #include "analyzer/analysis/session.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/load_progress.h"
+#include "analyzer/cli/memory_limit.h"
 #include "analyzer/cli/run_selection_options.h"
 #include "analyzer/errors.h"
 #include "analyzer/report/html_report.h"
@@ -31,9 +32,10 @@ struct ReportOptions {
   std::vector<std::string> step_markers;
   size_t top = 10;
   bool critical_path = false;
+  std::string max_memory;
 };
 
-ExitCode runReport(const ReportOptions& options) {
+ExitCode runReport(const ReportOptions& options, uint64_t memory_limit) {
   // Before loading: a build without the page's script says so at once.
   if (!report::htmlReportAvailable()) throw UsageError(report::htmlReportUnavailableReason());
   analysis::SessionOptions session_options;
@@ -48,6 +50,7 @@ ExitCode runReport(const ReportOptions& options) {
   // The analyses read digests, memory bounded by the loading workers; the critical path alone needs
   // every event.
   session_options.keep_events = options.critical_path;
+  session_options.memory_budget_bytes = memory_limit;
   session_options.timeline_marks = false;  // no timeline: nothing draws them
   showLoadProgressOnTerminal(session_options);
   analysis::Session session(std::move(session_options));
@@ -80,7 +83,10 @@ CommandAction addReportCommand(CLI::App& app) {
   command->add_option("--top", options->top, "Rows in the top-N tables (default 10)");
   command->add_flag("--critical-path", options->critical_path,
                     "Rank the findings by what fixing each would save per step (the critical path's what-if)");
-  return [options] { return runReport(*options); };
+  addMaxMemoryOption(command, options->max_memory);
+  return [options] {
+    return withinMemoryLimit(options->max_memory, [&](uint64_t limit) { return runReport(*options, limit); });
+  };
 }
 
 }  // namespace gpuxray::cli
