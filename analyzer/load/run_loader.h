@@ -20,8 +20,10 @@ struct LoadOptions {
   std::function<void(size_t, size_t)> progress;
   // Called by the worker that loaded a file, on the rank it keeps (with the stats its loading
   // counted), before that worker reads another file: the per-rank phase (analysis::Session digests
-  // the rank and leaves its skeleton), so that at most `threads` ranks' events are in memory at once. `file` is the
-  // file's place in the order the files are taken up (0, the first in name order, is taken up first).
+  // the rank and leaves its skeleton), so that at most `threads` ranks' events are in memory at once; a session that
+  // keeps every event only weighs the rank against its memory budget there. A std::bad_alloc it throws ends the load
+  // as running out of memory does. `file` is the file's place in the order the files are taken up (0, the first in
+  // name order, is taken up first).
   std::function<void(model::RankTrace& rank, size_t file)> reduce;
   // Called by the worker that took up file `file` once it is done with it, whatever came of it (kept,
   // left out by `ranks`, or not a readable trace): a reduce that waits for file 0 waits for this.
