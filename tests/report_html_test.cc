@@ -170,3 +170,48 @@ TEST_CASE("a large run's step overview keeps ranks spread over the whole run, no
   CHECK(lines[1].asText() ==
         "4 of the drawn ranks' exposed-communication stretches (the page keeps each rank's 16 longest)");
 }
+
+TEST_CASE("a long run's page leaves out the per-rank per-step figures no view draws, past 65,536 rank-steps",
+          "[html]") {
+  using gpuxray::report::ResultValue;
+  // `ranks` ranks of `steps` steps: the time breakdown's and the overlap's steps per rank, the
+  // stragglers' ranks per step.
+  auto reportOf = [](int ranks, int steps) {
+    gpuxray::report::Report report;
+    ResultValue breakdown = ResultValue::array(), overlap = ResultValue::array(), waits = ResultValue::array();
+    for (int r = 0; r < ranks; ++r) {
+      ResultValue per_step = ResultValue::array();
+      for (int s = 0; s < steps; ++s) per_step.push(ResultValue::object().set("step", ResultValue::integer(s)));
+      breakdown.push(ResultValue::object()
+                         .set("rank", ResultValue::integer(r))
+                         .set("host", ResultValue::text("h"))
+                         .set("steps", per_step));
+      overlap.push(ResultValue::object().set("rank", ResultValue::integer(r)).set("steps", std::move(per_step)));
+    }
+    for (int s = 0; s < steps; ++s) {
+      ResultValue of_ranks = ResultValue::array();
+      for (int r = 0; r < ranks; ++r) of_ranks.push(ResultValue::integer(r));
+      waits.push(ResultValue::object().set("step", ResultValue::integer(s)).set("ranks", std::move(of_ranks)));
+    }
+    report.results.emplace_back("time_breakdown", ResultValue::object().set("ranks", std::move(breakdown)));
+    report.results.emplace_back("overlap", ResultValue::object().set("ranks", std::move(overlap)));
+    report.results.emplace_back("stragglers", ResultValue::object().set("steps", std::move(waits)));
+    return gpuxray::report::fitForPage(std::move(report));
+  };
+  // 256 x 256 = 65,536: kept whole, no html_page.
+  gpuxray::report::Report kept = reportOf(256, 256);
+  REQUIRE(kept.results.size() == 3);
+  CHECK(kept.results[0].second.find("ranks")->items()[0].find("steps")->items().size() == 256);
+  // 257 x 256: each left out (null), the ranks' own fields kept, one line each.
+  gpuxray::report::Report cut = reportOf(257, 256);
+  REQUIRE(cut.results.size() == 4);
+  const ResultValue& rank = cut.results[0].second.find("ranks")->items()[0];
+  CHECK(rank.find("steps")->kind() == ResultValue::Kind::kNull);
+  CHECK(rank.find("host")->asText() == "h");
+  CHECK(cut.results[1].second.find("ranks")->items()[5].find("steps")->kind() == ResultValue::Kind::kNull);
+  CHECK(cut.results[2].second.find("steps")->kind() == ResultValue::Kind::kNull);
+  const auto& lines = cut.results.back().second.find("left_out")->items();
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].asText() == "the time breakdown's figures, per rank and step (65792 rank-steps; no view draws them)");
+  CHECK(lines[2].asText() == "the stragglers' waits, per rank and step (65792 rank-steps; no view draws them)");
+}

@@ -46,6 +46,9 @@ constexpr size_t kPagePipelines = 2;
 // Exposed-communication stretches per rank kept when the step overview is cut (the longest): on
 // 256 lanes of 6 px, 64 a lane were 1.6 MB of a 1024-rank page and most of the view's drawing.
 constexpr size_t kPageExposedPerRank = 16;
+// Per-step figures of every rank (the time breakdown's, the overlap's and the stragglers'), which no view
+// draws: kept up to this many rank-steps in each (1,024 ranks x 502 steps made them 220 of a 207 MB page).
+constexpr size_t kPageRankSteps = 65'536;
 
 int64_t integerField(const ResultValue& object, const std::string& key) {
   const ResultValue* value = object.find(key);
@@ -71,6 +74,30 @@ void fitDevices(ResultValue& devices, std::vector<std::string>& left_out, const 
   if (cut > 0)
     left_out.push_back(fmt::format("{} of {} devices' {} curves (the page keeps those of the {} highest peaks)", cut,
                                    items.size(), what, kPageMemoryCurves));
+}
+
+size_t itemCount(const ResultValue* array) {
+  return array != nullptr && array->kind() == ResultValue::Kind::kArray ? array->items().size() : 0;
+}
+
+// Each of `holders`' list `key` (per rank, its steps; or per step, with `count_key`, its ranks), null past
+// kPageRankSteps rank-steps in all.
+void dropRankSteps(std::vector<ResultValue*> holders, const char* key, const char* count_key,
+                   std::vector<std::string>& left_out, const std::string& what) {
+  size_t rank_steps = 0;
+  for (ResultValue* holder : holders) {
+    const ResultValue* list = holder->find(key);
+    if (count_key == nullptr) {
+      rank_steps += itemCount(list);
+    } else if (list != nullptr && list->kind() == ResultValue::Kind::kArray) {
+      for (const ResultValue& item : list->items()) rank_steps += itemCount(item.find(count_key));
+    }
+  }
+  if (rank_steps <= kPageRankSteps) return;
+  for (ResultValue* holder : holders) {
+    if (ResultValue* list = holder->find(key)) *list = ResultValue();
+  }
+  left_out.push_back(fmt::format("{}, per rank and step ({} rank-steps; no view draws them)", what, rank_steps));
 }
 
 void firstItems(ResultValue& array, size_t keep, std::vector<std::string>& left_out, const std::string& what) {
@@ -196,6 +223,15 @@ Report fitForPage(Report report) {
     } else if (analysis == "pipeline_bubbles") {
       if (ResultValue* pipelines = result.find("pipelines"))
         firstItems(*pipelines, kPagePipelines, left_out, "pipelines' timelines");
+    } else if (analysis == "time_breakdown" || analysis == "overlap") {
+      std::vector<ResultValue*> ranks;
+      if (ResultValue* list = result.find("ranks"); list != nullptr && list->kind() == ResultValue::Kind::kArray) {
+        for (ResultValue& rank : list->mutableItems()) ranks.push_back(&rank);
+      }
+      dropRankSteps(ranks, "steps", nullptr, left_out,
+                    analysis == "overlap" ? "the overlap's figures" : "the time breakdown's figures");
+    } else if (analysis == "stragglers") {
+      dropRankSteps({&result}, "steps", "ranks", left_out, "the stragglers' waits");
     }
   }
   if (!left_out.empty()) {
