@@ -575,6 +575,17 @@ async function realTrace(name, dir) {
   }
   finish(name, opened);
   await opened.context.close();
+  // A trace without steps has one critical path over its whole span, and the summary says so.
+  if (name === 'hta_critical_path_simple_add') {
+    const withPath = join(out, `${name}-critical-path.html`);
+    await runAsync(gpuxray, ['report', dir, '--critical-path', '-o', withPath]);
+    const again = await openReport(browser, withPath);
+    const heading = await again.page.textContent('section[data-view="summary"] h2:has-text("The critical path")');
+    const told = (await again.page.textContent('[data-test="critical-path-step"]')) ?? '';
+    check(heading === 'The critical path: what the run waited on' && told.startsWith('the whole span') && told.includes('of the span attributed'),
+      `${name}: the critical path of a run without steps is the span's (${heading}; ${told.slice(0, 120)})`);
+    await again.context.close();
+  }
 }
 
 async function realTraces() {

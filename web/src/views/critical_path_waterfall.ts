@@ -38,7 +38,9 @@ function chosenStep(doc: AnalyzeDocument, steps: PathStep[]): PathStep {
 }
 
 export function criticalPathWaterfall(container: HTMLElement, doc: AnalyzeDocument): void {
-  container.append(el('h2', {}, "The critical path: what the step waited on"));
+  // A run without steps has one path over its whole span.
+  const unit = doc.run.steps > 0 ? 'step' : 'run';
+  container.append(el('h2', {}, `The critical path: what the ${unit} waited on`));
   const path = result<CriticalPath>(doc, 'critical_path');
   const steps = path ? (path.run_steps.length > 0 ? path.run_steps : path.steps) : [];
   if (steps.length === 0) {
@@ -75,7 +77,7 @@ export function criticalPathWaterfall(container: HTMLElement, doc: AnalyzeDocume
     el(
       'p',
       { 'data-test': 'critical-path-step' },
-      `${stepName}, ${formatNs(step.step_ns)}: ${where}each nanosecond of the step attributed to one cause` +
+      `${stepName}, ${formatNs(step.step_ns)}: ${where}each nanosecond of the ${step.step === null ? 'span' : 'step'} attributed to one cause` +
         (onRanks.length > 0 ? `; it runs on rank${onRanks.length > 1 ? 's' : ''} ${onRanks.join(', ')}` : '') +
         (step.rank_changes !== undefined && step.rank_changes > 0 ? `, changing rank ${step.rank_changes} times` : '') + '.',
     ),
