@@ -218,10 +218,11 @@ void keepFreedRanksForReuse() {
 }
 
 // With every rank's events kept: the run's ranks, loaded with `load_options`, refused as soon as the
-// ranks read so far say that all of them will not fit in `budget` bytes (0: no budget), by a clear
+// ranks read so far say that all of them will not fit in options.memory_budget_bytes (0: no budget), by a clear
 // margin (a fourth: the first ranks may be larger than the rest), rather than after the memory has
 // run out on the way there (at 1,024 ranks of 1 M events: 29 s and 17.7 GiB of page faults).
-model::RunTrace loadKeepingEvents(const SessionOptions& options, load::LoadOptions load_options, uint64_t budget) {
+model::RunTrace loadKeepingEvents(const SessionOptions& options, load::LoadOptions load_options) {
+  const uint64_t budget = options.memory_budget_bytes;
   std::atomic<size_t> files{0}, kept{0};
   std::atomic<uint64_t> held{0};
   if (budget > 0) {
@@ -305,7 +306,7 @@ Session::Session(SessionOptions options)
             EarlyDigests early;
             if (options.keep_events) {
               keepFreedRanksForReuse();  // the ranks' interval sets, freed one by one once digested
-              loaded.run = loadKeepingEvents(options, loadOptionsOf(options, early), options.memory_budget_bytes);
+              loaded.run = loadKeepingEvents(options, loadOptionsOf(options, early));
             } else {
               loaded.run = loadDigested(options, early, [&](model::RankTrace& rank, std::optional<RankDigest> digest) {
                 if (!digest) return;

@@ -282,10 +282,11 @@ void presentTimeBreakdown(const TimeBreakdownResult& result, size_t top, report:
     section.notes.push_back("No GPU activity in the trace: nothing to break down.");
     return;
   }
-  auto number = [](const std::vector<report::Cell>& row, size_t column) { return row[column].number; };
-  report::keepWorstRows(ranks, top, "ranks", "most idle first", [&](const auto& row) { return number(row, 6); });
-  report::keepWorstRows(streams, top, "streams", "most idle first",
-                        [&](const auto& row) { return number(row, 4) + number(row, 5) + number(row, 6); });
+  report::keepWorstRows(ranks, top, "ranks", "most idle first",
+                        [](const std::vector<report::Cell>& row) { return row[6].number; });
+  report::keepWorstRows(streams, top, "streams", "most idle first", [](const std::vector<report::Cell>& row) {
+    return row[4].number + row[5].number + row[6].number;
+  });
   section.tables.push_back(std::move(ranks));
   section.tables.push_back(std::move(streams));
   if (result.captured_idle > 0) {

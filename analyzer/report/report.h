@@ -57,12 +57,25 @@ struct Table {
   std::vector<std::vector<Cell>> rows;
 };
 
+// The title keepWorstRows gives a table it cut from `total` rows to `kept`.
+std::string worstRowsTitle(std::string_view title, size_t kept, size_t total, std::string_view rows_are,
+                           std::string_view order);
+
 // A table of one row per rank (or per device, stream, host) stays readable at a thousand ranks: past
 // 2 x `top` rows it keeps the `top` with the highest `key` (ties in their order) and its title says
 // so, "10 of 1,024 ranks, most idle first". The typed results keep every row. `top` 0 keeps all. One rule
 // for every such table: a 500-step or 1,024-rank run's text report stays a page, not thousands of lines.
 template <typename Key>
-void keepWorstRows(Table& table, size_t top, std::string_view rows_are, std::string_view order, Key key);
+void keepWorstRows(Table& table, size_t top, std::string_view rows_are, std::string_view order, Key key) {
+  if (top == 0 || table.rows.size() <= 2 * top) return;
+  std::vector<std::pair<double, size_t>> keyed;
+  for (size_t i = 0; i < table.rows.size(); ++i) keyed.emplace_back(key(table.rows[i]), i);
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::vector<Cell>> kept;
+  for (size_t i = 0; i < top; ++i) kept.push_back(std::move(table.rows[keyed[i].second]));
+  table.title = worstRowsTitle(table.title, top, table.rows.size(), rows_are, order);
+  table.rows = std::move(kept);
+}
 
 struct Section {
   std::string id;
@@ -196,21 +209,5 @@ struct Document {
 std::string renderText(const Document& document);
 std::string renderJson(const Document& document);
 std::string renderMarkdown(const Document& document);
-
-// The title keepWorstRows gives a table it cut from `total` rows to `kept`.
-std::string worstRowsTitle(std::string_view title, size_t kept, size_t total, std::string_view rows_are,
-                           std::string_view order);
-
-template <typename Key>
-void keepWorstRows(Table& table, size_t top, std::string_view rows_are, std::string_view order, Key key) {
-  if (top == 0 || table.rows.size() <= 2 * top) return;
-  std::vector<std::pair<double, size_t>> keyed;
-  for (size_t i = 0; i < table.rows.size(); ++i) keyed.emplace_back(key(table.rows[i]), i);
-  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<std::vector<Cell>> kept;
-  for (size_t i = 0; i < top; ++i) kept.push_back(std::move(table.rows[keyed[i].second]));
-  table.title = worstRowsTitle(table.title, top, table.rows.size(), rows_are, order);
-  table.rows = std::move(kept);
-}
 
 }  // namespace gpuxray::report
