@@ -200,3 +200,53 @@ TEST_CASE("what-if: a finding whose rank holds the path says through what", "[cr
   CHECK(names_causes);
   for (const std::string& line : said) CHECK(line.find("on rank 1 and") == std::string::npos);
 }
+
+namespace {
+
+// `analyze --critical-path --format json` of `run` with `extra` options.
+nlohmann::json analyzedWith(const TempDir& dir, const std::string& run, const std::string& extra,
+                            const std::string& name) {
+  std::string json = dir / (name + ".json");
+  auto analysis = runCommand(kGpuxray + " analyze --critical-path --format json " + extra + " " + run + " > " + json);
+  INFO(analysis.err);
+  REQUIRE(analysis.exit_code == 0);
+  return nlohmann::json::parse(std::ifstream(json));
+}
+
+// Without a timeline the ranks are read one at a time and keep only their steps' graphs, reduced
+// (RankPathPart); with one every event stays and the chains on the path are given back slice by slice.
+// Both must find the same path, attribution and savings.
+void checkDigestedPathIsTheKeptOne(const std::string& run) {
+  TempDir dir;
+  nlohmann::json digested = analyzedWith(dir, run, "-j1", "digested");
+  nlohmann::json kept = analyzedWith(dir, run, "-j3 --perfetto " + (dir / "timeline.pftrace"), "kept");
+  const auto& path = digested["results"]["critical_path"];
+  REQUIRE(!path["run_steps"].empty());
+  CHECK(path == kept["results"]["critical_path"]);
+  CHECK(digested["findings"] == kept["findings"]);
+  for (const auto& step : path["run_steps"]) {
+    int64_t sum = 0;
+    for (const auto& part : step["attribution"]) sum += part["ns"].get<int64_t>();
+    CHECK(sum == step["step_ns"].get<int64_t>());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("critical path: the ranks' digests find the path their kept events find", "[critical_path][what_if]") {
+  TempDir dir;
+  std::string run = dir / "demo";
+  auto simulated = runCommand(kGpuxray + " simulate --preset demo -o " + run);
+  REQUIRE(simulated.exit_code == 0);
+  checkDigestedPathIsTheKeptOne(run);
+  // A 1F1B pipeline with a slow stage: sends and receives posted at once, gaps tied to collectives.
+  std::string pipeline = dir / "pipeline";
+  simulated = runCommand(kGpuxray +
+                         " simulate --model gpt-350m --cluster dgx-h100 --nodes 1 --tp 2 --pp 4 --micro-batches 4 "
+                         "--steps 3 --seed 5 --straggler 2=2.5 --straggler 3=2.5 -o " +
+                         pipeline);
+  REQUIRE(simulated.exit_code == 0);
+  checkDigestedPathIsTheKeptOne(pipeline);
+  if (auto sampled = gpuxray::testing::sharedTraces("hta_sampled_2rank"))
+    checkDigestedPathIsTheKeptOne(sampled->string());
+}

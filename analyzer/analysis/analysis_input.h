@@ -25,8 +25,8 @@ struct AnalysisOptions {
   bool hta_compat = false;
   // With hta_compat: keep the last ProfilerStep, which HTA drops by default.
   bool include_last_step = false;
-  // --critical-path: the critical path and its attribution (critical_path.h). Off by default: it keeps
-  // every event and costs as much CPU again as the rest of analyze, or more (docs/analyses.md).
+  // --critical-path: the critical path and its attribution (critical_path.h). Off by default: it costs
+  // more CPU than the rest of analyze (docs/analyses.md, "Critical path").
   bool critical_path = false;
 };
 

@@ -25,6 +25,7 @@
 #include "analyzer/analysis/analyses.h"
 #include "analyzer/analysis/communicators.h"
 #include "analyzer/analysis/longest_path.h"
+#include "analyzer/analysis/rank_digest.h"
 #include "analyzer/workers.h"
 
 namespace gpuxray::analysis {
@@ -46,6 +47,16 @@ struct GraphEvent {
   int32_t parent = -1;  // the host event it is nested in
   bool host = false;
 };
+
+// A part's detail: the rank's string, or its constant.
+std::string_view detailOf(const model::RankTrace& rank, const PathPart& part) {
+  return part.name_id != 0 ? rank.name(part.name_id) : std::string_view(part.constant);
+}
+PathSlice sliceOfPart(const model::RankTrace& rank, const PathPart& part, int64_t start, int64_t end) {
+  PathSlice s{start, end, part.cause, detailOf(rank, part), rank.rank};
+  s.comm_hash = part.comm_hash;
+  return s;
+}
 
 // Appended field by field in place: a record built aside and copied whole is read back by wider loads than
 // the stores that built it, which stall (store forwarding fails), once for each of the step's events and edges.
@@ -244,6 +255,14 @@ struct RankGraphScratch {
   std::vector<std::pair<int, int>> queue_at;
   std::vector<int64_t> last_on_stream;
   std::vector<std::vector<uint32_t>> ends_on_stream;
+  // Reducing a graph (RankGraph::reduce): per node, its links as planOf counts them, its edge out, and
+  // whether it is a port, a port's number, a communication kernel's end; per edge, whether it stays
+  // a link of its own and its link; per name, a chain's part of it.
+  std::vector<uint8_t> node_links, port, communication_end, single;
+  std::vector<Interval> behind_cursor;
+  std::vector<uint32_t> next_out, port_number, link_of_edge;
+  std::vector<uint32_t> part_of_name, named;
+  std::vector<std::pair<uint32_t, RankStepGraph::Link>> links;  // (last edge, link)
 };
 
 void appendItem(std::vector<RankGraphScratch::Item>& items, int64_t sort_ns, uint32_t event, int32_t stream,
@@ -313,6 +332,11 @@ class RankGraph {
   // The edge of an event's own span (GPU work only), or -1.
   int64_t spanEdge(uint32_t event) const { return event < work_base_ ? -1 : span_edge_[event - work_base_]; }
   PathSlice sliceOf(const Edge& edge) const;
+  PathPart partOf(const Edge& edge) const;
+  // Into `out`, this graph (built with its own edges) reduced to its ports and chains.
+  void reduce(RankStepGraph& out, RankGraphScratch& scratch) const;
+  // Its edges, when built without a joined graph.
+  const std::vector<Edge>& ownEdges() const { return own_edges_; }
   int32_t rank() const { return rank_->rank; }
   uint32_t activityOf(uint32_t event) const { return events_[event].ref.index; }
   // Its compute kernels' time (their span edges' weights).
@@ -338,10 +362,6 @@ class RankGraph {
   const std::vector<Edge>& edgeList() const { return joined_ != nullptr ? *joined_ : own_edges_; }
   bool inWindow(int64_t start, int64_t end) const {
     return start >= window_.start && start <= window_.end && end > start;
-  }
-  std::string_view callName(uint32_t host_call) const {
-    uint16_t f = rank_->host_calls[host_call].function;
-    return f < rank_->api_functions.size() ? rank_->name(rank_->api_functions[f]) : std::string_view();
   }
 
   void collectEvents(RankGraphScratch& scratch);
@@ -650,64 +670,271 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
   sortIfNeeded(communication_);
 }
 
+constexpr size_t kPathCauses = static_cast<size_t>(PathCause::kOther) + 1;
+
+// A node with one edge in and one out, both forward in (time, node), as planOf merges them: per node,
+// its edges in (low two bits) and out (next two), 1 for one forward edge and 2 for anything more.
+constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
+
+// Ports: the nodes planOf would keep (not one forward edge in and one out), communication kernels'
+// starts and ends (joins reach them), and the ends of the edges kept as links of their own: the
+// kernel-to-kernel edges a collective's join may be tied to (tieGapsToCollectives: every such edge
+// into a kernel, when one of them follows a communication kernel's end or has one run through it),
+// communication kernels' spans, and the edges whose slices the cutter may clip, so that a chain's
+// parts are summed whole: those reaching out of the window, and those starting where the path can be
+// behind the cutter's cursor (after an edge that runs back in time, from its end to its start; after
+// a gap tied to a collective that ran through it, from the gap's end to the collective's, which the
+// tie's slice reaches). The rest of the edges form chains between ports.
+void RankGraph::reduce(RankStepGraph& out, RankGraphScratch& scratch) const {
+  const std::vector<Edge>& edges = own_edges_;
+  const uint32_t nodes = nodeCount();
+  out.window = window_;
+  out.compute_ns = compute_ns_;
+  out.times.clear();
+  out.port_node.clear();
+  out.links.clear();
+  out.parts.clear();
+  out.communication.clear();
+  out.kernel_gaps.clear();
+  std::vector<uint8_t>& links = scratch.node_links;
+  std::vector<uint32_t>& next_out = scratch.next_out;
+  std::vector<uint8_t>& single = scratch.single;
+  links.assign(nodes, 0);
+  next_out.resize(nodes);
+  single.assign(edges.size(), 0);
+  std::vector<Interval>& behind_cursor = scratch.behind_cursor;  // [path's time, cursor)
+  behind_cursor.clear();
+  for (uint32_t i = 0; i < edges.size(); ++i) {
+    const Edge& e = edges[i];
+    int64_t from = timeOf(e.from), to = timeOf(e.to);
+    uint8_t one = std::pair(from, e.from) < std::pair(to, e.to) ? 1 : 2;
+    uint8_t& in = links[e.to];
+    in = static_cast<uint8_t>((in & 3) == 0 ? in | one : (in & 0xfc) | 2);
+    uint8_t& outgoing = links[e.from];
+    outgoing = static_cast<uint8_t>((outgoing & 12) == 0 ? outgoing | one << 2 : (outgoing & 0xf3) | 8);
+    next_out[e.from] = i;
+    if (to < from) behind_cursor.push_back({to, from});
+  }
+  std::vector<uint8_t>& port = scratch.port;
+  port.resize(nodes);
+  for (uint32_t n = 0; n < nodes; ++n) port[n] = links[n] != kOneInOneOut;
+  auto keepSingle = [&](uint32_t i) {
+    single[i] = 1;
+    port[edges[i].from] = port[edges[i].to] = 1;
+  };
+  for (uint32_t i = 0; i < edges.size(); ++i) {
+    int64_t from = timeOf(edges[i].from), to = timeOf(edges[i].to);
+    if (to > window_.end || from < window_.start) keepSingle(i);
+  }
+  std::vector<uint8_t>& communication_end = scratch.communication_end;
+  communication_end.assign(nodes, 0);
+  for (const auto& [start, event] : communication_) {
+    communication_end[endNode(event)] = 1;
+    keepSingle(static_cast<uint32_t>(span_edge_[event - work_base_]));
+  }
+  // The kernel gaps a join may tie: the edges before one into the same kernel are those its stream
+  // waited for on other streams (addGpuEdges adds them first).
+  std::vector<uint32_t> tie_candidates;
+  for (uint32_t i : kernel_gaps_) {
+    const Edge& gap = edges[i];
+    uint32_t waited = i;
+    while (waited > 0 && i - waited < 4 && edges[waited - 1].kind == EdgeKind::kKernelGap &&
+           edges[waited - 1].to == gap.to)
+      --waited;
+    bool candidate = false;
+    for (uint32_t k = waited; k < i && !candidate; ++k) candidate = communication_end[edges[k].from] != 0;
+    if (!candidate && waited == i) {
+      int64_t gap_start = timeOf(gap.from), gap_end = timeOf(gap.to);
+      auto it =
+          std::lower_bound(communication_.begin(), communication_.end(), std::pair<int64_t, uint32_t>{gap_start, 0});
+      for (; it != communication_.end() && it->first < gap_end; ++it) {
+        if (int64_t end = events_[it->second].end_ns; end > gap_end) {
+          candidate = true;
+          behind_cursor.push_back({gap_end, end});
+        }
+      }
+    }
+    if (!candidate) continue;
+    tie_candidates.push_back(i);
+    // Every kernel-to-kernel edge into the same kernel, as the join's look back finds them.
+    uint32_t first = i;
+    while (first > 0 && edges[first - 1].kind == EdgeKind::kKernelGap && edges[first - 1].to == gap.to) --first;
+    for (uint32_t k = first; k <= i; ++k) keepSingle(k);
+  }
+  if (!behind_cursor.empty()) {
+    std::sort(behind_cursor.begin(), behind_cursor.end(),
+              [](const Interval& a, const Interval& b) { return a.start < b.start; });
+    IntervalSet merged = unionOf(std::move(behind_cursor));
+    for (uint32_t i = 0; i < edges.size(); ++i) {
+      int64_t from = timeOf(edges[i].from);
+      auto after = std::upper_bound(merged.begin(), merged.end(), from,
+                                    [](int64_t t, const Interval& r) { return t < r.start; });
+      if (after != merged.begin() && from < std::prev(after)->end) keepSingle(i);
+    }
+    behind_cursor = std::move(merged);
+  }
+  std::vector<uint32_t>& number = scratch.port_number;
+  number.resize(nodes);
+  for (uint32_t n = 0; n < nodes; ++n) {
+    if (!port[n]) continue;
+    number[n] = static_cast<uint32_t>(out.times.size());
+    out.times.push_back(timeOf(n));
+    out.port_node.push_back(n);
+  }
+  // Each edge out of a port begins a link: itself, or the chain through the nodes after it.
+  auto& pending = scratch.links;
+  pending.clear();
+  std::vector<uint32_t>& part_of_name = scratch.part_of_name;  // per name id, a chain's part + 1
+  std::vector<uint32_t>& named = scratch.named;
+  using Role = RankStepGraph::Role;
+  auto roleOf = [&](const Edge& e) {
+    if (e.kind == EdgeKind::kLaunch) return Role::kLaunch;
+    std::optional<ActivityKind> kind = spanActivity(e);
+    if (kind == ActivityKind::kCompute) return Role::kComputeSpan;
+    if (kind == ActivityKind::kCommunication) return Role::kCommunicationSpan;
+    return Role::kOther;
+  };
+  for (uint32_t i = 0; i < edges.size(); ++i) {
+    const Edge& first = edges[i];
+    if (!port[first.from]) continue;
+    RankStepGraph::Link link;
+    link.from = number[first.from];
+    link.first_edge = i;
+    link.first_part = static_cast<uint32_t>(out.parts.size());
+    if (single[i] || port[first.to]) {
+      link.to = number[first.to];
+      link.weight = first.weight;
+      link.kind = first.kind;
+      link.role = roleOf(first);
+      out.parts.push_back(partOf(first));
+      link.parts = 1;
+      pending.emplace_back(i, link);
+      continue;
+    }
+    link.role = Role::kChain;
+    link.kind = EdgeKind::kSpan;
+    // Its parts summed by cause and detail: found by the detail's name, else by the cause.
+    std::array<uint32_t, kPathCauses> part_of_cause{};  // per cause, the part without a name + 1
+    auto add = [&](const PathPart& part, int64_t ns) {
+      uint32_t* slot = &part_of_cause[static_cast<size_t>(part.cause)];
+      if (part.name_id != 0) {
+        if (part.name_id >= part_of_name.size()) part_of_name.resize(part.name_id + 1, 0);
+        slot = &part_of_name[part.name_id];
+        if (*slot == 0) named.push_back(part.name_id);
+      }
+      if (*slot != 0) {
+        PathPart& found = out.parts[*slot - 1];
+        if (found.cause == part.cause && found.constant == part.constant && found.comm_hash == part.comm_hash) {
+          found.ns += ns;
+          return;
+        }
+        for (size_t p = link.first_part; p < out.parts.size(); ++p) {  // one name under two causes
+          PathPart& other = out.parts[p];
+          if (other.cause == part.cause && other.name_id == part.name_id && other.constant == part.constant &&
+              other.comm_hash == part.comm_hash) {
+            other.ns += ns;
+            return;
+          }
+        }
+      }
+      out.parts.emplace_back(part).ns = ns;
+      if (*slot == 0) *slot = static_cast<uint32_t>(out.parts.size());
+    };
+    uint32_t last = i;
+    for (uint32_t e = i;; e = next_out[edges[e].to]) {
+      const Edge& edge = edges[e];
+      link.weight += edge.weight;
+      PathPart part = partOf(edge);
+      if (edge.kind == EdgeKind::kSpan && part.cause == PathCause::kCompute) link.compute_ns += edge.weight;
+      if (edge.kind == EdgeKind::kLaunch) link.launch_ns += edge.weight;
+      if (int64_t ns = timeOf(edge.to) - timeOf(edge.from); ns > 0) add(part, ns);
+      last = e;
+      if (port[edge.to]) break;
+    }
+    link.to = number[edges[last].to];
+    for (uint32_t name : named) part_of_name[name] = 0;
+    named.clear();
+    link.parts = static_cast<uint32_t>(out.parts.size()) - link.first_part;
+    pending.emplace_back(last, link);
+  }
+  std::sort(pending.begin(), pending.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<uint32_t>& link_of_edge = scratch.link_of_edge;
+  link_of_edge.resize(edges.size());
+  for (const auto& [last, link] : pending) {
+    link_of_edge[last] = static_cast<uint32_t>(out.links.size());
+    out.links.push_back(link);
+  }
+  for (const auto& [start, event] : communication_) {
+    out.communication.push_back({start, events_[event].end_ns, events_[event].ref.index, number[startNode(event)],
+                                 number[endNode(event)],
+                                 link_of_edge[static_cast<uint32_t>(span_edge_[event - work_base_])]});
+  }
+  for (uint32_t i : tie_candidates) out.kernel_gaps.push_back(link_of_edge[i]);
+}
+
 // What an edge on the path was spent on. A host edge belongs to the event it lies in: its source's
 // when that is a start, its destination's when that is an end, else the parent of both.
-PathSlice RankGraph::sliceOf(const Edge& joined_edge) const {
-  Edge edge = joined_edge;
-  edge.from -= first_node_, edge.to -= first_node_;
-  PathSlice s{timeOf(edge.from), timeOf(edge.to), PathCause::kOther, "", rank_->rank};
-  switch (edge.kind) {
+PathPart RankGraph::partOf(const Edge& joined_edge) const {
+  uint32_t from = joined_edge.from - first_node_, to = joined_edge.to - first_node_;
+  PathPart p;
+  switch (joined_edge.kind) {
     case EdgeKind::kDependency:
-      s.detail = "between top-level host ops";
-      return s;
+      p.constant = "between top-level host ops";
+      return p;
     case EdgeKind::kLaunch:
-      s.cause = PathCause::kLaunch;
-      return s;
+      p.cause = PathCause::kLaunch;
+      return p;
     case EdgeKind::kKernelGap:
-      s.cause = PathCause::kKernelGap;
-      return s;
+      p.cause = PathCause::kKernelGap;
+      return p;
     case EdgeKind::kSync:
-      s.cause = PathCause::kSynchronization;
-      return s;
+      p.cause = PathCause::kSynchronization;
+      return p;
     case EdgeKind::kSpan:
       break;
   }
-  int64_t owner = events_[edge.from / 2].parent;
-  if (edge.from % 2 == 0) {
-    owner = edge.from / 2;
-  } else if (edge.to % 2 == 1) {
-    owner = edge.to / 2;
+  int64_t owner = events_[from / 2].parent;
+  if (from % 2 == 0) {
+    owner = from / 2;
+  } else if (to % 2 == 1) {
+    owner = to / 2;
   }
-  if (owner < 0) return s;
+  if (owner < 0) return p;
   const GraphEvent& ev = events_[static_cast<size_t>(owner)];
   switch (ev.ref.source) {
     case PathEventSource::kActivity: {
       const model::GpuActivity& a = rank_->activities[ev.ref.index];
       if (a.kind == ActivityKind::kCommunication) {
-        s.cause = PathCause::kCommunication;
-        if (std::optional<uint64_t> comm = index_->communicatorAt(a.start_ns)) s.comm_hash = *comm;
+        p.cause = PathCause::kCommunication;
+        if (std::optional<uint64_t> comm = index_->communicatorAt(a.start_ns)) p.comm_hash = *comm;
       } else if (a.kind == ActivityKind::kMemcpy || a.kind == ActivityKind::kMemset) {
-        s.cause = PathCause::kMemcpy;
-        s.detail = a.kind == ActivityKind::kMemcpy ? "copy" : "memset";
+        p.cause = PathCause::kMemcpy;
+        p.constant = a.kind == ActivityKind::kMemcpy ? "copy" : "memset";
       } else {
-        s.cause = PathCause::kCompute;
-        s.detail = rank_->name(a.name_id);
+        p.cause = PathCause::kCompute;
+        p.name_id = a.name_id;
       }
-      return s;
+      return p;
     }
     case PathEventSource::kHostCall: {
-      bool waits = (index_->waitsOf(rank_->host_calls[ev.ref.index]) & RankTimeIndex::kBlocksOnGpu) != 0;
-      s.cause = waits ? PathCause::kSynchronization : PathCause::kHost;
-      s.detail = callName(ev.ref.index);
-      return s;
+      const model::HostCall& call = rank_->host_calls[ev.ref.index];
+      bool waits = (index_->waitsOf(call) & RankTimeIndex::kBlocksOnGpu) != 0;
+      p.cause = waits ? PathCause::kSynchronization : PathCause::kHost;
+      if (call.function < rank_->api_functions.size()) p.name_id = rank_->api_functions[call.function];
+      return p;
     }
     case PathEventSource::kHostOp:
     case PathEventSource::kStepRange:
-      s.cause = PathCause::kHost;
-      s.detail = "cpu op";
-      return s;
+      p.cause = PathCause::kHost;
+      p.constant = "cpu op";
+      return p;
   }
-  return s;
+  return p;
+}
+
+PathSlice RankGraph::sliceOf(const Edge& joined_edge) const {
+  return sliceOfPart(*rank_, partOf(joined_edge), timeOf(joined_edge.from - first_node_),
+                     timeOf(joined_edge.to - first_node_));
 }
 
 LongestPath findLongestPath(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathEnd end_rule) {
@@ -734,6 +961,8 @@ class SliceCutter {
     }
     cursor_ = out_.back().end_ns;
   }
+  // Past a stretch summed ahead (a chain's parts), which no clipping reaches.
+  void skipTo(int64_t t) { cursor_ = std::max(cursor_, std::min(t, window_.end)); }
   void finish(int32_t rank) {
     PathSlice s{cursor_, window_.end, PathCause::kOther, "after the path", rank, 0};
     cover(std::move(s));
@@ -826,12 +1055,6 @@ ResultValue resultValue(const CriticalPathResult& result) {
       .set("what_if", std::move(what_if));
 }
 
-// A member of a join: the rank's graph and the event of its communication kernel.
-struct JoinMember {
-  uint32_t rank = 0;
-  uint32_t event = 0;
-};
-
 }  // namespace
 
 const char* kernelClassOf(std::string_view kernel_name) {
@@ -900,21 +1123,59 @@ RankCriticalPath rankCriticalPath(const model::RankTrace& rank, Interval window,
 
 namespace {
 
-// One step's graph across ranks (or of one rank): every rank's graph in one numbering of nodes, each
-// collective's members joined and each receive tied to its send.
+// One rank's part from its events, over `windows`: each window's graph built and reduced.
+RankPathPart pathPartOf(const model::RankTrace& rank, const RankTimeIndex& index,
+                        const std::vector<Interval>& windows) {
+  RankPathPart part;
+  part.kernel_of_op = index.kernel_of_op;
+  part.kernel_start_of_op.assign(index.kernel_of_op.size(), kNoLaunch);
+  part.kernel_launch_of_op.assign(index.kernel_of_op.size(), kNoLaunch);
+  for (size_t o = 0; o < index.kernel_of_op.size(); ++o) {
+    uint32_t activity = index.kernel_of_op[o];
+    if (activity == UINT32_MAX) continue;
+    const model::GpuActivity& a = rank.activities[activity];
+    part.kernel_start_of_op[o] = a.start_ns;
+    const model::HostCall* call = a.correlation_id != 0 ? rank.launchOf(a.correlation_id) : nullptr;
+    if (call != nullptr) part.kernel_launch_of_op[o] = call->start_ns;
+  }
+  RankGraph graph;
+  RankGraphScratch scratch;
+  part.steps.resize(windows.size());
+  for (size_t w = 0; w < windows.size(); ++w) {
+    graph.build(rank, index, windows[w], scratch, true);
+    graph.reduce(part.steps[w], scratch);
+  }
+  return part;
+}
+
+std::vector<Interval> intervalsOf(const std::vector<StepWindow>& windows) {
+  std::vector<Interval> out;
+  out.reserve(windows.size());
+  for (const StepWindow& w : windows) out.push_back(w.window);
+  return out;
+}
+
+// A member of a join: its rank index and its kernel among the rank's step graph's communication.
+struct JoinMember {
+  uint32_t rank = 0;
+  uint32_t kernel = 0;
+};
+
+// One step's graph across ranks (or of one rank): every rank's reduced graph in one numbering of
+// nodes, each collective's members joined and each receive tied to its send.
 struct RunGraph {
-  std::vector<RankGraph> graphs;
-  RankGraphScratch rank_scratch;
+  std::vector<const RankStepGraph*> steps;  // per rank index, its graph of the step
+  std::vector<int32_t> rank_numbers;        // per rank index
   std::vector<uint32_t> offset, edge_base;  // per rank index: its first node and first edge
   std::vector<int64_t> times;
   std::vector<Edge> edges;
-  // Edges [0, rank_edges) are the ranks' own, each rank's from its edge_base. Per edge after them:
-  // (-1, the member's span edge): a join's edge to a member's end; (-2, operation): a member's start to
+  // Edges [0, rank_edges) are the ranks' links, each rank's from its edge_base. Per edge after them:
+  // (-1, the member's span link): a join's edge to a member's end; (-2, operation): a member's start to
   // its operation's join node.
   uint32_t rank_edges = 0;
   std::vector<std::pair<int32_t, uint32_t>> join_origin;
-  // (rank index, event) -> the rank waited for, and the communicator of the send or receive it waited in
-  // (0: a collective).
+  // (rank index, its kernel's start port) -> the rank waited for, and the communicator of the send or
+  // receive it waited in (0: a collective).
   std::map<std::pair<uint32_t, uint32_t>, std::pair<int32_t, uint64_t>> waited_for;
   // Per joined NCCL operation: its members' rank indexes and the edges that carry its communication.
   struct Operation {
@@ -934,12 +1195,18 @@ struct RunGraph {
   uint32_t rankOfNode(uint32_t node) const {
     return static_cast<uint32_t>(std::upper_bound(offset.begin(), offset.end(), node) - offset.begin() - 1);
   }
-  // (rank index, its local edge), or a join's edge as join_origin has it.
+  // (rank index, its link), or a join's edge as join_origin has it.
   std::pair<int32_t, uint32_t> originOf(uint32_t edge) const {
     if (edge >= rank_edges) return join_origin[edge - rank_edges];
     auto r = static_cast<uint32_t>(std::upper_bound(edge_base.begin(), edge_base.end(), edge) - edge_base.begin() - 1);
     return {static_cast<int32_t>(r), edge - edge_base[r]};
   }
+  const RankStepGraph::Communication& kernelOf(const JoinMember& m) const {
+    return steps[m.rank]->communication[m.kernel];
+  }
+  uint32_t startOf(const JoinMember& m) const { return offset[m.rank] + kernelOf(m).start_port; }
+  uint32_t endOf(const JoinMember& m) const { return offset[m.rank] + kernelOf(m).end_port; }
+  uint32_t spanOf(const JoinMember& m) const { return edge_base[m.rank] + kernelOf(m).span_link; }
 };
 
 // A stream's gap that one of the rank's NCCL operations on another stream ended (its kernel among the
@@ -948,26 +1215,25 @@ struct RunGraph {
 // on once its exposed part is done) is that operation's (exposed communication, or a wait for a later
 // member): the kernel after the gap depends on the operation's join, by the time from there, and the
 // gap itself carries none. A gap in which other kernels ended after the operation did waited for them:
-// tied to the operation, its fixed weight would hold the compute that ran in it.
-// `joined`: (rank index, event, the operation's join node, operation) for every member.
+// tied to the operation, its fixed weight would hold the compute that ran in it. A rank's step graph
+// lists the gaps this can reach (RankGraph::reduce).
+// `joined`: (member, the operation's join node, operation) for every member.
 template <typename Joined>
 void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
-  // start, end, the join node, operation, span edge (the rank's), end node (the run's)
+  // start, end, the join node, operation, span link (the rank's), end node (the run's)
   using Running = std::tuple<int64_t, int64_t, uint32_t, size_t, uint32_t, uint32_t>;
-  std::vector<std::vector<Running>> waits(g.graphs.size());
+  std::vector<std::vector<Running>> waits(g.steps.size());
   for (const Joined& j : joined) {
-    const RankGraph& rg = g.graphs[j.rank];
-    int64_t span = rg.spanEdge(j.event);
-    if (span < 0) continue;
-    waits[j.rank].emplace_back(rg.timeOf(rg.startNode(j.event)), rg.timeOf(rg.endNode(j.event)), j.last_start,
-                               j.operation, static_cast<uint32_t>(span), g.offset[j.rank] + rg.endNode(j.event));
+    const RankStepGraph::Communication& kernel = g.kernelOf(j.member);
+    waits[j.member.rank].emplace_back(g.times[g.startOf(j.member)], g.times[g.endOf(j.member)], j.last_start,
+                                      j.operation, kernel.span_link, g.endOf(j.member));
   }
   for (auto& w : waits) std::sort(w.begin(), w.end());
   // Rank by rank, only the ranks with operations.
-  for (uint32_t rank_index = 0; rank_index < g.graphs.size(); ++rank_index) {
+  for (uint32_t rank_index = 0; rank_index < g.steps.size(); ++rank_index) {
     const auto& list = waits[rank_index];
     if (list.empty()) continue;
-    for (uint32_t local : g.graphs[rank_index].kernelGaps()) {
+    for (uint32_t local : g.steps[rank_index]->kernel_gaps) {
       size_t i = g.edge_base[rank_index] + local;
       int64_t gap_start = g.times[g.edges[i].from];
       int64_t gap_end = g.times[g.edges[i].to];
@@ -1010,25 +1276,18 @@ void tieGapsToCollectives(RunGraph& g, const std::vector<Joined>& joined) {
 struct OperationSpans {
   std::vector<Interval> collectives, p2p;
 
-  OperationSpans(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
-                 const CollectiveIndex& matched) {
-    for (const MatchedCollective& c : matched.collectives)
-      collectives.push_back(spanOf(run, indexes, matched.membersOf(c)));
-    for (const P2pPair& p : matched.p2p) p2p.push_back(spanOf(run, indexes, std::array{p.send, p.recv}));
+  OperationSpans(const std::vector<const RankPathPart*>& parts, const CollectiveIndex& matched) {
+    for (const MatchedCollective& c : matched.collectives) collectives.push_back(spanOf(parts, matched.membersOf(c)));
+    for (const P2pPair& p : matched.p2p) p2p.push_back(spanOf(parts, std::array{p.send, p.recv}));
   }
-  static Interval spanOf(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
-                         std::span<const MemberOp> members) {
+  static Interval spanOf(const std::vector<const RankPathPart*>& parts, std::span<const MemberOp> members) {
     Interval span{INT64_MAX, INT64_MIN};
     int calls = 0;
     for (MemberOp m : members) {
-      if (m.rank_index >= indexes.size()) continue;
-      uint32_t activity = indexes[m.rank_index].kernel_of_op[m.op_index];
-      if (activity == UINT32_MAX) continue;
-      const model::RankTrace& rank = run.ranks[m.rank_index];
-      uint32_t correlation = rank.activities[activity].correlation_id;
-      const model::HostCall* call = correlation != 0 ? rank.launchOf(correlation) : nullptr;
-      if (call == nullptr) continue;
-      span.start = std::min(span.start, call->start_ns), span.end = std::max(span.end, call->start_ns);
+      if (m.rank_index >= parts.size()) continue;
+      int64_t launch = parts[m.rank_index]->kernel_launch_of_op[m.op_index];
+      if (launch == kNoLaunch) continue;
+      span.start = std::min(span.start, launch), span.end = std::max(span.end, launch);
       ++calls;
     }
     return calls >= 2 ? span : Interval{INT64_MAX, INT64_MIN};
@@ -1038,11 +1297,10 @@ struct OperationSpans {
   }
 };
 
-// Into `g`, whose buffers keep their memory from the step before. `spans` (optional): the operations'
-// spans, to skip those the step's windows do not reach.
-void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
-                   const CollectiveIndex& matched, const std::vector<Interval>& windows, RunGraph& g,
-                   const OperationSpans* spans = nullptr) {
+// Step `step` of the ranks' parts into `g`, whose buffers keep their memory from the step before.
+// `spans` (optional): the operations' spans, to skip those the step's windows do not reach.
+void buildRunGraph(const model::RunTrace& run, const std::vector<const RankPathPart*>& parts, size_t step,
+                   const CollectiveIndex& matched, RunGraph& g, const OperationSpans* spans = nullptr) {
   g.offset.clear();
   g.edge_base.clear();
   g.times.clear();
@@ -1050,64 +1308,62 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
   g.join_origin.clear();
   g.waited_for.clear();
   g.operations.clear();
-  auto& graphs = g.graphs;
-  auto& offset = g.offset;
-  auto& edge_base = g.edge_base;
+  g.steps.resize(parts.size());
+  g.rank_numbers.resize(parts.size());
   auto& times = g.times;
   auto& edges = g.edges;
   auto& origin = g.join_origin;
-  g.window = windows.empty() ? Interval{} : windows.front();
-  // Each rank's graph built straight into the step's: its nodes numbered after the ranks' before it.
-  // The ranks' graphs keep their buffers from the step before.
-  graphs.resize(std::min(run.ranks.size(), windows.size()));
-  for (size_t r = 0; r < graphs.size(); ++r) {
-    offset.push_back(static_cast<uint32_t>(times.size()));
-    edge_base.push_back(static_cast<uint32_t>(edges.size()));
-    RankGraph& rg = graphs[r];
-    rg.build(run.ranks[r], indexes[r], windows[r], g.rank_scratch, true, &edges, offset.back());
-    rg.appendTimes(times);
-    g.window.start = std::min(g.window.start, windows[r].start);
-    g.window.end = std::max(g.window.end, windows[r].end);
+  for (size_t r = 0; r < parts.size(); ++r) {
+    const RankStepGraph& s = parts[r]->steps[step];
+    g.steps[r] = &s;
+    g.rank_numbers[r] = run.ranks[r].rank;
+    g.window =
+        r == 0 ? s.window : Interval{std::min(g.window.start, s.window.start), std::max(g.window.end, s.window.end)};
+    auto first = static_cast<uint32_t>(times.size());
+    g.offset.push_back(first);
+    g.edge_base.push_back(static_cast<uint32_t>(edges.size()));
+    times.insert(times.end(), s.times.begin(), s.times.end());
+    for (const RankStepGraph::Link& link : s.links)
+      appendEdge(edges, first + link.from, first + link.to, link.weight, link.kind);
   }
   g.rank_edges = static_cast<uint32_t>(edges.size());
   struct Joined {
-    uint32_t rank, event, last_start;
+    JoinMember member;
+    uint32_t last_start;
     size_t operation;
   };
-  std::vector<Joined> joined_at;                        // every member, and where the operation's last member started
+  std::vector<Joined> joined_at;  // every member, and where the operation's last member started
   // The operation's kernel (RankTimeIndex::kernel_of_op), if the step's graph holds it.
   auto kernelOf = [&](MemberOp m) -> std::optional<JoinMember> {
-    if (m.rank_index >= graphs.size()) return std::nullopt;
-    uint32_t activity = indexes[m.rank_index].kernel_of_op[m.op_index];
+    if (m.rank_index >= parts.size()) return std::nullopt;
+    const RankPathPart& part = *parts[m.rank_index];
+    uint32_t activity = part.kernel_of_op[m.op_index];
     if (activity == UINT32_MAX) return std::nullopt;
-    const auto& list = graphs[m.rank_index].communicationEvents();  // by start
-    int64_t start = run.ranks[m.rank_index].activities[activity].start_ns;
-    for (auto it = std::lower_bound(list.begin(), list.end(), std::pair<int64_t, uint32_t>{start, 0});
-         it != list.end() && it->first == start; ++it) {
-      if (graphs[m.rank_index].activityOf(it->second) == activity) return JoinMember{m.rank_index, it->second};
+    const auto& list = g.steps[m.rank_index]->communication;  // by start
+    int64_t start = part.kernel_start_of_op[m.op_index];
+    auto it = std::lower_bound(list.begin(), list.end(), start,
+                               [](const RankStepGraph::Communication& c, int64_t t) { return c.start_ns < t; });
+    for (; it != list.end() && it->start_ns == start; ++it) {
+      if (it->activity == activity) return JoinMember{m.rank_index, static_cast<uint32_t>(it - list.begin())};
     }
     return std::nullopt;
   };
   // The members that started before the last one wait for it: their span carries only the time after
   // it started, and the last one's start leads to their end.
-  auto join = [&](const std::vector<JoinMember>& members, const std::vector<JoinMember>& waiters, bool collective,
-                  uint64_t comm_hash) {
+  auto join = [&](const std::vector<JoinMember>& members, bool collective, uint64_t comm_hash) {
     if (members.empty()) return;
     RunGraph::Operation operation;
     operation.collective = collective;
     for (const JoinMember& m : members) {
       operation.ranks.push_back(m.rank);
-      int64_t span = graphs[m.rank].spanEdge(m.event);
-      if (span >= 0) operation.edges.push_back(edge_base[m.rank] + static_cast<uint32_t>(span));
+      operation.edges.push_back(g.spanOf(m));
     }
     const JoinMember* last = &members.front();
     for (const JoinMember& m : members) {
-      if (graphs[m.rank].timeOf(graphs[m.rank].startNode(m.event)) >
-          graphs[last->rank].timeOf(graphs[last->rank].startNode(last->event)))
-        last = &m;
+      if (times[g.startOf(m)] > times[g.startOf(*last)]) last = &m;
     }
-    uint32_t last_start = offset[last->rank] + graphs[last->rank].startNode(last->event);
-    operation.last_rank = graphs[last->rank].rank();
+    uint32_t last_start = g.startOf(*last);
+    operation.last_rank = g.rank_numbers[last->rank];
     operation.wait_comm = collective ? 0 : comm_hash;
     // The join node, at the last member's start as traced: every member's start leads to it and it to
     // every member's end, by the time each member ran after the last one started. A re-timing that
@@ -1116,32 +1372,28 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
     auto join_node = static_cast<uint32_t>(times.size());
     times.push_back(times[last_start]);
     for (const JoinMember& m : members) {
-      appendEdge(edges, offset[m.rank] + graphs[m.rank].startNode(m.event), join_node, 0, EdgeKind::kDependency);
+      appendEdge(edges, g.startOf(m), join_node, 0, EdgeKind::kDependency);
       origin.emplace_back(-2, static_cast<uint32_t>(g.operations.size()));
     }
     for (const JoinMember& m : members) {
-      int64_t span = graphs[m.rank].spanEdge(m.event);
-      if (span < 0) continue;
-      uint32_t end = offset[m.rank] + graphs[m.rank].endNode(m.event);
+      uint32_t end = g.endOf(m);
       if (times[end] < times[join_node]) continue;  // it did not wait for the last member
       operation.edges.push_back(static_cast<uint32_t>(edges.size()));
       appendEdge(edges, join_node, end, std::max<int64_t>(0, times[end] - times[join_node]), EdgeKind::kSpan);
-      origin.emplace_back(-1, static_cast<uint32_t>(span));
+      origin.emplace_back(-1, g.kernelOf(m).span_link);
     }
-    for (const JoinMember& m : members) joined_at.push_back({m.rank, m.event, join_node, g.operations.size()});
-    for (const JoinMember& w : waiters) {
+    for (const JoinMember& m : members) joined_at.push_back({m, join_node, g.operations.size()});
+    for (const JoinMember& w : members) {
       if (w.rank == last->rank) continue;
-      uint32_t end = offset[w.rank] + graphs[w.rank].endNode(w.event);
-      int64_t span = graphs[w.rank].spanEdge(w.event);
+      uint32_t start = g.startOf(w), end = g.endOf(w);
       // It started last itself, or ended before the last one started (an eager send, which did not
       // wait for its receive).
-      if (times[last_start] <= times[end - 1] || times[end] < times[last_start] || span < 0) continue;
-      edges[edge_base[w.rank] + static_cast<size_t>(span)].weight =
-          std::max<int64_t>(0, times[end] - times[last_start]);
+      if (times[last_start] <= times[start] || times[end] < times[last_start]) continue;
+      edges[g.spanOf(w)].weight = std::max<int64_t>(0, times[end] - times[last_start]);
       operation.edges.push_back(static_cast<uint32_t>(edges.size()));
       appendEdge(edges, last_start, end, std::max<int64_t>(0, times[end] - times[last_start]), EdgeKind::kSpan);
-      origin.emplace_back(-1, static_cast<uint32_t>(span));
-      g.waited_for[{w.rank, w.event}] = {graphs[last->rank].rank(), collective ? 0 : comm_hash};
+      origin.emplace_back(-1, g.kernelOf(w).span_link);
+      g.waited_for[{w.rank, g.kernelOf(w).start_port}] = {g.rank_numbers[last->rank], collective ? 0 : comm_hash};
     }
     g.operations.push_back(std::move(operation));
   };
@@ -1152,14 +1404,14 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
     for (MemberOp m : matched.membersOf(c)) {
       if (auto k = kernelOf(m)) members.push_back(*k);
     }
-    if (members.size() >= 2) join(members, members, true, c.comm_hash);
+    if (members.size() >= 2) join(members, true, c.comm_hash);
   }
   for (size_t o = 0; o < matched.p2p.size(); ++o) {
     if (spans != nullptr && !OperationSpans::reaches(spans->p2p[o], g.window)) continue;
     const P2pPair& p = matched.p2p[o];
     auto send = kernelOf(p.send);
     auto recv = kernelOf(p.recv);
-    if (send && recv) join({*send, *recv}, {*send, *recv}, false, opOf(run, p.send).comm_hash);
+    if (send && recv) join({*send, *recv}, false, opOf(run, p.send).comm_hash);
   }
   tieGapsToCollectives(g, joined_at);
   planOf(g.times, g.edges, g.plan, Chains::kMerged);
@@ -1169,10 +1421,46 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<RankTimeIndex>&
   }
 }
 
-RunStepPath runPath(RunGraph& g) {
+// Gives back the slices of a rank's chain on the path, from its events (the timeline's): the rank's
+// graph of the step built again, once a step and rank.
+class ChainSlices {
+ public:
+  ChainSlices(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes) : run_(run), indexes_(indexes) {}
+  void cover(const RunGraph& g, uint32_t rank_index, const RankStepGraph::Link& link, SliceCutter& cutter) {
+    const RankStepGraph& step = *g.steps[rank_index];
+    Built& built = built_[rank_index];
+    if (built.step != &step) {
+      built.graph.build(run_.ranks[rank_index], indexes_[rank_index], step.window, scratch_, true);
+      const std::vector<Edge>& edges = built.graph.ownEdges();
+      built.next_out.resize(built.graph.nodeCount());
+      for (uint32_t i = 0; i < edges.size(); ++i) built.next_out[edges[i].from] = i;
+      built.step = &step;
+    }
+    const std::vector<Edge>& edges = built.graph.ownEdges();
+    uint32_t end = step.port_node[link.to];
+    for (uint32_t e = link.first_edge;; e = built.next_out[edges[e].to]) {
+      cutter.cover(built.graph.sliceOf(edges[e]));
+      if (edges[e].to == end) break;
+    }
+  }
+
+ private:
+  struct Built {
+    const RankStepGraph* step = nullptr;
+    RankGraph graph;
+    std::vector<uint32_t> next_out;
+  };
+  const model::RunTrace& run_;
+  const std::vector<RankTimeIndex>& indexes_;
+  std::map<uint32_t, Built> built_;
+  RankGraphScratch scratch_;
+};
+
+// The step's path: its slices in time order when `chains` gives the chains' back, else the slices of
+// the edges that are links of their own and, in `chain_parts`, the chains' parts summed ahead.
+RunStepPath runPath(const model::RunTrace& run, RunGraph& g, ChainSlices* chains, std::vector<PathSlice>* chain_parts) {
   RunStepPath out;
   out.window = g.window;
-  const auto& graphs = g.graphs;
   const auto& times = g.times;
   const auto& edges = g.edges;
   LongestPath path = longestPathOf(g.plan, PathEnd::kLatest, &g.scratch);
@@ -1184,38 +1472,49 @@ RunStepPath runPath(RunGraph& g) {
   out.length_ns = path.length;
   uint32_t first_rank = g.rankOfNode(path.first);
   cutter.cover(
-      {out.window.start, times[path.first], PathCause::kOther, "before the path", graphs[first_rank].rank(), 0});
-  int32_t previous_rank = graphs[first_rank].rank();
+      {out.window.start, times[path.first], PathCause::kOther, "before the path", g.rank_numbers[first_rank], 0});
+  int32_t previous_rank = g.rank_numbers[first_rank];
   for (uint32_t i : path.edges) {
     const Edge& e = edges[i];
     uint32_t r = g.rankOfNode(e.to);
-    const RankGraph& rg = graphs[r];
+    const model::RankTrace& rank = run.ranks[r];
+    const RankStepGraph& step = *g.steps[r];
     auto [from_rank, local] = g.originOf(i);
     if (from_rank == -2) {  // a member's start to its operation's join: it waited for the last member
       const RunGraph::Operation& op = g.operations[local];
-      const RankGraph& member = graphs[g.rankOfNode(e.from)];
-      if (member.rank() != previous_rank) ++out.rank_changes;
-      previous_rank = member.rank();
-      if (member.rank() != op.last_rank)
-        cutter.cover({times[e.from], times[e.to], PathCause::kWait, "", member.rank(), op.wait_comm, op.last_rank});
+      int32_t member = g.rank_numbers[g.rankOfNode(e.from)];
+      if (member != previous_rank) ++out.rank_changes;
+      previous_rank = member;
+      if (member != op.last_rank)
+        cutter.cover({times[e.from], times[e.to], PathCause::kWait, "", member, op.wait_comm, op.last_rank});
       continue;
     }
-    PathSlice s;
+    if (rank.rank != previous_rank) ++out.rank_changes;
+    previous_rank = rank.rank;
+    const RankStepGraph::Link& link = step.links[local];
     if (from_rank < 0) {  // a join: the span of the waiting kernel after the last member started
-      s = rg.sliceOf(rg.edge(local));
-      s.start_ns = times[e.from];
-    } else {
-      s = rg.sliceOf(rg.edge(local));
-      auto w = g.waited_for.find({r, (e.from - g.offset[r]) / 2});
-      if (e.from % 2 == 0 && e.to == e.from + 1 && w != g.waited_for.end()) {
+      cutter.cover(sliceOfPart(rank, step.parts[link.first_part], times[e.from], times[g.offset[r] + link.to]));
+      continue;
+    }
+    if (link.role == RankStepGraph::Role::kChain) {
+      if (chains != nullptr) {
+        chains->cover(g, r, link, cutter);
+      } else {
+        for (uint32_t p = link.first_part; p < link.first_part + link.parts; ++p)
+          chain_parts->push_back(sliceOfPart(rank, step.parts[p], 0, step.parts[p].ns));
+        cutter.skipTo(times[e.to]);
+      }
+      continue;
+    }
+    if (link.role == RankStepGraph::Role::kCommunicationSpan) {
+      auto w = g.waited_for.find({r, link.from});
+      if (w != g.waited_for.end()) {
         // The kernel's own start led here although it waited: its wait is the other rank's doing.
         int64_t waited_until = times[e.to] - e.weight;
-        cutter.cover({times[e.from], waited_until, PathCause::kWait, "", rg.rank(), w->second.second, w->second.first});
+        cutter.cover({times[e.from], waited_until, PathCause::kWait, "", rank.rank, w->second.second, w->second.first});
       }
     }
-    if (rg.rank() != previous_rank) ++out.rank_changes;
-    previous_rank = rg.rank();
-    cutter.cover(std::move(s));
+    cutter.cover(sliceOfPart(rank, step.parts[link.first_part], times[e.from], times[e.to]));
   }
   cutter.finish(previous_rank);
   return out;
@@ -1230,12 +1529,6 @@ struct IdealStep {
   std::vector<bool> close_launches;
 };
 
-std::vector<int64_t> computePerRank(const RunGraph& g) {
-  std::vector<int64_t> out;
-  for (const RankGraph& rg : g.graphs) out.push_back(rg.computeNs());
-  return out;
-}
-
 int64_t medianOf(std::vector<int64_t> v) {
   if (v.empty()) return 0;
   std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(v.size() / 2), v.end());
@@ -1244,12 +1537,12 @@ int64_t medianOf(std::vector<int64_t> v) {
 
 IdealStep idealOf(const RunGraph& g, const model::RunTrace& run, const report::FindingCause& cause) {
   using Kind = report::FindingCause::Kind;
-  size_t ranks = g.graphs.size();
+  size_t ranks = g.steps.size();
   IdealStep ideal{std::vector<double>(ranks, 1.0), std::vector<double>(ranks, 1.0),
                   std::vector<double>(g.operations.size(), 1.0), std::vector<bool>(ranks, false)};
   std::vector<bool> named(ranks, false);
   for (int32_t rank : cause.ranks) {
-    for (size_t r = 0; r < ranks; ++r) named[r] = named[r] || g.graphs[r].rank() == rank;
+    for (size_t r = 0; r < ranks; ++r) named[r] = named[r] || g.rank_numbers[r] == rank;
   }
   auto involves = [&](const RunGraph::Operation& op) {
     return std::any_of(op.ranks.begin(), op.ranks.end(), [&](uint32_t r) { return named[r]; });
@@ -1260,7 +1553,6 @@ IdealStep idealOf(const RunGraph& g, const model::RunTrace& run, const report::F
     case Kind::kStraggler: {
       // Its compute at the median of the ranks it meets in collectives (they run the same work), else of
       // all the others.
-      std::vector<int64_t> compute = computePerRank(g);
       std::vector<bool> peer(ranks, false);
       for (const RunGraph::Operation& op : g.operations) {
         if (!op.collective || !involves(op)) continue;
@@ -1271,12 +1563,13 @@ IdealStep idealOf(const RunGraph& g, const model::RunTrace& run, const report::F
       }
       std::vector<int64_t> reference;
       for (size_t r = 0; r < ranks; ++r) {
-        if (peer[r]) reference.push_back(compute[r]);
+        if (peer[r]) reference.push_back(g.steps[r]->compute_ns);
       }
       int64_t median = medianOf(reference);
       for (size_t r = 0; r < ranks; ++r) {
-        if (named[r] && compute[r] > median && median > 0)
-          ideal.compute_scale[r] = static_cast<double>(median) / static_cast<double>(compute[r]);
+        int64_t compute = g.steps[r]->compute_ns;
+        if (named[r] && compute > median && median > 0)
+          ideal.compute_scale[r] = static_cast<double>(median) / static_cast<double>(compute);
       }
       break;
     }
@@ -1310,7 +1603,8 @@ IdealStep idealOf(const RunGraph& g, const model::RunTrace& run, const report::F
   return ideal;
 }
 
-// The step's longest path with the cause at its ideal: the edges it changes re-timed.
+// The step's longest path with the cause at its ideal: the edges it changes re-timed. A chain's compute
+// is scaled as one sum (each kernel's, rounded, summed before: docs/analyses.md, "What-if").
 int64_t idealLength(RunGraph& g, const IdealStep& ideal) {
   PathPlan& plan = g.plan;
   auto scaled = [](int64_t w, double f) { return static_cast<int64_t>(std::llround(static_cast<double>(w) * f)); };
@@ -1319,16 +1613,33 @@ int64_t idealLength(RunGraph& g, const IdealStep& ideal) {
     for (uint32_t e : g.operations[o].edges)
       retime(plan, g.scratch, e, scaled(weightOf(plan, e), ideal.operation_scale[o]));
   }
-  for (size_t r = 0; r < g.graphs.size(); ++r) {
-    if (ideal.compute_scale[r] == 1.0 && ideal.communication_scale[r] == 1.0 && !ideal.close_launches[r]) continue;
-    const RankGraph& rg = g.graphs[r];
-    for (uint32_t local = 0; local < rg.edgeCount(); ++local) {
+  using Role = RankStepGraph::Role;
+  for (size_t r = 0; r < g.steps.size(); ++r) {
+    double compute_scale = ideal.compute_scale[r];
+    bool close = ideal.close_launches[r];
+    if (compute_scale == 1.0 && ideal.communication_scale[r] == 1.0 && !close) continue;
+    const std::vector<RankStepGraph::Link>& links = g.steps[r]->links;
+    for (uint32_t local = 0; local < links.size(); ++local) {
+      const RankStepGraph::Link& link = links[local];
       uint32_t i = g.edge_base[r] + local;
       int64_t w = weightOf(plan, i);
-      if (rg.edge(local).kind == EdgeKind::kLaunch && ideal.close_launches[r]) w = 0;
-      std::optional<ActivityKind> kind = rg.spanActivity(rg.edge(local));
-      if (kind == ActivityKind::kCompute) w = scaled(w, ideal.compute_scale[r]);
-      if (kind == ActivityKind::kCommunication && !g.in_operation[i]) w = scaled(w, ideal.communication_scale[r]);
+      switch (link.role) {
+        case Role::kLaunch:
+          if (close) w = 0;
+          break;
+        case Role::kComputeSpan:
+          w = scaled(w, compute_scale);
+          break;
+        case Role::kCommunicationSpan:
+          if (!g.in_operation[i]) w = scaled(w, ideal.communication_scale[r]);
+          break;
+        case Role::kChain:
+          if (close) w -= link.launch_ns;
+          if (compute_scale != 1.0) w += scaled(link.compute_ns, compute_scale) - link.compute_ns;
+          break;
+        case Role::kOther:
+          break;
+      }
       retime(plan, g.scratch, i, w);
     }
   }
@@ -1360,10 +1671,6 @@ struct WhatIfSums {
   }
 };
 
-}  // namespace
-
-namespace {
-
 // Communication slices are told by their communicator's role, waits in a pipeline by the stage.
 void nameCommunicators(std::vector<PathSlice>& slices, const std::map<uint64_t, CommunicatorInfo>& communicators) {
   for (PathSlice& s : slices) {
@@ -1383,14 +1690,61 @@ void nameCommunicators(std::vector<PathSlice>& slices, const std::map<uint64_t, 
   }
 }
 
+// Every rank's part over `windows` (one window a rank), from its events.
+std::vector<RankPathPart> partsOver(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes,
+                                    const std::vector<Interval>& windows) {
+  std::vector<RankPathPart> parts;
+  for (size_t r = 0; r < std::min(run.ranks.size(), windows.size()); ++r)
+    parts.push_back(pathPartOf(run.ranks[r], indexes[r], {windows[r]}));
+  return parts;
+}
+
+std::vector<const RankPathPart*> pointersTo(const std::vector<RankPathPart>& parts) {
+  std::vector<const RankPathPart*> out;
+  for (const RankPathPart& p : parts) out.push_back(&p);
+  return out;
+}
+
 }  // namespace
+
+size_t RankStepGraph::bytes() const {
+  return sizeof(*this) + times.capacity() * sizeof(times[0]) + port_node.capacity() * sizeof(port_node[0]) +
+         links.capacity() * sizeof(links[0]) + parts.capacity() * sizeof(parts[0]) +
+         communication.capacity() * sizeof(communication[0]) + kernel_gaps.capacity() * sizeof(kernel_gaps[0]);
+}
+
+void RankPathPart::shift(int64_t offset_ns) {
+  auto move = [&](int64_t& t) {
+    if (t != kNoLaunch) t += offset_ns;
+  };
+  for (int64_t& t : kernel_start_of_op) move(t);
+  for (int64_t& t : kernel_launch_of_op) move(t);
+  for (RankStepGraph& step : steps) {
+    step.window.start += offset_ns, step.window.end += offset_ns;
+    for (int64_t& t : step.times) t += offset_ns;
+    for (RankStepGraph::Communication& c : step.communication) c.start_ns += offset_ns, c.end_ns += offset_ns;
+  }
+}
+
+size_t RankPathPart::bytes() const {
+  size_t n = sizeof(*this) + kernel_of_op.capacity() * sizeof(uint32_t) +
+             (kernel_start_of_op.capacity() + kernel_launch_of_op.capacity()) * sizeof(int64_t);
+  for (const RankStepGraph& step : steps) n += step.bytes();
+  return n;
+}
+
+RankPathPart criticalPathOfRank(const AnalysisInput& input, size_t r) {
+  return pathPartOf(input.run.ranks[r], RankTimeIndex(input.run.ranks[r]), intervalsOf(input.windowsOf(r)));
+}
 
 RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& matched,
                             const std::vector<Interval>& windows) {
   std::vector<RankTimeIndex> indexes = indexRanks(run);
+  std::vector<RankPathPart> parts = partsOver(run, indexes, windows);
   RunGraph graph;
-  buildRunGraph(run, indexes, matched, windows, graph);
-  RunStepPath path = runPath(graph);
+  buildRunGraph(run, pointersTo(parts), 0, matched, graph);
+  ChainSlices chains(run, indexes);
+  RunStepPath path = runPath(run, graph, &chains, nullptr);
   nameCommunicators(path.slices, gatherCommunicators(run));
   return path;
 }
@@ -1398,8 +1752,9 @@ RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& m
 int64_t stepSaving(const model::RunTrace& run, const CollectiveIndex& matched, const std::vector<Interval>& windows,
                    const report::FindingCause& cause) {
   std::vector<RankTimeIndex> indexes = indexRanks(run);
+  std::vector<RankPathPart> parts = partsOver(run, indexes, windows);
   RunGraph graph;
-  buildRunGraph(run, indexes, matched, windows, graph);
+  buildRunGraph(run, pointersTo(parts), 0, matched, graph);
   int64_t length = longestPathOf(graph.plan, PathEnd::kLatest, &graph.scratch).length;
   return std::max<int64_t>(0, length - idealLength(graph, idealOf(graph, run, cause)));
 }
@@ -1440,37 +1795,27 @@ std::vector<PathAttribution> attributionOf(const std::vector<PathSlice>& slices,
 }
 
 CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::vector<report::Finding>& findings,
-                                       unsigned jobs) {
+                                       unsigned jobs, bool with_slices) {
   CriticalPathResult result;
   WhatIfSums what_if;
   for (size_t i = 0; i < findings.size(); ++i) {
     if (findings[i].cause.kind != report::FindingCause::Kind::kNone) what_if.findings.push_back(i);
   }
   what_if.saved.assign(what_if.findings.size(), 0);
-  std::map<uint64_t, CommunicatorInfo> communicators = gatherCommunicators(input.run);
-  size_t common_steps = SIZE_MAX;
-  std::vector<RankTimeIndex> indexes = indexRanks(input.run, jobs);
-  // One rank's path as HTA defines it for single-rank runs; across ranks, the joined path (building
-  // every rank's graph once more for its own path would double the cost).
-  bool single = input.run.ranks.size() == 1;
-  RunGraph graph;  // a single rank's what-if: each window's, in the same buffers
-  std::vector<std::vector<StepWindow>> rank_windows;
-  for (size_t r = 0; r < input.run.ranks.size(); ++r) {
-    rank_windows.push_back(input.windowsOf(r));
-    common_steps = std::min(common_steps, rank_windows.back().size());
-    for (const StepWindow& w : rank_windows.back()) {
-      if (!single) break;
-      if (w.window.length() <= 0) continue;
-      RankCriticalPath path = RankGraph(input.run.ranks[r], indexes[r], w.window).longestPath(PathEnd::kLatest);
-      nameCommunicators(path.slices, communicators);
-      result.steps.push_back({path.rank, input.hasSteps() ? w.number : -1, w.window, path.length_ns, path.events.size(),
-                              attributionOf(path.slices), std::move(path.slices)});
-      if (!what_if.findings.empty()) {
-        buildRunGraph(input.run, indexes, input.collectives(), {w.window}, graph);
-        what_if.add(graph, input.run, findings, longestPathOf(graph.plan, PathEnd::kLatest, &graph.scratch).length,
-                    w.window.length());
-      }
-    }
+  const model::RunTrace& run = input.run;
+  std::map<uint64_t, CommunicatorInfo> communicators = gatherCommunicators(run);
+  // Each rank's part: its digest's (the per-rank phase made it), else made here from its events.
+  std::vector<const RankPathPart*> parts(run.ranks.size());
+  std::vector<RankPathPart> made;
+  bool digested =
+      input.digests != nullptr && std::all_of(input.digests->begin(), input.digests->end(),
+                                              [](const RankDigest& d) { return d.critical_path.has_value(); });
+  if (digested) {
+    for (size_t r = 0; r < parts.size(); ++r) parts[r] = &*input.digest(r).critical_path;
+  } else {
+    made.resize(run.ranks.size());
+    onWorkers(made.size(), jobs, [&](size_t r) { made[r] = criticalPathOfRank(input, r); });
+    parts = pointersTo(made);
   }
   auto finish = [&]() -> CriticalPathResult {
     for (size_t i = 0; i < what_if.findings.size() && what_if.steps > 0; ++i) {
@@ -1482,8 +1827,35 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
                      [](const WhatIf& a, const WhatIf& b) { return a.saves_ns > b.saves_ns; });
     return std::move(result);
   };
-  if (input.run.ranks.size() < 2 || common_steps == SIZE_MAX) return finish();
-  OperationSpans spans(input.run, indexes, input.collectives());
+  if (run.ranks.size() == 1) {
+    // One rank's path as HTA defines it (its events: a run of one rank keeps them), the what-if on its
+    // step graphs.
+    const model::RankTrace& rank = run.ranks[0];
+    RankTimeIndex index(rank);
+    RunGraph graph;  // each window's, in the same buffers
+    std::vector<StepWindow> windows = input.windowsOf(0);
+    for (size_t k = 0; k < windows.size(); ++k) {
+      const StepWindow& w = windows[k];
+      if (w.window.length() <= 0) continue;
+      RankCriticalPath path = RankGraph(rank, index, w.window).longestPath(PathEnd::kLatest);
+      nameCommunicators(path.slices, communicators);
+      result.steps.push_back({path.rank, input.hasSteps() ? w.number : -1, w.window, path.length_ns, path.events.size(),
+                              attributionOf(path.slices), std::move(path.slices)});
+      if (!what_if.findings.empty() && k < parts[0]->steps.size()) {
+        buildRunGraph(run, parts, k, input.collectives(), graph);
+        what_if.add(graph, run, findings, longestPathOf(graph.plan, PathEnd::kLatest, &graph.scratch).length,
+                    w.window.length());
+      }
+    }
+    return finish();
+  }
+  size_t common_steps = SIZE_MAX;
+  for (const RankPathPart* part : parts) common_steps = std::min(common_steps, part->steps.size());
+  if (run.ranks.size() < 2 || common_steps == SIZE_MAX) return finish();
+  OperationSpans spans(parts, input.collectives());
+  // The timeline's slices give each chain on the path back from the rank's events.
+  std::vector<RankTimeIndex> indexes;
+  if (with_slices) indexes = indexRanks(run, jobs);
   // The steps are independent: in runs of consecutive steps on the workers, each run with its own graph's
   // buffers and sums; the runs join in step order, so the result is the same for any number of workers.
   struct StepRun {
@@ -1498,27 +1870,36 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
     out.what_if.findings = what_if.findings;
     out.what_if.saved.assign(what_if.findings.size(), 0);
     RunGraph step_graph;  // each step's, in the same buffers
+    std::optional<ChainSlices> chains;
+    if (with_slices) chains.emplace(run, indexes);
+    std::vector<PathSlice> chain_parts;
     for (size_t i = common_steps * k / run_count; i < common_steps * (k + 1) / run_count; ++i) {
-      std::vector<Interval> windows;
       int64_t number = -1, longest = 0;
-      for (size_t r = 0; r < input.run.ranks.size(); ++r) {
-        const StepWindow& w = rank_windows[r][i];
-        windows.push_back(w.window);
-        longest = std::max(longest, w.window.length());
-        if (input.hasSteps()) number = w.number;
+      for (size_t r = 0; r < run.ranks.size(); ++r) {
+        longest = std::max(longest, parts[r]->steps[i].window.length());
+        if (input.hasSteps() && i < input.steps[r].size()) number = input.steps[r][i].number;
       }
-      buildRunGraph(input.run, indexes, input.collectives(), windows, step_graph, &spans);
-      RunStepPath path = runPath(step_graph);
+      buildRunGraph(run, parts, i, input.collectives(), step_graph, &spans);
+      chain_parts.clear();
+      RunStepPath path = runPath(run, step_graph, chains ? &*chains : nullptr, &chain_parts);
       if (path.window.length() <= 0) continue;
-      out.what_if.add(step_graph, input.run, findings, path.length_ns, longest);
+      out.what_if.add(step_graph, run, findings, path.length_ns, longest);
       nameCommunicators(path.slices, communicators);
-      out.steps.push_back({number, path.window, path.length_ns, path.rank_changes, attributionOf(path.slices, true),
-                           std::move(path.slices)});
+      std::vector<PathAttribution> attribution;
+      if (chains) {
+        attribution = attributionOf(path.slices, true);
+      } else {
+        chain_parts.insert(chain_parts.end(), path.slices.begin(), path.slices.end());
+        attribution = attributionOf(chain_parts, true);
+        path.slices.clear();  // without the chains' slices they would not cover the step
+      }
+      out.steps.push_back(
+          {number, path.window, path.length_ns, path.rank_changes, std::move(attribution), std::move(path.slices)});
     }
   });
-  for (StepRun& run : runs) {
-    std::move(run.steps.begin(), run.steps.end(), std::back_inserter(result.run_steps));
-    what_if.join(run.what_if);
+  for (StepRun& step_run : runs) {
+    std::move(step_run.steps.begin(), step_run.steps.end(), std::back_inserter(result.run_steps));
+    what_if.join(step_run.what_if);
   }
   return finish();
 }
@@ -1653,8 +2034,9 @@ report::TimelinePath timelinePathOf(int64_t step, const std::vector<PathSlice>& 
 }  // namespace
 
 void presentCriticalPath(const CriticalPathResult& result, size_t top_rows, report::Report& report) {
-  for (const CriticalPathResult::RunStep& s : result.run_steps)
-    report.critical_paths.push_back(timelinePathOf(s.step, s.slices));
+  for (const CriticalPathResult::RunStep& s : result.run_steps) {
+    if (!s.slices.empty()) report.critical_paths.push_back(timelinePathOf(s.step, s.slices));
+  }
   if (result.run_steps.empty()) {
     for (const StepCriticalPath& s : result.steps) report.critical_paths.push_back(timelinePathOf(s.step, s.slices));
   }
@@ -1729,7 +2111,8 @@ void presentCriticalPath(const CriticalPathResult& result, size_t top_rows, repo
 }
 
 void analyzeCriticalPath(const AnalysisInput& input, report::Report& report, unsigned jobs) {
-  presentCriticalPath(computeCriticalPath(input, report.findings, jobs), input.options.top, report);
+  // The slices are drawn on the timeline only.
+  presentCriticalPath(computeCriticalPath(input, report.findings, jobs, report.keep_marks), input.options.top, report);
 }
 
 }  // namespace gpuxray::analysis

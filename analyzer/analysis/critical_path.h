@@ -71,6 +71,60 @@ struct RankCriticalPath {
 // call starts in it (HTA's clipping).
 RankCriticalPath rankCriticalPath(const model::RankTrace& rank, Interval window, PathEnd end = PathEnd::kLatest);
 
+// A stretch of the path summed by cause ahead, where the slices of a chain of a rank's edges go.
+struct PathPart {
+  PathCause cause = PathCause::kOther;
+  uint32_t name_id = 0;       // the detail: the rank's string of this id, or `constant` when 0
+  const char* constant = "";  // a static string
+  int64_t ns = 0;             // a chain's: its edges' time for this cause and detail
+  uint64_t comm_hash = 0;     // communication: the NCCL operation's communicator (0: not recorded)
+};
+
+// One rank's graph of one step as the joins across ranks need it (docs/analyses.md, "Critical path",
+// "Two phases"): the nodes a join, a gap tied to a collective or a what-if can reach (its ports), and
+// between them the rank's own edges, each chain of edges through nodes with one edge in and one out
+// summed into one link. Made in the per-rank phase, while the rank's events are in memory.
+struct RankStepGraph {
+  enum class Role : uint8_t { kChain, kComputeSpan, kCommunicationSpan, kLaunch, kOther };
+  struct Link {
+    uint32_t from = 0, to = 0;  // ports
+    int64_t weight = 0;
+    EdgeKind kind = EdgeKind::kSpan;  // of a single edge (a chain: kSpan)
+    Role role = Role::kOther;
+    int64_t compute_ns = 0, launch_ns = 0;  // a chain's compute kernels' and launch delays' weights
+    uint32_t first_edge = 0;                // the rank graph's first edge of it (to give a chain back)
+    uint32_t first_part = 0, parts = 0;     // its parts: a single edge's one (ns unset), a chain's sums
+  };
+  struct Communication {
+    int64_t start_ns = 0, end_ns = 0;
+    uint32_t activity = 0;
+    uint32_t start_port = 0, end_port = 0, span_link = 0;
+  };
+  Interval window;
+  std::vector<int64_t> times;       // per port, in the rank graph's node order
+  std::vector<uint32_t> port_node;  // per port, its node in the rank graph
+  std::vector<Link> links;          // in the order of their last edges in the rank graph
+  std::vector<PathPart> parts;
+  std::vector<Communication> communication;  // communication kernels, by start
+  std::vector<uint32_t> kernel_gaps;         // kernel-to-kernel links a collective may be tied to, in order
+  int64_t compute_ns = 0;                    // its compute kernels' time
+  size_t bytes() const;
+};
+
+// What the critical path keeps of one rank: its steps' graphs (per window) and, per NCCL operation,
+// its kernel and when that kernel's launch call started.
+struct RankPathPart {
+  std::vector<RankStepGraph> steps;
+  std::vector<uint32_t> kernel_of_op;        // activity index, UINT32_MAX: none
+  std::vector<int64_t> kernel_start_of_op;   // INT64_MIN: no kernel
+  std::vector<int64_t> kernel_launch_of_op;  // INT64_MIN: no kernel or no launch call
+  void shift(int64_t offset_ns);
+  size_t bytes() const;
+};
+
+// The part of rank index `r` of `input` over its windows (input.windowsOf(r)).
+RankPathPart criticalPathOfRank(const AnalysisInput& input, size_t r);
+
 struct PathAttribution {
   PathCause cause = PathCause::kOther;
   std::string detail;
@@ -127,7 +181,7 @@ struct CriticalPathResult {
     std::vector<PathAttribution> attribution;  // by (cause, detail, rank), largest first
     std::vector<PathSlice> slices;             // in time order, covering the window
   };
-  std::vector<RunStep> run_steps;  // across ranks, per step (runs of two or more ranks)
+  std::vector<RunStep> run_steps;  // across ranks, per step (runs of two or more ranks); slices only with_slices
   std::vector<WhatIf> what_if;     // per finding with a cause, largest saving first
 };
 
@@ -140,8 +194,10 @@ std::string pathSliceLabel(const PathSlice& slice);
 
 // `findings`: those whose cause the what-if removes (the report's so far). `jobs`: workers for the ranks'
 // indexes and the steps (0: one per core); the result is the same for any number.
+// `with_slices`: each step's slices in time order (the timeline's; they need the ranks' events), else
+// its attribution alone, from the ranks' parts (RankDigest::critical_path when the digests hold them).
 CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::vector<report::Finding>& findings = {},
-                                       unsigned jobs = 1);
+                                       unsigned jobs = 1, bool with_slices = true);
 // Also gives each finding of the what-if its saving, in its text and saves_ns, and puts each step's
 // path in the report's timeline paths.
 void presentCriticalPath(const CriticalPathResult& result, size_t top, report::Report& report);

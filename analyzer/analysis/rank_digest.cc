@@ -313,6 +313,7 @@ void RankDigest::shift(int64_t offset_ns) {
   for (auto& i : compute) move(i.start), move(i.end);
   for (auto& t : compute_launch) move(t);
   for (auto& block : pipeline_blocks) move(block.span.start), move(block.span.end);
+  if (critical_path) critical_path->shift(offset_ns);
 }
 
 void RankDigest::dropTypedResultsOnly() {
@@ -351,6 +352,7 @@ size_t RankDigest::bytes() const {
     total += sizeof(node) + text(node.name) + text(node.inputs);
     for (const auto& k : node.kernels) total += sizeof(k) + text(k.name);
   }
+  if (critical_path) total += critical_path->bytes();
   for (const auto* list : {&activity_totals.gpu, &activity_totals.ops})
     for (const auto& t : *list) total += sizeof(t) + text(t.name) + text(t.kind);
   for (const auto& lanes : step_lanes) {
@@ -432,6 +434,7 @@ RankDigest digestRank(const AnalysisInput& input, size_t r, std::optional<bool> 
     }
     digest.pipeline_blocks = rangedComputeBlocks(rank);
   }
+  if (input.options.critical_path) digest.critical_path = criticalPathOfRank(input, r);
   return digest;
 }
 

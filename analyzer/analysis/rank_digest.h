@@ -16,6 +16,7 @@
 
 #include "analyzer/analysis/activity_totals.h"
 #include "analyzer/analysis/analysis_input.h"
+#include "analyzer/analysis/critical_path.h"
 #include "analyzer/analysis/hta_compat.h"
 #include "analyzer/analysis/intervals.h"
 #include "analyzer/analysis/kernel_metrics.h"
@@ -183,6 +184,8 @@ struct RankDigest {
   std::vector<int64_t> compute_launch;
   // And their micro-batches' passes from the ranges that launched them (rangedComputeBlocks).
   std::vector<PipelineComputeBlock> pipeline_blocks;
+  // --critical-path: its steps' graphs, reduced to what the joins across ranks need.
+  std::optional<RankPathPart> critical_path;
 
   // Compute, communication and host-bound idle in [from, to), both times among `points`.
   int64_t computeWithin(int64_t from, int64_t to) const;

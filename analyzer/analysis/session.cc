@@ -31,6 +31,7 @@
 #include "analyzer/analysis/step_overview.h"
 #include "analyzer/analysis/steps.h"
 #include "analyzer/errors.h"
+#include "analyzer/load/run_files.h"
 #include "analyzer/load/run_loader.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/stats.h"
@@ -80,6 +81,8 @@ model::RankTrace readDigest(const std::string& path, std::vector<std::string>& w
   std::string why;
   if (options.selection.window) {
     why = "--window";
+  } else if (options.analysis.critical_path) {
+    why = "--critical-path reads the rank's steps from its events";
   } else if (std::string here = digestOptionsOf(options); file.header.options != here) {
     why = fmt::format("it was made with other analysis options: {}; here: {}", file.header.options, here);
   }
@@ -297,6 +300,21 @@ struct Session::Loaded {
   bool digested = false;
 };
 
+namespace {
+
+// --critical-path on a run of one rank: its path is HTA's, found on its events (docs/analyses.md,
+// "Critical path"); across ranks it is found on the ranks' digests.
+bool onlyOneRank(const SessionOptions& options) {
+  if (options.selection.ranks.size() == 1) return true;
+  try {
+    return load::discoverTraceFiles(options.paths).files.size() == 1;
+  } catch (const std::exception&) {
+    return false;  // the loader says why
+  }
+}
+
+}  // namespace
+
 Session::Session(SessionOptions options)
     : Session(
           [&options] {
@@ -304,11 +322,10 @@ Session::Session(SessionOptions options)
             double cpu_started = processCpuSeconds();
             Loaded loaded;
             EarlyDigests early;
-            if (options.keep_events) {
-              keepFreedRanksForReuse();  // the ranks' interval sets, freed one by one once digested
-              loaded.run = loadKeepingEvents(options, loadOptionsOf(options, early));
-            } else {
-              loaded.run = loadDigested(options, early, [&](model::RankTrace& rank, std::optional<RankDigest> digest) {
+            SessionOptions load = options;
+            load.keep_events = options.keep_events || (options.analysis.critical_path && onlyOneRank(options));
+            if (!load.keep_events) {
+              loaded.run = loadDigested(load, early, [&](model::RankTrace& rank, std::optional<RankDigest> digest) {
                 if (!digest) return;
                 if (!options.typed_results) digest->dropTypedResultsOnly();
                 digest->forgetWindows();  // until the run's steps are known, a fingerprint will do
@@ -319,6 +336,16 @@ Session::Session(SessionOptions options)
               loaded.digest_files = std::move(early.files);
               loaded.digests_not_taken = std::move(early.not_taken);
               loaded.digested = true;
+              // A run that turned out to be of one rank is read again whole.
+              if (options.analysis.critical_path && loaded.run.ranks.size() == 1) {
+                loaded = Loaded{};
+                early.digests.clear(), early.files.clear(), early.not_taken.clear();
+                load.keep_events = true;
+              }
+            }
+            if (load.keep_events) {
+              keepFreedRanksForReuse();  // the ranks' interval sets, freed one by one once digested
+              loaded.run = loadKeepingEvents(load, loadOptionsOf(load, early));
             }
             loaded.seconds = secondsSince(started);
             loaded.cpu_seconds = processCpuSeconds() - cpu_started;

@@ -90,9 +90,9 @@ ExitCode analyze(const AnalyzeOptions& options, uint64_t memory_limit) {
   session_options.analysis.include_last_step = options.include_last_step;
   session_options.analysis.critical_path = options.critical_path;
   session_options.comm_kernels = options.comm_kernels;
-  // Only the timeline and the critical path (not yet split in two phases) need every event: without them
-  // each rank is digested as it is read.
-  session_options.keep_events = options.timeline.wanted() || options.critical_path;
+  // Only the timeline needs every event: without it each rank is digested as it is read (with
+  // --critical-path, its steps' graphs too).
+  session_options.keep_events = options.timeline.wanted();
   session_options.memory_budget_bytes = memory_limit;
   // Text and Markdown show the sections only; the typed results are for JSON and the page.
   session_options.typed_results = options.output_format == "json" || !options.html_path.empty();

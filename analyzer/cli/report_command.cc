@@ -47,9 +47,8 @@ ExitCode runReport(const ReportOptions& options, uint64_t memory_limit) {
   session_options.analysis.step_markers = options.step_markers;
   session_options.analysis.top = options.top;
   session_options.analysis.critical_path = options.critical_path;
-  // The analyses read digests, memory bounded by the loading workers; the critical path alone needs
-  // every event.
-  session_options.keep_events = options.critical_path;
+  // The analyses read digests, memory bounded by the loading workers.
+  session_options.keep_events = false;
   session_options.memory_budget_bytes = memory_limit;
   session_options.timeline_marks = false;  // no timeline: nothing draws them
   showLoadProgressOnTerminal(session_options);
