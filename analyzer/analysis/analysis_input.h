@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -71,6 +72,10 @@ struct AnalysisInput {
   // memory changes or samples). Unset while the digests are being made.
   const std::vector<RankDigest>* digests = nullptr;
   const RankDigest& digest(size_t r) const;
+  // Where the ranks are skeletons: rank index `r`'s events read again, as the session keeps them (on the
+  // run's clock, --window applied), for the few a cross-rank result needs whole (the critical path's
+  // chains on the path). Unset: the ranks hold their events. Called from several workers at once.
+  std::function<model::RankTrace(size_t r)> read_events;
 
   // NCCL operations matched across ranks, built on first use (on the run's clock as it is then).
   const CollectiveIndex& collectives() const;

@@ -255,13 +255,14 @@ struct RankGraphScratch {
   std::vector<std::pair<int, int>> queue_at;
   std::vector<int64_t> last_on_stream;
   std::vector<std::vector<uint32_t>> ends_on_stream;
-  // Reducing a graph (RankGraph::reduce): per node, its links as planOf counts them, its edge out, and
-  // whether it is a port, a port's number, a communication kernel's end; per edge, whether it stays
-  // a link of its own and its link; per name, a chain's part of it.
-  std::vector<uint8_t> node_links, port, communication_end, single;
+  // Reducing a graph (RankGraph::reduce): per node, its time, whether it is a port and its number, a
+  // communication kernel's end, the open chain into it; the ports; per edge, whether it stays a link of
+  // its own, whether it is a compute kernel's span, its link; the chains being summed, the links.
+  std::vector<int64_t> node_times;
+  std::vector<uint8_t> port, communication_end, single, compute_span;
+  std::vector<uint32_t> ports, port_number, chain_into, link_of_edge;
+  std::vector<RankStepGraph::Link> open_chains;
   std::vector<Interval> behind_cursor;
-  std::vector<uint32_t> next_out, port_number, link_of_edge;
-  std::vector<uint32_t> part_of_name, named;
   std::vector<std::pair<uint32_t, RankStepGraph::Link>> links;  // (last edge, link)
 };
 
@@ -282,39 +283,39 @@ class RankGraph {
     build(rank, index, window, scratch);
   }
   // `stream_waits`: a kernel that starts after another stream's kernel ended in its stream's gap
-  // depends on that kernel (gpuxray's rule across ranks; HTA's graph of one rank has no such edge).
-  // `joined`: the step's graph across ranks, whose nodes from `first_node` on are this rank's; its edges
-  // are appended there (else kept in the rank graph). Its buffers keep their memory from the last build.
+  // depends on that kernel (gpuxray's rule across ranks; HTA's graph of one rank has no such edge), and
+  // the graph is made ready for reduce(). Its buffers keep their memory from the last build.
   void build(const model::RankTrace& rank, const RankTimeIndex& index, Interval window, RankGraphScratch& scratch,
-             bool stream_waits = false, std::vector<Edge>* joined = nullptr, uint32_t first_node = 0) {
+             bool stream_waits = false) {
     rank_ = &rank;
     index_ = &index;
     window_ = window;
     stream_waits_ = stream_waits;
-    joined_ = joined;
-    first_node_ = first_node;
     events_.clear();
     threads_.clear();
     stream_syncs_.clear();
     communication_.clear();
     kernel_gaps_.clear();
+    compute_spans_.clear();
     own_edges_.clear();
     compute_ns_ = 0;
     collectEvents(scratch);
     // A host event's two edges, a kernel's span and its edge in.
-    if (joined_ == nullptr) own_edges_.reserve(3 * events_.size());
-    first_edge_ = static_cast<uint32_t>(edgeList().size());
+    own_edges_.reserve(3 * events_.size());
+    counting_ = stream_waits;
+    if (counting_) {
+      node_links_.assign(nodeCount(), 0);
+      next_out_.resize(nodeCount());
+      backward_.clear();
+      outside_.clear();
+    }
     addCallStackEdges(scratch);
     addGpuEdges(scratch);
-    edge_count_ = static_cast<uint32_t>(edgeList().size()) - first_edge_;
   }
 
   RankCriticalPath longestPath(PathEnd end_rule) const;
 
   uint32_t nodeCount() const { return static_cast<uint32_t>(2 * events_.size()); }
-  // Its edges, numbered from 0 (their nodes numbered as in the joined graph, when built into one).
-  uint32_t edgeCount() const { return edge_count_; }
-  const Edge& edge(uint32_t local) const { return edgeList()[first_edge_ + local]; }
   uint32_t startNode(uint32_t event) const { return 2 * event; }
   uint32_t endNode(uint32_t event) const { return 2 * event + 1; }
   int64_t timeOf(uint32_t node) const {
@@ -333,17 +334,44 @@ class RankGraph {
   int64_t spanEdge(uint32_t event) const { return event < work_base_ ? -1 : span_edge_[event - work_base_]; }
   PathSlice sliceOf(const Edge& edge) const;
   PathPart partOf(const Edge& edge) const;
-  // Into `out`, this graph (built with its own edges) reduced to its ports and chains.
+  // Into `out`, this graph (built with stream_waits) reduced to its ports and chains.
   void reduce(RankStepGraph& out, RankGraphScratch& scratch) const;
-  // Its edges, when built without a joined graph.
-  const std::vector<Edge>& ownEdges() const { return own_edges_; }
+  // The chain of its edges from `first_edge` to node `end` (built with stream_waits, as reduce() found
+  // it), edge by edge, to `visit`.
+  template <typename Visit>
+  void forChain(uint32_t first_edge, uint32_t end, Visit visit) const {
+    for (uint32_t e = first_edge;; e = next_out_[own_edges_[e].to]) {
+      visit(own_edges_[e]);
+      if (own_edges_[e].to == end) break;
+    }
+  }
+  // The chain's parts, summed by cause and detail, into `parts`.
+  void addChainParts(uint32_t first_edge, uint32_t end, std::vector<PathPart>& parts) const {
+    size_t first_part = parts.size();
+    forChain(first_edge, end, [&](const Edge& edge) {
+      if (int64_t ns = timeOf(edge.to) - timeOf(edge.from); ns > 0) {
+        PathPart part = partOf(edge);
+        auto same =
+            std::find_if(parts.begin() + static_cast<ptrdiff_t>(first_part), parts.end(), [&](const PathPart& p) {
+              return p.cause == part.cause && p.name_id == part.name_id && p.constant == part.constant &&
+                     p.comm_hash == part.comm_hash;
+            });
+        if (same != parts.end()) {
+          same->ns += ns;
+        } else {
+          parts.push_back(part);
+          parts.back().ns = ns;
+        }
+      }
+    });
+  }
   int32_t rank() const { return rank_->rank; }
   uint32_t activityOf(uint32_t event) const { return events_[event].ref.index; }
   // Its compute kernels' time (their span edges' weights).
   int64_t computeNs() const { return compute_ns_; }
   // The kind of GPU work whose span an edge is, if it is one.
   std::optional<ActivityKind> spanActivity(const Edge& edge) const {
-    uint32_t from = edge.from - first_node_;
+    uint32_t from = edge.from;
     if (edge.kind != EdgeKind::kSpan || from % 2 != 0 || edge.to != edge.from + 1) return std::nullopt;
     const GraphEvent& e = events_[from / 2];
     if (e.host) return std::nullopt;
@@ -352,14 +380,29 @@ class RankGraph {
 
  private:
   void addEdge(uint32_t from, uint32_t to, EdgeKind kind, bool zero_weight = false) {
+    int64_t from_ns = timeOf(from), to_ns = timeOf(to);
     int64_t weight = 0;
     if (!zero_weight && kind != EdgeKind::kDependency && kind != EdgeKind::kSync)
-      weight = std::max<int64_t>(0, timeOf(to) - timeOf(from));
-    appendEdge(edgeList(), first_node_ + from, first_node_ + to, weight, kind);
+      weight = std::max<int64_t>(0, to_ns - from_ns);
+    pushEdge(from, to, from_ns, to_ns, weight, kind);
   }
-  std::vector<Edge>& edgeList() { return joined_ != nullptr ? *joined_ : own_edges_; }
-  void noteKernelGap() { kernel_gaps_.push_back(static_cast<uint32_t>(edgeList().size()) - 1 - first_edge_); }
-  const std::vector<Edge>& edgeList() const { return joined_ != nullptr ? *joined_ : own_edges_; }
+  // Appends an edge; for reduce(), counts its nodes' links as planOf does (per node, its edges in, the
+  // low two bits, and out, the next two: 1 for one forward edge, 2 for anything more) and notes where
+  // it runs back in time or out of the window.
+  void pushEdge(uint32_t from, uint32_t to, int64_t from_ns, int64_t to_ns, int64_t weight, EdgeKind kind) {
+    auto i = static_cast<uint32_t>(own_edges_.size());
+    appendEdge(own_edges_, from, to, weight, kind);
+    if (!counting_) return;
+    uint8_t one = std::pair(from_ns, from) < std::pair(to_ns, to) ? 1 : 2;
+    uint8_t& in = node_links_[to];
+    in = static_cast<uint8_t>((in & 3) == 0 ? in | one : (in & 0xfc) | 2);
+    uint8_t& out = node_links_[from];
+    out = static_cast<uint8_t>((out & 12) == 0 ? out | one << 2 : (out & 0xf3) | 8);
+    next_out_[from] = i;
+    if (to_ns < from_ns) backward_.push_back({to_ns, from_ns});
+    if (to_ns > window_.end || from_ns < window_.start) outside_.push_back(i);
+  }
+  void noteKernelGap() { kernel_gaps_.push_back(static_cast<uint32_t>(own_edges_.size()) - 1); }
   bool inWindow(int64_t start, int64_t end) const {
     return start >= window_.start && start <= window_.end && end > start;
   }
@@ -377,18 +420,24 @@ class RankGraph {
   std::vector<uint32_t> calls_;    // the window's host calls, by index; their events follow call_base_
   uint32_t call_base_ = 0;
   uint32_t work_base_ = 0;               // GPU work's first event (its events follow the host's)
-  std::vector<uint32_t> launch_event_;  // per GPU work (from work_base_): its launch call's event
-  std::vector<Edge>* joined_ = nullptr;
+  std::vector<uint32_t> launch_event_;   // per GPU work (from work_base_): its launch call's event
   std::vector<Edge> own_edges_;
-  uint32_t first_node_ = 0, first_edge_ = 0, edge_count_ = 0;
+  // For reduce(), counted as the edges are added (build with stream_waits): per node, its links and
+  // its (last) edge out; the stretches edges run back in time over ([to, from)); edges out of the window.
+  bool counting_ = false;
+  std::vector<uint8_t> node_links_;
+  std::vector<uint32_t> next_out_;
+  std::vector<Interval> backward_;
+  std::vector<uint32_t> outside_;
   std::vector<int64_t> span_edge_;                           // per GPU work (from work_base_): its span edge, or -1
   std::vector<std::pair<uint32_t, uint32_t>> stream_syncs_;  // (Stream Sync activity, its call's event)
   std::vector<std::pair<int64_t, uint32_t>> communication_;  // (start, event) of communication kernels, in order
   std::vector<uint32_t> kernel_gaps_;                        // its kernel-to-kernel edges
+  std::vector<uint32_t> compute_spans_;                      // its compute kernels' span edges
   int64_t compute_ns_ = 0;
 };
 
-void RankGraph::collectEvents(RankGraphScratch& scratch) {
+[[gnu::noinline]] void RankGraph::collectEvents(RankGraphScratch& scratch) {
   auto addHost = [&](PathEventSource source, uint32_t index, int64_t start, int64_t end, uint64_t thread) {
     appendEvent(events_, source, index, start, end, true);
     threads_.push_back(thread);
@@ -505,7 +554,7 @@ void RankGraph::addCallStackEdges(RankGraphScratch& scratch) {
 // its stream when it was launched, nor launched behind it before it started) or its gap to the
 // stream's previous kernel. Stream and device synchronizations tie the stream's last kernel to the
 // end of the call that waited for it.
-void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
+[[gnu::noinline]] void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
   using Item = RankGraphScratch::Item;
   std::vector<Item>& items = scratch.items;
   items.clear();
@@ -648,8 +697,8 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
         noteKernelGap();
       }
       if (last) {
-        int64_t weight = edgeList().back().weight;
-        appendEdge(edgeList(), first_node_ + *last, first_node_ + startNode(e), weight, EdgeKind::kKernelGap);
+        int64_t weight = own_edges_.back().weight;
+        pushEdge(*last, startNode(e), timeOf(*last), timeOf(startNode(e)), weight, EdgeKind::kKernelGap);
         noteKernelGap();
       }
     } else if (last && events_[e].start_ns - timeOf(*last) < kKernelGapLimitNs) {
@@ -658,10 +707,13 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
     }
     // Its span after the edges into its start, so that a stream's chain runs forward in the edges' order
     // (planOf sums chains in one pass then).
-    span_edge_[e - work_base_] = static_cast<int64_t>(edgeList().size() - first_edge_);
+    span_edge_[e - work_base_] = static_cast<int64_t>(own_edges_.size());
     addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
     ActivityKind kind = rank_->activities[events_[e].ref.index].kind;
-    if (kind == ActivityKind::kCompute) compute_ns_ += edgeList().back().weight;
+    if (kind == ActivityKind::kCompute) {
+      compute_ns_ += own_edges_.back().weight;
+      compute_spans_.push_back(static_cast<uint32_t>(own_edges_.size()) - 1);
+    }
     if (kind == ActivityKind::kCommunication) communication_.emplace_back(events_[e].start_ns, e);
     if (stream_last < 0 || !stream_waits_ || timeOf(endNode(e)) >= timeOf(static_cast<uint32_t>(stream_last)))
       stream_last = endNode(e);
@@ -669,8 +721,6 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
   }
   sortIfNeeded(communication_);
 }
-
-constexpr size_t kPathCauses = static_cast<size_t>(PathCause::kOther) + 1;
 
 // A node with one edge in and one out, both forward in (time, node), as planOf merges them: per node,
 // its edges in (low two bits) and out (next two), 1 for one forward edge and 2 for anything more.
@@ -685,7 +735,7 @@ constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
 // behind the cutter's cursor (after an edge that runs back in time, from its end to its start; after
 // a gap tied to a collective that ran through it, from the gap's end to the collective's, which the
 // tie's slice reaches). The rest of the edges form chains between ports.
-void RankGraph::reduce(RankStepGraph& out, RankGraphScratch& scratch) const {
+[[gnu::noinline]] void RankGraph::reduce(RankStepGraph& out, RankGraphScratch& scratch) const {
   const std::vector<Edge>& edges = own_edges_;
   const uint32_t nodes = nodeCount();
   out.window = window_;
@@ -696,36 +746,32 @@ void RankGraph::reduce(RankStepGraph& out, RankGraphScratch& scratch) const {
   out.parts.clear();
   out.communication.clear();
   out.kernel_gaps.clear();
-  std::vector<uint8_t>& links = scratch.node_links;
-  std::vector<uint32_t>& next_out = scratch.next_out;
+  std::vector<int64_t>& times = scratch.node_times;
+  times.resize(nodes);
+  for (size_t e = 0; e < events_.size(); ++e) times[2 * e] = events_[e].start_ns, times[2 * e + 1] = events_[e].end_ns;
+  const std::vector<uint8_t>& links = node_links_;
+  const std::vector<uint32_t>& next_out = next_out_;
   std::vector<uint8_t>& single = scratch.single;
-  links.assign(nodes, 0);
-  next_out.resize(nodes);
   single.assign(edges.size(), 0);
   std::vector<Interval>& behind_cursor = scratch.behind_cursor;  // [path's time, cursor)
-  behind_cursor.clear();
-  for (uint32_t i = 0; i < edges.size(); ++i) {
-    const Edge& e = edges[i];
-    int64_t from = timeOf(e.from), to = timeOf(e.to);
-    uint8_t one = std::pair(from, e.from) < std::pair(to, e.to) ? 1 : 2;
-    uint8_t& in = links[e.to];
-    in = static_cast<uint8_t>((in & 3) == 0 ? in | one : (in & 0xfc) | 2);
-    uint8_t& outgoing = links[e.from];
-    outgoing = static_cast<uint8_t>((outgoing & 12) == 0 ? outgoing | one << 2 : (outgoing & 0xf3) | 8);
-    next_out[e.from] = i;
-    if (to < from) behind_cursor.push_back({to, from});
-  }
+  behind_cursor = backward_;
   std::vector<uint8_t>& port = scratch.port;
+  std::vector<uint32_t>& ports = scratch.ports;  // in node order once sorted
   port.resize(nodes);
-  for (uint32_t n = 0; n < nodes; ++n) port[n] = links[n] != kOneInOneOut;
+  ports.clear();
+  for (uint32_t n = 0; n < nodes; ++n) {
+    port[n] = links[n] != kOneInOneOut;
+    if (port[n]) ports.push_back(n);
+  }
+  auto makePort = [&](uint32_t n) {
+    if (!port[n]) port[n] = 1, ports.push_back(n);
+  };
   auto keepSingle = [&](uint32_t i) {
     single[i] = 1;
-    port[edges[i].from] = port[edges[i].to] = 1;
+    makePort(edges[i].from);
+    makePort(edges[i].to);
   };
-  for (uint32_t i = 0; i < edges.size(); ++i) {
-    int64_t from = timeOf(edges[i].from), to = timeOf(edges[i].to);
-    if (to > window_.end || from < window_.start) keepSingle(i);
-  }
+  for (uint32_t i : outside_) keepSingle(i);
   std::vector<uint8_t>& communication_end = scratch.communication_end;
   communication_end.assign(nodes, 0);
   for (const auto& [start, event] : communication_) {
@@ -744,7 +790,7 @@ void RankGraph::reduce(RankStepGraph& out, RankGraphScratch& scratch) const {
     bool candidate = false;
     for (uint32_t k = waited; k < i && !candidate; ++k) candidate = communication_end[edges[k].from] != 0;
     if (!candidate && waited == i) {
-      int64_t gap_start = timeOf(gap.from), gap_end = timeOf(gap.to);
+      int64_t gap_start = times[gap.from], gap_end = times[gap.to];
       auto it =
           std::lower_bound(communication_.begin(), communication_.end(), std::pair<int64_t, uint32_t>{gap_start, 0});
       for (; it != communication_.end() && it->first < gap_end; ++it) {
@@ -766,26 +812,27 @@ void RankGraph::reduce(RankStepGraph& out, RankGraphScratch& scratch) const {
               [](const Interval& a, const Interval& b) { return a.start < b.start; });
     IntervalSet merged = unionOf(std::move(behind_cursor));
     for (uint32_t i = 0; i < edges.size(); ++i) {
-      int64_t from = timeOf(edges[i].from);
+      int64_t from = times[edges[i].from];
       auto after = std::upper_bound(merged.begin(), merged.end(), from,
                                     [](int64_t t, const Interval& r) { return t < r.start; });
       if (after != merged.begin() && from < std::prev(after)->end) keepSingle(i);
     }
     behind_cursor = std::move(merged);
   }
+  sortIfNeeded(ports);
   std::vector<uint32_t>& number = scratch.port_number;
   number.resize(nodes);
-  for (uint32_t n = 0; n < nodes; ++n) {
-    if (!port[n]) continue;
+  for (uint32_t n : ports) {
     number[n] = static_cast<uint32_t>(out.times.size());
-    out.times.push_back(timeOf(n));
-    out.port_node.push_back(n);
+    out.times.push_back(times[n]);
   }
-  // Each edge out of a port begins a link: itself, or the chain through the nodes after it.
-  auto& pending = scratch.links;
+  out.port_node = ports;
+  // Each edge out of a port begins a link: itself, or the chain through the nodes after it. Edges come
+  // mostly in their chains' order (addGpuEdges and addCallStackEdges add them forward), so the chains are
+  // summed in one pass over them; when an edge comes before the one into its source, by walking each
+  // chain from its port instead.
+  auto& pending = scratch.links;  // (last edge, link)
   pending.clear();
-  std::vector<uint32_t>& part_of_name = scratch.part_of_name;  // per name id, a chain's part + 1
-  std::vector<uint32_t>& named = scratch.named;
   using Role = RankStepGraph::Role;
   auto roleOf = [&](const Edge& e) {
     if (e.kind == EdgeKind::kLaunch) return Role::kLaunch;
@@ -794,70 +841,88 @@ void RankGraph::reduce(RankStepGraph& out, RankGraphScratch& scratch) const {
     if (kind == ActivityKind::kCommunication) return Role::kCommunicationSpan;
     return Role::kOther;
   };
-  for (uint32_t i = 0; i < edges.size(); ++i) {
-    const Edge& first = edges[i];
-    if (!port[first.from]) continue;
+  auto singleLink = [&](uint32_t i) {
+    const Edge& edge = edges[i];
     RankStepGraph::Link link;
-    link.from = number[first.from];
+    link.from = number[edge.from];
+    link.to = number[edge.to];
     link.first_edge = i;
-    link.first_part = static_cast<uint32_t>(out.parts.size());
-    if (single[i] || port[first.to]) {
-      link.to = number[first.to];
-      link.weight = first.weight;
-      link.kind = first.kind;
-      link.role = roleOf(first);
-      out.parts.push_back(partOf(first));
-      link.parts = 1;
-      pending.emplace_back(i, link);
-      continue;
-    }
+    link.weight = edge.weight;
+    link.kind = edge.kind;
+    link.role = roleOf(edge);
+    link.part = static_cast<uint32_t>(out.parts.size());
+    out.parts.push_back(partOf(edge));
+    pending.emplace_back(i, link);
+  };
+  auto chainFrom = [&](uint32_t i) {
+    RankStepGraph::Link link;
+    link.from = number[edges[i].from];
+    link.first_edge = i;
     link.role = Role::kChain;
-    link.kind = EdgeKind::kSpan;
-    // Its parts summed by cause and detail: found by the detail's name, else by the cause.
-    std::array<uint32_t, kPathCauses> part_of_cause{};  // per cause, the part without a name + 1
-    auto add = [&](const PathPart& part, int64_t ns) {
-      uint32_t* slot = &part_of_cause[static_cast<size_t>(part.cause)];
-      if (part.name_id != 0) {
-        if (part.name_id >= part_of_name.size()) part_of_name.resize(part.name_id + 1, 0);
-        slot = &part_of_name[part.name_id];
-        if (*slot == 0) named.push_back(part.name_id);
+    return link;
+  };
+  std::vector<RankStepGraph::Link>& open = scratch.open_chains;
+  std::vector<uint32_t>& chain_into = scratch.chain_into;  // per node inside a chain: its open chain
+  open.clear();
+  chain_into.assign(nodes, UINT32_MAX);
+  bool in_order = true;
+  size_t next_compute = 0;  // compute_spans_ come in edge order
+  for (uint32_t i = 0; i < edges.size() && in_order; ++i) {
+    const Edge& edge = edges[i];
+    bool compute = next_compute < compute_spans_.size() && compute_spans_[next_compute] == i;
+    next_compute += compute;
+    uint32_t chain;
+    if (port[edge.from]) {
+      if (single[i] || port[edge.to]) {
+        singleLink(i);
+        continue;
       }
-      if (*slot != 0) {
-        PathPart& found = out.parts[*slot - 1];
-        if (found.cause == part.cause && found.constant == part.constant && found.comm_hash == part.comm_hash) {
-          found.ns += ns;
-          return;
-        }
-        for (size_t p = link.first_part; p < out.parts.size(); ++p) {  // one name under two causes
-          PathPart& other = out.parts[p];
-          if (other.cause == part.cause && other.name_id == part.name_id && other.constant == part.constant &&
-              other.comm_hash == part.comm_hash) {
-            other.ns += ns;
-            return;
-          }
-        }
-      }
-      out.parts.emplace_back(part).ns = ns;
-      if (*slot == 0) *slot = static_cast<uint32_t>(out.parts.size());
-    };
-    uint32_t last = i;
-    for (uint32_t e = i;; e = next_out[edges[e].to]) {
-      const Edge& edge = edges[e];
-      link.weight += edge.weight;
-      PathPart part = partOf(edge);
-      if (edge.kind == EdgeKind::kSpan && part.cause == PathCause::kCompute) link.compute_ns += edge.weight;
-      if (edge.kind == EdgeKind::kLaunch) link.launch_ns += edge.weight;
-      if (int64_t ns = timeOf(edge.to) - timeOf(edge.from); ns > 0) add(part, ns);
-      last = e;
-      if (port[edge.to]) break;
+      chain = static_cast<uint32_t>(open.size());
+      open.push_back(chainFrom(i));
+    } else {
+      chain = chain_into[edge.from];
+      in_order = chain != UINT32_MAX;
+      if (!in_order) break;
     }
-    link.to = number[edges[last].to];
-    for (uint32_t name : named) part_of_name[name] = 0;
-    named.clear();
-    link.parts = static_cast<uint32_t>(out.parts.size()) - link.first_part;
-    pending.emplace_back(last, link);
+    RankStepGraph::Link& link = open[chain];
+    link.weight += edge.weight;
+    if (edge.kind == EdgeKind::kLaunch) link.launch_ns += edge.weight;
+    if (compute) link.compute_ns += edge.weight;
+    if (port[edge.to]) {
+      link.to = number[edge.to];
+      pending.emplace_back(i, link);
+    } else {
+      chain_into[edge.to] = chain;
+    }
   }
-  std::sort(pending.begin(), pending.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (!in_order) {
+    pending.clear();
+    out.parts.clear();
+    std::vector<uint8_t>& compute_span = scratch.compute_span;
+    compute_span.assign(edges.size(), 0);
+    for (uint32_t e : compute_spans_) compute_span[e] = 1;
+    for (uint32_t i = 0; i < edges.size(); ++i) {
+      const Edge& first = edges[i];
+      if (!port[first.from]) continue;
+      if (single[i] || port[first.to]) {
+        singleLink(i);
+        continue;
+      }
+      RankStepGraph::Link link = chainFrom(i);
+      uint32_t last = i;
+      for (uint32_t e = i;; e = next_out[edges[e].to]) {
+        const Edge& edge = edges[e];
+        link.weight += edge.weight;
+        if (edge.kind == EdgeKind::kLaunch) link.launch_ns += edge.weight;
+        if (compute_span[e]) link.compute_ns += edge.weight;
+        last = e;
+        if (port[edge.to]) break;
+      }
+      link.to = number[edges[last].to];
+      pending.emplace_back(last, link);
+    }
+    std::sort(pending.begin(), pending.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
   std::vector<uint32_t>& link_of_edge = scratch.link_of_edge;
   link_of_edge.resize(edges.size());
   for (const auto& [last, link] : pending) {
@@ -874,10 +939,10 @@ void RankGraph::reduce(RankStepGraph& out, RankGraphScratch& scratch) const {
 
 // What an edge on the path was spent on. A host edge belongs to the event it lies in: its source's
 // when that is a start, its destination's when that is an end, else the parent of both.
-PathPart RankGraph::partOf(const Edge& joined_edge) const {
-  uint32_t from = joined_edge.from - first_node_, to = joined_edge.to - first_node_;
+PathPart RankGraph::partOf(const Edge& edge) const {
+  uint32_t from = edge.from, to = edge.to;
   PathPart p;
-  switch (joined_edge.kind) {
+  switch (edge.kind) {
     case EdgeKind::kDependency:
       p.constant = "between top-level host ops";
       return p;
@@ -932,9 +997,8 @@ PathPart RankGraph::partOf(const Edge& joined_edge) const {
   return p;
 }
 
-PathSlice RankGraph::sliceOf(const Edge& joined_edge) const {
-  return sliceOfPart(*rank_, partOf(joined_edge), timeOf(joined_edge.from - first_node_),
-                     timeOf(joined_edge.to - first_node_));
+PathSlice RankGraph::sliceOf(const Edge& edge) const {
+  return sliceOfPart(*rank_, partOf(edge), timeOf(edge.from), timeOf(edge.to));
 }
 
 LongestPath findLongestPath(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathEnd end_rule) {
@@ -1431,24 +1495,16 @@ class ChainSlices {
     Built& built = built_[rank_index];
     if (built.step != &step) {
       built.graph.build(run_.ranks[rank_index], indexes_[rank_index], step.window, scratch_, true);
-      const std::vector<Edge>& edges = built.graph.ownEdges();
-      built.next_out.resize(built.graph.nodeCount());
-      for (uint32_t i = 0; i < edges.size(); ++i) built.next_out[edges[i].from] = i;
       built.step = &step;
     }
-    const std::vector<Edge>& edges = built.graph.ownEdges();
-    uint32_t end = step.port_node[link.to];
-    for (uint32_t e = link.first_edge;; e = built.next_out[edges[e].to]) {
-      cutter.cover(built.graph.sliceOf(edges[e]));
-      if (edges[e].to == end) break;
-    }
+    built.graph.forChain(link.first_edge, step.port_node[link.to],
+                         [&](const Edge& edge) { cutter.cover(built.graph.sliceOf(edge)); });
   }
 
  private:
   struct Built {
     const RankStepGraph* step = nullptr;
     RankGraph graph;
-    std::vector<uint32_t> next_out;
   };
   const model::RunTrace& run_;
   const std::vector<RankTimeIndex>& indexes_;
@@ -1457,8 +1513,14 @@ class ChainSlices {
 };
 
 // The step's path: its slices in time order when `chains` gives the chains' back, else the slices of
-// the edges that are links of their own and, in `chain_parts`, the chains' parts summed ahead.
-RunStepPath runPath(const model::RunTrace& run, RunGraph& g, ChainSlices* chains, std::vector<PathSlice>* chain_parts) {
+// the edges that are links of their own and, in `chains_on_path`, the chains on the path, whose slices
+// no clipping reaches (RankGraph::reduce), to be summed from the rank's events.
+struct ChainOnPath {
+  uint32_t rank = 0;  // rank index
+  uint32_t link = 0;  // its link in the rank's step graph
+};
+RunStepPath runPath(const model::RunTrace& run, RunGraph& g, ChainSlices* chains,
+                    std::vector<ChainOnPath>* chains_on_path) {
   RunStepPath out;
   out.window = g.window;
   const auto& times = g.times;
@@ -1493,15 +1555,14 @@ RunStepPath runPath(const model::RunTrace& run, RunGraph& g, ChainSlices* chains
     previous_rank = rank.rank;
     const RankStepGraph::Link& link = step.links[local];
     if (from_rank < 0) {  // a join: the span of the waiting kernel after the last member started
-      cutter.cover(sliceOfPart(rank, step.parts[link.first_part], times[e.from], times[g.offset[r] + link.to]));
+      cutter.cover(sliceOfPart(rank, step.parts[link.part], times[e.from], times[g.offset[r] + link.to]));
       continue;
     }
     if (link.role == RankStepGraph::Role::kChain) {
       if (chains != nullptr) {
         chains->cover(g, r, link, cutter);
       } else {
-        for (uint32_t p = link.first_part; p < link.first_part + link.parts; ++p)
-          chain_parts->push_back(sliceOfPart(rank, step.parts[p], 0, step.parts[p].ns));
+        chains_on_path->push_back({r, local});
         cutter.skipTo(times[e.to]);
       }
       continue;
@@ -1514,7 +1575,7 @@ RunStepPath runPath(const model::RunTrace& run, RunGraph& g, ChainSlices* chains
         cutter.cover({times[e.from], waited_until, PathCause::kWait, "", rank.rank, w->second.second, w->second.first});
       }
     }
-    cutter.cover(sliceOfPart(rank, step.parts[link.first_part], times[e.from], times[e.to]));
+    cutter.cover(sliceOfPart(rank, step.parts[link.part], times[e.from], times[e.to]));
   }
   cutter.finish(previous_rank);
   return out;
@@ -1860,6 +1921,8 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
   // buffers and sums; the runs join in step order, so the result is the same for any number of workers.
   struct StepRun {
     std::vector<CriticalPathResult::RunStep> steps;
+    std::vector<std::vector<ChainOnPath>> chains;  // per step, without slices
+    std::vector<size_t> step_index;                // per step, its index among the ranks' steps
     WhatIfSums what_if;
   };
   unsigned workers = workerCount(jobs);
@@ -1872,7 +1935,6 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
     RunGraph step_graph;  // each step's, in the same buffers
     std::optional<ChainSlices> chains;
     if (with_slices) chains.emplace(run, indexes);
-    std::vector<PathSlice> chain_parts;
     for (size_t i = common_steps * k / run_count; i < common_steps * (k + 1) / run_count; ++i) {
       int64_t number = -1, longest = 0;
       for (size_t r = 0; r < run.ranks.size(); ++r) {
@@ -1880,26 +1942,69 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
         if (input.hasSteps() && i < input.steps[r].size()) number = input.steps[r][i].number;
       }
       buildRunGraph(run, parts, i, input.collectives(), step_graph, &spans);
-      chain_parts.clear();
-      RunStepPath path = runPath(run, step_graph, chains ? &*chains : nullptr, &chain_parts);
+      std::vector<ChainOnPath> on_path;
+      RunStepPath path = runPath(run, step_graph, chains ? &*chains : nullptr, &on_path);
       if (path.window.length() <= 0) continue;
       out.what_if.add(step_graph, run, findings, path.length_ns, longest);
       nameCommunicators(path.slices, communicators);
-      std::vector<PathAttribution> attribution;
-      if (chains) {
-        attribution = attributionOf(path.slices, true);
-      } else {
-        chain_parts.insert(chain_parts.end(), path.slices.begin(), path.slices.end());
-        attribution = attributionOf(chain_parts, true);
-        path.slices.clear();  // without the chains' slices they would not cover the step
-      }
-      out.steps.push_back(
-          {number, path.window, path.length_ns, path.rank_changes, std::move(attribution), std::move(path.slices)});
+      out.steps.push_back({number, path.window, path.length_ns, path.rank_changes, {}, std::move(path.slices)});
+      out.chains.push_back(std::move(on_path));
+      out.step_index.push_back(i);
     }
   });
+  std::vector<std::vector<ChainOnPath>> chains_of_step;
+  std::vector<size_t> step_index;
   for (StepRun& step_run : runs) {
     std::move(step_run.steps.begin(), step_run.steps.end(), std::back_inserter(result.run_steps));
+    std::move(step_run.chains.begin(), step_run.chains.end(), std::back_inserter(chains_of_step));
+    step_index.insert(step_index.end(), step_run.step_index.begin(), step_run.step_index.end());
     what_if.join(step_run.what_if);
+  }
+  if (!with_slices) {
+    // The chains on the paths, summed from their ranks' events: rank by rank, each read once (again,
+    // when the ranks are skeletons), its graph of each step it holds a chain of built once more.
+    std::vector<std::vector<std::pair<size_t, ChainOnPath>>> on_rank(run.ranks.size());  // (run step, chain)
+    for (size_t s = 0; s < chains_of_step.size(); ++s) {
+      for (const ChainOnPath& c : chains_of_step[s]) on_rank[c.rank].emplace_back(s, c);
+    }
+    std::vector<std::vector<std::pair<size_t, PathPart>>> summed(run.ranks.size());  // (run step, part)
+    onWorkers(run.ranks.size(), jobs, [&](size_t r) {
+      if (on_rank[r].empty()) return;
+      std::optional<model::RankTrace> read;
+      if (input.read_events) read = input.read_events(r);
+      const model::RankTrace& rank = read ? *read : run.ranks[r];
+      RankTimeIndex index(rank);
+      RankGraph graph;
+      RankGraphScratch scratch;
+      std::vector<PathPart> step_parts;
+      size_t built = SIZE_MAX;
+      for (size_t c = 0; c < on_rank[r].size(); ++c) {
+        auto [run_step, chain] = on_rank[r][c];
+        const RankStepGraph& step = parts[r]->steps[step_index[run_step]];
+        if (built != run_step) {
+          graph.build(rank, index, step.window, scratch, true);
+          built = run_step;
+        }
+        const RankStepGraph::Link& link = step.links[chain.link];
+        step_parts.clear();
+        graph.addChainParts(link.first_edge, step.port_node[link.to], step_parts);
+        for (const PathPart& part : step_parts) summed[r].emplace_back(run_step, part);
+      }
+    });
+    std::vector<std::vector<PathSlice>> chain_slices(result.run_steps.size());
+    for (size_t r = 0; r < summed.size(); ++r) {
+      for (const auto& [run_step, part] : summed[r])
+        chain_slices[run_step].push_back(sliceOfPart(run.ranks[r], part, 0, part.ns));
+    }
+    for (size_t s = 0; s < result.run_steps.size(); ++s) {
+      CriticalPathResult::RunStep& step = result.run_steps[s];
+      // Without the chains' slices the step's would not cover it: only its attribution is kept.
+      chain_slices[s].insert(chain_slices[s].end(), step.slices.begin(), step.slices.end());
+      step.attribution = attributionOf(chain_slices[s], true);
+      std::vector<PathSlice>().swap(step.slices);
+    }
+  } else {
+    for (CriticalPathResult::RunStep& step : result.run_steps) step.attribution = attributionOf(step.slices, true);
   }
   return finish();
 }

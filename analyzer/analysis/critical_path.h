@@ -93,7 +93,7 @@ struct RankStepGraph {
     Role role = Role::kOther;
     int64_t compute_ns = 0, launch_ns = 0;  // a chain's compute kernels' and launch delays' weights
     uint32_t first_edge = 0;                // the rank graph's first edge of it (to give a chain back)
-    uint32_t first_part = 0, parts = 0;     // its parts: a single edge's one (ns unset), a chain's sums
+    uint32_t part = UINT32_MAX;             // a single edge's part (its ns unset); a chain's are not kept
   };
   struct Communication {
     int64_t start_ns = 0, end_ns = 0;
@@ -104,7 +104,7 @@ struct RankStepGraph {
   std::vector<int64_t> times;       // per port, in the rank graph's node order
   std::vector<uint32_t> port_node;  // per port, its node in the rank graph
   std::vector<Link> links;          // in the order of their last edges in the rank graph
-  std::vector<PathPart> parts;
+  std::vector<PathPart> parts;      // of single edges
   std::vector<Communication> communication;  // communication kernels, by start
   std::vector<uint32_t> kernel_gaps;         // kernel-to-kernel links a collective may be tied to, in order
   int64_t compute_ns = 0;                    // its compute kernels' time

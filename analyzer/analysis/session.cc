@@ -461,6 +461,7 @@ void Session::prepare() {
     if (kept) warnWindow();
   }
   input_.digests = &digests_;
+  if (digested_) input_.read_events = [this](size_t r) { return std::move(readAgain(r).ranks.front()); };
   for (const auto& digest : digests_) phase_times_.digest_bytes += digest.bytes();
   phase_times_.cross_rank_s += secondsSince(started) - again_s;
   phase_times_.cross_rank_cpu_s += processCpuSeconds() - cpu_started - again_cpu_s;
@@ -476,10 +477,9 @@ void Session::digestAgain(const std::vector<size_t>& ranks, const std::vector<st
   onWorkers(ranks.size(), options_.jobs, [&](size_t i) {
     size_t r = ranks[i];
     model::RankTrace& skeleton = run_.ranks[r];
-    std::vector<std::string> ignored;  // reported when the file was first read
     model::RunTrace alone;
     try {
-      alone.ranks.push_back(load::loadTraceFile(skeleton.path, ignored));
+      alone = readAgain(r, &outside[i]);
     } catch (const std::exception& e) {
       auto file = digest_files_.find(skeleton.path);
       if (file == digest_files_.end()) throw;
@@ -487,9 +487,6 @@ void Session::digestAgain(const std::vector<size_t>& ranks, const std::vector<st
                                    file->second, why[i], e.what()));
     }
     model::RankTrace& rank = alone.ranks.front();
-    rank.rank = skeleton.rank;
-    if (clock_) applyClock(clock_->rank_clocks[r], rank);
-    if (kept) outside[i] = alone.keepWindow(kept->start, kept->end);
     AnalysisInput input{alone, input_.options, {input_.steps[r]}, input_.step_source, {}};
     input.time_sets.push_back(gpuTimeSetsOf(rank));
     digests_[r] = digestRank(input, 0, hta_filter, keep_lanes);
@@ -502,6 +499,21 @@ void Session::digestAgain(const std::vector<size_t>& ranks, const std::vector<st
     outside_window_ = 0;
     for (uint64_t n : outside) outside_window_ += n;
   }
+}
+
+model::RunTrace Session::readAgain(size_t r, uint64_t* outside_window) const {
+  const model::RankTrace& skeleton = run_.ranks[r];
+  std::vector<std::string> ignored;  // reported when the file was first read
+  model::RunTrace alone;
+  alone.ranks.push_back(load::loadTraceFile(skeleton.path, ignored));
+  model::RankTrace& rank = alone.ranks.front();
+  rank.rank = skeleton.rank;
+  if (clock_) applyClock(clock_->rank_clocks[r], rank);
+  if (std::optional<Interval> kept = window()) {
+    uint64_t outside = alone.keepWindow(kept->start, kept->end);
+    if (outside_window != nullptr) *outside_window = outside;
+  }
+  return alone;
 }
 
 std::optional<Interval> Session::window() const {

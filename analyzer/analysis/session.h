@@ -117,6 +117,9 @@ class Session {
   // `why`: per rank, why its digest does not hold (named when a digest file's trace cannot be read).
   void digestAgain(const std::vector<size_t>& ranks, const std::vector<std::string>& why,
                    std::optional<bool> hta_filter, const std::function<bool(int64_t)>& keep_lanes);
+  // Rank index `r` read again from its file, as the session keeps it: its rank number, the run's clock,
+  // --window (the records it left out into `outside_window`).
+  model::RunTrace readAgain(size_t r, uint64_t* outside_window = nullptr) const;
 
   SessionOptions options_;
   model::RunTrace run_;
