@@ -255,12 +255,13 @@ struct RankGraphScratch {
   std::vector<std::pair<int, int>> queue_at;
   std::vector<int64_t> last_on_stream;
   std::vector<std::vector<uint32_t>> ends_on_stream;
-  // Reducing a graph (RankGraph::reduce): per node, its time, whether it is a port and its number, a
-  // communication kernel's end, the open chain into it; the ports; per edge, whether it stays a link of
-  // its own, whether it is a compute kernel's span, its link; the chains being summed, the links.
-  std::vector<int64_t> node_times;
-  std::vector<uint8_t> port, communication_end, single, compute_span;
-  std::vector<uint32_t> ports, port_number, chain_into, link_of_edge;
+  // Reducing a graph (RankGraph::reduce): per node, whether it is a port and its number, the open chain
+  // into it; the ports, the edges kept as links of their own, communication kernels' ends, the gaps a
+  // join may tie; per edge, whether it is a compute kernel's span, its link; the chains being summed.
+  std::vector<uint8_t> port, compute_span;
+  std::vector<uint32_t> ports, port_number, singles, communication_ends, tie_candidates, link_of_edge;
+  std::vector<uint64_t> chain_into;
+  uint64_t reductions = 0;
   std::vector<RankStepGraph::Link> open_chains;
   std::vector<Interval> behind_cursor;
   std::vector<std::pair<uint32_t, RankStepGraph::Link>> links;  // (last edge, link)
@@ -746,13 +747,10 @@ constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
   out.parts.clear();
   out.communication.clear();
   out.kernel_gaps.clear();
-  std::vector<int64_t>& times = scratch.node_times;
-  times.resize(nodes);
-  for (size_t e = 0; e < events_.size(); ++e) times[2 * e] = events_[e].start_ns, times[2 * e + 1] = events_[e].end_ns;
   const std::vector<uint8_t>& links = node_links_;
   const std::vector<uint32_t>& next_out = next_out_;
-  std::vector<uint8_t>& single = scratch.single;
-  single.assign(edges.size(), 0);
+  std::vector<uint32_t>& singles = scratch.singles;  // the edges kept as links of their own, sorted once all found
+  singles.clear();
   std::vector<Interval>& behind_cursor = scratch.behind_cursor;  // [path's time, cursor)
   behind_cursor = backward_;
   std::vector<uint8_t>& port = scratch.port;
@@ -767,20 +765,22 @@ constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
     if (!port[n]) port[n] = 1, ports.push_back(n);
   };
   auto keepSingle = [&](uint32_t i) {
-    single[i] = 1;
+    singles.push_back(i);
     makePort(edges[i].from);
     makePort(edges[i].to);
   };
   for (uint32_t i : outside_) keepSingle(i);
-  std::vector<uint8_t>& communication_end = scratch.communication_end;
-  communication_end.assign(nodes, 0);
+  std::vector<uint32_t>& communication_ends = scratch.communication_ends;
+  communication_ends.clear();
   for (const auto& [start, event] : communication_) {
-    communication_end[endNode(event)] = 1;
+    communication_ends.push_back(endNode(event));
     keepSingle(static_cast<uint32_t>(span_edge_[event - work_base_]));
   }
+  sortIfNeeded(communication_ends);
   // The kernel gaps a join may tie: the edges before one into the same kernel are those its stream
   // waited for on other streams (addGpuEdges adds them first).
-  std::vector<uint32_t> tie_candidates;
+  std::vector<uint32_t>& tie_candidates = scratch.tie_candidates;
+  tie_candidates.clear();
   for (uint32_t i : kernel_gaps_) {
     const Edge& gap = edges[i];
     uint32_t waited = i;
@@ -788,9 +788,10 @@ constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
            edges[waited - 1].to == gap.to)
       --waited;
     bool candidate = false;
-    for (uint32_t k = waited; k < i && !candidate; ++k) candidate = communication_end[edges[k].from] != 0;
+    for (uint32_t k = waited; k < i && !candidate; ++k)
+      candidate = std::binary_search(communication_ends.begin(), communication_ends.end(), edges[k].from);
     if (!candidate && waited == i) {
-      int64_t gap_start = times[gap.from], gap_end = times[gap.to];
+      int64_t gap_start = timeOf(gap.from), gap_end = timeOf(gap.to);
       auto it =
           std::lower_bound(communication_.begin(), communication_.end(), std::pair<int64_t, uint32_t>{gap_start, 0});
       for (; it != communication_.end() && it->first < gap_end; ++it) {
@@ -812,7 +813,7 @@ constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
               [](const Interval& a, const Interval& b) { return a.start < b.start; });
     IntervalSet merged = unionOf(std::move(behind_cursor));
     for (uint32_t i = 0; i < edges.size(); ++i) {
-      int64_t from = times[edges[i].from];
+      int64_t from = timeOf(edges[i].from);
       auto after = std::upper_bound(merged.begin(), merged.end(), from,
                                     [](int64_t t, const Interval& r) { return t < r.start; });
       if (after != merged.begin() && from < std::prev(after)->end) keepSingle(i);
@@ -820,11 +821,13 @@ constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
     behind_cursor = std::move(merged);
   }
   sortIfNeeded(ports);
+  std::sort(singles.begin(), singles.end());
+  auto single = [&](uint32_t i) { return std::binary_search(singles.begin(), singles.end(), i); };
   std::vector<uint32_t>& number = scratch.port_number;
   number.resize(nodes);
   for (uint32_t n : ports) {
     number[n] = static_cast<uint32_t>(out.times.size());
-    out.times.push_back(times[n]);
+    out.times.push_back(timeOf(n));
   }
   out.port_node = ports;
   // Each edge out of a port begins a link: itself, or the chain through the nodes after it. Edges come
@@ -862,9 +865,12 @@ constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
     return link;
   };
   std::vector<RankStepGraph::Link>& open = scratch.open_chains;
-  std::vector<uint32_t>& chain_into = scratch.chain_into;  // per node inside a chain: its open chain
+  // Per node inside a chain: its open chain, stamped with this reduction's number (what an earlier one
+  // left there is not this one's).
+  std::vector<uint64_t>& chain_into = scratch.chain_into;
   open.clear();
-  chain_into.assign(nodes, UINT32_MAX);
+  if (chain_into.size() < nodes) chain_into.resize(nodes, 0);
+  const uint64_t stamp = ++scratch.reductions << 32;
   bool in_order = true;
   size_t next_compute = 0;  // compute_spans_ come in edge order
   for (uint32_t i = 0; i < edges.size() && in_order; ++i) {
@@ -873,16 +879,17 @@ constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
     next_compute += compute;
     uint32_t chain;
     if (port[edge.from]) {
-      if (single[i] || port[edge.to]) {
+      if (port[edge.to] || single(i)) {
         singleLink(i);
         continue;
       }
       chain = static_cast<uint32_t>(open.size());
       open.push_back(chainFrom(i));
     } else {
-      chain = chain_into[edge.from];
-      in_order = chain != UINT32_MAX;
+      uint64_t into = chain_into[edge.from];
+      in_order = (into & ~uint64_t{UINT32_MAX}) == stamp;
       if (!in_order) break;
+      chain = static_cast<uint32_t>(into);
     }
     RankStepGraph::Link& link = open[chain];
     link.weight += edge.weight;
@@ -892,7 +899,7 @@ constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
       link.to = number[edge.to];
       pending.emplace_back(i, link);
     } else {
-      chain_into[edge.to] = chain;
+      chain_into[edge.to] = stamp | chain;
     }
   }
   if (!in_order) {
@@ -904,7 +911,7 @@ constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
     for (uint32_t i = 0; i < edges.size(); ++i) {
       const Edge& first = edges[i];
       if (!port[first.from]) continue;
-      if (single[i] || port[first.to]) {
+      if (port[first.to] || single(i)) {
         singleLink(i);
         continue;
       }
