@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstring>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -258,7 +259,7 @@ struct RankGraphScratch {
   // Reducing a graph (RankGraph::reduce): per node, whether it is a port and its number, the open chain
   // into it; the ports, the edges kept as links of their own, communication kernels' ends, the gaps a
   // join may tie; per edge, whether it is a compute kernel's span, its link; the chains being summed.
-  std::vector<uint8_t> port, compute_span;
+  std::vector<uint8_t> compute_span;
   std::vector<uint32_t> ports, port_number, singles, communication_ends, tie_candidates, link_of_edge;
   std::vector<uint64_t> chain_into;
   uint64_t reductions = 0;
@@ -336,7 +337,7 @@ class RankGraph {
   PathSlice sliceOf(const Edge& edge) const;
   PathPart partOf(const Edge& edge) const;
   // Into `out`, this graph (built with stream_waits) reduced to its ports and chains.
-  void reduce(RankStepGraph& out, RankGraphScratch& scratch) const;
+  void reduce(RankStepGraph& out, RankGraphScratch& scratch);
   // The chain of its edges from `first_edge` to node `end` (built with stream_waits, as reduce() found
   // it), edge by edge, to `visit`.
   template <typename Visit>
@@ -726,6 +727,7 @@ void RankGraph::addCallStackEdges(RankGraphScratch& scratch) {
 // A node with one edge in and one out, both forward in (time, node), as planOf merges them: per node,
 // its edges in (low two bits) and out (next two), 1 for one forward edge and 2 for anything more.
 constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
+constexpr uint8_t kMadePort = 0xff;  // a node reduce() keeps although it has one edge in and one out
 
 // Ports: the nodes planOf would keep (not one forward edge in and one out), communication kernels'
 // starts and ends (joins reach them), and the ends of the edges kept as links of their own: the
@@ -736,7 +738,7 @@ constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
 // behind the cutter's cursor (after an edge that runs back in time, from its end to its start; after
 // a gap tied to a collective that ran through it, from the gap's end to the collective's, which the
 // tie's slice reaches). The rest of the edges form chains between ports.
-[[gnu::noinline]] void RankGraph::reduce(RankStepGraph& out, RankGraphScratch& scratch) const {
+[[gnu::noinline]] void RankGraph::reduce(RankStepGraph& out, RankGraphScratch& scratch) {
   const std::vector<Edge>& edges = own_edges_;
   const uint32_t nodes = nodeCount();
   out.window = window_;
@@ -747,22 +749,32 @@ constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
   out.parts.clear();
   out.communication.clear();
   out.kernel_gaps.clear();
-  const std::vector<uint8_t>& links = node_links_;
   const std::vector<uint32_t>& next_out = next_out_;
   std::vector<uint32_t>& singles = scratch.singles;  // the edges kept as links of their own, sorted once all found
   singles.clear();
   std::vector<Interval>& behind_cursor = scratch.behind_cursor;  // [path's time, cursor)
   behind_cursor = backward_;
-  std::vector<uint8_t>& port = scratch.port;
+  // A node is a port where its links are not one forward edge in and one out; the others made ports
+  // below get links that say so. Found eight nodes at a time: few are ports.
+  std::vector<uint8_t>& links = node_links_;
+  auto port = [&](uint32_t n) { return links[n] != kOneInOneOut; };
   std::vector<uint32_t>& ports = scratch.ports;  // in node order once sorted
-  port.resize(nodes);
   ports.clear();
-  for (uint32_t n = 0; n < nodes; ++n) {
-    port[n] = links[n] != kOneInOneOut;
-    if (port[n]) ports.push_back(n);
+  constexpr uint64_t kAllOneInOneOut = 0x0101010101010101ull * kOneInOneOut;
+  uint32_t n = 0;
+  for (; n + 8 <= nodes; n += 8) {
+    uint64_t eight;
+    std::memcpy(&eight, links.data() + n, 8);
+    if (eight == kAllOneInOneOut) continue;
+    for (uint32_t k = n; k < n + 8; ++k) {
+      if (port(k)) ports.push_back(k);
+    }
   }
-  auto makePort = [&](uint32_t n) {
-    if (!port[n]) port[n] = 1, ports.push_back(n);
+  for (; n < nodes; ++n) {
+    if (port(n)) ports.push_back(n);
+  }
+  auto makePort = [&](uint32_t node) {
+    if (!port(node)) links[node] = kMadePort, ports.push_back(node);
   };
   auto keepSingle = [&](uint32_t i) {
     singles.push_back(i);
@@ -878,8 +890,8 @@ constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
     bool compute = next_compute < compute_spans_.size() && compute_spans_[next_compute] == i;
     next_compute += compute;
     uint32_t chain;
-    if (port[edge.from]) {
-      if (port[edge.to] || single(i)) {
+    if (port(edge.from)) {
+      if (port(edge.to) || single(i)) {
         singleLink(i);
         continue;
       }
@@ -895,7 +907,7 @@ constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
     link.weight += edge.weight;
     if (edge.kind == EdgeKind::kLaunch) link.launch_ns += edge.weight;
     if (compute) link.compute_ns += edge.weight;
-    if (port[edge.to]) {
+    if (port(edge.to)) {
       link.to = number[edge.to];
       pending.emplace_back(i, link);
     } else {
@@ -910,8 +922,8 @@ constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
     for (uint32_t e : compute_spans_) compute_span[e] = 1;
     for (uint32_t i = 0; i < edges.size(); ++i) {
       const Edge& first = edges[i];
-      if (!port[first.from]) continue;
-      if (port[first.to] || single(i)) {
+      if (!port(first.from)) continue;
+      if (port(first.to) || single(i)) {
         singleLink(i);
         continue;
       }
@@ -923,7 +935,7 @@ constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
         if (edge.kind == EdgeKind::kLaunch) link.launch_ns += edge.weight;
         if (compute_span[e]) link.compute_ns += edge.weight;
         last = e;
-        if (port[edge.to]) break;
+        if (port(edge.to)) break;
       }
       link.to = number[edges[last].to];
       pending.emplace_back(last, link);

@@ -72,7 +72,7 @@ model::RankTrace readDigest(const std::string& path, std::vector<std::string>& w
       return load::loadTraceFile(rank.path, warnings);
     } catch (const std::exception& e) {
       throw InputError(
-          fmt::format("{}: this command needs the rank's events (a timeline, --critical-path), and its "
+          fmt::format("{}: this command needs the rank's events (a timeline, --critical-path on one rank), and its "
                       "trace cannot be read: {}",
                       path, e.what()));
     }
@@ -82,7 +82,7 @@ model::RankTrace readDigest(const std::string& path, std::vector<std::string>& w
   if (options.selection.window) {
     why = "--window";
   } else if (options.analysis.critical_path) {
-    why = "--critical-path reads the rank's steps from its events";
+    why = "--critical-path: its steps' graphs are not in digest files";
   } else if (std::string here = digestOptionsOf(options); file.header.options != here) {
     why = fmt::format("it was made with other analysis options: {}; here: {}", file.header.options, here);
   }
@@ -207,7 +207,7 @@ report::RunSummary summarize(const AnalysisInput& input) {
 // first large free) and faulted them in again for the next rank: a third of analyze's CPU time went
 // to page faults and clearing. Fixed thresholds keep the freed heap for the next rank; vectors past
 // 32 MiB still come from mmap and go back whole. Peak memory stays one rank's events per worker. With
-// every rank's events kept (--critical-path, a timeline) the same holds for each rank's interval
+// every rank's events kept (a timeline) the same holds for each rank's interval
 // sets, freed once the rank is digested, and what comes after them.
 void keepFreedRanksForReuse() {
 #ifdef GPUXRAY_TUNE_HEAP
@@ -241,7 +241,7 @@ model::RunTrace loadKeepingEvents(const SessionOptions& options, load::LoadOptio
       double projected = static_cast<double>(bytes) / static_cast<double>(ranks) * static_cast<double>(expected);
       if (projected <= 1.25 * static_cast<double>(budget)) return;
       throw MemoryBudgetError(fmt::format(
-          "this command keeps every rank's events (--critical-path, a timeline): about {} for {} ranks ({} a rank, "
+          "this command keeps every rank's events (a timeline): about {} for {} ranks ({} a rank, "
           "from the first {}), over the {} it may use (--max-memory); give a larger limit, or analyze part of the "
           "run with --ranks or --window",
           report::formatValue(projected, report::Unit::kBytes), expected,
