@@ -15,6 +15,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <queue>
 #include <set>
@@ -126,17 +127,21 @@ struct RankTimeIndex {
       if ((!model::isGpuWork(a.kind) && !stream_sync) || a.correlation_id == 0) continue;
       const model::HostCall* call = rank.launchOf(a.correlation_id);
       if (call == nullptr) continue;
-      work_by_launch.push_back(i);
+      Work work{call->start_ns, i, static_cast<uint32_t>(call - rank.host_calls.data())};
+      if (stream_sync) {
+        syncs_by_launch.push_back(work);
+        continue;
+      }
+      work_by_launch.push_back(work);
       std::pair<int64_t, uint32_t> key{call->start_ns, i};
       in_order = in_order && !(key < previous);
       previous = key;
     }
-    if (!in_order) {  // sorted by (call start, activity), each call's start read once
-      std::vector<std::pair<int64_t, uint32_t>> keyed(work_by_launch.size());
-      for (size_t k = 0; k < keyed.size(); ++k) keyed[k] = {callOf(rank, work_by_launch[k]).start_ns, work_by_launch[k]};
-      std::sort(keyed.begin(), keyed.end());
-      for (size_t k = 0; k < keyed.size(); ++k) work_by_launch[k] = keyed[k].second;
-    }
+    auto byLaunch = [](const Work& a, const Work& b) {
+      return std::pair(a.call_start, a.activity) < std::pair(b.call_start, b.activity);
+    };
+    if (!in_order) std::sort(work_by_launch.begin(), work_by_launch.end(), byLaunch);
+    sortIfNeeded(syncs_by_launch, byLaunch);
     for (const model::NcclOp& op : rank.nccl_ops) {
       if (op.hasGpuTimes()) comm_by_start.emplace_back(op.gpu_start_ns, op.comm_hash);
     }
@@ -212,10 +217,6 @@ struct RankTimeIndex {
                                [&](uint32_t c, int64_t t) { return calls[c].start_ns < t; });
     for (; it != calls_by_start.end() && calls[*it].start_ns <= end; ++it) visit(*it);
   }
-  // The launch call of an activity in work_by_launch (it has one).
-  static const model::HostCall& callOf(const model::RankTrace& rank, uint32_t activity) {
-    return *rank.launchOf(rank.activities[activity].correlation_id);
-  }
   // Per runtime function (RankTrace::api_functions), what its calls wait for, as kBlocksOnGpu and kDeviceSync
   // bits (asked of every call of every step: by name, it was a string comparison each time).
   static constexpr uint8_t kBlocksOnGpu = 1, kDeviceSync = 2;
@@ -225,9 +226,14 @@ struct RankTimeIndex {
   }
   bool calls_in_start_order = true;
   std::vector<uint32_t> calls_by_start;  // empty when calls_in_start_order
-  // GPU work and stream synchronizations with a launch call, by the call's start: the activities alone (the
-  // call is found again by its correlation), every rank's index being held at once.
-  std::vector<uint32_t> work_by_launch;
+  // GPU work, and stream synchronizations, with a launch call, by the call's start (one rank's index is held
+  // at a time, while the rank is read).
+  struct Work {
+    int64_t call_start;
+    uint32_t activity;
+    uint32_t call;  // into host_calls
+  };
+  std::vector<Work> work_by_launch, syncs_by_launch;
   std::vector<uint32_t> kernel_of_op;  // per NCCL operation: its kernel's activity (UINT32_MAX: none)
   std::vector<std::pair<int64_t, uint32_t>> ops_by_start, ranges_by_start;  // (start, index into host_ops / nvtx)
   std::vector<std::pair<int64_t, uint64_t>> comm_by_start;  // NCCL operations' GPU start, communicator
@@ -423,6 +429,8 @@ class RankGraph {
   uint32_t call_base_ = 0;
   uint32_t work_base_ = 0;               // GPU work's first event (its events follow the host's)
   std::vector<uint32_t> launch_event_;   // per GPU work (from work_base_): its launch call's event
+  std::vector<ActivityKind> work_kind_;  // per GPU work: its activity's kind and stream
+  std::vector<uint16_t> work_stream_;
   std::vector<Edge> own_edges_;
   // For reduce(), counted as the edges are added (build with stream_waits): per node, its links and
   // its (last) edge out; the stretches edges run back in time over ([to, from)); edges out of the window.
@@ -483,27 +491,27 @@ class RankGraph {
   };
   std::vector<std::pair<uint32_t, uint32_t>>& work = scratch.work;
   work.clear();
-  auto first_work = std::lower_bound(
-      index_->work_by_launch.begin(), index_->work_by_launch.end(), window_.start,
-      [&](uint32_t w, int64_t t) { return RankTimeIndex::callOf(*rank_, w).start_ns < t; });
-  for (auto it = first_work; it != index_->work_by_launch.end(); ++it) {
-    const model::HostCall& call = RankTimeIndex::callOf(*rank_, *it);
-    if (call.start_ns > window_.end) break;
-    std::optional<uint32_t> call_event = eventOfCall(static_cast<uint32_t>(&call - rank_->host_calls.data()));
-    if (!call_event) continue;
-    if (model::isGpuWork(rank_->activities[*it].kind)) {
-      work.emplace_back(*it, *call_event);
-    } else {
-      stream_syncs_.emplace_back(*it, *call_event);
+  auto launchedIn = [&](const std::vector<RankTimeIndex::Work>& list, std::vector<std::pair<uint32_t, uint32_t>>& out) {
+    auto first = std::lower_bound(list.begin(), list.end(), window_.start,
+                                  [](const RankTimeIndex::Work& w, int64_t t) { return w.call_start < t; });
+    next_call = 0;
+    for (auto it = first; it != list.end() && it->call_start <= window_.end; ++it) {
+      if (std::optional<uint32_t> call_event = eventOfCall(it->call)) out.emplace_back(it->activity, *call_event);
     }
-  }
+  };
+  launchedIn(index_->work_by_launch, work);
+  launchedIn(index_->syncs_by_launch, stream_syncs_);
   sortIfNeeded(work);
   // GPU work's events come last: what only they have is kept for them alone (each step wrote it for all).
   work_base_ = static_cast<uint32_t>(events_.size());
   launch_event_.clear();
+  work_kind_.clear();
+  work_stream_.clear();
   for (const auto& [i, call_event] : work) {
     const model::GpuActivity& a = rank_->activities[i];
     launch_event_.push_back(call_event);
+    work_kind_.push_back(a.kind);
+    work_stream_.push_back(a.stream);
     appendEvent(events_, PathEventSource::kActivity, i, a.start_ns, std::max(a.start_ns, a.end_ns), false);
   }
   sortIfNeeded(stream_syncs_);
@@ -513,11 +521,9 @@ class RankGraph {
 // Per CPU thread, events nested as their times say; consecutive top-level events are ordered
 // without weight, nested ones with the time between them.
 void RankGraph::addCallStackEdges(RankGraphScratch& scratch) {
-  std::vector<uint32_t>& host = scratch.host;
-  host.clear();
-  for (uint32_t e = 0; e < events_.size(); ++e) {
-    if (events_[e].host) host.push_back(e);
-  }
+  std::vector<uint32_t>& host = scratch.host;  // the host's events come before GPU work's
+  host.resize(work_base_);
+  std::iota(host.begin(), host.end(), 0u);
   stableSortIfNeeded(host, [&](uint32_t a, uint32_t b) {
     return std::tuple(threads_[a], events_[a].start_ns, -events_[a].end_ns) <
            std::tuple(threads_[b], events_[b].start_ns, -events_[b].end_ns);
@@ -564,7 +570,7 @@ void RankGraph::addCallStackEdges(RankGraphScratch& scratch) {
   for (uint32_t e = 0; e < events_.size(); ++e) {
     const GraphEvent& ev = events_[e];
     if (!ev.host) {
-      appendItem(items, ev.start_ns, e, rank_->activities[ev.ref.index].stream, false);
+      appendItem(items, ev.start_ns, e, work_stream_[e - work_base_], false);
     } else if (ev.ref.source == PathEventSource::kHostCall &&
                (index_->waitsOf(rank_->host_calls[ev.ref.index]) & RankTimeIndex::kDeviceSync) != 0) {
       appendItem(items, ev.end_ns, e, -1, true);
@@ -711,7 +717,7 @@ void RankGraph::addCallStackEdges(RankGraphScratch& scratch) {
     // (planOf sums chains in one pass then).
     span_edge_[e - work_base_] = static_cast<int64_t>(own_edges_.size());
     addEdge(startNode(e), endNode(e), EdgeKind::kSpan);
-    ActivityKind kind = rank_->activities[events_[e].ref.index].kind;
+    ActivityKind kind = work_kind_[e - work_base_];
     if (kind == ActivityKind::kCompute) {
       compute_ns_ += own_edges_.back().weight;
       compute_spans_.push_back(static_cast<uint32_t>(own_edges_.size()) - 1);
@@ -761,17 +767,17 @@ constexpr uint8_t kMadePort = 0xff;  // a node reduce() keeps although it has on
   std::vector<uint32_t>& ports = scratch.ports;  // in node order once sorted
   ports.clear();
   constexpr uint64_t kAllOneInOneOut = 0x0101010101010101ull * kOneInOneOut;
-  uint32_t n = 0;
-  for (; n + 8 <= nodes; n += 8) {
+  uint32_t at = 0;
+  for (; at + 8 <= nodes; at += 8) {
     uint64_t eight;
-    std::memcpy(&eight, links.data() + n, 8);
+    std::memcpy(&eight, links.data() + at, 8);
     if (eight == kAllOneInOneOut) continue;
-    for (uint32_t k = n; k < n + 8; ++k) {
+    for (uint32_t k = at; k < at + 8; ++k) {
       if (port(k)) ports.push_back(k);
     }
   }
-  for (; n < nodes; ++n) {
-    if (port(n)) ports.push_back(n);
+  for (; at < nodes; ++at) {
+    if (port(at)) ports.push_back(at);
   }
   auto makePort = [&](uint32_t node) {
     if (!port(node)) links[node] = kMadePort, ports.push_back(node);
@@ -1508,12 +1514,13 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<const RankPathP
 // graph of the step built again, once a step and rank.
 class ChainSlices {
  public:
-  ChainSlices(const model::RunTrace& run, const std::vector<RankTimeIndex>& indexes) : run_(run), indexes_(indexes) {}
+  explicit ChainSlices(const model::RunTrace& run) : run_(run) {}
   void cover(const RunGraph& g, uint32_t rank_index, const RankStepGraph::Link& link, SliceCutter& cutter) {
     const RankStepGraph& step = *g.steps[rank_index];
     Built& built = built_[rank_index];
+    if (!built.index) built.index.emplace(run_.ranks[rank_index]);  // only the ranks the paths cross
     if (built.step != &step) {
-      built.graph.build(run_.ranks[rank_index], indexes_[rank_index], step.window, scratch_, true);
+      built.graph.build(run_.ranks[rank_index], *built.index, step.window, scratch_, true);
       built.step = &step;
     }
     built.graph.forChain(link.first_edge, step.port_node[link.to],
@@ -1522,11 +1529,11 @@ class ChainSlices {
 
  private:
   struct Built {
+    std::optional<RankTimeIndex> index;
     const RankStepGraph* step = nullptr;
     RankGraph graph;
   };
   const model::RunTrace& run_;
-  const std::vector<RankTimeIndex>& indexes_;
   std::map<uint32_t, Built> built_;
   RankGraphScratch scratch_;
 };
@@ -1823,7 +1830,7 @@ RunStepPath runCriticalPath(const model::RunTrace& run, const CollectiveIndex& m
   std::vector<RankPathPart> parts = partsOver(run, indexes, windows);
   RunGraph graph;
   buildRunGraph(run, pointersTo(parts), 0, matched, graph);
-  ChainSlices chains(run, indexes);
+  ChainSlices chains(run);
   RunStepPath path = runPath(run, graph, &chains, nullptr);
   nameCommunicators(path.slices, gatherCommunicators(run));
   return path;
@@ -1933,9 +1940,6 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
   for (const RankPathPart* part : parts) common_steps = std::min(common_steps, part->steps.size());
   if (run.ranks.size() < 2 || common_steps == SIZE_MAX) return finish();
   OperationSpans spans(parts, input.collectives());
-  // The timeline's slices give each chain on the path back from the rank's events.
-  std::vector<RankTimeIndex> indexes;
-  if (with_slices) indexes = indexRanks(run, jobs);
   // The steps are independent: in runs of consecutive steps on the workers, each run with its own graph's
   // buffers and sums; the runs join in step order, so the result is the same for any number of workers.
   struct StepRun {
@@ -1953,7 +1957,7 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
     out.what_if.saved.assign(what_if.findings.size(), 0);
     RunGraph step_graph;  // each step's, in the same buffers
     std::optional<ChainSlices> chains;
-    if (with_slices) chains.emplace(run, indexes);
+    if (with_slices) chains.emplace(run);  // the timeline's: each chain on the path from the rank's events
     for (size_t i = common_steps * k / run_count; i < common_steps * (k + 1) / run_count; ++i) {
       int64_t number = -1, longest = 0;
       for (size_t r = 0; r < run.ranks.size(); ++r) {
