@@ -126,14 +126,20 @@ TEST_CASE("digest: a digest that cannot serve, its trace gone, is a one-line err
   auto timeline = runCommand(binary() + " analyze " + run.digests + " --perfetto " + (run.dir / "t.pftrace"));
   CHECK(timeline.exit_code == 2);
   CHECK(std::count(timeline.err.begin(), timeline.err.end(), '\n') == 1);
-  CHECK(timeline.err.find(".gxdigest: this command needs the rank's events (a timeline, --critical-path), and its "
-                          "trace cannot be read: ") != std::string::npos);
+  CHECK(timeline.err.find(".gxdigest: this command needs the rank's events (a timeline, --critical-path on one "
+                          "rank), and its trace cannot be read: ") != std::string::npos);
+  // The critical path across ranks reads the ranks' step graphs, which digest files do not hold.
+  auto path = runCommand(binary() + " analyze " + run.digests + " --critical-path");
+  CHECK(path.exit_code == 2);
+  CHECK(std::count(path.err.begin(), path.err.end(), '\n') == 1);
+  CHECK(path.err.find(".gxdigest: the digest cannot serve (--critical-path: its steps' graphs are not in digest "
+                      "files), and the rank's trace cannot be read: ") != std::string::npos);
 }
 
 TEST_CASE("digest: a digest that cannot serve has its trace read again", "[digest]") {
   Digested run;
-  // --window, and other analysis options than the digests were made with.
-  for (std::string options : {" --window 0.1s:0.3s", " --step-marker 'no such range'"}) {
+  // --window, other analysis options than the digests were made with, the critical path's step graphs.
+  for (std::string options : {" --window 0.1s:0.3s", " --step-marker 'no such range'", " --critical-path"}) {
     INFO(options);
     CHECK(succeeded(binary() + " analyze " + run.digests + options + " --format json").out ==
           succeeded(binary() + " analyze " + run.run + options + " --format json").out);
