@@ -261,7 +261,14 @@ struct RankGraphScratch {
   std::vector<std::pair<int64_t, uint32_t>> launches, starts, ends;
   std::vector<std::pair<int, int>> queue_at;
   std::vector<int64_t> last_on_stream;
-  std::vector<std::vector<uint32_t>> ends_on_stream;
+  // Per stream, the end nodes of its last 16 kernels (what a kernel that started before its stream's
+  // previous one ended looks back over), newest at count - 1.
+  struct RecentEnds {
+    std::array<uint32_t, 16> node;
+    uint64_t count = 0;
+    void push(uint32_t n) { node[count++ % node.size()] = n; }
+  };
+  std::vector<RecentEnds> ends_on_stream;
   // Reducing a graph (RankGraph::reduce): per node, whether it is a port and its number, the open chain
   // into it; the ports, the edges kept as links of their own, communication kernels' ends, the gaps a
   // join may tie; per edge, whether it is a compute kernel's span, its link; the chains being summed.
@@ -655,15 +662,15 @@ void RankGraph::addCallStackEdges(RankGraphScratch& scratch) {
   // Across ranks, a kernel that started before its stream's previous one ended ran beside it (the
   // kernels of one NCCL group, or a trace's overlap): it follows the latest of the stream's kernels
   // that ended before it started, if any.
-  std::vector<std::vector<uint32_t>>& ends_on_stream = scratch.ends_on_stream;
-  if (ends_on_stream.size() < static_cast<size_t>(streams)) ends_on_stream.resize(static_cast<size_t>(streams));
-  for (std::vector<uint32_t>& stream_ends : ends_on_stream) stream_ends.clear();
+  std::vector<RankGraphScratch::RecentEnds>& ends_on_stream = scratch.ends_on_stream;
+  ends_on_stream.assign(static_cast<size_t>(streams), {});
   auto endedBefore = [&](int32_t stream, int64_t start) -> std::optional<uint32_t> {
-    const std::vector<uint32_t>& stream_ends = ends_on_stream[static_cast<size_t>(stream)];
+    const RankGraphScratch::RecentEnds& recent = ends_on_stream[static_cast<size_t>(stream)];
     std::optional<uint32_t> best;
-    for (size_t k = stream_ends.size(), scanned = 0; k > 0 && scanned < 16; --k, ++scanned) {
-      int64_t t = timeOf(stream_ends[k - 1]);
-      if (t <= start && (!best || t > timeOf(*best))) best = stream_ends[k - 1];
+    for (uint64_t k = recent.count; k > 0 && recent.count - k < recent.node.size(); --k) {
+      uint32_t node = recent.node[(k - 1) % recent.node.size()];
+      int64_t t = timeOf(node);
+      if (t <= start && (!best || t > timeOf(*best))) best = node;
     }
     return best;
   };
@@ -725,7 +732,7 @@ void RankGraph::addCallStackEdges(RankGraphScratch& scratch) {
     if (kind == ActivityKind::kCommunication) communication_.emplace_back(events_[e].start_ns, e);
     if (stream_last < 0 || !stream_waits_ || timeOf(endNode(e)) >= timeOf(static_cast<uint32_t>(stream_last)))
       stream_last = endNode(e);
-    if (stream_waits_) ends_on_stream[static_cast<size_t>(item.stream)].push_back(endNode(e));
+    if (stream_waits_) ends_on_stream[static_cast<size_t>(item.stream)].push(endNode(e));
   }
   sortIfNeeded(communication_);
 }
