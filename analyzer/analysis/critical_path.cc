@@ -454,7 +454,7 @@ class RankGraph {
   int64_t compute_ns_ = 0;
 };
 
-[[gnu::noinline]] void RankGraph::collectEvents(RankGraphScratch& scratch) {
+void RankGraph::collectEvents(RankGraphScratch& scratch) {
   auto addHost = [&](PathEventSource source, uint32_t index, int64_t start, int64_t end, uint64_t thread) {
     appendEvent(events_, source, index, start, end, true);
     threads_.push_back(thread);
@@ -569,7 +569,7 @@ void RankGraph::addCallStackEdges(RankGraphScratch& scratch) {
 // its stream when it was launched, nor launched behind it before it started) or its gap to the
 // stream's previous kernel. Stream and device synchronizations tie the stream's last kernel to the
 // end of the call that waited for it.
-[[gnu::noinline]] void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
+void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
   using Item = RankGraphScratch::Item;
   std::vector<Item>& items = scratch.items;
   items.clear();
@@ -751,7 +751,7 @@ constexpr uint8_t kMadePort = 0xff;  // a node reduce() keeps although it has on
 // behind the cutter's cursor (after an edge that runs back in time, from its end to its start; after
 // a gap tied to a collective that ran through it, from the gap's end to the collective's, which the
 // tie's slice reaches). The rest of the edges form chains between ports.
-[[gnu::noinline]] void RankGraph::reduce(RankStepGraph& out, RankGraphScratch& scratch) {
+void RankGraph::reduce(RankStepGraph& out, RankGraphScratch& scratch) {
   const std::vector<Edge>& edges = own_edges_;
   const uint32_t nodes = nodeCount();
   out.window = window_;
