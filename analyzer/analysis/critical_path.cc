@@ -42,6 +42,28 @@ using report::Unit;
 // dependency the trace does not show, not as a delay.
 constexpr int64_t kKernelGapLimitNs = 1'500'000;
 
+// A list of indexes a step's graph builds afresh and reads back in order, written at a cursor into
+// storage kept from one step to the next (std::vector::push_back stayed a call at these sites, once a
+// kernel: 5 % of the per-rank part).
+class IndexList {
+ public:
+  void clear() { size_ = 0; }
+  // Room for `n` in all; push() writes only within it.
+  void reserve(size_t n) {
+    if (n > storage_.size()) storage_.resize(std::max(n, 2 * storage_.size()));
+  }
+  void push(uint32_t value) { storage_[size_++] = value; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  uint32_t operator[](size_t i) const { return storage_[i]; }
+  const uint32_t* begin() const { return storage_.data(); }
+  const uint32_t* end() const { return storage_.data() + size_; }
+
+ private:
+  std::vector<uint32_t> storage_;
+  size_t size_ = 0;
+};
+
 struct GraphEvent {
   PathEvent ref;
   int64_t start_ns = 0;
@@ -342,7 +364,7 @@ class RankGraph {
     for (const GraphEvent& e : events_) times.insert(times.end(), {e.start_ns, e.end_ns});
   }
   // Its kernel-to-kernel edges, in order.
-  const std::vector<uint32_t>& kernelGaps() const { return kernel_gaps_; }
+  const IndexList& kernelGaps() const { return kernel_gaps_; }
   // The events of communication kernels, by start time.
   const std::vector<std::pair<int64_t, uint32_t>>& communicationEvents() const { return communication_; }
   // The edge of an event's own span (GPU work only), or -1.
@@ -417,7 +439,7 @@ class RankGraph {
     if (to_ns < from_ns) backward_.push_back({to_ns, from_ns});
     if (to_ns > window_.end || from_ns < window_.start) outside_.push_back(i);
   }
-  void noteKernelGap() { kernel_gaps_.push_back(static_cast<uint32_t>(own_edges_.size()) - 1); }
+  void noteKernelGap() { kernel_gaps_.push(static_cast<uint32_t>(own_edges_.size()) - 1); }
   bool inWindow(int64_t start, int64_t end) const {
     return start >= window_.start && start <= window_.end && end > start;
   }
@@ -449,8 +471,8 @@ class RankGraph {
   std::vector<int64_t> span_edge_;                           // per GPU work (from work_base_): its span edge, or -1
   std::vector<std::pair<uint32_t, uint32_t>> stream_syncs_;  // (Stream Sync activity, its call's event)
   std::vector<std::pair<int64_t, uint32_t>> communication_;  // (start, event) of communication kernels, in order
-  std::vector<uint32_t> kernel_gaps_;                        // its kernel-to-kernel edges
-  std::vector<uint32_t> compute_spans_;                      // its compute kernels' span edges
+  IndexList kernel_gaps_;                                    // its kernel-to-kernel edges
+  IndexList compute_spans_;                                  // its compute kernels' span edges
   int64_t compute_ns_ = 0;
 };
 
@@ -511,14 +533,15 @@ void RankGraph::collectEvents(RankGraphScratch& scratch) {
   sortIfNeeded(work);
   // GPU work's events come last: what only they have is kept for them alone (each step wrote it for all).
   work_base_ = static_cast<uint32_t>(events_.size());
-  launch_event_.clear();
-  work_kind_.clear();
-  work_stream_.clear();
-  for (const auto& [i, call_event] : work) {
+  launch_event_.resize(work.size());
+  work_kind_.resize(work.size());
+  work_stream_.resize(work.size());
+  for (size_t w = 0; w < work.size(); ++w) {
+    const auto& [i, call_event] = work[w];
     const model::GpuActivity& a = rank_->activities[i];
-    launch_event_.push_back(call_event);
-    work_kind_.push_back(a.kind);
-    work_stream_.push_back(a.stream);
+    launch_event_[w] = call_event;
+    work_kind_[w] = a.kind;
+    work_stream_[w] = a.stream;
     appendEvent(events_, PathEventSource::kActivity, i, a.start_ns, std::max(a.start_ns, a.end_ns), false);
   }
   sortIfNeeded(stream_syncs_);
@@ -571,6 +594,10 @@ void RankGraph::addCallStackEdges(RankGraphScratch& scratch) {
 // end of the call that waited for it.
 void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
   using Item = RankGraphScratch::Item;
+  // A kernel adds at most five kernel-to-kernel edges: after up to four kernels that ended together on
+  // other streams, and after its own stream's last.
+  kernel_gaps_.reserve(5 * (events_.size() - work_base_));
+  compute_spans_.reserve(events_.size() - work_base_);
   std::vector<Item>& items = scratch.items;
   items.clear();
   items.reserve(events_.size() - call_base_ - calls_.size() + stream_syncs_.size());
@@ -727,7 +754,7 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
     ActivityKind kind = work_kind_[e - work_base_];
     if (kind == ActivityKind::kCompute) {
       compute_ns_ += own_edges_.back().weight;
-      compute_spans_.push_back(static_cast<uint32_t>(own_edges_.size()) - 1);
+      compute_spans_.push(static_cast<uint32_t>(own_edges_.size()) - 1);
     }
     if (kind == ActivityKind::kCommunication) communication_.emplace_back(events_[e].start_ns, e);
     if (stream_last < 0 || !stream_waits_ || timeOf(endNode(e)) >= timeOf(static_cast<uint32_t>(stream_last)))
