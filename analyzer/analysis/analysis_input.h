@@ -75,7 +75,7 @@ struct AnalysisInput {
   // Where the ranks are skeletons: rank index `r`'s events read again, as the session keeps them (on the
   // run's clock, --window applied), for the few a cross-rank result needs whole (the critical path's
   // chains on the path). Unset: the ranks hold their events. Called from several workers at once.
-  std::function<model::RankTrace(size_t r)> read_events;
+  std::function<model::RankTrace(size_t r)> read_events = nullptr;
 
   // NCCL operations matched across ranks, built on first use (on the run's clock as it is then).
   const CollectiveIndex& collectives() const;

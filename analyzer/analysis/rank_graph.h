@@ -243,8 +243,8 @@ struct RankTimeIndex {
   std::vector<std::pair<int64_t, uint64_t>> comm_by_start;                  // NCCL operations' GPU start, communicator
 };
 
-// What building a rank's graph needs only while it builds (one for all of a step's ranks, so that its
-// memory stays warm from one rank and step to the next).
+// What building a rank's graph needs only while it builds (one for all of a rank's steps, so that its
+// memory stays warm from one step to the next).
 struct RankGraphScratch {
   struct Item {
     int64_t sort_ns;
@@ -325,16 +325,6 @@ class RankGraph {
     const GraphEvent& e = events_[node / 2];
     return node % 2 == 0 ? e.start_ns : e.end_ns;
   }
-  // Its nodes' times, in node order.
-  void appendTimes(std::vector<int64_t>& times) const {
-    for (const GraphEvent& e : events_) times.insert(times.end(), {e.start_ns, e.end_ns});
-  }
-  // Its kernel-to-kernel edges, in order.
-  const IndexList& kernelGaps() const { return kernel_gaps_; }
-  // The events of communication kernels, by start time.
-  const std::vector<std::pair<int64_t, uint32_t>>& communicationEvents() const { return communication_; }
-  // The edge of an event's own span (GPU work only), or -1.
-  int64_t spanEdge(uint32_t event) const { return event < work_base_ ? -1 : span_edge_[event - work_base_]; }
   PathSlice sliceOf(const Edge& edge) const;
   PathPart partOf(const Edge& edge) const;
   // Into `out`, this graph (built with stream_waits) reduced to its ports and chains.
@@ -368,10 +358,6 @@ class RankGraph {
       }
     });
   }
-  int32_t rank() const { return rank_->rank; }
-  uint32_t activityOf(uint32_t event) const { return events_[event].ref.index; }
-  // Its compute kernels' time (their span edges' weights).
-  int64_t computeNs() const { return compute_ns_; }
   // The kind of GPU work whose span an edge is, if it is one.
   std::optional<ActivityKind> spanActivity(const Edge& edge) const {
     uint32_t from = edge.from;
