@@ -2,8 +2,8 @@
 // Analysis's dependency graph of one rank (host ops and runtime calls in call-stack order, kernels
 // in stream order, launch and kernel-to-kernel delays, stream and device synchronization), its
 // longest path, and every nanosecond of the step's window attributed to exactly one cause along
-// that path. The per-rank part (rankCriticalPath) reads one rank's events only and reduces them to
-// slices, the digest a cross-rank join needs.
+// that path. Across ranks, the per-rank part (criticalPathOfRank, made with each rank's digest) reduces
+// the rank's step graphs to what the joins need, and the path is found on those (computeCriticalPath).
 #pragma once
 
 #include <cstdint>
@@ -71,12 +71,13 @@ struct RankCriticalPath {
 // call starts in it (HTA's clipping).
 RankCriticalPath rankCriticalPath(const model::RankTrace& rank, Interval window, PathEnd end = PathEnd::kLatest);
 
-// A stretch of the path summed by cause ahead, where the slices of a chain of a rank's edges go.
+// What an edge of a rank's graph is spent on, told by the rank's string ids (which outlive its
+// events); for a chain of edges on the path, their time summed by cause and detail.
 struct PathPart {
   PathCause cause = PathCause::kOther;
   uint32_t name_id = 0;       // the detail: the rank's string of this id, or `constant` when 0
   const char* constant = "";  // a static string
-  int64_t ns = 0;             // a chain's: its edges' time for this cause and detail
+  int64_t ns = 0;             // a chain's: its edges' time of this cause and detail
   uint64_t comm_hash = 0;     // communication: the NCCL operation's communicator (0: not recorded)
 };
 
