@@ -441,41 +441,52 @@ void buildRunGraph(const model::RunTrace& run, const std::vector<const RankPathP
   }
 }
 
-// Gives back the slices of a rank's chain on the path, from its events (the timeline's): the rank's
-// graph of the step built again, once a step and rank.
+// A rank's graph of one step built once more from its events, to give back the chains on the path:
+// its index made on first use, the graph kept while the step stays the same.
+class RebuiltGraph {
+ public:
+  const RankGraph& of(const model::RankTrace& rank, const RankStepGraph& step) {
+    if (!index_) index_.emplace(rank);
+    if (step_ != &step) {
+      graph_.build(rank, *index_, step.window, scratch_, true);
+      step_ = &step;
+    }
+    return graph_;
+  }
+
+ private:
+  std::optional<RankTimeIndex> index_;
+  const RankStepGraph* step_ = nullptr;
+  RankGraph graph_;
+  RankGraphScratch scratch_;
+};
+
+// Gives back the slices of a rank's chain on the path from its events (the timeline's): only the ranks
+// the paths cross are indexed.
 class ChainSlices {
  public:
   explicit ChainSlices(const model::RunTrace& run) : run_(run) {}
   void cover(const RunGraph& g, uint32_t rank_index, const RankStepGraph::Link& link, SliceCutter& cutter) {
     const RankStepGraph& step = *g.steps[rank_index];
-    Built& built = built_[rank_index];
-    if (!built.index) built.index.emplace(run_.ranks[rank_index]);  // only the ranks the paths cross
-    if (built.step != &step) {
-      built.graph.build(run_.ranks[rank_index], *built.index, step.window, scratch_, true);
-      built.step = &step;
-    }
-    built.graph.forChain(link.first_edge, step.port_node[link.to],
-                         [&](const Edge& edge) { cutter.cover(built.graph.sliceOf(edge)); });
+    const RankGraph& graph = rebuilt_[rank_index].of(run_.ranks[rank_index], step);
+    graph.forChain(link.first_edge, step.port_node[link.to],
+                   [&](const Edge& edge) { cutter.cover(graph.sliceOf(edge)); });
   }
 
  private:
-  struct Built {
-    std::optional<RankTimeIndex> index;
-    const RankStepGraph* step = nullptr;
-    RankGraph graph;
-  };
   const model::RunTrace& run_;
-  std::map<uint32_t, Built> built_;
-  RankGraphScratch scratch_;
+  std::map<uint32_t, RebuiltGraph> rebuilt_;
+};
+
+// A chain of a rank's step graph on the path.
+struct ChainOnPath {
+  uint32_t rank = 0;  // rank index
+  uint32_t link = 0;  // its link in the rank's step graph
 };
 
 // The step's path: its slices in time order when `chains` gives the chains' back, else the slices of
 // the edges that are links of their own and, in `chains_on_path`, the chains on the path, whose slices
 // no clipping reaches (RankGraph::reduce), to be summed from the rank's events.
-struct ChainOnPath {
-  uint32_t rank = 0;  // rank index
-  uint32_t link = 0;  // its link in the rank's step graph
-};
 RunStepPath runPath(const model::RunTrace& run, RunGraph& g, ChainSlices* chains,
                     std::vector<ChainOnPath>* chains_on_path) {
   RunStepPath out;
@@ -927,21 +938,13 @@ CriticalPathResult computeCriticalPath(const AnalysisInput& input, const std::ve
       std::optional<model::RankTrace> read;
       if (input.read_events) read = input.read_events(r);
       const model::RankTrace& rank = read ? *read : run.ranks[r];
-      RankTimeIndex index(rank);
-      RankGraph graph;
-      RankGraphScratch scratch;
+      RebuiltGraph rebuilt;
       std::vector<PathPart> step_parts;
-      size_t built = SIZE_MAX;
-      for (size_t c = 0; c < on_rank[r].size(); ++c) {
-        auto [run_step, chain] = on_rank[r][c];
+      for (const auto& [run_step, chain] : on_rank[r]) {
         const RankStepGraph& step = parts[r]->steps[step_index[run_step]];
-        if (built != run_step) {
-          graph.build(rank, index, step.window, scratch, true);
-          built = run_step;
-        }
         const RankStepGraph::Link& link = step.links[chain.link];
         step_parts.clear();
-        graph.addChainParts(link.first_edge, step.port_node[link.to], step_parts);
+        rebuilt.of(rank, step).addChainParts(link.first_edge, step.port_node[link.to], step_parts);
         for (const PathPart& part : step_parts) summed[r].emplace_back(run_step, part);
       }
     });

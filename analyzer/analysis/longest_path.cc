@@ -52,20 +52,13 @@ void timeOrder(const std::vector<int64_t>& times, std::vector<uint32_t>& order) 
   for (size_t k = 0; k < nodes; ++k) order[k] = keyed[k].node;
 }
 
-// What tells the nodes a plan leaves out (Chains::kMerged): one edge in and one out, both forward. Per
-// node, `links` counts its edges in (the low two bits) and out (the next two), 1 for one forward edge
-// and 2 for anything more: a node to leave out has kOneInOneOut.
-constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
+// Each node's links (countLink), and its one edge in where it has one.
 void countLinks(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan) {
   plan.links.assign(times.size(), 0);
   plan.single_in.resize(times.size());
   for (uint32_t i = 0; i < edges.size(); ++i) {
     const Edge& e = edges[i];
-    uint8_t one = std::pair(times[e.from], e.from) < std::pair(times[e.to], e.to) ? 1 : 2;
-    uint8_t& in = plan.links[e.to];
-    in = static_cast<uint8_t>((in & 3) == 0 ? in | one : (in & 0xfc) | 2);
-    uint8_t& out = plan.links[e.from];
-    out = static_cast<uint8_t>((out & 12) == 0 ? out | one << 2 : (out & 0xf3) | 8);
+    countLink(plan.links[e.from], times[e.from], e.from, plan.links[e.to], times[e.to], e.to);
     plan.single_in[e.to] = i;
   }
 }

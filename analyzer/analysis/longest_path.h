@@ -76,6 +76,17 @@ struct PathPlan {
   std::vector<uint32_t> single_in, unsummed;
 };
 
+// What tells the nodes a merged plan leaves out: one edge in and one out, both forward in (time, node).
+// Per node, its links count its edges in (the low two bits) and out (the next two), 1 for one forward
+// edge and 2 for anything more: a node to leave out has kOneInOneOut. countLink adds an edge's.
+inline constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
+inline void countLink(uint8_t& from_links, int64_t from_ns, uint32_t from, uint8_t& to_links, int64_t to_ns,
+                      uint32_t to) {
+  uint8_t one = std::pair(from_ns, from) < std::pair(to_ns, to) ? 1 : 2;
+  to_links = static_cast<uint8_t>((to_links & 3) == 0 ? to_links | one : (to_links & 0xfc) | 2);
+  from_links = static_cast<uint8_t>((from_links & 12) == 0 ? from_links | one << 2 : (from_links & 0xf3) | 8);
+}
+
 // `plan` of the nodes' `times` and `edges` (its buffers are reused).
 void planOf(const std::vector<int64_t>& times, const std::vector<Edge>& edges, PathPlan& plan,
             Chains chains = Chains::kKept);

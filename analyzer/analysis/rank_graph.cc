@@ -317,9 +317,6 @@ void RankGraph::addGpuEdges(RankGraphScratch& scratch) {
   sortIfNeeded(communication_);
 }
 
-// A node with one edge in and one out, both forward in (time, node), as planOf merges them: per node,
-// its edges in (low two bits) and out (next two), 1 for one forward edge and 2 for anything more.
-constexpr uint8_t kOneInOneOut = 1 | 1 << 2;
 constexpr uint8_t kMadePort = 0xff;  // a node reduce() keeps although it has one edge in and one out
 
 // Ports: the nodes planOf would keep (not one forward edge in and one out), communication kernels'
@@ -469,6 +466,12 @@ void RankGraph::reduce(RankStepGraph& out, RankGraphScratch& scratch) {
     link.role = Role::kChain;
     return link;
   };
+  // A chain's link takes one of its edges: the weight, and apart what a what-if changes.
+  auto extend = [](RankStepGraph::Link& link, const Edge& edge, bool compute) {
+    link.weight += edge.weight;
+    if (edge.kind == EdgeKind::kLaunch) link.launch_ns += edge.weight;
+    if (compute) link.compute_ns += edge.weight;
+  };
   std::vector<RankStepGraph::Link>& open = scratch.open_chains;
   // Per node inside a chain: its open chain, stamped with this reduction's number (what an earlier one
   // left there is not this one's).
@@ -497,9 +500,7 @@ void RankGraph::reduce(RankStepGraph& out, RankGraphScratch& scratch) {
       chain = static_cast<uint32_t>(into);
     }
     RankStepGraph::Link& link = open[chain];
-    link.weight += edge.weight;
-    if (edge.kind == EdgeKind::kLaunch) link.launch_ns += edge.weight;
-    if (compute) link.compute_ns += edge.weight;
+    extend(link, edge, compute);
     if (port(edge.to)) {
       link.to = number[edge.to];
       pending.emplace_back(i, link);
@@ -524,9 +525,7 @@ void RankGraph::reduce(RankStepGraph& out, RankGraphScratch& scratch) {
       uint32_t last = i;
       for (uint32_t e = i;; e = next_out[edges[e].to]) {
         const Edge& edge = edges[e];
-        link.weight += edge.weight;
-        if (edge.kind == EdgeKind::kLaunch) link.launch_ns += edge.weight;
-        if (compute_span[e]) link.compute_ns += edge.weight;
+        extend(link, edge, compute_span[e] != 0);
         last = e;
         if (port(edge.to)) break;
       }

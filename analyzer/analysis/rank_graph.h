@@ -360,9 +360,8 @@ class RankGraph {
   }
   // The kind of GPU work whose span an edge is, if it is one.
   std::optional<ActivityKind> spanActivity(const Edge& edge) const {
-    uint32_t from = edge.from;
-    if (edge.kind != EdgeKind::kSpan || from % 2 != 0 || edge.to != edge.from + 1) return std::nullopt;
-    const GraphEvent& e = events_[from / 2];
+    if (edge.kind != EdgeKind::kSpan || edge.from % 2 != 0 || edge.to != edge.from + 1) return std::nullopt;
+    const GraphEvent& e = events_[edge.from / 2];
     if (e.host) return std::nullopt;
     return rank_->activities[e.ref.index].kind;
   }
@@ -375,18 +374,13 @@ class RankGraph {
       weight = std::max<int64_t>(0, to_ns - from_ns);
     pushEdge(from, to, from_ns, to_ns, weight, kind);
   }
-  // Appends an edge; for reduce(), counts its nodes' links as planOf does (per node, its edges in, the
-  // low two bits, and out, the next two: 1 for one forward edge, 2 for anything more) and notes where
-  // it runs back in time or out of the window.
+  // Appends an edge; for reduce(), counts its nodes' links as planOf does (countLink) and notes where it
+  // runs back in time or out of the window.
   void pushEdge(uint32_t from, uint32_t to, int64_t from_ns, int64_t to_ns, int64_t weight, EdgeKind kind) {
     auto i = static_cast<uint32_t>(own_edges_.size());
     appendEdge(own_edges_, from, to, weight, kind);
     if (!counting_) return;
-    uint8_t one = std::pair(from_ns, from) < std::pair(to_ns, to) ? 1 : 2;
-    uint8_t& in = node_links_[to];
-    in = static_cast<uint8_t>((in & 3) == 0 ? in | one : (in & 0xfc) | 2);
-    uint8_t& out = node_links_[from];
-    out = static_cast<uint8_t>((out & 12) == 0 ? out | one << 2 : (out & 0xf3) | 8);
+    countLink(node_links_[from], from_ns, from, node_links_[to], to_ns, to);
     next_out_[from] = i;
     if (to_ns < from_ns) backward_.push_back({to_ns, from_ns});
     if (to_ns > window_.end || from_ns < window_.start) outside_.push_back(i);

@@ -241,10 +241,9 @@ model::RunTrace loadKeepingEvents(const SessionOptions& options, load::LoadOptio
       double projected = static_cast<double>(bytes) / static_cast<double>(ranks) * static_cast<double>(expected);
       if (projected <= 1.25 * static_cast<double>(budget)) return;
       throw MemoryBudgetError(fmt::format(
-          "this command keeps every rank's events (a timeline, --critical-path on one rank): about {} for {} ranks ({} "
-          "a rank, "
-          "from the first {}), over the {} it may use (--max-memory); give a larger limit, or analyze part of the "
-          "run with --ranks or --window",
+          "this command keeps every rank's events (a timeline, --critical-path on one rank): about {} for {} "
+          "ranks ({} a rank, from the first {}), over the {} it may use (--max-memory); give a larger limit, or "
+          "analyze part of the run with --ranks or --window",
           report::formatValue(projected, report::Unit::kBytes), expected,
           report::formatValue(static_cast<double>(bytes) / static_cast<double>(ranks), report::Unit::kBytes), ranks,
           report::formatValue(static_cast<double>(budget), report::Unit::kBytes)));
